@@ -1,0 +1,54 @@
+// `npm test`: starts a throwaway PostgreSQL (unless TEST_DATABASE_URL is set), runs every
+// test/**/*.test.ts with node:test through tsx, then removes the server. The PostgreSQL
+// half of the suite therefore always runs; if the server cannot start, the run fails.
+//   npm test                       all tests
+//   npm test -- test/config.test.ts   some files
+import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { startEmbeddedPostgres, type PostgresServer } from '../test/helpers/embedded-pg.js';
+
+function findTests(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...findTests(full));
+    else if (entry.name.endsWith('.test.ts')) out.push(full);
+  }
+  return out.sort();
+}
+
+const args = process.argv.slice(2);
+const files = args.filter((a) => !a.startsWith('-'));
+const flags = args.filter((a) => a.startsWith('-'));
+const tests = files.length > 0 ? files : findTests('test');
+
+let server: PostgresServer | undefined;
+const env = { ...process.env };
+if (env.TEST_DATABASE_URL === undefined || env.TEST_DATABASE_URL === '') {
+  const started = Date.now();
+  server = await startEmbeddedPostgres();
+  env.TEST_DATABASE_URL = server.url;
+  process.stdout.write(`test harness: PostgreSQL started on 127.0.0.1:${server.port} in ${Date.now() - started} ms\n`);
+} else {
+  process.stdout.write('test harness: using TEST_DATABASE_URL\n');
+}
+
+const cleanup = async (): Promise<void> => {
+  await server?.destroy();
+  server = undefined;
+};
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(sig, () => {
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+const child = spawn(
+  process.execPath,
+  ['--import', 'tsx', '--test', '--test-reporter=spec', ...flags, ...tests],
+  { stdio: 'inherit', env },
+);
+const code: number = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
+await cleanup();
+process.exit(code);

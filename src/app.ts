@@ -1,0 +1,65 @@
+// buildApp(): the whole HTTP service as a Fastify instance that is never listening.
+// Tests drive it with app.inject(); src/server.ts listens. The app owns the store it is
+// given and closes it when the app closes.
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import type { Logger } from 'pino';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Config } from './config.js';
+import { AppError } from './errors.js';
+import { healthRoutes } from './http/health.js';
+import { RequestLog } from './http/request-log.js';
+import { installProblemHandlers, RETRY_AFTER_SECONDS } from './http/problem.js';
+import type { App } from './http/types.js';
+import { validatorCompiler } from './http/validation.js';
+import { requestIdFrom } from './logging.js';
+import type { Store } from './storage/types.js';
+
+export const BODY_LIMIT_BYTES = 16 * 1024;
+
+export interface AppDeps {
+  config: Config;
+  store: Store;
+  logger: Logger;
+}
+
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const { config, store } = deps;
+  // Typed as Fastify's logger so route modules share one App type.
+  const loggerInstance: FastifyBaseLogger = deps.logger;
+  const app = Fastify({
+    loggerInstance,
+    genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
+    logController: new RequestLog(),
+    bodyLimit: BODY_LIMIT_BYTES,
+    // Our own closing check below answers with a problem body instead of Fastify's.
+    return503OnClosing: false,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  // JSON only: Fastify also parses text/plain by default, which no route here takes.
+  app.removeContentTypeParser('text/plain');
+  installProblemHandlers(app, { bodyLimit: BODY_LIMIT_BYTES });
+
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    if (closing) {
+      reply.header('connection', 'close');
+      throw new AppError('SERVICE_UNAVAILABLE', 'the server is shutting down', {
+        headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+      });
+    }
+  });
+  app.addHook('onClose', async () => {
+    await store.close();
+  });
+
+  healthRoutes(app, { store, timeoutMs: config.databaseTimeoutMs });
+
+  await app.ready();
+  return app;
+}

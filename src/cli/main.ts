@@ -1,0 +1,80 @@
+#!/usr/bin/env node
+// The `infracat` command: dispatches to one module per sub-command.
+import { readFileSync } from 'node:fs';
+import { ConfigError } from '../config.js';
+import { UsageError, type Command } from './command.js';
+import { migrateCommand } from './migrate.js';
+import { serveCommand } from './serve.js';
+
+const COMMANDS: readonly Command[] = [serveCommand, migrateCommand];
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+const mainHelp = `Usage: infracat <command> [options]
+
+infracat: the catalog and API-token service of a cloud platform's control plane.
+
+Commands:
+${COMMANDS.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`).join('\n')}
+  help       show help for a command (infracat help serve)
+
+Options:
+  -h, --help     show this help
+  -v, --version  print the version
+
+Run 'infracat <command> --help' for a command's options.
+`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '-h' || name === '--help') {
+    process.stdout.write(mainHelp);
+    return name === undefined ? 2 : 0;
+  }
+  if (name === '-v' || name === '--version') {
+    process.stdout.write(`${version()}\n`);
+    return 0;
+  }
+  if (name === 'help') {
+    const target = COMMANDS.find((c) => c.name === rest[0]);
+    process.stdout.write(target?.help ?? mainHelp);
+    return target !== undefined || rest[0] === undefined ? 0 : 2;
+  }
+  const command = COMMANDS.find((c) => c.name === name);
+  if (command === undefined) {
+    process.stderr.write(`infracat: unknown command '${name}'\n\n${mainHelp}`);
+    return 2;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(command.help);
+    return 0;
+  }
+  try {
+    return await command.run(rest);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`infracat ${command.name}: ${err.message}\nRun 'infracat ${command.name} --help' for usage.\n`);
+      return 2;
+    }
+    if (err instanceof ConfigError) {
+      process.stderr.write(`infracat: configuration error: ${err.message}\n`);
+      return 78; // EX_CONFIG
+    }
+    process.stderr.write(`infracat ${command.name}: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+
+// `serve` keeps the process alive through its listening socket; others exit here.
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code !== 0) process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`infracat: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+  },
+);

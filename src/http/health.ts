@@ -1,0 +1,44 @@
+// Liveness and readiness for orchestrators and load balancers.
+// /healthz: the process answers. /readyz: storage answers too (else 503 + Retry-After,
+// so a balancer drains this instance while PostgreSQL is away).
+import { Type } from 'typebox';
+import type { App } from './types.js';
+import { AppError } from '../errors.js';
+import type { Store } from '../storage/types.js';
+import { RETRY_AFTER_SECONDS } from './problem.js';
+
+const Health = Type.Object({ status: Type.String() });
+const Ready = Type.Object({ status: Type.String(), storage: Type.String() });
+
+export interface HealthOptions {
+  store: Store;
+  /** Longest a readiness probe waits for storage. */
+  timeoutMs: number;
+}
+
+export function healthRoutes(app: App, options: HealthOptions): void {
+  app.get('/healthz', { schema: { response: { 200: Health } } }, async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+    return { status: 'ok' };
+  });
+
+  app.get('/readyz', { schema: { response: { 200: Ready } } }, async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+    try {
+      await withTimeout(options.store.ping(), options.timeoutMs);
+    } catch {
+      throw new AppError('SERVICE_UNAVAILABLE', 'storage is not reachable', {
+        headers: { 'retry-after': String(RETRY_AFTER_SECONDS), 'cache-control': 'no-store' },
+      });
+    }
+    return { status: 'ready', storage: options.store.kind };
+  });
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

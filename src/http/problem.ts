@@ -1,0 +1,144 @@
+// Every error leaves the service as RFC 9457 problem+json with a code from
+// src/errors.ts: thrown AppErrors, Fastify's own errors (bad JSON, wrong media type,
+// body too large, schema validation), unknown routes (404), known paths with the wrong
+// method (405 + Allow), unavailable storage (503 + Retry-After) and anything else
+// (500, details only in the log).
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { App } from './types.js';
+import { AppError, ERRORS, toProblem, type ErrorCode, type FieldError } from '../errors.js';
+import { StorageUnavailableError } from '../storage/types.js';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
+export const RETRY_AFTER_SECONDS = 5;
+const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
+  for (const [name, value] of Object.entries(err.extras.headers ?? {})) reply.header(name, value);
+  return reply
+    .code(err.status)
+    .type(PROBLEM_CONTENT_TYPE)
+    .send(toProblem(err, request.url.split('?')[0], request.id));
+}
+
+interface AjvIssue {
+  instancePath?: string;
+  message?: string;
+  keyword?: string;
+  params?: Record<string, unknown>;
+}
+
+/** Ajv issues -> one JSON pointer per offending field (RFC 6901). */
+export function fieldErrors(issues: readonly AjvIssue[], prefix = ''): FieldError[] {
+  const seen = new Set<string>();
+  const out: FieldError[] = [];
+  for (const issue of issues) {
+    let pointer = prefix + (issue.instancePath ?? '');
+    let detail = issue.message ?? 'is invalid';
+    const p = issue.params ?? {};
+    if (issue.keyword === 'required' && typeof p.missingProperty === 'string') {
+      pointer += `/${escapePointer(p.missingProperty)}`;
+      detail = 'is required';
+    } else if (issue.keyword === 'additionalProperties' && typeof p.additionalProperty === 'string') {
+      pointer += `/${escapePointer(p.additionalProperty)}`;
+      detail = 'is not a known field';
+    }
+    const key = `${pointer}\u0000${detail}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ pointer, detail });
+  }
+  return out;
+}
+
+function escapePointer(segment: string): string {
+  return segment.replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
+const BY_FASTIFY_CODE: Record<string, { code: ErrorCode; detail: string }> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'UNSUPPORTED_MEDIA_TYPE', detail: 'request bodies must be application/json' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'BAD_REQUEST', detail: 'Content-Length does not match the body' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'MALFORMED_JSON', detail: 'the body is empty but Content-Type says JSON' },
+  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'MALFORMED_JSON', detail: 'the body is not valid JSON' },
+};
+
+const BY_STATUS: Partial<Record<number, ErrorCode>> = {
+  401: 'UNAUTHORIZED',
+  403: 'INSUFFICIENT_SCOPE',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  406: 'NOT_ACCEPTABLE',
+  409: 'CONFLICT',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+  429: 'RATE_LIMITED',
+};
+
+/** Turns whatever was thrown into the AppError to answer with. */
+export function classify(error: FastifyError | Error, bodyLimit: number): AppError {
+  if (error instanceof AppError) return error;
+  if (error instanceof StorageUnavailableError) {
+    return new AppError('SERVICE_UNAVAILABLE', 'storage is unavailable; retry shortly', {
+      headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+    });
+  }
+  const fe = error as FastifyError & { validation?: AjvIssue[]; validationContext?: string };
+  if (Array.isArray(fe.validation)) {
+    const where = fe.validationContext ?? 'body';
+    if (where === 'body') {
+      return new AppError('VALIDATION_FAILED', 'the request body is invalid; see errors', {
+        errors: fieldErrors(fe.validation),
+      });
+    }
+    const errors = fieldErrors(fe.validation);
+    const names = errors.map((e) => e.pointer.replace(/^\//, '')).filter((n) => n !== '');
+    return new AppError(
+      where === 'querystring' ? 'INVALID_QUERY' : 'BAD_REQUEST',
+      `invalid ${where === 'querystring' ? 'query parameter' : where}${names.length > 0 ? ` ${[...new Set(names)].join(', ')}` : ''}`,
+      { errors: errors.map((e) => ({ ...e, pointer: `${where}:${e.pointer}` })) },
+    );
+  }
+  if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return new AppError('PAYLOAD_TOO_LARGE', `request bodies are limited to ${bodyLimit} bytes`);
+  }
+  const known = typeof fe.code === 'string' ? BY_FASTIFY_CODE[fe.code] : undefined;
+  if (known !== undefined) return new AppError(known.code, known.detail);
+  const status = typeof fe.statusCode === 'number' ? fe.statusCode : 500;
+  if (status === 400 && error instanceof SyntaxError) return new AppError('MALFORMED_JSON', 'the body is not valid JSON');
+  if (status >= 400 && status < 500) {
+    // Fastify's own 4xx messages describe the request, not the server: safe to show.
+    return new AppError(BY_STATUS[status] ?? 'BAD_REQUEST', error.message || ERRORS.BAD_REQUEST.title);
+  }
+  return new AppError('INTERNAL', 'an unexpected error occurred; quote the request_id when reporting it');
+}
+
+export interface ProblemOptions {
+  bodyLimit: number;
+}
+
+/** Installs the error and not-found handlers on the root instance. */
+export function installProblemHandlers(app: App, options: ProblemOptions): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const problem = classify(error, options.bodyLimit);
+    if (problem.status >= 500 && problem.code !== 'SERVICE_UNAVAILABLE') {
+      request.log.error({ err: error }, 'unhandled error');
+    } else if (problem.code === 'SERVICE_UNAVAILABLE') {
+      request.log.warn({ err: error }, 'storage unavailable');
+    }
+    return sendProblem(request, reply, problem);
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    const allowed = ALL_METHODS.filter((m) => m !== request.method && app.findRoute({ method: m, url: path }) !== null);
+    if (allowed.length > 0) {
+      return sendProblem(
+        request,
+        reply,
+        new AppError('METHOD_NOT_ALLOWED', `${request.method} is not allowed here; allowed: ${allowed.join(', ')}`, {
+          headers: { allow: allowed.join(', ') },
+        }),
+      );
+    }
+    return sendProblem(request, reply, new AppError('NOT_FOUND', `no resource at ${path}`));
+  });
+}

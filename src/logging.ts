@@ -1,0 +1,76 @@
+// pino JSON logs. No log line may carry a credential: request headers are never
+// serialised, query strings and error messages are scrubbed of anything shaped like a
+// token, and the redact list is a last line of defence for hand-written log calls.
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import pino, { type DestinationStream, type Logger } from 'pino';
+import type { LogLevel } from './config.js';
+
+// Anything that looks like an infracat secret (`<prefix>_<30+ base62>`), a bearer
+// credential, or a credential-named query parameter.
+const TOKEN_LIKE = /\b([a-z][a-z0-9]{0,15})_[A-Za-z0-9]{30,}/g;
+const BEARER = /\b(bearer|basic)\s+[^\s,;"]+/gi;
+const SECRET_PARAM = /([?&](?:access_token|token|api_key|apikey|key|secret|password|auth)=)[^&#]*/gi;
+
+export function redactSecrets(text: string): string {
+  return text
+    .replace(TOKEN_LIKE, '$1_[REDACTED]')
+    .replace(BEARER, '$1 [REDACTED]')
+    .replace(SECRET_PARAM, '$1[REDACTED]');
+}
+
+export const REDACT_PATHS = [
+  'authorization',
+  '*.authorization',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers.authorization',
+  'token',
+  '*.token',
+  'secret',
+  '*.secret',
+  'password',
+  '*.password',
+];
+
+interface LoggedRequest {
+  method?: string;
+  url?: string;
+  ip?: string;
+  id?: string;
+}
+
+export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
+  return pino(
+    {
+      level,
+      base: { service: 'infracat' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
+      formatters: { level: (label) => ({ level: label }) },
+      serializers: {
+        req: (req: LoggedRequest | IncomingMessage) => ({
+          method: req.method,
+          url: redactSecrets(req.url ?? ''),
+          remote_address: 'socket' in req ? req.socket.remoteAddress : req.ip,
+        }),
+        res: (res: { statusCode?: number }) => ({ status_code: res.statusCode }),
+        err: (err: Error) => {
+          const out = pino.stdSerializers.err(err);
+          out.message = redactSecrets(out.message);
+          if (typeof out.stack === 'string') out.stack = redactSecrets(out.stack);
+          return out;
+        },
+      },
+    },
+    destination,
+  );
+}
+
+// Accept a caller's X-Request-Id only if it is short and plain, so it can't forge log
+// structure or smuggle data; otherwise mint one.
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function requestIdFrom(header: string | string[] | undefined): string {
+  return typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
+}

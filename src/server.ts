@@ -1,0 +1,50 @@
+// config -> store -> migrate -> buildApp -> listen, and a graceful stop on
+// SIGTERM/SIGINT: stop accepting, let in-flight requests finish (bounded by
+// SHUTDOWN_TIMEOUT_MS), flush, close storage. Nothing else lives here.
+import closeWithGrace from 'close-with-grace';
+import type { Logger } from 'pino';
+import { buildApp } from './app.js';
+import type { App } from './http/types.js';
+import { describeDatabase, type Config } from './config.js';
+import { createLogger } from './logging.js';
+import { openStore } from './storage/index.js';
+
+export interface RunningServer {
+  app: App;
+  /** The address actually bound, e.g. http://127.0.0.1:8080. */
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+  const started = performance.now();
+  const store = openStore(config, { onIdleError: (err) => logger.warn({ err }, 'idle database connection failed') });
+  let app: App;
+  try {
+    const report = await store.migrate();
+    if (report.applied.length > 0) logger.info({ applied: report.applied, version: report.version }, 'schema migrated');
+    app = await buildApp({ config, store, logger });
+  } catch (err) {
+    await store.close().catch(() => undefined);
+    throw err;
+  }
+  const url = await app.listen({ port: config.port, host: config.host });
+  logger.info(
+    { url, storage: describeDatabase(config.database), startup_ms: Math.round(performance.now() - started) },
+    'infracat listening',
+  );
+  return { app, url, close: () => app.close() };
+}
+
+/** `infracat serve`: start, then stay up until a signal. */
+export async function serve(config: Config): Promise<void> {
+  const logger = createLogger(config.logLevel);
+  const server = await startServer(config, logger);
+  closeWithGrace({ delay: config.shutdownTimeoutMs, logger }, async ({ signal, err }) => {
+    if (err) logger.error({ err }, 'fatal error, shutting down');
+    else logger.info({ signal }, 'shutting down');
+    await server.close();
+    logger.info('shutdown complete');
+    logger.flush();
+  });
+}

@@ -1,0 +1,227 @@
+// PostgreSQL through a `pg` pool: the production and multi-instance backend.
+// Every statement has a server-side and a client-side time-out, so a dead or
+// unreachable server turns into StorageUnavailableError (-> 503) instead of a hang.
+import pg from 'pg';
+import { LATEST_VERSION, pendingMigrations } from '../migrations.js';
+import { TOKEN_COLUMNS, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
+import {
+  StorageUnavailableError,
+  type CreateTokenResult,
+  type MigrationReport,
+  type Store,
+  type TokenRecord,
+  type TokenStore,
+} from '../types.js';
+import { redactUrl } from '../../config.js';
+
+export interface PostgresOptions {
+  url: string;
+  poolMax: number;
+  timeoutMs: number;
+  /** Told about errors of idle pooled connections (the server went away, etc.). */
+  onIdleError?: (err: Error) => void;
+}
+
+// SQLSTATE classes and codes that mean "the database is not reachable right now".
+const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-4])/;
+const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+// SQLSTATEs of a concurrent CREATE ... IF NOT EXISTS race (pg_type unique index, duplicate table).
+const CREATE_RACE = new Set(['23505', '42P07']);
+
+export function isUnavailable(err: unknown): boolean {
+  if (err instanceof StorageUnavailableError) return true;
+  const e = err as { code?: unknown; message?: unknown };
+  if (typeof e.code === 'string' && (UNAVAILABLE_SQLSTATE.test(e.code) || UNAVAILABLE_ERRNO.has(e.code))) return true;
+  const msg = typeof e.message === 'string' ? e.message : '';
+  return /timeout|Connection terminated|connection .*closed|Client has encountered a connection error|not queryable/i.test(msg);
+}
+
+type Queryable = Pick<pg.PoolClient, 'query'>;
+
+export class PostgresStore implements Store {
+  readonly kind = 'postgres' as const;
+  readonly description: string;
+  readonly tokens: TokenStore;
+  private readonly pool: pg.Pool;
+  private closing: Promise<void> | undefined;
+
+  constructor(options: PostgresOptions) {
+    this.description = redactUrl(options.url);
+    this.pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolMax,
+      connectionTimeoutMillis: options.timeoutMs,
+      // Server side: no statement or idle transaction outlives the bound.
+      statement_timeout: options.timeoutMs,
+      idle_in_transaction_session_timeout: options.timeoutMs * 2,
+      // Client side: covers a server that stops answering without closing the socket.
+      query_timeout: options.timeoutMs + 1000,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+      application_name: 'infracat',
+    });
+    // Without a listener an idle client's error (server restart) would crash the process.
+    this.pool.on('error', (err) => options.onIdleError?.(err));
+    this.tokens = new PostgresTokenStore(this);
+  }
+
+  /** Runs one statement on any pooled connection. */
+  async query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.pool.query<R>(sql, params);
+    } catch (err) {
+      throw translate(err);
+    }
+  }
+
+  /** Runs `body` in one transaction on one connection; rolls back on any error. */
+  async transaction<T>(body: (client: Queryable) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw translate(err);
+    }
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const result = await body(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      try {
+        await client.query('ROLLBACK');
+      } catch {
+        broken = true; // the connection is unusable; drop it from the pool
+      }
+      throw translate(err);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async migrate(): Promise<MigrationReport> {
+    // Bootstrap tables may be created by several instances at once; CREATE TABLE IF
+    // NOT EXISTS can still collide in the catalog, so a collision just means "exists".
+    await this.ignoringCreateRace(`CREATE TABLE IF NOT EXISTS infracat_schema_migrations (
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`);
+    await this.ignoringCreateRace('CREATE TABLE IF NOT EXISTS infracat_locks (name TEXT PRIMARY KEY)');
+    await this.query(`INSERT INTO infracat_locks (name) VALUES ('migrate') ON CONFLICT DO NOTHING`);
+    const applied = await this.transaction(async (c) => {
+      // A row lock, not an advisory lock: plain SQL that distributed PostgreSQL engines
+      // also honour. The second instance waits here, then finds nothing pending.
+      await c.query(`SELECT name FROM infracat_locks WHERE name = 'migrate' FOR UPDATE`);
+      const rows = await c.query<{ version: number }>('SELECT version FROM infracat_schema_migrations');
+      const pending = pendingMigrations(new Set(rows.rows.map((r) => r.version)));
+      for (const m of pending) {
+        for (const sql of m.postgres) await c.query(sql);
+        await c.query('INSERT INTO infracat_schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+          m.version,
+          m.name,
+          Date.now(),
+        ]);
+      }
+      return pending.map((m) => m.version);
+    });
+    return { applied, version: LATEST_VERSION };
+  }
+
+  private async ignoringCreateRace(sql: string): Promise<void> {
+    try {
+      await this.query(sql);
+    } catch (err) {
+      const code = (err as { cause?: { code?: string }; code?: string }).code;
+      if (!(typeof code === 'string' && CREATE_RACE.has(code))) throw err;
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.query('SELECT 1');
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.pool.end();
+    return this.closing;
+  }
+}
+
+class PostgresTokenStore implements TokenStore {
+  constructor(private readonly store: PostgresStore) {}
+
+  create(token: TokenRecord, limits: { maxLive: number; now: number }): Promise<CreateTokenResult> {
+    return this.store.transaction(async (c) => {
+      await lockTokens(c);
+      const live = await c.query<{ n: string }>(
+        'SELECT COUNT(*) AS n FROM api_tokens WHERE expires_at IS NULL OR expires_at > $1',
+        [limits.now],
+      );
+      if (Number(live.rows[0]?.n ?? 0) >= limits.maxLive) return 'limit_reached';
+      await insert(c, token);
+      return 'created';
+    });
+  }
+
+  createIfNone(token: TokenRecord): Promise<boolean> {
+    return this.store.transaction(async (c) => {
+      await lockTokens(c);
+      const any = await c.query('SELECT 1 FROM api_tokens LIMIT 1');
+      if (any.rowCount !== 0) return false;
+      await insert(c, token);
+      return true;
+    });
+  }
+
+  async list(now: number): Promise<TokenRecord[]> {
+    const res = await this.store.query<TokenRow>(
+      `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE expires_at IS NULL OR expires_at > $1 ORDER BY created_at, id`,
+      [now],
+    );
+    return res.rows.map(tokenFromRow);
+  }
+
+  async get(id: string): Promise<TokenRecord | null> {
+    const res = await this.store.query<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE id = $1`, [id]);
+    return res.rows[0] === undefined ? null : tokenFromRow(res.rows[0]);
+  }
+
+  async findByHash(secretHash: string): Promise<TokenRecord | null> {
+    const res = await this.store.query<TokenRow>(`SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE secret_hash = $1`, [secretHash]);
+    return res.rows[0] === undefined ? null : tokenFromRow(res.rows[0]);
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const res = await this.store.query('DELETE FROM api_tokens WHERE id = $1', [id]);
+    return (res.rowCount ?? 0) > 0;
+  }
+
+  async touch(entries: readonly { id: string; at: number }[]): Promise<void> {
+    if (entries.length === 0) return;
+    const latest = latestPerId(entries);
+    // One statement per batch; GREATEST ignores NULL, so a first use just sets the time.
+    await this.store.query(
+      `UPDATE api_tokens AS t SET last_used_at = GREATEST(t.last_used_at, v.at)
+         FROM (SELECT unnest($1::text[]) AS id, unnest($2::bigint[]) AS at) AS v
+        WHERE t.id = v.id`,
+      [[...latest.keys()], [...latest.values()]],
+    );
+  }
+
+  async count(): Promise<number> {
+    const res = await this.store.query<{ n: string }>('SELECT COUNT(*) AS n FROM api_tokens');
+    return Number(res.rows[0]?.n ?? 0);
+  }
+}
+
+async function lockTokens(c: Queryable): Promise<void> {
+  await c.query(`SELECT name FROM infracat_locks WHERE name = 'tokens' FOR UPDATE`);
+}
+
+async function insert(c: Queryable, token: TokenRecord): Promise<void> {
+  await c.query(`INSERT INTO api_tokens (${TOKEN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, tokenParams(token));
+}
+
+function translate(err: unknown): Error {
+  if (err instanceof StorageUnavailableError) return err;
+  if (isUnavailable(err)) return new StorageUnavailableError('PostgreSQL is unreachable', { cause: err });
+  return err instanceof Error ? err : new Error(String(err));
+}

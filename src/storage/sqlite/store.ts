@@ -1,0 +1,181 @@
+// The embedded default: one SQLite file through better-sqlite3, in WAL mode.
+// Every committed write is fsync'd (synchronous=FULL), so a 201/204 survives kill -9.
+// better-sqlite3 is synchronous; methods are async only to share the Store interface.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { LATEST_VERSION, pendingMigrations } from '../migrations.js';
+import { TOKEN_COLUMNS, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
+import {
+  StorageUnavailableError,
+  type CreateTokenResult,
+  type MigrationReport,
+  type Store,
+  type TokenRecord,
+  type TokenStore,
+} from '../types.js';
+
+export interface SqliteOptions {
+  path: string;
+  /** How long a writer waits for another process's lock before failing (ms). */
+  busyTimeoutMs: number;
+}
+
+const BUSY_CODES = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_TIMEOUT']);
+
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
+  readonly description: string;
+  readonly tokens: TokenStore;
+  private readonly db: Database.Database;
+  private closed = false;
+
+  constructor(options: SqliteOptions) {
+    this.description = `sqlite:${options.path}`;
+    mkdirSync(path.dirname(options.path), { recursive: true });
+    this.db = new Database(options.path, { timeout: options.busyTimeoutMs });
+    this.db.pragma('journal_mode = WAL');
+    // FULL: in WAL mode this syncs the log on every commit; NORMAL could lose the last
+    // acknowledged writes on power loss.
+    this.db.pragma('synchronous = FULL');
+    this.db.pragma('foreign_keys = ON');
+    this.tokens = new SqliteTokenStore(this.db);
+  }
+
+  migrate(): Promise<MigrationReport> {
+    return run(() => {
+      this.db.exec(`CREATE TABLE IF NOT EXISTS infracat_schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
+      // IMMEDIATE takes the write lock first, so two processes never both decide to apply.
+      const apply = this.db.transaction((): number[] => {
+        const rows = this.db.prepare('SELECT version FROM infracat_schema_migrations').all() as { version: number }[];
+        const pending = pendingMigrations(new Set(rows.map((r) => r.version)));
+        const record = this.db.prepare('INSERT INTO infracat_schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+        for (const m of pending) {
+          for (const sql of m.sqlite) this.db.exec(sql);
+          record.run(m.version, m.name, Date.now());
+        }
+        return pending.map((m) => m.version);
+      });
+      const applied = apply.immediate();
+      return { applied, version: LATEST_VERSION };
+    });
+  }
+
+  ping(): Promise<void> {
+    return run(() => {
+      this.db.prepare('SELECT 1').get();
+    });
+  }
+
+  close(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true;
+      this.db.close();
+    }
+    return Promise.resolve();
+  }
+}
+
+// SQL of the token store. Statements are prepared on first use and then reused:
+// the tables exist only after migrate(), which runs after the store opens.
+const SQL = {
+  insert: `INSERT INTO api_tokens (${TOKEN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  countLive: 'SELECT COUNT(*) AS n FROM api_tokens WHERE expires_at IS NULL OR expires_at > ?',
+  count: 'SELECT COUNT(*) AS n FROM api_tokens',
+  list: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE expires_at IS NULL OR expires_at > ? ORDER BY created_at, id`,
+  get: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE id = ?`,
+  byHash: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE secret_hash = ?`,
+  delete: 'DELETE FROM api_tokens WHERE id = ?',
+  // SQLite's two-argument MAX() is NULL if either side is NULL, hence the COALESCE.
+  touch: 'UPDATE api_tokens SET last_used_at = MAX(COALESCE(last_used_at, 0), ?) WHERE id = ?',
+} as const;
+
+class SqliteTokenStore implements TokenStore {
+  private readonly prepared = new Map<keyof typeof SQL, Database.Statement>();
+
+  constructor(private readonly db: Database.Database) {}
+
+  private q(name: keyof typeof SQL): Database.Statement {
+    let stmt = this.prepared.get(name);
+    if (stmt === undefined) {
+      stmt = this.db.prepare(SQL[name]);
+      this.prepared.set(name, stmt);
+    }
+    return stmt;
+  }
+
+  create(token: TokenRecord, limits: { maxLive: number; now: number }): Promise<CreateTokenResult> {
+    return run(() =>
+      this.db
+        .transaction((): CreateTokenResult => {
+          const { n } = this.q('countLive').get(limits.now) as { n: number };
+          if (n >= limits.maxLive) return 'limit_reached';
+          this.q('insert').run(...tokenParams(token));
+          return 'created';
+        })
+        .immediate(),
+    );
+  }
+
+  createIfNone(token: TokenRecord): Promise<boolean> {
+    return run(() =>
+      this.db
+        .transaction((): boolean => {
+          const { n } = this.q('count').get() as { n: number };
+          if (n > 0) return false;
+          this.q('insert').run(...tokenParams(token));
+          return true;
+        })
+        .immediate(),
+    );
+  }
+
+  list(now: number): Promise<TokenRecord[]> {
+    return run(() => (this.q('list').all(now) as TokenRow[]).map(tokenFromRow));
+  }
+
+  get(id: string): Promise<TokenRecord | null> {
+    return run(() => {
+      const row = this.q('get').get(id) as TokenRow | undefined;
+      return row === undefined ? null : tokenFromRow(row);
+    });
+  }
+
+  findByHash(secretHash: string): Promise<TokenRecord | null> {
+    return run(() => {
+      const row = this.q('byHash').get(secretHash) as TokenRow | undefined;
+      return row === undefined ? null : tokenFromRow(row);
+    });
+  }
+
+  delete(id: string): Promise<boolean> {
+    return run(() => this.q('delete').run(id).changes > 0);
+  }
+
+  touch(entries: readonly { id: string; at: number }[]): Promise<void> {
+    if (entries.length === 0) return Promise.resolve();
+    return run(() => {
+      this.db.transaction(() => {
+        for (const [id, at] of latestPerId(entries)) this.q('touch').run(at, id);
+      })();
+    });
+  }
+
+  count(): Promise<number> {
+    return run(() => (this.q('count').get() as { n: number }).n);
+  }
+}
+
+/** Runs a synchronous database step, turning lock time-outs into StorageUnavailableError. */
+function run<T>(step: () => T): Promise<T> {
+  try {
+    return Promise.resolve(step());
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string' && BUSY_CODES.has(code)) {
+      return Promise.reject(new StorageUnavailableError('the SQLite database is locked by another process', { cause: err }));
+    }
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+  }
+}

@@ -1,0 +1,78 @@
+// The narrow storage interface. Domain code and routes see only this; each backend
+// (sqlite/, postgres/) implements it and passes test/storage/contract.ts.
+//
+// Conventions both backends keep:
+// - Timestamps are integer milliseconds since the epoch (UTC); formatting is the API's job.
+// - A method that resolves has made its write durable (SQLite synchronous=FULL,
+//   PostgreSQL synchronous commit): the caller may acknowledge it to a client.
+// - Connectivity failures reject with StorageUnavailableError, so the HTTP layer can
+//   answer 503 + Retry-After instead of 500.
+
+/** A stored API token. Only the SHA-256 of the secret is ever stored. */
+export interface TokenRecord {
+  id: string;
+  name: string;
+  scopes: string[];
+  /** Lowercase hex SHA-256 of the secret. */
+  secretHash: string;
+  createdAt: number;
+  expiresAt: number | null;
+  lastUsedAt: number | null;
+}
+
+export interface LastUsed {
+  id: string;
+  at: number;
+}
+
+export type CreateTokenResult = 'created' | 'limit_reached';
+
+export interface TokenStore {
+  /**
+   * Inserts the token unless `maxLive` live (unexpired at `now`) tokens already exist.
+   * The count and the insert are one atomic step, also across instances.
+   */
+  create(token: TokenRecord, limits: { maxLive: number; now: number }): Promise<CreateTokenResult>;
+  /**
+   * Inserts the token only if the store holds no token at all (first-start bootstrap).
+   * Exactly one caller wins even when several instances race. Returns whether it did.
+   */
+  createIfNone(token: TokenRecord): Promise<boolean>;
+  /** Live tokens (unexpired at `now`), oldest first (created_at, then id). */
+  list(now: number): Promise<TokenRecord[]>;
+  get(id: string): Promise<TokenRecord | null>;
+  findByHash(secretHash: string): Promise<TokenRecord | null>;
+  /** Deletes the token; false when no such id. */
+  delete(id: string): Promise<boolean>;
+  /** Sets last_used_at = max(stored, at) for each entry; unknown ids are ignored. */
+  touch(entries: readonly LastUsed[]): Promise<void>;
+  /** Number of stored tokens, expired included. */
+  count(): Promise<number>;
+}
+
+export interface MigrationReport {
+  /** Versions applied by this call (empty when the schema was current). */
+  applied: number[];
+  /** Schema version after the call. */
+  version: number;
+}
+
+export interface Store {
+  readonly kind: 'sqlite' | 'postgres';
+  /** Human description for logs, with any password redacted. */
+  readonly description: string;
+  /** Applies pending migrations. Safe when several instances call it at once. */
+  migrate(): Promise<MigrationReport>;
+  /** Resolves when storage answers a trivial query. */
+  ping(): Promise<void>;
+  /** Waits for in-flight work and releases connections/handles. Idempotent. */
+  close(): Promise<void>;
+  readonly tokens: TokenStore;
+}
+
+export class StorageUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StorageUnavailableError';
+  }
+}

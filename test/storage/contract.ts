@@ -1,0 +1,215 @@
+// The storage contract: every backend runs exactly these tests (sqlite.test.ts,
+// postgres.test.ts). A backend that fails one is not done.
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { LATEST_VERSION, MIGRATIONS } from '../../src/storage/migrations.js';
+import type { Store, TokenRecord } from '../../src/storage/types.js';
+
+export interface TestBackend {
+  name: string;
+  /** A new, empty database. `open()` may be called several times: one Store per "instance". */
+  freshDatabase(): Promise<{ open(): Store; drop(): Promise<void> }>;
+}
+
+let seq = 0;
+export function sampleToken(over: Partial<TokenRecord> = {}): TokenRecord {
+  seq += 1;
+  return {
+    id: `tok_${String(seq).padStart(6, '0')}_${randomUUID().slice(0, 8)}`,
+    name: `token ${seq}`,
+    scopes: ['apps:read'],
+    secretHash: randomBytes(32).toString('hex'),
+    createdAt: 1_700_000_000_000 + seq,
+    expiresAt: null,
+    lastUsedAt: null,
+    ...over,
+  };
+}
+
+const NOW = 1_800_000_000_000;
+const NO_LIMIT = { maxLive: 1_000_000, now: NOW };
+
+export function runStoreContract(backend: TestBackend): void {
+  describe(`storage contract: ${backend.name}`, () => {
+    let db: Awaited<ReturnType<TestBackend['freshDatabase']>>;
+    let store: Store;
+    const opened: Store[] = [];
+    const open = (): Store => {
+      const s = db.open();
+      opened.push(s);
+      return s;
+    };
+
+    before(async () => {
+      db = await backend.freshDatabase();
+      store = open();
+      const report = await store.migrate();
+      assert.deepEqual(report.applied, MIGRATIONS.map((m) => m.version));
+      assert.equal(report.version, LATEST_VERSION);
+    });
+
+    after(async () => {
+      for (const s of opened) await s.close();
+      await db.drop();
+    });
+
+    it('migrate is idempotent: a second run applies nothing', async () => {
+      const again = await store.migrate();
+      assert.deepEqual(again.applied, []);
+      assert.equal(again.version, LATEST_VERSION);
+    });
+
+    it('ping resolves while the database is reachable', async () => {
+      await store.ping();
+    });
+
+    it('create stores every field; get and findByHash return it unchanged', async () => {
+      const t = sampleToken({ name: 'déploiement ✓ 🚀', scopes: ['apps:read', 'apps:write'], expiresAt: NOW + 60_000, lastUsedAt: null });
+      assert.equal(await store.tokens.create(t, NO_LIMIT), 'created');
+      assert.deepEqual(await store.tokens.get(t.id), t);
+      assert.deepEqual(await store.tokens.findByHash(t.secretHash), t);
+      assert.equal(await store.tokens.get('tok_unknown'), null);
+      assert.equal(await store.tokens.findByHash('0'.repeat(64)), null);
+    });
+
+    it('a second token with the same secret hash or id is refused', async () => {
+      const t = sampleToken();
+      await store.tokens.create(t, NO_LIMIT);
+      await assert.rejects(store.tokens.create(sampleToken({ secretHash: t.secretHash }), NO_LIMIT));
+      await assert.rejects(store.tokens.create(sampleToken({ id: t.id }), NO_LIMIT));
+    });
+
+    it('list returns live tokens oldest first and leaves expired ones out', async () => {
+      const fresh = await backend.freshDatabase();
+      const s = fresh.open();
+      try {
+        await s.migrate();
+        const b = sampleToken({ createdAt: 2000, id: 'tok_b' });
+        const a = sampleToken({ createdAt: 1000, id: 'tok_a' });
+        const c = sampleToken({ createdAt: 2000, id: 'tok_c', expiresAt: NOW + 1 });
+        const expired = sampleToken({ createdAt: 500, id: 'tok_x', expiresAt: NOW });
+        for (const t of [b, a, c, expired]) await s.tokens.create(t, NO_LIMIT);
+        assert.deepEqual((await s.tokens.list(NOW)).map((t) => t.id), ['tok_a', 'tok_b', 'tok_c']);
+        assert.deepEqual((await s.tokens.list(NOW + 1)).map((t) => t.id), ['tok_a', 'tok_b']);
+        assert.equal(await s.tokens.count(), 4, 'count includes expired tokens');
+      } finally {
+        await s.close();
+        await fresh.drop();
+      }
+    });
+
+    it('delete removes the token once and reports whether it existed', async () => {
+      const t = sampleToken();
+      await store.tokens.create(t, NO_LIMIT);
+      assert.equal(await store.tokens.delete(t.id), true);
+      assert.equal(await store.tokens.get(t.id), null);
+      assert.equal(await store.tokens.findByHash(t.secretHash), null);
+      assert.equal(await store.tokens.delete(t.id), false);
+      assert.ok(!(await store.tokens.list(NOW)).some((x) => x.id === t.id));
+    });
+
+    it('touch sets last_used_at, never moves it backwards, and takes the latest of a batch', async () => {
+      const t = sampleToken();
+      await store.tokens.create(t, NO_LIMIT);
+      await store.tokens.touch([{ id: t.id, at: 5000 }]);
+      assert.equal((await store.tokens.get(t.id))?.lastUsedAt, 5000);
+      await store.tokens.touch([{ id: t.id, at: 4000 }]);
+      assert.equal((await store.tokens.get(t.id))?.lastUsedAt, 5000, 'an older time does not win');
+      await store.tokens.touch([
+        { id: t.id, at: 7000 },
+        { id: t.id, at: 6000 },
+        { id: 'tok_missing', at: 9000 },
+      ]);
+      assert.equal((await store.tokens.get(t.id))?.lastUsedAt, 7000);
+      await store.tokens.touch([]);
+    });
+
+    it('touch updates many tokens in one batch', async () => {
+      const tokens = Array.from({ length: 50 }, () => sampleToken());
+      for (const t of tokens) await store.tokens.create(t, NO_LIMIT);
+      await store.tokens.touch(tokens.map((t, i) => ({ id: t.id, at: 10_000 + i })));
+      for (const [i, t] of tokens.entries()) assert.equal((await store.tokens.get(t.id))?.lastUsedAt, 10_000 + i);
+    });
+
+    it('create refuses past maxLive live tokens; expired tokens do not count', async () => {
+      const fresh = await backend.freshDatabase();
+      const s = fresh.open();
+      try {
+        await s.migrate();
+        await s.tokens.create(sampleToken({ expiresAt: NOW - 1 }), { maxLive: 2, now: NOW });
+        assert.equal(await s.tokens.create(sampleToken(), { maxLive: 2, now: NOW }), 'created');
+        assert.equal(await s.tokens.create(sampleToken(), { maxLive: 2, now: NOW }), 'created');
+        const over = sampleToken();
+        assert.equal(await s.tokens.create(over, { maxLive: 2, now: NOW }), 'limit_reached');
+        assert.equal(await s.tokens.get(over.id), null, 'a refused token is not stored');
+      } finally {
+        await s.close();
+        await fresh.drop();
+      }
+    });
+
+    it('the live-token cap holds when several instances create at once', async () => {
+      const fresh = await backend.freshDatabase();
+      const instances = [fresh.open(), fresh.open(), fresh.open()];
+      try {
+        await instances[0]!.migrate();
+        const results = await Promise.all(
+          Array.from({ length: 24 }, (_, i) => instances[i % 3]!.tokens.create(sampleToken(), { maxLive: 5, now: NOW })),
+        );
+        assert.equal(results.filter((r) => r === 'created').length, 5);
+        assert.equal(await instances[1]!.tokens.count(), 5);
+      } finally {
+        for (const s of instances) await s.close();
+        await fresh.drop();
+      }
+    });
+
+    it('createIfNone: exactly one of several racing instances wins, and only on an empty store', async () => {
+      const fresh = await backend.freshDatabase();
+      const instances = [fresh.open(), fresh.open(), fresh.open(), fresh.open()];
+      try {
+        await instances[0]!.migrate();
+        const wins = await Promise.all(instances.map((s) => s.tokens.createIfNone(sampleToken())));
+        assert.equal(wins.filter(Boolean).length, 1);
+        assert.equal(await instances[0]!.tokens.count(), 1);
+        assert.equal(await instances[2]!.tokens.createIfNone(sampleToken()), false);
+      } finally {
+        for (const s of instances) await s.close();
+        await fresh.drop();
+      }
+    });
+
+    it('migrations are safe when several instances start together on one database', async () => {
+      const fresh = await backend.freshDatabase();
+      const instances = Array.from({ length: 5 }, () => fresh.open());
+      try {
+        const reports = await Promise.all(instances.map((s) => s.migrate()));
+        const applied = reports.flatMap((r) => r.applied).sort((a, b) => a - b);
+        assert.deepEqual(applied, MIGRATIONS.map((m) => m.version), 'each migration applied exactly once');
+        for (const r of reports) assert.equal(r.version, LATEST_VERSION);
+        assert.equal(await instances[4]!.tokens.count(), 0);
+      } finally {
+        for (const s of instances) await s.close();
+        await fresh.drop();
+      }
+    });
+
+    it('writes are visible to another instance and survive close and reopen', async () => {
+      const t = sampleToken();
+      await store.tokens.create(t, NO_LIMIT);
+      const other = open();
+      assert.deepEqual(await other.tokens.get(t.id), t);
+      await other.close();
+      const reopened = open();
+      assert.deepEqual(await reopened.tokens.findByHash(t.secretHash), t);
+    });
+
+    it('close is idempotent', async () => {
+      const s = open();
+      await s.ping();
+      await s.close();
+      await s.close();
+    });
+  });
+}
