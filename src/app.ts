@@ -1,5 +1,5 @@
 // buildApp(): the whole HTTP service as a Fastify instance that is never listening.
-// Tests drive it with app.inject(); src/server.ts listens. The app owns the store it is
+// Tests drive it with app.inject() (which readies it); src/server.ts listens. The app owns the store it is
 // given and closes it when the app closes.
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import type { Logger } from 'pino';
@@ -7,6 +7,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './config.js';
 import { AppError } from './errors.js';
 import { healthRoutes } from './http/health.js';
+import { installJsonBodyParser } from './http/json-body.js';
 import { RequestLog } from './http/request-log.js';
 import { installProblemHandlers, RETRY_AFTER_SECONDS } from './http/problem.js';
 import type { App } from './http/types.js';
@@ -22,7 +23,7 @@ export interface AppDeps {
   logger: Logger;
 }
 
-export async function buildApp(deps: AppDeps): Promise<App> {
+export function buildApp(deps: AppDeps): App {
   const { config, store } = deps;
   // Typed as Fastify's logger so route modules share one App type.
   const loggerInstance: FastifyBaseLogger = deps.logger;
@@ -36,8 +37,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
-  // JSON only: Fastify also parses text/plain by default, which no route here takes.
-  app.removeContentTypeParser('text/plain');
+  // JSON only (Fastify would also take text/plain); anything else is a 415.
+  installJsonBodyParser(app);
   installProblemHandlers(app, { bodyLimit: BODY_LIMIT_BYTES });
 
   let closing = false;
@@ -60,6 +61,5 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   healthRoutes(app, { store, timeoutMs: config.databaseTimeoutMs });
 
-  await app.ready();
   return app;
 }

@@ -23,7 +23,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   try {
     const report = await store.migrate();
     if (report.applied.length > 0) logger.info({ applied: report.applied, version: report.version }, 'schema migrated');
-    app = await buildApp({ config, store, logger });
+    app = buildApp({ config, store, logger });
+    await app.ready();
   } catch (err) {
     await store.close().catch(() => undefined);
     throw err;

@@ -1,0 +1,59 @@
+// build(t): a ready-to-inject app on a fresh SQLite file (or a given store), with its
+// log lines captured so tests can assert what was (and was not) logged.
+import { Writable } from 'node:stream';
+import type { TestContext } from 'node:test';
+import { buildApp } from '../../src/app.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import type { App } from '../../src/http/types.js';
+import { createLogger } from '../../src/logging.js';
+import { SqliteStore } from '../../src/storage/sqlite/store.js';
+import type { Store } from '../../src/storage/types.js';
+import { tempDir } from './sqlite.js';
+
+export class LogCapture extends Writable {
+  readonly lines: string[] = [];
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
+    this.lines.push(...chunk.toString('utf8').split('\n').filter((l) => l !== ''));
+    done();
+  }
+  get text(): string {
+    return this.lines.join('\n');
+  }
+  records(): Record<string, unknown>[] {
+    return this.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+}
+
+export interface Built {
+  app: App;
+  store: Store;
+  logs: LogCapture;
+  config: Config;
+}
+
+export interface BuildOptions {
+  store?: Store;
+  env?: Record<string, string>;
+  /** Registers extra (test-only) routes before the app is readied. */
+  extend?: (app: App) => void;
+}
+
+export async function build(t: TestContext, options: BuildOptions = {}): Promise<Built> {
+  const tmp = tempDir();
+  const config = loadConfig({ DATABASE_URL: `sqlite:${tmp.file()}`, LOG_LEVEL: 'info', ...options.env });
+  const store = options.store ?? new SqliteStore({ path: tmp.file(), busyTimeoutMs: 2000 });
+  await store.migrate().catch((err: unknown) => {
+    if (options.store === undefined) throw err; // a given (possibly broken) store may fail
+  });
+  const logs = new LogCapture();
+  const app = buildApp({ config, store, logger: createLogger(config.logLevel, logs) });
+  options.extend?.(app);
+  await app.ready();
+  t.after(async () => {
+    await app.close();
+    tmp.remove();
+  });
+  return { app, store, logs, config };
+}
+
+export const PROBLEM_TYPE = 'application/problem+json; charset=utf-8';

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { PostgresStore } from '../../src/storage/postgres/store.js';
+import { SqliteStore } from '../../src/storage/sqlite/store.js';
+import { build, PROBLEM_TYPE } from '../helpers/app.js';
+import { freePort } from '../helpers/embedded-pg.js';
+import { createTestDatabase, requirePostgres } from '../helpers/pg.js';
+import { tempDir } from '../helpers/sqlite.js';
+
+describe('health endpoints', () => {
+  it('GET /healthz answers 200 while the process is alive', async (t) => {
+    const { app } = await build(t);
+    const res = await app.inject({ method: 'GET', url: '/healthz' });
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(res.json(), { status: 'ok' });
+    assert.equal(res.headers['cache-control'], 'no-store');
+  });
+
+  it('GET /readyz answers 200 on SQLite', async (t) => {
+    const { app } = await build(t);
+    const res = await app.inject({ method: 'GET', url: '/readyz' });
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(res.json(), { status: 'ready', storage: 'sqlite' });
+  });
+
+  it('GET /readyz answers 200 on PostgreSQL', async (t) => {
+    const admin = requirePostgres(t);
+    if (admin === undefined) return;
+    const db = await createTestDatabase(admin);
+    t.after(() => db.drop());
+    const store = new PostgresStore({ url: db.url, poolMax: 2, timeoutMs: 2000 });
+    const { app } = await build(t, { store });
+    const res = await app.inject({ method: 'GET', url: '/readyz' });
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(res.json(), { status: 'ready', storage: 'postgres' });
+  });
+
+  it('GET /readyz answers 503 + Retry-After, promptly, when PostgreSQL is unreachable', async (t) => {
+    const port = await freePort(); // nothing listens there
+    const store = new PostgresStore({ url: `postgres://u:p@127.0.0.1:${port}/none`, poolMax: 2, timeoutMs: 500 });
+    const { app } = await build(t, { store });
+    const started = Date.now();
+    const res = await app.inject({ method: 'GET', url: '/readyz' });
+    assert.ok(Date.now() - started < 3000, 'the probe does not hang');
+    assert.equal(res.statusCode, 503);
+    assert.equal(res.headers['content-type'], PROBLEM_TYPE);
+    assert.equal(res.headers['retry-after'], '5');
+    const body = res.json<{ code: string; detail: string }>();
+    assert.equal(body.code, 'SERVICE_UNAVAILABLE');
+    assert.ok(!res.body.includes(String(port)), 'no connection details in the body');
+    const alive = await app.inject({ method: 'GET', url: '/healthz' });
+    assert.equal(alive.statusCode, 200, 'liveness does not depend on storage');
+  });
+
+  it('GET /readyz answers 503 when the SQLite handle is gone', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const store = new SqliteStore({ path: tmp.file(), busyTimeoutMs: 100 });
+    await store.migrate();
+    const { app } = await build(t, { store });
+    await store.close();
+    const res = await app.inject({ method: 'GET', url: '/readyz' });
+    assert.equal(res.statusCode, 503);
+    assert.equal(res.headers['retry-after'], '5');
+  });
+});

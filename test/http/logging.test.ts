@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { redactSecrets } from '../../src/logging.js';
+import { build } from '../helpers/app.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const SECRET = 'icat_4Rk9zQ2mXc7LpW1vB8nT5yH3jD6fG0sAeKq2Zx';
+
+describe('request ids and logs', () => {
+  it('a well-formed X-Request-Id is used, echoed and logged', async (t) => {
+    const { app, logs } = await build(t);
+    const res = await app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'lb-7f3a.42:9_x' } });
+    assert.equal(res.headers['x-request-id'], 'lb-7f3a.42:9_x');
+    const line = logs.records().find((r) => r.msg === 'request completed');
+    assert.equal(line?.request_id, 'lb-7f3a.42:9_x');
+    assert.deepEqual(line?.req, { method: 'GET', url: '/healthz', remote_address: '127.0.0.1' });
+    assert.deepEqual(line?.res, { status_code: 200 });
+    assert.equal(typeof line?.response_time_ms, 'number');
+  });
+
+  it('a missing or malformed X-Request-Id is replaced by a generated UUID', async (t) => {
+    const { app } = await build(t);
+    const ids = new Set<string>();
+    for (const header of [undefined, '', 'has spaces', 'x'.repeat(129), 'a\u00e9b', '{"inject":1}']) {
+      const res = await app.inject({ method: 'GET', url: '/healthz', headers: header === undefined ? {} : { 'x-request-id': header } });
+      const id = res.headers['x-request-id'] as string;
+      assert.match(id, UUID, `header ${JSON.stringify(header)}`);
+      ids.add(id);
+    }
+    assert.equal(ids.size, 6, 'each request gets its own id');
+  });
+
+  it('errors carry the request id in the header and the problem body', async (t) => {
+    const { app } = await build(t);
+    const res = await app.inject({ method: 'GET', url: '/nope', headers: { 'x-request-id': 'abc' } });
+    assert.equal(res.headers['x-request-id'], 'abc');
+    assert.equal(res.json<{ request_id: string }>().request_id, 'abc');
+  });
+
+  it('the Authorization header and token secrets never reach a log line', async (t) => {
+    const { app, logs } = await build(t, { env: { LOG_LEVEL: 'trace' } });
+    await app.inject({ method: 'GET', url: '/healthz', headers: { authorization: `Bearer ${SECRET}` } });
+    await app.inject({ method: 'GET', url: `/nope?access_token=${SECRET}&x=1`, headers: { authorization: 'Basic dXNlcjpwYXNz' } });
+    await app.inject({ method: 'GET', url: `/nope/${SECRET}` });
+    await app.inject({ method: 'POST', url: '/healthz', headers: { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' }, payload: `{"token":"${SECRET}"}` });
+    assert.ok(logs.lines.length >= 8, 'trace logging produced lines');
+    for (const needle of [SECRET, SECRET.slice(5), 'dXNlcjpwYXNz']) {
+      assert.ok(!logs.text.includes(needle), `log contains ${needle}`);
+    }
+    assert.ok(logs.text.includes('access_token=[REDACTED]'));
+    assert.ok(logs.text.includes('/nope/icat_[REDACTED]'));
+  });
+
+  it('redactSecrets scrubs token-shaped strings, bearer credentials and secret parameters', () => {
+    assert.equal(redactSecrets(`x ${SECRET} y`), 'x icat_[REDACTED] y');
+    assert.equal(redactSecrets('Authorization: Bearer abc.def'), 'Authorization: Bearer [REDACTED]');
+    assert.equal(redactSecrets('/p?token=abc&key=k&ok=1'), '/p?token=[REDACTED]&key=[REDACTED]&ok=1');
+    assert.equal(redactSecrets('/api/v1/api-tokens/tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H'), '/api/v1/api-tokens/tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H', 'ids stay readable');
+  });
+});
