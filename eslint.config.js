@@ -19,6 +19,8 @@ export default tseslint.config(
         { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }] },
       ],
       eqeqeq: ['error', 'always'],
+      // Fastify handlers and hooks are async by convention even when they await nothing.
+      '@typescript-eslint/require-await': 'off',
     },
   },
   {

@@ -1,0 +1,79 @@
+// Running the real `infracat` command (and fixtures) as child processes.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+export const CLI = path.join(ROOT, 'src/cli/main.ts');
+// Absolute, so children started in another working directory still find tsx.
+const TSX = import.meta.resolve('tsx');
+
+export interface Child {
+  proc: ChildProcessWithoutNullStreams;
+  stdout: string[];
+  stderr: string[];
+  /** Resolves with the first stdout/stderr line matching `re`. */
+  waitFor(re: RegExp, timeoutMs?: number): Promise<string>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function runTs(script: string, args: string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): Child {
+  const env: Record<string, string | undefined> = { ...process.env, ...options.env };
+  for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
+  const proc = spawn(process.execPath, ['--import', TSX, script, ...args], { cwd: options.cwd ?? ROOT, env: env as NodeJS.ProcessEnv });
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const waiters: { re: RegExp; resolve: (l: string) => void }[] = [];
+  const feed = (sink: string[]) => {
+    let partial = '';
+    return (chunk: Buffer) => {
+      const parts = (partial + chunk.toString('utf8')).split('\n');
+      partial = parts.pop() ?? '';
+      for (const line of parts) {
+        sink.push(line);
+        for (const w of [...waiters]) if (w.re.test(line)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(line);
+        }
+      }
+    };
+  };
+  proc.stdout.on('data', feed(stdout));
+  proc.stderr.on('data', feed(stderr));
+  const exited = once(proc, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
+  return {
+    proc,
+    stdout,
+    stderr,
+    exited,
+    waitFor(re, timeoutMs = 20_000) {
+      const seen = [...stdout, ...stderr].find((l) => re.test(l));
+      if (seen !== undefined) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re}; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('\n')}`)), timeoutMs);
+        const w = { re, resolve: (l: string) => { clearTimeout(timer); resolve(l); } };
+        waiters.push(w);
+        void exited.then(() => { if (waiters.includes(w)) { clearTimeout(timer); reject(new Error(`process exited before ${re}; stderr:\n${stderr.join('\n')}`)); } });
+      });
+    },
+  };
+}
+
+export function runCli(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): Child {
+  return runTs(CLI, args, options);
+}
+
+/** Runs a CLI command to completion. */
+export async function cli(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = runCli(args, options);
+  const { code } = await child.exited;
+  return { code, stdout: child.stdout.join('\n'), stderr: child.stderr.join('\n') };
+}
+
+/** Starts `infracat serve` on a free port and resolves with its base URL once it listens. */
+export async function serve(env: Record<string, string | undefined>, cwd?: string): Promise<{ child: Child; url: string }> {
+  const child = runCli(['serve'], { env: { PORT: '0', LOG_LEVEL: 'info', ...env }, ...(cwd ? { cwd } : {}) });
+  const line = await child.waitFor(/"msg":"infracat listening"/);
+  const url = (JSON.parse(line) as { url: string }).url;
+  return { child, url };
+}

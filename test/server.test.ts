@@ -1,0 +1,103 @@
+// The real process: `infracat serve` on both backends, and its shutdown.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { createLogger } from '../src/logging.js';
+import { SqliteStore } from '../src/storage/sqlite/store.js';
+import { LogCapture } from './helpers/app.js';
+import { createTestDatabase, requirePostgres } from './helpers/pg.js';
+import { serve } from './helpers/process.js';
+import { tempDir } from './helpers/sqlite.js';
+
+describe('infracat serve', () => {
+  it('with no DATABASE_URL: creates ./data/infracat.sqlite and answers /healthz and /readyz', async (t) => {
+    const cwd = tempDir();
+    t.after(() => cwd.remove());
+    const { child, url } = await serve({ DATABASE_URL: undefined }, cwd.dir);
+    t.after(() => child.proc.kill('SIGKILL'));
+    const health = await fetch(`${url}/healthz`);
+    assert.equal(health.status, 200);
+    const ready = await fetch(`${url}/readyz`);
+    assert.deepEqual(await ready.json(), { status: 'ready', storage: 'sqlite' });
+    assert.ok(existsSync(path.join(cwd.dir, 'data/infracat.sqlite')));
+  });
+
+  it('with DATABASE_URL=postgres://...: migrates and answers on PostgreSQL', async (t) => {
+    const admin = requirePostgres(t);
+    if (admin === undefined) return;
+    const db = await createTestDatabase(admin);
+    t.after(() => db.drop());
+    const { child, url } = await serve({ DATABASE_URL: db.url });
+    t.after(() => child.proc.kill('SIGKILL'));
+    const ready = await fetch(`${url}/readyz`);
+    assert.deepEqual(await ready.json(), { status: 'ready', storage: 'postgres' });
+    const logs = child.stdout.join('\n');
+    assert.match(logs, /"storage":"postgres:\/\/postgres:\*\*\*@/);
+    assert.ok(!logs.includes('infracat-test'), 'the database password is not logged');
+  });
+
+  it('SIGTERM: stops, closes storage cleanly (no WAL left behind) and exits 0', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const file = tmp.file();
+    const { child, url } = await serve({ DATABASE_URL: `sqlite:${file}` });
+    assert.equal((await fetch(`${url}/healthz`)).status, 200);
+    assert.ok(existsSync(`${file}-wal`), 'WAL file exists while running');
+    child.proc.kill('SIGTERM');
+    const { code } = await child.exited;
+    assert.equal(code, 0);
+    await child.waitFor(/"msg":"shutdown complete"/);
+    assert.ok(!existsSync(`${file}-wal`), 'the database was closed (WAL checkpointed and removed)');
+    assert.ok(readFileSync(file).length > 0);
+  });
+
+  it('SIGINT is handled the same way', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const { child } = await serve({ DATABASE_URL: `sqlite:${tmp.file()}` });
+    child.proc.kill('SIGINT');
+    assert.equal((await child.exited).code, 0);
+    await child.waitFor(/"signal":"SIGINT"/);
+  });
+
+  it('close() lets an in-flight request finish, refuses new connections, then closes storage', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const store = new SqliteStore({ path: tmp.file(), busyTimeoutMs: 1000 });
+    await store.migrate();
+    const config = loadConfig({ DATABASE_URL: `sqlite:${tmp.file()}` });
+    const app = buildApp({ config, store, logger: createLogger('info', new LogCapture()) });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    app.get('/test/slow', async () => {
+      await gate;
+      return { finished: true };
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as { port: number };
+    const inflight = getJson(port, '/test/slow');
+    await new Promise((r) => setTimeout(r, 50)); // the request is now being handled
+    const closing = app.close();
+    await new Promise((r) => setTimeout(r, 50));
+    await assert.rejects(getJson(port, '/healthz'), /ECONNREFUSED/, 'no new connections while closing');
+    release();
+    assert.deepEqual(await inflight, { status: 200, body: { finished: true } });
+    await closing;
+    await assert.rejects(store.ping(), 'storage is closed after the app');
+  });
+});
+
+function getJson(port: number, urlPath: string): Promise<{ status: number; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path: urlPath, agent: false }, (res) => {
+      let data = '';
+      res.on('data', (c: Buffer) => (data += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(data) as unknown }));
+    });
+    req.on('error', reject);
+  });
+}
