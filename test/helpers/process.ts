@@ -20,7 +20,7 @@ export interface Child {
 export function runTs(script: string, args: string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): Child {
   const env: Record<string, string | undefined> = { ...process.env, ...options.env };
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
-  const proc = spawn(process.execPath, ['--import', TSX, script, ...args], { cwd: options.cwd ?? ROOT, env: env as NodeJS.ProcessEnv });
+  const proc = spawn(process.execPath, ['--import', TSX, script, ...args], { cwd: options.cwd ?? ROOT, env });
   const stdout: string[] = [];
   const stderr: string[] = [];
   const waiters: { re: RegExp; resolve: (l: string) => void }[] = [];
