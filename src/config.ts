@@ -17,6 +17,17 @@ export interface Config {
   readonly databasePoolMax: number;
   readonly databaseTimeoutMs: number;
   readonly shutdownTimeoutMs: number;
+  readonly trustProxy: boolean | string[];
+  readonly tokenPrefix: string;
+  readonly tokenMaxLive: number;
+  readonly tokenMaxLifetimeDays: number;
+  readonly tokenCacheTtlMs: number;
+  readonly tokenCacheMax: number;
+  readonly lastUsedFlushMs: number;
+  readonly authFailureLimit: number;
+  readonly authFailureWindowS: number;
+  readonly scopeResources: readonly string[];
+  readonly bootstrapAdminToken: boolean;
 }
 
 export class ConfigError extends Error {
@@ -46,6 +57,13 @@ function integer(min: number, max: number): Parser<number> {
     if (n < min || n > max) throw bad(name, raw, `expected an integer from ${min} to ${max}`);
     return n;
   };
+}
+
+function boolean(raw: string, name: string): boolean {
+  const v = raw.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(v)) return true;
+  if (['false', '0', 'no', 'off'].includes(v)) return false;
+  throw bad(name, raw, 'expected true or false');
 }
 
 function bad(name: string, raw: string, expected: string): ConfigError {
@@ -134,6 +152,70 @@ export const SETTINGS = [
     env: 'SHUTDOWN_TIMEOUT_MS', key: 'shutdownTimeoutMs', default: '10000',
     description: 'On SIGTERM/SIGINT: how long in-flight requests may take to finish before the process exits anyway.',
     parse: integer(0, 600000),
+  },
+  {
+    env: 'TRUST_PROXY', key: 'trustProxy', default: 'false',
+    description: 'Whether to take the client address from X-Forwarded-For: false, true (any proxy), or a comma-separated list of proxy addresses/CIDRs.',
+    parse: (raw, name) => {
+      const v = raw.trim();
+      if (v === 'false') return false;
+      if (v === 'true') return true;
+      const list = v.split(',').map((x) => x.trim()).filter((x) => x !== '');
+      if (list.length === 0 || list.some((x) => !/^[0-9a-fA-F.:/]+$/.test(x))) throw bad(name, raw, 'expected true, false or a comma-separated list of addresses/CIDRs');
+      return list;
+    },
+  },
+  {
+    env: 'TOKEN_PREFIX', key: 'tokenPrefix', default: 'icat',
+    description: 'Prefix of token secrets (`icat_...`), so secret scanners can recognise them. 2-16 lowercase letters/digits.',
+    parse: (raw, name) => {
+      const v = raw.trim();
+      if (!/^[a-z][a-z0-9]{1,15}$/.test(v)) throw bad(name, raw, 'expected 2-16 lowercase letters or digits, starting with a letter');
+      return v;
+    },
+  },
+  {
+    env: 'TOKEN_MAX_LIVE', key: 'tokenMaxLive', default: '1000', description: 'Most live (unexpired) tokens; creating one more answers 409.',
+    parse: integer(1, 1_000_000),
+  },
+  {
+    env: 'TOKEN_MAX_LIFETIME_DAYS', key: 'tokenMaxLifetimeDays', default: '366', description: 'Furthest `expires_at` a new token may have, in days from now.',
+    parse: integer(1, 36_500),
+  },
+  {
+    env: 'TOKEN_CACHE_TTL_MS', key: 'tokenCacheTtlMs', default: '5000',
+    description: 'How long a verified token is trusted from memory before storage is asked again: the bound within which a delete on another instance takes effect. 0 disables the cache.',
+    parse: integer(0, 600_000),
+  },
+  {
+    env: 'TOKEN_CACHE_MAX', key: 'tokenCacheMax', default: '10000', description: 'Most tokens held in the verification cache (least recently used go first).',
+    parse: integer(1, 10_000_000),
+  },
+  {
+    env: 'LAST_USED_FLUSH_MS', key: 'lastUsedFlushMs', default: '1000', description: 'Interval of the batched `last_used_at` writes (at most one write per token per interval).',
+    parse: integer(10, 600_000),
+  },
+  {
+    env: 'AUTH_FAILURE_LIMIT', key: 'authFailureLimit', default: '20', description: 'Failed authentications allowed per client address per window; past it, 429.',
+    parse: integer(1, 1_000_000),
+  },
+  {
+    env: 'AUTH_FAILURE_WINDOW_S', key: 'authFailureWindowS', default: '60', description: 'Length of the failed-authentication window, in seconds.',
+    parse: integer(1, 86_400),
+  },
+  {
+    env: 'SCOPE_RESOURCES', key: 'scopeResources', default: 'api-tokens,apps,images,plans,regions',
+    description: 'Comma-separated resources of the scope registry; each gets `:read` and `:write`.',
+    parse: (raw, name) => {
+      const list = raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
+      if (list.length === 0 || list.some((x) => !/^[a-z][a-z0-9-]{0,39}$/.test(x))) throw bad(name, raw, 'expected a comma-separated list of lowercase resource names');
+      return [...new Set(list)];
+    },
+  },
+  {
+    env: 'BOOTSTRAP_ADMIN_TOKEN', key: 'bootstrapAdminToken', default: 'true',
+    description: 'On the first start of a store with no tokens, mint one admin token (every scope) and print it once to stderr.',
+    parse: boolean,
   },
 ] as const satisfies readonly Setting<keyof Config>[];
 

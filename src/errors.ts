@@ -6,6 +6,7 @@ export const ERRORS = {
   BAD_REQUEST: { status: 400, title: 'Bad request' },
   MALFORMED_JSON: { status: 400, title: 'Malformed JSON body' },
   INVALID_QUERY: { status: 400, title: 'Invalid query parameter' },
+  TOKEN_IN_QUERY: { status: 400, title: 'Credentials in the query string' },
   UNAUTHORIZED: { status: 401, title: 'Authentication required' },
   INVALID_TOKEN: { status: 401, title: 'Invalid token' },
   INSUFFICIENT_SCOPE: { status: 403, title: 'Insufficient scope' },

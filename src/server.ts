@@ -25,6 +25,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     if (report.applied.length > 0) logger.info({ applied: report.applied, version: report.version }, 'schema migrated');
     app = buildApp({ config, store, logger });
     await app.ready();
+    if (config.bootstrapAdminToken) await bootstrapAdminToken(app, logger);
   } catch (err) {
     await store.close().catch(() => undefined);
     throw err;
@@ -35,6 +36,29 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     'infracat listening',
   );
   return { app, url, close: () => app.close() };
+}
+
+/**
+ * First start of an empty store: mint one admin token and show it once on stderr (not
+ * through the logger, so it never lands in log storage). Exactly one instance wins,
+ * even when several start together on one PostgreSQL.
+ */
+async function bootstrapAdminToken(app: App, logger: Logger): Promise<void> {
+  const issued = await app.infracat.tokens.service.bootstrapAdmin();
+  if (issued === null) return;
+  logger.info({ token_id: issued.token.id, scopes: issued.token.scopes }, 'minted the bootstrap admin token (secret printed once to stderr)');
+  process.stderr.write(
+    [
+      '',
+      'infracat: this store had no API tokens, so an admin token holding every scope was created.',
+      'It is shown this once; store it in a secret manager now. (Set BOOTSTRAP_ADMIN_TOKEN=false to skip this.)',
+      '',
+      `  id:    ${issued.token.id}`,
+      `  token: ${issued.secret}`,
+      '',
+      '',
+    ].join('\n'),
+  );
 }
 
 /** `infracat serve`: start, then stay up until a signal. */

@@ -27,10 +27,12 @@ interface AjvIssue {
   params?: Record<string, unknown>;
 }
 
-/** Ajv issues -> one JSON pointer per offending field (RFC 6901). */
+/**
+ * Ajv issues -> one entry per offending field, located by an RFC 6901 JSON pointer.
+ * A failed union (anyOf) reports one "must be X or Y" instead of one line per branch.
+ */
 export function fieldErrors(issues: readonly AjvIssue[], prefix = ''): FieldError[] {
-  const seen = new Set<string>();
-  const out: FieldError[] = [];
+  const byPointer = new Map<string, { details: string[]; types: string[]; union: boolean }>();
   for (const issue of issues) {
     let pointer = prefix + (issue.instancePath ?? '');
     let detail = issue.message ?? 'is invalid';
@@ -42,10 +44,16 @@ export function fieldErrors(issues: readonly AjvIssue[], prefix = ''): FieldErro
       pointer += `/${escapePointer(p.additionalProperty)}`;
       detail = 'is not a known field';
     }
-    const key = `${pointer}\u0000${detail}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    out.push({ pointer, detail });
+    const group = byPointer.get(pointer) ?? { details: [], types: [], union: false };
+    byPointer.set(pointer, group);
+    if (issue.keyword === 'anyOf' || issue.keyword === 'oneOf') group.union = true;
+    else if (issue.keyword === 'type' && typeof p.type === 'string') group.types.push(p.type);
+    if (!group.details.includes(detail)) group.details.push(detail);
+  }
+  const out: FieldError[] = [];
+  for (const [pointer, g] of byPointer) {
+    if (g.union) out.push({ pointer, detail: g.types.length > 0 ? `must be ${[...new Set(g.types)].join(' or ')}` : 'does not match any allowed form' });
+    else for (const detail of g.details) out.push({ pointer, detail });
   }
   return out;
 }

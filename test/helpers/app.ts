@@ -40,7 +40,7 @@ export interface BuildOptions {
 
 export async function build(t: TestContext, options: BuildOptions = {}): Promise<Built> {
   const tmp = tempDir();
-  const config = loadConfig({ DATABASE_URL: `sqlite:${tmp.file()}`, LOG_LEVEL: 'info', ...options.env });
+  const config = loadConfig({ DATABASE_URL: `sqlite:${tmp.file()}`, LOG_LEVEL: 'info', BOOTSTRAP_ADMIN_TOKEN: 'false', ...options.env });
   const store = options.store ?? new SqliteStore({ path: tmp.file(), busyTimeoutMs: 2000 });
   await store.migrate().catch((err: unknown) => {
     if (options.store === undefined) throw err; // a given (possibly broken) store may fail
@@ -54,6 +54,12 @@ export async function build(t: TestContext, options: BuildOptions = {}): Promise
     tmp.remove();
   });
   return { app, store, logs, config };
+}
+
+/** A token minted by the operator path (no escalation check), for driving the API. */
+export async function mintToken(app: App, scopes: string[], name = 'test'): Promise<{ id: string; secret: string; auth: { authorization: string } }> {
+  const { token, secret } = await app.infracat.tokens.service.create({ name, scopes }, null);
+  return { id: token.id, secret, auth: { authorization: `Bearer ${secret}` } };
 }
 
 export const PROBLEM_TYPE = 'application/problem+json; charset=utf-8';

@@ -25,8 +25,10 @@ export interface PostgresOptions {
 // SQLSTATE classes and codes that mean "the database is not reachable right now".
 const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-4])/;
 const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
-// SQLSTATEs of a concurrent CREATE ... IF NOT EXISTS race (pg_type unique index, duplicate table).
-const CREATE_RACE = new Set(['23505', '42P07']);
+// SQLSTATEs of a concurrent CREATE ... IF NOT EXISTS race: unique_violation on the
+// catalog, duplicate_table, duplicate_object (the row type). The other creator has
+// committed by the time we see them, so the table exists.
+const CREATE_RACE = new Set(['23505', '42P07', '42710']);
 
 export function isUnavailable(err: unknown): boolean {
   if (err instanceof StorageUnavailableError) return true;

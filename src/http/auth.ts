@@ -1,0 +1,109 @@
+// Bearer authentication (RFC 6750) and scope checks, as route-level onRequest hooks:
+//   onRequest: auth.require('api-tokens:write')   a token with that scope
+//   onRequest: auth.require()                      any valid token
+//   onRequest: auth.optional()                     anonymous allowed; a bad token is not
+// A successful authentication counts as a use (last_used_at, batched).
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import { AppError } from '../errors.js';
+import type { TokenRecord } from '../storage/types.js';
+import type { TokenService, VerifyFailure } from '../tokens/service.js';
+import { missingScopes } from '../tokens/scopes.js';
+import type { FailureLimiter } from './failure-limiter.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The authenticated token, or null for an anonymous request. */
+    token: TokenRecord | null;
+  }
+}
+
+export const REALM = 'infracat';
+
+const FAILURE_TEXT: Record<VerifyFailure | 'scheme', string> = {
+  format: 'the token is malformed',
+  checksum: 'the token is malformed (checksum mismatch)',
+  unknown: 'the token is not valid (unknown or deleted)',
+  expired: 'the token has expired',
+  scheme: 'use the Authorization header with the Bearer scheme',
+};
+
+/** Query parameters that would carry a credential in a URL, which RFC 6750 discourages. */
+const QUERY_CREDENTIALS = ['access_token', 'token', 'api_key', 'apikey'];
+
+export interface Auth {
+  require(...scopes: string[]): onRequestAsyncHookHandler;
+  optional(): onRequestAsyncHookHandler;
+  /** Refuses a credential passed in the query string (installed on every route). */
+  refuseQueryTokens: onRequestAsyncHookHandler;
+}
+
+export interface AuthOptions {
+  service: TokenService;
+  limiter: FailureLimiter;
+  now?: () => number;
+}
+
+function challenge(params: Record<string, string> = {}): string {
+  const extra = Object.entries(params).map(([k, v]) => `, ${k}="${v}"`).join('');
+  return `Bearer realm="${REALM}"${extra}`;
+}
+
+export function createAuth(options: AuthOptions): Auth {
+  const { service, limiter } = options;
+  const now = options.now ?? Date.now;
+
+  async function authenticate(request: FastifyRequest, required: string[] | null): Promise<void> {
+    request.token = null;
+    const header = request.headers.authorization;
+    if (header === undefined || header === '') {
+      if (required === null) return;
+      throw new AppError('UNAUTHORIZED', 'this endpoint needs a token: Authorization: Bearer <token>', {
+        headers: { 'www-authenticate': challenge() },
+      });
+    }
+    const wait = limiter.retryAfter(request.ip, now());
+    if (wait > 0) {
+      throw new AppError('RATE_LIMITED', 'too many failed authentications from this address; wait before retrying', {
+        headers: { 'retry-after': String(wait) },
+      });
+    }
+    const match = /^Bearer +([^\s]+) *$/i.exec(header);
+    const result = match === null ? ({ ok: false, reason: 'scheme' } as const) : await service.verify(match[1]!);
+    if (!result.ok) {
+      limiter.fail(request.ip, now());
+      const description = FAILURE_TEXT[result.reason];
+      throw new AppError(result.reason === 'scheme' ? 'UNAUTHORIZED' : 'INVALID_TOKEN', description, {
+        headers: {
+          'www-authenticate':
+            result.reason === 'scheme' ? challenge() : challenge({ error: 'invalid_token', error_description: description }),
+        },
+      });
+    }
+    request.token = result.token;
+    service.recordUse(result.token);
+    if (required !== null && required.length > 0) {
+      const missing = missingScopes(result.token.scopes, required);
+      if (missing.length > 0) {
+        throw new AppError('INSUFFICIENT_SCOPE', `this request needs the scope ${missing.join(', ')}`, {
+          headers: { 'www-authenticate': challenge({ error: 'insufficient_scope', scope: required.join(' ') }) },
+          members: { required_scopes: required, missing_scopes: missing },
+        });
+      }
+    }
+  }
+
+  return {
+    require: (...scopes) => async (request) => authenticate(request, scopes),
+    optional: () => async (request) => authenticate(request, null),
+    refuseQueryTokens: async (request: FastifyRequest, _reply: FastifyReply) => {
+      const query = request.query as Record<string, unknown> | undefined;
+      if (query === undefined || query === null) return;
+      const found = QUERY_CREDENTIALS.find((k) => Object.hasOwn(query, k));
+      if (found !== undefined) {
+        throw new AppError('TOKEN_IN_QUERY', `credentials are not accepted in the query string (${found}); use the Authorization header`, {
+          headers: { 'www-authenticate': challenge({ error: 'invalid_request' }) },
+        });
+      }
+    },
+  };
+}

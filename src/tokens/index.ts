@@ -1,0 +1,31 @@
+// Wires the token domain from configuration; used by the HTTP app and the CLI alike.
+import type { Config } from '../config.js';
+import type { Store } from '../storage/types.js';
+import { VerificationCache } from './cache.js';
+import { LastUsedTracker } from './last-used.js';
+import { ScopeRegistry } from './scopes.js';
+import { TokenService } from './service.js';
+
+export interface TokenDomain {
+  service: TokenService;
+  cache: VerificationCache;
+  lastUsed: LastUsedTracker;
+}
+
+export function createTokenDomain(
+  config: Pick<Config, 'tokenPrefix' | 'tokenMaxLive' | 'tokenMaxLifetimeDays' | 'tokenCacheTtlMs' | 'tokenCacheMax' | 'lastUsedFlushMs' | 'scopeResources'>,
+  store: Store,
+  onFlushError?: (err: unknown) => void,
+): TokenDomain {
+  const cache = new VerificationCache(config.tokenCacheMax, config.tokenCacheTtlMs);
+  const lastUsed = new LastUsedTracker(store.tokens, { intervalMs: config.lastUsedFlushMs, ...(onFlushError ? { onError: onFlushError } : {}) });
+  const service = new TokenService(store.tokens, {
+    prefix: config.tokenPrefix,
+    registry: new ScopeRegistry(config.scopeResources),
+    maxLive: config.tokenMaxLive,
+    maxLifetimeMs: config.tokenMaxLifetimeDays * 86_400_000,
+    cache,
+    tracker: lastUsed,
+  });
+  return { service, cache, lastUsed };
+}

@@ -1,0 +1,86 @@
+// The token endpoints of the spec, plus GET /api-tokens/{id}, GET /api-tokens/current
+// and GET /scopes. Every response here carries Cache-Control: no-store.
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { AppError } from '../errors.js';
+import type { Auth } from '../http/auth.js';
+import type { App } from '../http/types.js';
+import type { TokenRecord } from '../storage/types.js';
+import { CreatedToken, CreateTokenBody, IdParams, ScopeList, TokenList, TokenView } from './schemas.js';
+import type { TokenService } from './service.js';
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+export function toView(t: TokenRecord): TokenView {
+  return {
+    id: t.id,
+    name: t.name,
+    scopes: t.scopes,
+    created_at: new Date(t.createdAt).toISOString(),
+    last_used_at: iso(t.lastUsedAt),
+    expires_at: iso(t.expiresAt),
+  };
+}
+
+export interface TokenRouteOptions {
+  service: TokenService;
+  auth: Auth;
+}
+
+export function tokenRoutes(app: App, { service, auth }: TokenRouteOptions): void {
+  void app.register(async (plugin) => {
+    const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
+    scope.addHook('onRequest', async (_request, reply) => {
+      reply.header('cache-control', 'no-store');
+    });
+
+    scope.post(
+      '/api/v1/api-tokens',
+      { onRequest: auth.require('api-tokens:write'), schema: { body: CreateTokenBody, response: { 201: CreatedToken } } },
+      async (request, reply) => {
+        const { token, secret } = await service.create(request.body, request.token?.scopes ?? []);
+        reply.code(201).header('location', `/api/v1/api-tokens/${token.id}`);
+        return {
+          id: token.id,
+          name: token.name,
+          token: secret,
+          scopes: token.scopes,
+          created_at: new Date(token.createdAt).toISOString(),
+          expires_at: iso(token.expiresAt),
+        };
+      },
+    );
+
+    scope.get(
+      '/api/v1/api-tokens',
+      { onRequest: auth.require('api-tokens:read'), schema: { response: { 200: TokenList } } },
+      async () => (await service.list()).map(toView),
+    );
+
+    scope.get(
+      '/api/v1/api-tokens/current',
+      { onRequest: auth.require(), schema: { response: { 200: TokenView } } },
+      async (request) => toView(service.withPendingUse(request.token!)),
+    );
+
+    scope.get(
+      '/api/v1/api-tokens/:id',
+      { onRequest: auth.require('api-tokens:read'), schema: { params: IdParams, response: { 200: TokenView } } },
+      async (request) => {
+        const token = await service.get(request.params.id);
+        if (token === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
+        return toView(token);
+      },
+    );
+
+    scope.delete(
+      '/api/v1/api-tokens/:id',
+      { onRequest: auth.require('api-tokens:write'), schema: { params: IdParams } },
+      async (request, reply) => {
+        if (!(await service.delete(request.params.id))) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
+        return reply.code(204).send();
+      },
+    );
+
+    scope.get('/api/v1/scopes', { schema: { response: { 200: ScopeList } } }, async () => [...service.registry.all()]);
+  });
+}

@@ -1,0 +1,90 @@
+// Scopes are `<resource>:<action>`; actions are `read` and `write`, and `write`
+// implies `read` on the same resource. The resources are a configurable registry;
+// anything outside it is rejected, never stored.
+import type { FieldError } from '../errors.js';
+
+export const ACTIONS = ['read', 'write'] as const;
+export type Action = (typeof ACTIONS)[number];
+
+export const DEFAULT_RESOURCES = ['api-tokens', 'apps', 'images', 'plans', 'regions'] as const;
+export const RESOURCE_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
+const SCOPE_PATTERN = /^([a-z][a-z0-9-]{0,39}):(read|write)$/;
+
+const DESCRIPTIONS: Record<string, Record<Action, string>> = {
+  'api-tokens': { read: 'List API tokens and see their metadata (never their secrets).', write: 'Create and delete API tokens (only with scopes the caller holds).' },
+  apps: { read: 'Read apps on the platform\'s apps service.', write: 'Create, change and delete apps on the platform\'s apps service.' },
+  images: { read: 'Read the OS image catalog.', write: 'Manage the OS image catalog.' },
+  plans: { read: 'Read the instance plan catalog.', write: 'Manage the instance plan catalog.' },
+  regions: { read: 'Read the region catalog.', write: 'Manage the region catalog.' },
+};
+
+export interface ScopeInfo {
+  scope: string;
+  resource: string;
+  action: Action;
+  description: string;
+}
+
+export function parseScope(scope: string): { resource: string; action: Action } | null {
+  const m = SCOPE_PATTERN.exec(scope);
+  return m === null ? null : { resource: m[1]!, action: m[2] as Action };
+}
+
+export class ScopeRegistry {
+  private readonly infos: ScopeInfo[];
+  private readonly known: Set<string>;
+
+  constructor(resources: readonly string[] = DEFAULT_RESOURCES) {
+    for (const r of resources) if (!RESOURCE_PATTERN.test(r)) throw new Error(`invalid scope resource ${JSON.stringify(r)}`);
+    this.infos = [...new Set(resources)].flatMap((resource) =>
+      ACTIONS.map((action) => ({
+        scope: `${resource}:${action}`,
+        resource,
+        action,
+        description: DESCRIPTIONS[resource]?.[action] ?? `${action === 'read' ? 'Read' : 'Create, change and delete'} ${resource}.`,
+      })),
+    );
+    this.known = new Set(this.infos.map((i) => i.scope));
+  }
+
+  all(): readonly ScopeInfo[] {
+    return this.infos;
+  }
+
+  names(): string[] {
+    return this.infos.map((i) => i.scope);
+  }
+
+  has(scope: string): boolean {
+    return this.known.has(scope);
+  }
+
+  /** One error per bad entry of a requested scope list (pointer `/scopes/<i>`). */
+  validate(scopes: readonly string[], pointer = '/scopes'): FieldError[] {
+    const errors: FieldError[] = [];
+    const seen = new Set<string>();
+    scopes.forEach((scope, i) => {
+      const at = `${pointer}/${i}`;
+      if (parseScope(scope) === null) errors.push({ pointer: at, detail: `"${truncate(scope)}" is not of the form <resource>:<read|write>` });
+      else if (!this.known.has(scope)) errors.push({ pointer: at, detail: `unknown scope "${scope}"` });
+      else if (seen.has(scope)) errors.push({ pointer: at, detail: `duplicate scope "${scope}"` });
+      seen.add(scope);
+    });
+    return errors;
+  }
+}
+
+function truncate(s: string): string {
+  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+}
+
+/** Whether `held` grants `required`: the scope itself, or `write` on its resource. */
+export function grants(held: readonly string[], required: string): boolean {
+  if (held.includes(required)) return true;
+  const p = parseScope(required);
+  return p !== null && p.action === 'read' && held.includes(`${p.resource}:write`);
+}
+
+export function missingScopes(held: readonly string[], required: readonly string[]): string[] {
+  return required.filter((s) => !grants(held, s));
+}

@@ -1,0 +1,159 @@
+// The token domain: issue, list, delete and verify API tokens. Knows the rules and
+// the storage interface; knows nothing of HTTP or SQL.
+import { AppError } from '../errors.js';
+import type { TokenRecord, TokenStore } from '../storage/types.js';
+import type { VerificationCache } from './cache.js';
+import { checkSecret, generateSecret, hashSecret } from './format.js';
+import { newTokenId } from './ids.js';
+import type { LastUsedTracker } from './last-used.js';
+import { validateCreate, type CreateTokenInput } from './rules.js';
+import { missingScopes, type ScopeRegistry } from './scopes.js';
+
+export interface TokenServiceOptions {
+  prefix: string;
+  registry: ScopeRegistry;
+  /** Most live (unexpired) tokens the store may hold. */
+  maxLive: number;
+  /** Longest allowed lifetime of a token created with expires_at. */
+  maxLifetimeMs: number;
+  cache: VerificationCache;
+  tracker: LastUsedTracker;
+  now?: () => number;
+}
+
+export type VerifyFailure = 'format' | 'checksum' | 'unknown' | 'expired';
+export type VerifyResult = { ok: true; token: TokenRecord } | { ok: false; reason: VerifyFailure };
+
+export interface IssuedToken {
+  token: TokenRecord;
+  /** The secret: returned once, never stored. */
+  secret: string;
+}
+
+export class TokenService {
+  readonly registry: ScopeRegistry;
+  readonly prefix: string;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly store: TokenStore,
+    private readonly options: TokenServiceOptions,
+  ) {
+    this.registry = options.registry;
+    this.prefix = options.prefix;
+    this.now = options.now ?? Date.now;
+  }
+
+  /**
+   * Issues a token. `callerScopes` is the scopes of the token making the request, or
+   * null for the operator (CLI, bootstrap), who may grant any registered scope.
+   */
+  async create(input: CreateTokenInput, callerScopes: readonly string[] | null): Promise<IssuedToken> {
+    const now = this.now();
+    const checked = validateCreate(input, { registry: this.registry, now, maxLifetimeMs: this.options.maxLifetimeMs });
+    if ('errors' in checked) {
+      const scopeProblem = checked.errors.some((e) => e.pointer.startsWith('/scopes'));
+      throw new AppError('VALIDATION_FAILED', 'the token request is invalid; see errors', {
+        errors: checked.errors,
+        ...(scopeProblem ? { members: { valid_scopes: this.registry.names() } } : {}),
+      });
+    }
+    const { name, scopes, expiresAt } = checked.value;
+    if (callerScopes !== null) {
+      const missing = missingScopes(callerScopes, scopes);
+      if (missing.length > 0) {
+        throw new AppError('INSUFFICIENT_SCOPE', `a token cannot grant scopes it does not hold: ${missing.join(', ')}`, {
+          members: { missing_scopes: missing },
+        });
+      }
+    }
+    const secret = generateSecret(this.prefix);
+    const token: TokenRecord = {
+      id: newTokenId(now),
+      name,
+      scopes,
+      secretHash: hashSecret(secret),
+      createdAt: now,
+      expiresAt,
+      lastUsedAt: null,
+    };
+    const result = await this.store.create(token, { maxLive: this.options.maxLive, now });
+    if (result === 'limit_reached') {
+      throw new AppError('TOKEN_LIMIT_REACHED', `at most ${this.options.maxLive} live tokens may exist; delete one first`);
+    }
+    return { token, secret };
+  }
+
+  /**
+   * First-start bootstrap: one token with every registered scope, only if the store has
+   * no token at all. Returns null when another instance (or an earlier start) won.
+   */
+  async bootstrapAdmin(): Promise<IssuedToken | null> {
+    const now = this.now();
+    const secret = generateSecret(this.prefix);
+    const token: TokenRecord = {
+      id: newTokenId(now),
+      name: 'admin (bootstrap)',
+      scopes: this.registry.names(),
+      secretHash: hashSecret(secret),
+      createdAt: now,
+      expiresAt: null,
+      lastUsedAt: null,
+    };
+    return (await this.store.createIfNone(token)) ? { token, secret } : null;
+  }
+
+  /** Live tokens, oldest first, with uses not yet flushed already counted. */
+  async list(): Promise<TokenRecord[]> {
+    return (await this.store.list(this.now())).map((t) => this.withPendingUse(t));
+  }
+
+  /** A live token by id, or null (unknown, deleted or expired). */
+  async get(id: string): Promise<TokenRecord | null> {
+    const token = await this.store.get(id);
+    return token === null || this.isExpired(token) ? null : this.withPendingUse(token);
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const deleted = await this.store.delete(id);
+    // Evict even when already gone from storage: this instance may still cache it.
+    this.options.cache.evictId(id);
+    this.options.tracker.forget(id);
+    return deleted;
+  }
+
+  /**
+   * Checks a presented secret. Shape and checksum are checked offline (a typo or a
+   * made-up string costs no storage lookup); known tokens come from the cache while
+   * fresh. Storage errors propagate: verification fails closed.
+   */
+  async verify(secret: string): Promise<VerifyResult> {
+    const shape = checkSecret(secret, this.prefix);
+    if (!shape.ok) return { ok: false, reason: shape.reason };
+    const hash = hashSecret(secret);
+    const now = this.now();
+    let token = this.options.cache.get(hash, now);
+    if (token === undefined) {
+      token = (await this.store.findByHash(hash)) ?? undefined;
+      if (token === undefined) return { ok: false, reason: 'unknown' };
+      this.options.cache.set(hash, token, now);
+    }
+    if (this.isExpired(token, now)) return { ok: false, reason: 'expired' };
+    return { ok: true, token };
+  }
+
+  /** Counts a successful authentication towards last_used_at (written in batches). */
+  recordUse(token: TokenRecord): void {
+    this.options.tracker.record(token.id, this.now());
+  }
+
+  withPendingUse(token: TokenRecord): TokenRecord {
+    const pending = this.options.tracker.pending(token.id);
+    if (pending === undefined || (token.lastUsedAt !== null && token.lastUsedAt >= pending)) return token;
+    return { ...token, lastUsedAt: pending };
+  }
+
+  private isExpired(token: TokenRecord, now = this.now()): boolean {
+    return token.expiresAt !== null && token.expiresAt <= now;
+  }
+}
