@@ -5,8 +5,9 @@ import { ConfigError } from '../config.js';
 import { UsageError, type Command } from './command.js';
 import { migrateCommand } from './migrate.js';
 import { serveCommand } from './serve.js';
+import { tokensCommand } from './tokens.js';
 
-const COMMANDS: readonly Command[] = [serveCommand, migrateCommand];
+const COMMANDS: readonly Command[] = [serveCommand, migrateCommand, tokensCommand];
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };

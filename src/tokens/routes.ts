@@ -4,22 +4,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { AppError } from '../errors.js';
 import type { Auth } from '../http/auth.js';
 import type { App } from '../http/types.js';
-import type { TokenRecord } from '../storage/types.js';
 import { CreatedToken, CreateTokenBody, IdParams, ScopeList, TokenList, TokenView } from './schemas.js';
+import { createdView, tokenView } from './views.js';
 import type { TokenService } from './service.js';
-
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
-
-export function toView(t: TokenRecord): TokenView {
-  return {
-    id: t.id,
-    name: t.name,
-    scopes: t.scopes,
-    created_at: new Date(t.createdAt).toISOString(),
-    last_used_at: iso(t.lastUsedAt),
-    expires_at: iso(t.expiresAt),
-  };
-}
 
 export interface TokenRouteOptions {
   service: TokenService;
@@ -37,29 +24,22 @@ export function tokenRoutes(app: App, { service, auth }: TokenRouteOptions): voi
       '/api/v1/api-tokens',
       { onRequest: auth.require('api-tokens:write'), schema: { body: CreateTokenBody, response: { 201: CreatedToken } } },
       async (request, reply) => {
-        const { token, secret } = await service.create(request.body, request.token?.scopes ?? []);
-        reply.code(201).header('location', `/api/v1/api-tokens/${token.id}`);
-        return {
-          id: token.id,
-          name: token.name,
-          token: secret,
-          scopes: token.scopes,
-          created_at: new Date(token.createdAt).toISOString(),
-          expires_at: iso(token.expiresAt),
-        };
+        const issued = await service.create(request.body, request.token?.scopes ?? []);
+        reply.code(201).header('location', `/api/v1/api-tokens/${issued.token.id}`);
+        return createdView(issued);
       },
     );
 
     scope.get(
       '/api/v1/api-tokens',
       { onRequest: auth.require('api-tokens:read'), schema: { response: { 200: TokenList } } },
-      async () => (await service.list()).map(toView),
+      async () => (await service.list()).map(tokenView),
     );
 
     scope.get(
       '/api/v1/api-tokens/current',
       { onRequest: auth.require(), schema: { response: { 200: TokenView } } },
-      async (request) => toView(service.withPendingUse(request.token!)),
+      async (request) => tokenView(service.withPendingUse(request.token!)),
     );
 
     scope.get(
@@ -68,7 +48,7 @@ export function tokenRoutes(app: App, { service, auth }: TokenRouteOptions): voi
       async (request) => {
         const token = await service.get(request.params.id);
         if (token === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
-        return toView(token);
+        return tokenView(token);
       },
     );
 

@@ -1,0 +1,116 @@
+// `infracat tokens create|list|delete`: the operator's path, straight to the configured
+// store (no HTTP, no token needed). Running instances see a delete within
+// TOKEN_CACHE_TTL_MS.
+import { loadConfig } from '../config.js';
+import { AppError } from '../errors.js';
+import { openStore } from '../storage/index.js';
+import type { Store } from '../storage/types.js';
+import { createTokenDomain } from '../tokens/index.js';
+import { createdView, tokenView } from '../tokens/views.js';
+import { UsageError, type Command } from './command.js';
+import { parseFlags } from './options.js';
+
+const help = `Usage: infracat tokens <create|list|delete> [options]
+
+Manage API tokens directly in the configured store (DATABASE_URL or --database-url).
+
+  infracat tokens create --name NAME --scopes SCOPE[,SCOPE...] [--expires-at RFC3339] [--json]
+      Creates a token and prints it; the secret is shown this once. --json prints the
+      same JSON as POST /api/v1/api-tokens.
+  infracat tokens list [--json]
+      Lists live tokens (never their secrets). --json prints GET /api/v1/api-tokens.
+  infracat tokens delete ID
+      Deletes a token. Other running instances refuse it within TOKEN_CACHE_TTL_MS.
+
+Options:
+  --database-url URL    DATABASE_URL
+  -h, --help            show this help
+`;
+
+async function withStore<T>(url: string | undefined, body: (store: Store, config: ReturnType<typeof loadConfig>) => Promise<T>): Promise<T> {
+  const config = loadConfig(process.env, url !== undefined ? { DATABASE_URL: url } : {});
+  const store = openStore(config);
+  try {
+    await store.migrate();
+    return await body(store, config);
+  } finally {
+    await store.close();
+  }
+}
+
+function fail(err: unknown): number {
+  if (!(err instanceof AppError)) throw err;
+  process.stderr.write(`infracat tokens: ${err.message}\n`);
+  for (const e of err.extras.errors ?? []) process.stderr.write(`  ${e.pointer.replace(/^\//, '')}: ${e.detail}\n`);
+  const valid = err.extras.members?.valid_scopes;
+  if (Array.isArray(valid)) process.stderr.write(`  valid scopes: ${valid.join(', ')}\n`);
+  return 1;
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n') + '\n';
+}
+
+export const tokensCommand: Command = {
+  name: 'tokens',
+  summary: 'create, list and delete API tokens in the store',
+  help,
+  async run(args) {
+    const [sub, ...rest] = args;
+    if (sub === 'create') {
+      const { values } = parseFlags(rest, {
+        name: { type: 'string' },
+        scopes: { type: 'string' },
+        'expires-at': { type: 'string' },
+        json: { type: 'boolean' },
+        'database-url': { type: 'string' },
+      });
+      if (values.name === undefined || values.scopes === undefined) throw new UsageError('create needs --name and --scopes');
+      const scopes = values.scopes.split(',').map((s) => s.trim()).filter((s) => s !== '');
+      return withStore(values['database-url'], async (store, config) => {
+        const { service } = createTokenDomain(config, store);
+        try {
+          const issued = await service.create({ name: values.name!, scopes, expires_at: values['expires-at'] ?? null }, null);
+          const view = createdView(issued);
+          if (values.json === true) process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
+          else {
+            process.stdout.write(`created ${view.id} "${view.name}" with ${view.scopes.join(', ')}${view.expires_at ? `, expires ${view.expires_at}` : ''}\n`);
+            process.stdout.write(`token: ${view.token}\n(shown this once: store it now)\n`);
+          }
+          return 0;
+        } catch (err) {
+          return fail(err);
+        }
+      });
+    }
+    if (sub === 'list') {
+      const { values } = parseFlags(rest, { json: { type: 'boolean' }, 'database-url': { type: 'string' } });
+      return withStore(values['database-url'], async (store, config) => {
+        const views = (await createTokenDomain(config, store).service.list()).map(tokenView);
+        if (values.json === true) process.stdout.write(`${JSON.stringify(views, null, 2)}\n`);
+        else if (views.length === 0) process.stdout.write('no tokens\n');
+        else {
+          const rows = [['ID', 'NAME', 'SCOPES', 'CREATED', 'LAST USED', 'EXPIRES']];
+          for (const v of views) rows.push([v.id, v.name, v.scopes.join(','), v.created_at, v.last_used_at ?? 'never', v.expires_at ?? 'never']);
+          process.stdout.write(table(rows));
+        }
+        return 0;
+      });
+    }
+    if (sub === 'delete') {
+      const { values, positionals } = parseFlags(rest, { 'database-url': { type: 'string' } }, true);
+      if (positionals.length !== 1) throw new UsageError('delete needs exactly one token id');
+      const id = positionals[0]!;
+      return withStore(values['database-url'], async (store, config) => {
+        if (await createTokenDomain(config, store).service.delete(id)) {
+          process.stdout.write(`deleted ${id}\n`);
+          return 0;
+        }
+        process.stderr.write(`infracat tokens: no token with id ${id}\n`);
+        return 1;
+      });
+    }
+    throw new UsageError(sub === undefined ? 'missing sub-command: create, list or delete' : `unknown sub-command '${sub}'`);
+  },
+};

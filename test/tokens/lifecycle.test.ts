@@ -1,0 +1,180 @@
+// What happens around the endpoints, on both backends: last-used batching, secrets at
+// rest and in logs, the failed-auth limiter, fail-closed verification, bootstrap, and
+// two instances sharing one database.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import pg from 'pg';
+import { PostgresStore } from '../../src/storage/postgres/store.js';
+import { createTokenDomain } from '../../src/tokens/index.js';
+import { loadConfig } from '../../src/config.js';
+import { generateSecret } from '../../src/tokens/format.js';
+import { build, mintToken } from '../helpers/app.js';
+import { backends } from '../helpers/backends.js';
+import { freePort } from '../helpers/embedded-pg.js';
+
+for (const backend of backends()) {
+  describe(`token lifecycle on ${backend.name}`, () => {
+    it('last_used_at: many uses within one interval cost one row write; never on the request path', async (t) => {
+      const db = await backend.fresh(t);
+      // A long interval: nothing is written until we flush.
+      const { app, store } = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000' } });
+      const tok = await mintToken(app, ['api-tokens:read']);
+      const other = await mintToken(app, ['apps:read']);
+      const tracker = app.infracat.tokens.lastUsed;
+      for (let i = 0; i < 50; i++) {
+        assert.equal((await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: tok.auth })).statusCode, 200);
+      }
+      await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: other.auth });
+      assert.equal(tracker.stats.rows, 0, 'no writes on the request path');
+      assert.equal((await store.tokens.get(tok.id))?.lastUsedAt, null);
+      // The API already shows the pending use.
+      const listed = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: tok.auth })).json<{ id: string; last_used_at: string | null }[]>();
+      const shown = listed.find((x) => x.id === tok.id)?.last_used_at;
+      assert.ok(shown !== null && shown !== undefined);
+      await tracker.flush();
+      assert.deepEqual(tracker.stats, { flushes: 1, rows: 2, failures: 0 }, '51 uses of two tokens -> one batch of two rows');
+      const stored = await store.tokens.get(tok.id);
+      assert.ok(stored?.lastUsedAt !== null && stored!.lastUsedAt >= Date.parse(shown));
+    });
+
+    it('last_used_at is flushed on the periodic timer and on shutdown', async (t) => {
+      const db = await backend.fresh(t);
+      const timed = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '50' } });
+      const a = await mintToken(timed.app, ['apps:read']);
+      await timed.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: a.auth });
+      const deadline = Date.now() + 3000;
+      while ((await timed.store.tokens.get(a.id))?.lastUsedAt === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      assert.notEqual((await timed.store.tokens.get(a.id))?.lastUsedAt, null, 'written by the timer');
+
+      const slow = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000' } });
+      const b = await mintToken(slow.app, ['apps:read']);
+      await slow.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: b.auth });
+      await slow.app.close();
+      const check = db.open();
+      t.after(() => check.close());
+      assert.notEqual((await check.tokens.get(b.id))?.lastUsedAt, null, 'written on close');
+    });
+
+    it('the secret is in no table, file or log line; only its SHA-256 is stored', async (t) => {
+      const db = await backend.fresh(t);
+      const { app, logs, store } = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, LOG_LEVEL: 'trace' } });
+      const admin = await mintToken(app, ['api-tokens:write', 'apps:write']);
+      const created = (await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload: { name: 'leak check', scopes: ['apps:read'] } })).json<{ id: string; token: string }>();
+      await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: { authorization: `Bearer ${created.token}` } });
+      await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: { authorization: `Bearer ${created.token}x` } });
+      await app.inject({ method: 'GET', url: `/api/v1/api-tokens?access_token=${created.token}` });
+      await app.infracat.tokens.lastUsed.flush();
+      const secrets = [created.token, admin.secret];
+      const needles = secrets.flatMap((s) => [s, s.slice(5, 35)]);
+      for (const n of needles) assert.ok(!logs.text.includes(n), 'secret in logs');
+      if (backend.name === 'sqlite') {
+        const dir = path.dirname(db.url.slice('sqlite:'.length));
+        for (const file of readdirSync(dir)) {
+          const bytes = readFileSync(path.join(dir, file)).toString('latin1');
+          for (const n of needles) assert.ok(!bytes.includes(n), `secret in ${file}`);
+        }
+      } else {
+        const c = new pg.Client({ connectionString: db.url });
+        await c.connect();
+        const dump = JSON.stringify((await c.query('SELECT * FROM api_tokens')).rows);
+        await c.end();
+        for (const n of needles) assert.ok(!dump.includes(n), 'secret in api_tokens');
+        assert.match(dump, /"secret_hash":"[0-9a-f]{64}"/);
+      }
+      assert.equal((await store.tokens.get(created.id))?.secretHash.length, 64);
+    });
+
+    it('a malformed or checksum-failing token is refused without a storage lookup', async (t) => {
+      const db = await backend.fresh(t);
+      const { app } = await build(t, { store: db.open(), env: { DATABASE_URL: db.url } });
+      const cache = app.infracat.tokens.cache;
+      const before = cache.misses + cache.hits;
+      const good = generateSecret('icat');
+      for (const bad of ['x', `${good.slice(0, -1)}${good.endsWith('a') ? 'b' : 'a'}`, good.replace('icat_', 'ghp_'), `${good}0`]) {
+        const res = await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: { authorization: `Bearer ${bad}` } });
+        assert.equal(res.statusCode, 401);
+      }
+      assert.equal(cache.misses + cache.hits, before, 'no lookup was attempted');
+      await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: { authorization: `Bearer ${good}` } });
+      assert.equal(cache.misses, before + 1, 'a well-formed token is looked up');
+    });
+
+    it('failed authentications per client address: 429 with Retry-After past the limit; other addresses unaffected', async (t) => {
+      const db = await backend.fresh(t);
+      const { app } = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, AUTH_FAILURE_LIMIT: '3', AUTH_FAILURE_WINDOW_S: '60' } });
+      const good = await mintToken(app, ['api-tokens:read']);
+      const from = (remoteAddress: string, authorization: string) =>
+        app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', remoteAddress, headers: { authorization } });
+      for (let i = 0; i < 3; i++) assert.equal((await from('10.0.0.9', `Bearer ${generateSecret('icat')}`)).statusCode, 401);
+      const blocked = await from('10.0.0.9', `Bearer ${generateSecret('icat')}`);
+      assert.equal(blocked.statusCode, 429);
+      assert.equal(blocked.json<{ code: string }>().code, 'RATE_LIMITED');
+      const retry = Number(blocked.headers['retry-after']);
+      assert.ok(retry >= 1 && retry <= 60, `Retry-After ${retry}`);
+      assert.equal((await from('10.0.0.9', good.auth.authorization)).statusCode, 429, 'even a valid token from that address waits');
+      assert.equal((await from('10.0.0.10', good.auth.authorization)).statusCode, 200, 'other addresses are not affected');
+      const anonymous = await app.inject({ method: 'GET', url: '/api/v1/scopes', remoteAddress: '10.0.0.9' });
+      assert.equal(anonymous.statusCode, 200, 'requests without credentials are not throttled by this limiter');
+    });
+  });
+}
+
+describe('token verification fails closed', () => {
+  it('storage unreachable: token endpoints answer 503 + Retry-After promptly, never 200 or a hang', async (t) => {
+    const port = await freePort();
+    const store = new PostgresStore({ url: `postgres://u:p@127.0.0.1:${port}/x`, poolMax: 2, timeoutMs: 300 });
+    const { app } = await build(t, { store });
+    const started = Date.now();
+    const res = await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: { authorization: `Bearer ${generateSecret('icat')}` } });
+    assert.ok(Date.now() - started < 3000);
+    assert.equal(res.statusCode, 503);
+    assert.equal(res.headers['retry-after'], '5');
+    assert.equal(res.json<{ code: string }>().code, 'SERVICE_UNAVAILABLE');
+  });
+});
+
+const pgBackend = backends().find((b) => b.name === 'postgres');
+if (pgBackend !== undefined) {
+  describe('two instances on one PostgreSQL', () => {
+    it('a delete on one instance is refused by the other within TOKEN_CACHE_TTL_MS', async (t) => {
+      const db = await pgBackend.fresh(t);
+      const env = { DATABASE_URL: db.url, TOKEN_CACHE_TTL_MS: '400' };
+      const a = await build(t, { store: db.open(), env });
+      const b = await build(t, { store: db.open(), env });
+      const admin = await mintToken(a.app, ['api-tokens:write']);
+      const victim = await mintToken(a.app, ['apps:read']);
+      // B verifies (and caches) the victim.
+      assert.equal((await b.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth })).statusCode, 200);
+      const deletedAt = Date.now();
+      assert.equal((await a.app.inject({ method: 'DELETE', url: `/api/v1/api-tokens/${victim.id}`, headers: admin.auth })).statusCode, 204);
+      assert.equal((await a.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth })).statusCode, 401, 'refused at once where deleted');
+      let refusedAfter = -1;
+      while (Date.now() - deletedAt < 3000) {
+        const res = await b.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth });
+        if (res.statusCode === 401) {
+          refusedAfter = Date.now() - deletedAt;
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      assert.ok(refusedAfter >= 0, 'the other instance refuses the deleted token');
+      assert.ok(refusedAfter <= 400 + 250, `refused after ${refusedAfter} ms; bound 400 ms`);
+    });
+
+    it('bootstrap: exactly one admin token when several instances start together', async (t) => {
+      const db = await pgBackend.fresh(t);
+      const config = loadConfig({ DATABASE_URL: db.url });
+      const stores = Array.from({ length: 4 }, () => db.open());
+      t.after(async () => {
+        for (const s of stores) await s.close();
+      });
+      const results = await Promise.all(stores.map((s) => createTokenDomain(config, s).service.bootstrapAdmin()));
+      const winners = results.filter((r) => r !== null);
+      assert.equal(winners.length, 1);
+      assert.equal(await stores[0]!.tokens.count(), 1);
+      assert.deepEqual(winners[0]!.token.scopes.length, 10, 'every registered scope');
+    });
+  });
+}

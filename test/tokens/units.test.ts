@@ -1,0 +1,134 @@
+// The token domain's building blocks, without HTTP or storage.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { VerificationCache } from '../../src/tokens/cache.js';
+import { CHECKSUM_CHARS, checkSecret, generateSecret, hashSecret, RANDOM_CHARS } from '../../src/tokens/format.js';
+import { newTokenId, TOKEN_ID_PATTERN } from '../../src/tokens/ids.js';
+import { grants, missingScopes, parseScope, ScopeRegistry } from '../../src/tokens/scopes.js';
+import { FailureLimiter } from '../../src/http/failure-limiter.js';
+import type { TokenRecord } from '../../src/storage/types.js';
+
+describe('secret format', () => {
+  it('is <prefix>_<30 base62><6 base62 checksum> and passes its own check', () => {
+    for (let i = 0; i < 200; i++) {
+      const s = generateSecret('icat');
+      assert.match(s, new RegExp(`^icat_[0-9A-Za-z]{${RANDOM_CHARS + CHECKSUM_CHARS}}$`));
+      assert.deepEqual(checkSecret(s, 'icat'), { ok: true });
+    }
+    assert.ok(RANDOM_CHARS * Math.log2(62) >= 160, 'at least 160 random bits');
+  });
+
+  it('every single-character change is caught by the checksum or the shape check', () => {
+    const s = generateSecret('icat');
+    let caught = 0;
+    for (let i = 5; i < s.length; i++) {
+      const changed = s.slice(0, i) + (s[i] === 'x' ? 'y' : 'x') + s.slice(i + 1);
+      if (!checkSecret(changed, 'icat').ok) caught += 1;
+    }
+    assert.equal(caught, s.length - 5);
+  });
+
+  it('rejects other prefixes, lengths and alphabets', () => {
+    const s = generateSecret('icat');
+    assert.deepEqual(checkSecret(s, 'other'), { ok: false, reason: 'format' });
+    assert.deepEqual(checkSecret(`${s}A`, 'icat'), { ok: false, reason: 'format' });
+    assert.deepEqual(checkSecret(s.replace(/.$/, '-'), 'icat'), { ok: false, reason: 'format' });
+    assert.deepEqual(checkSecret('', 'icat'), { ok: false, reason: 'format' });
+  });
+
+  it('random parts do not repeat and use the whole alphabet', () => {
+    const seen = new Set<string>();
+    const chars = new Set<string>();
+    for (let i = 0; i < 2000; i++) {
+      const s = generateSecret('icat');
+      seen.add(s);
+      for (const c of s.slice(5, 5 + RANDOM_CHARS)) chars.add(c);
+    }
+    assert.equal(seen.size, 2000);
+    assert.equal(chars.size, 62);
+  });
+
+  it('hash is lowercase hex SHA-256', () => {
+    assert.equal(hashSecret('abc'), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+});
+
+describe('token ids', () => {
+  it('are tok_ + ULID, unique and sortable by creation', () => {
+    const ids = Array.from({ length: 1000 }, (_, i) => newTokenId(1_800_000_000_000 + Math.floor(i / 10)));
+    for (const id of ids) assert.match(id, TOKEN_ID_PATTERN);
+    assert.equal(new Set(ids).size, ids.length);
+    assert.deepEqual([...ids].sort(), ids, 'lexical order is creation order, also within one millisecond');
+  });
+});
+
+describe('scopes', () => {
+  it('parse <resource>:<read|write> only', () => {
+    assert.deepEqual(parseScope('apps:read'), { resource: 'apps', action: 'read' });
+    assert.deepEqual(parseScope('api-tokens:write'), { resource: 'api-tokens', action: 'write' });
+    for (const bad of ['apps', 'apps:', ':read', 'apps:admin', 'Apps:read', 'apps:read ', 'a b:read', 'apps:read:x']) assert.equal(parseScope(bad), null, bad);
+  });
+
+  it('write implies read of the same resource, nothing else', () => {
+    assert.ok(grants(['apps:write'], 'apps:read'));
+    assert.ok(grants(['apps:read'], 'apps:read'));
+    assert.ok(!grants(['apps:read'], 'apps:write'));
+    assert.ok(!grants(['apps:write'], 'images:read'));
+    assert.deepEqual(missingScopes(['apps:write', 'images:read'], ['apps:read', 'images:write', 'plans:read']), ['images:write', 'plans:read']);
+  });
+
+  it('the registry validates requested lists entry by entry', () => {
+    const r = new ScopeRegistry(['apps']);
+    assert.deepEqual(r.names(), ['apps:read', 'apps:write']);
+    assert.deepEqual(r.validate(['apps:read', 'apps:read', 'images:read', 'junk']).map((e) => e.pointer), ['/scopes/1', '/scopes/2', '/scopes/3']);
+    assert.throws(() => new ScopeRegistry(['Bad Resource']));
+  });
+});
+
+describe('verification cache', () => {
+  const token = (id: string): TokenRecord => ({ id, name: id, scopes: [], secretHash: id, createdAt: 0, expiresAt: null, lastUsedAt: null });
+
+  it('serves entries for ttl, then forgets them', () => {
+    const c = new VerificationCache(10, 100);
+    c.set('h1', token('a'), 1000);
+    assert.equal(c.get('h1', 1099)?.id, 'a');
+    assert.equal(c.get('h1', 1100), undefined);
+  });
+
+  it('is bounded, evicting the least recently used', () => {
+    const c = new VerificationCache(2, 10_000);
+    c.set('h1', token('a'), 0);
+    c.set('h2', token('b'), 0);
+    c.get('h1', 1);
+    c.set('h3', token('c'), 2);
+    assert.equal(c.size, 2);
+    assert.equal(c.get('h2', 3), undefined, 'b was least recently used');
+    assert.equal(c.get('h1', 3)?.id, 'a');
+  });
+
+  it('evicts by token id', () => {
+    const c = new VerificationCache(10, 10_000);
+    c.set('h1', token('a'), 0);
+    c.evictId('a');
+    assert.equal(c.get('h1', 1), undefined);
+  });
+});
+
+describe('failed-authentication limiter', () => {
+  it('blocks a key past the limit until its window ends', () => {
+    const l = new FailureLimiter(2, 10_000);
+    l.fail('ip', 0);
+    assert.equal(l.retryAfter('ip', 1), 0);
+    l.fail('ip', 1);
+    assert.equal(l.retryAfter('ip', 2), 10);
+    assert.equal(l.retryAfter('other', 2), 0);
+    assert.equal(l.retryAfter('ip', 10_000), 0, 'a new window');
+  });
+
+  it('tracks a bounded number of addresses', () => {
+    const l = new FailureLimiter(1, 10_000, 3);
+    for (const ip of ['a', 'b', 'c', 'd']) l.fail(ip, 0);
+    assert.equal(l.retryAfter('a', 1), 0, 'the oldest address was dropped');
+    assert.ok(l.retryAfter('d', 1) > 0);
+  });
+});
