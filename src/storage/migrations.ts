@@ -40,6 +40,26 @@ export const MIGRATIONS: readonly Migration[] = [
       `INSERT INTO infracat_locks (name) VALUES ('tokens') ON CONFLICT DO NOTHING`,
     ],
   },
+  {
+    version: 2,
+    name: 'catalog_revisions',
+    // Every applied catalog is one row; the highest version is live. Instances poll
+    // MAX(version), a primary-key lookup, to notice a change.
+    sqlite: [
+      `CREATE TABLE catalog_revisions (
+         version    INTEGER PRIMARY KEY,
+         document   TEXT NOT NULL,
+         applied_at INTEGER NOT NULL
+       )`,
+    ],
+    postgres: [
+      `CREATE TABLE catalog_revisions (
+         version    INTEGER PRIMARY KEY,
+         document   TEXT NOT NULL,
+         applied_at BIGINT NOT NULL
+       )`,
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);

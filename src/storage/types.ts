@@ -50,6 +50,25 @@ export interface TokenStore {
   count(): Promise<number>;
 }
 
+/** One applied catalog: the serialised catalog document and its version. */
+export interface CatalogRevision {
+  version: number;
+  document: string;
+  appliedAt: number;
+}
+
+export interface CatalogStore {
+  /** Highest applied version, 0 when no catalog was ever applied. Cheap: polled. */
+  latestVersion(): Promise<number>;
+  /** The live (highest) revision, or null. */
+  current(): Promise<CatalogRevision | null>;
+  /**
+   * Stores `document` as version `expectedVersion + 1`, only if that is still the next
+   * version (optimistic concurrency: false when another apply got there first).
+   */
+  apply(document: string, expectedVersion: number, now: number): Promise<boolean>;
+}
+
 export interface MigrationReport {
   /** Versions applied by this call (empty when the schema was current). */
   applied: number[];
@@ -68,6 +87,7 @@ export interface Store {
   /** Waits for in-flight work and releases connections/handles. Idempotent. */
   close(): Promise<void>;
   readonly tokens: TokenStore;
+  readonly catalog: CatalogStore;
 }
 
 export class StorageUnavailableError extends Error {

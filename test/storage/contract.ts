@@ -205,6 +205,53 @@ export function runStoreContract(backend: TestBackend): void {
       assert.deepEqual(await reopened.tokens.findByHash(t.secretHash), t);
     });
 
+    it('catalog: empty at first; apply stores version 1; current returns the document unchanged', async () => {
+      const fresh = await backend.freshDatabase();
+      const s = fresh.open();
+      try {
+        await s.migrate();
+        assert.equal(await s.catalog.latestVersion(), 0);
+        assert.equal(await s.catalog.current(), null);
+        const doc = JSON.stringify({ name: 'Ubuntu 24.04 — LTS ✓', items: Array.from({ length: 500 }, (_, i) => i) });
+        assert.equal(await s.catalog.apply(doc, 0, 1234), true);
+        assert.equal(await s.catalog.latestVersion(), 1);
+        assert.deepEqual(await s.catalog.current(), { version: 1, document: doc, appliedAt: 1234 });
+      } finally {
+        await s.close();
+        await fresh.drop();
+      }
+    });
+
+    it('catalog: apply is optimistic: a stale expected version changes nothing', async () => {
+      const fresh = await backend.freshDatabase();
+      const s = fresh.open();
+      try {
+        await s.migrate();
+        assert.equal(await s.catalog.apply('{"v":1}', 0, 1), true);
+        assert.equal(await s.catalog.apply('{"v":"stale"}', 0, 2), false);
+        assert.equal((await s.catalog.current())?.document, '{"v":1}');
+        assert.equal(await s.catalog.apply('{"v":2}', 1, 3), true);
+        assert.deepEqual(await s.catalog.current(), { version: 2, document: '{"v":2}', appliedAt: 3 });
+      } finally {
+        await s.close();
+        await fresh.drop();
+      }
+    });
+
+    it('catalog: of several instances applying at once on the same version, exactly one wins', async () => {
+      const fresh = await backend.freshDatabase();
+      const instances = [fresh.open(), fresh.open(), fresh.open()];
+      try {
+        await instances[0]!.migrate();
+        const wins = await Promise.all(instances.map((s, i) => s.catalog.apply(`{"by":${i}}`, 0, i)));
+        assert.equal(wins.filter(Boolean).length, 1);
+        assert.equal(await instances[2]!.catalog.latestVersion(), 1);
+      } finally {
+        for (const s of instances) await s.close();
+        await fresh.drop();
+      }
+    });
+
     it('close is idempotent', async () => {
       const s = open();
       await s.ping();

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import Database from 'better-sqlite3';
+import Database from '../../src/storage/sqlite/driver.js';
 import { PostgresStore } from '../../src/storage/postgres/store.js';
 import { SqliteStore } from '../../src/storage/sqlite/store.js';
 import type { Store } from '../../src/storage/types.js';

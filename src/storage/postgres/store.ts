@@ -6,6 +6,8 @@ import { LATEST_VERSION, pendingMigrations } from '../migrations.js';
 import { TOKEN_COLUMNS, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
 import {
   StorageUnavailableError,
+  type CatalogRevision,
+  type CatalogStore,
   type CreateTokenResult,
   type MigrationReport,
   type Store,
@@ -44,6 +46,7 @@ export class PostgresStore implements Store {
   readonly kind = 'postgres' as const;
   readonly description: string;
   readonly tokens: TokenStore;
+  readonly catalog: CatalogStore;
   private readonly pool: pg.Pool;
   private closing: Promise<void> | undefined;
 
@@ -65,6 +68,7 @@ export class PostgresStore implements Store {
     // Without a listener an idle client's error (server restart) would crash the process.
     this.pool.on('error', (err) => options.onIdleError?.(err));
     this.tokens = new PostgresTokenStore(this);
+    this.catalog = new PostgresCatalogStore(this);
   }
 
   /** Runs one statement on any pooled connection. */
@@ -211,6 +215,31 @@ class PostgresTokenStore implements TokenStore {
   async count(): Promise<number> {
     const res = await this.store.query<{ n: string }>('SELECT COUNT(*) AS n FROM api_tokens');
     return Number(res.rows[0]?.n ?? 0);
+  }
+}
+
+class PostgresCatalogStore implements CatalogStore {
+  constructor(private readonly store: PostgresStore) {}
+
+  async latestVersion(): Promise<number> {
+    const res = await this.store.query<{ v: number }>('SELECT COALESCE(MAX(version), 0) AS v FROM catalog_revisions');
+    return Number(res.rows[0]?.v ?? 0);
+  }
+
+  async current(): Promise<CatalogRevision | null> {
+    const res = await this.store.query<{ version: number; document: string; applied_at: string }>(
+      'SELECT version, document, applied_at FROM catalog_revisions ORDER BY version DESC LIMIT 1',
+    );
+    const row = res.rows[0];
+    return row === undefined ? null : { version: row.version, document: row.document, appliedAt: Number(row.applied_at) };
+  }
+
+  async apply(document: string, expectedVersion: number, now: number): Promise<boolean> {
+    const res = await this.store.query(
+      'INSERT INTO catalog_revisions (version, document, applied_at) VALUES ($1, $2, $3) ON CONFLICT (version) DO NOTHING',
+      [expectedVersion + 1, document, now],
+    );
+    return res.rowCount === 1;
   }
 }
 

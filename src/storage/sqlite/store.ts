@@ -3,11 +3,13 @@
 // better-sqlite3 is synchronous; methods are async only to share the Store interface.
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database, { type SqliteDatabase, type SqliteStatement } from './driver.js';
 import { LATEST_VERSION, pendingMigrations } from '../migrations.js';
 import { TOKEN_COLUMNS, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
 import {
   StorageUnavailableError,
+  type CatalogRevision,
+  type CatalogStore,
   type CreateTokenResult,
   type MigrationReport,
   type Store,
@@ -27,7 +29,8 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   readonly description: string;
   readonly tokens: TokenStore;
-  private readonly db: Database.Database;
+  readonly catalog: CatalogStore;
+  private readonly db: SqliteDatabase;
   private closed = false;
 
   constructor(options: SqliteOptions) {
@@ -40,6 +43,7 @@ export class SqliteStore implements Store {
     this.db.pragma('synchronous = FULL');
     this.db.pragma('foreign_keys = ON');
     this.tokens = new SqliteTokenStore(this.db);
+    this.catalog = new SqliteCatalogStore(this.db);
   }
 
   migrate(): Promise<MigrationReport> {
@@ -92,11 +96,11 @@ const SQL = {
 } as const;
 
 class SqliteTokenStore implements TokenStore {
-  private readonly prepared = new Map<keyof typeof SQL, Database.Statement>();
+  private readonly prepared = new Map<keyof typeof SQL, SqliteStatement>();
 
-  constructor(private readonly db: Database.Database) {}
+  constructor(private readonly db: SqliteDatabase) {}
 
-  private q(name: keyof typeof SQL): Database.Statement {
+  private q(name: keyof typeof SQL): SqliteStatement {
     let stmt = this.prepared.get(name);
     if (stmt === undefined) {
       stmt = this.db.prepare(SQL[name]);
@@ -164,6 +168,32 @@ class SqliteTokenStore implements TokenStore {
 
   count(): Promise<number> {
     return run(() => (this.q('count').get() as { n: number }).n);
+  }
+}
+
+class SqliteCatalogStore implements CatalogStore {
+  constructor(private readonly db: SqliteDatabase) {}
+
+  latestVersion(): Promise<number> {
+    return run(() => (this.db.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM catalog_revisions').get() as { v: number }).v);
+  }
+
+  current(): Promise<CatalogRevision | null> {
+    return run(() => {
+      const row = this.db
+        .prepare('SELECT version, document, applied_at FROM catalog_revisions ORDER BY version DESC LIMIT 1')
+        .get() as { version: number; document: string; applied_at: number } | undefined;
+      return row === undefined ? null : { version: row.version, document: row.document, appliedAt: row.applied_at };
+    });
+  }
+
+  apply(document: string, expectedVersion: number, now: number): Promise<boolean> {
+    return run(
+      () =>
+        this.db
+          .prepare('INSERT INTO catalog_revisions (version, document, applied_at) VALUES (?, ?, ?) ON CONFLICT (version) DO NOTHING')
+          .run(expectedVersion + 1, document, now).changes === 1,
+    );
   }
 }
 

@@ -1,0 +1,74 @@
+// What `catalog apply` would change: entries added, removed and changed (field by
+// field), per kind, plus catalog settings. Entries are matched by slug.
+import { centsToDecimal, KINDS, type Catalog, type Kind } from './model.js';
+
+export interface FieldChange {
+  field: string;
+  from: unknown;
+  to: unknown;
+}
+
+export interface CatalogDiff {
+  settings: FieldChange[];
+  added: Record<Kind, string[]>;
+  removed: Record<Kind, string[]>;
+  changed: Record<Kind, { slug: string; changes: FieldChange[] }[]>;
+}
+
+const display = (field: string, v: unknown): unknown => (field === 'price_cents' ? centsToDecimal(v as number) : v);
+const fieldName = (field: string): string => (field === 'price_cents' ? 'price_monthly' : field);
+
+export function diffCatalogs(before: Catalog | null, after: Catalog): CatalogDiff {
+  const diff: CatalogDiff = {
+    settings: [],
+    added: { images: [], plans: [], regions: [] },
+    removed: { images: [], plans: [], regions: [] },
+    changed: { images: [], plans: [], regions: [] },
+  };
+  for (const key of ['currency', 'extra_image_types', 'extra_region_features'] as const) {
+    const from = before?.[key] ?? null;
+    if (JSON.stringify(from) !== JSON.stringify(after[key])) diff.settings.push({ field: key, from, to: after[key] });
+  }
+  for (const kind of KINDS) {
+    const old = new Map<string, Record<string, unknown>>((before?.[kind] ?? []).map((e) => [e.slug, e as unknown as Record<string, unknown>]));
+    for (const entry of after[kind] as unknown as Record<string, unknown>[]) {
+      const slug = entry.slug as string;
+      const prev = old.get(slug);
+      old.delete(slug);
+      if (prev === undefined) {
+        diff.added[kind].push(slug);
+        continue;
+      }
+      const changes: FieldChange[] = [];
+      for (const field of Object.keys(entry)) {
+        if (JSON.stringify(prev[field]) !== JSON.stringify(entry[field])) {
+          changes.push({ field: fieldName(field), from: display(field, prev[field]), to: display(field, entry[field]) });
+        }
+      }
+      if (changes.length > 0) diff.changed[kind].push({ slug, changes });
+    }
+    diff.removed[kind].push(...old.keys());
+  }
+  return diff;
+}
+
+export function isEmptyDiff(d: CatalogDiff): boolean {
+  return d.settings.length === 0 && KINDS.every((k) => d.added[k].length + d.removed[k].length + d.changed[k].length === 0);
+}
+
+/** The diff as lines an operator reads in a terminal or a CI log. */
+export function formatDiff(d: CatalogDiff): string {
+  if (isEmptyDiff(d)) return 'no changes\n';
+  const lines: string[] = [];
+  for (const s of d.settings) lines.push(`~ ${s.field}: ${JSON.stringify(s.from)} -> ${JSON.stringify(s.to)}`);
+  for (const kind of KINDS) {
+    for (const slug of d.added[kind]) lines.push(`+ ${kind} ${slug}`);
+    for (const slug of d.removed[kind]) lines.push(`- ${kind} ${slug}`);
+    for (const c of d.changed[kind]) {
+      lines.push(`~ ${kind} ${c.slug}: ${c.changes.map((f) => `${f.field} ${JSON.stringify(f.from)} -> ${JSON.stringify(f.to)}`).join(', ')}`);
+    }
+  }
+  const count = (r: Record<Kind, unknown[]>): number => KINDS.reduce((n, k) => n + r[k].length, 0);
+  lines.push(`${count(d.added)} added, ${count(d.changed)} changed, ${count(d.removed)} removed${d.settings.length > 0 ? `, ${d.settings.length} setting(s) changed` : ''}`);
+  return `${lines.join('\n')}\n`;
+}
