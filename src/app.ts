@@ -16,6 +16,9 @@ import { requestIdFrom } from './logging.js';
 import type { Store } from './storage/types.js';
 import { createTokenDomain, type TokenDomain } from './tokens/index.js';
 import { tokenRoutes } from './tokens/routes.js';
+import { catalogRoutes } from './catalog/routes.js';
+import { CatalogService } from './catalog/service.js';
+import { loadDefaultCatalog } from './catalog/default.js';
 import { createAuth } from './http/auth.js';
 import { FailureLimiter } from './http/failure-limiter.js';
 
@@ -24,7 +27,7 @@ export const BODY_LIMIT_BYTES = 16 * 1024;
 declare module 'fastify' {
   interface FastifyInstance {
     /** The domain objects behind the routes (for the server's bootstrap, and tests). */
-    infracat: { tokens: TokenDomain };
+    infracat: { tokens: TokenDomain; catalog: CatalogService };
   }
 }
 
@@ -68,7 +71,11 @@ export function buildApp(deps: AppDeps): App {
     }
   });
   const tokens = createTokenDomain(config, store, (err) => app.log.warn({ err }, 'last_used_at flush failed; will retry'));
-  app.decorate('infracat', { tokens });
+  const catalog = new CatalogService(store.catalog, {
+    refreshMs: config.catalogRefreshMs,
+    onRefreshError: (err) => app.log.warn({ err }, 'catalog refresh failed; serving the last snapshot'),
+  });
+  app.decorate('infracat', { tokens, catalog });
   const auth = createAuth({
     service: tokens.service,
     limiter: new FailureLimiter(config.authFailureLimit, config.authFailureWindowS * 1000),
@@ -78,15 +85,26 @@ export function buildApp(deps: AppDeps): App {
 
   app.addHook('onReady', async () => {
     tokens.lastUsed.start();
+    // First start of an empty database gets the shipped catalog; then load what is live.
+    // If storage is down now, catalogs start empty and fill in at the next refresh.
+    try {
+      if (await catalog.seedIfEmpty(loadDefaultCatalog())) app.log.info('applied the default catalog to an empty database');
+      await catalog.load();
+    } catch (err) {
+      app.log.warn({ err }, 'could not load the catalog at start; will retry');
+    }
+    catalog.start();
   });
   app.addHook('onClose', async () => {
     // In-flight requests are done by now: write their last uses, then let go of storage.
+    catalog.stop();
     await tokens.lastUsed.stop();
     await store.close();
   });
 
   healthRoutes(app, { store, timeoutMs: config.databaseTimeoutMs });
   tokenRoutes(app, { service: tokens.service, auth });
+  catalogRoutes(app, { catalog, auth, access: config.catalogAccess, cacheControl: config.catalogCacheControl });
 
   return app;
 }

@@ -28,6 +28,10 @@ export interface Config {
   readonly authFailureWindowS: number;
   readonly scopeResources: readonly string[];
   readonly bootstrapAdminToken: boolean;
+  readonly catalogAccess: 'public' | 'token';
+  readonly catalogRefreshMs: number;
+  /** '' = chosen by access mode. */
+  readonly catalogCacheControl: string;
 }
 
 export class ConfigError extends Error {
@@ -216,6 +220,29 @@ export const SETTINGS = [
     env: 'BOOTSTRAP_ADMIN_TOKEN', key: 'bootstrapAdminToken', default: 'true',
     description: 'On the first start of a store with no tokens, mint one admin token (every scope) and print it once to stderr.',
     parse: boolean,
+  },
+  {
+    env: 'CATALOG_ACCESS', key: 'catalogAccess', default: 'public',
+    description: '`public`: catalogs are readable without a token; `token`: they need `images:read` / `plans:read` / `regions:read`. A bad token is refused either way.',
+    parse: (raw, name) => {
+      const v = raw.trim();
+      if (v !== 'public' && v !== 'token') throw bad(name, raw, 'expected public or token');
+      return v;
+    },
+  },
+  {
+    env: 'CATALOG_REFRESH_MS', key: 'catalogRefreshMs', default: '5000',
+    description: 'How often each instance checks storage for a newly applied catalog: the bound on how stale a catalog read can be.',
+    parse: integer(50, 3_600_000),
+  },
+  {
+    env: 'CATALOG_CACHE_CONTROL', key: 'catalogCacheControl', default: '',
+    description: 'Cache-Control of catalog responses. Unset: `public, max-age=60` when CATALOG_ACCESS=public, `private, max-age=60` when token.',
+    parse: (raw, name) => {
+      const v = raw.trim();
+      if (/[\r\n]/.test(v) || v.length > 200) throw bad(name, raw, 'expected a Cache-Control header value');
+      return v;
+    },
   },
 ] as const satisfies readonly Setting<keyof Config>[];
 

@@ -6,8 +6,9 @@ import { UsageError, type Command } from './command.js';
 import { migrateCommand } from './migrate.js';
 import { serveCommand } from './serve.js';
 import { tokensCommand } from './tokens.js';
+import { catalogCommand } from './catalog.js';
 
-const COMMANDS: readonly Command[] = [serveCommand, migrateCommand, tokensCommand];
+const COMMANDS: readonly Command[] = [serveCommand, migrateCommand, tokensCommand, catalogCommand];
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };

@@ -102,7 +102,12 @@ export function classify(error: FastifyError | Error, bodyLimit: number): AppErr
     return new AppError(
       where === 'querystring' ? 'INVALID_QUERY' : 'BAD_REQUEST',
       `invalid ${where === 'querystring' ? 'query parameter' : where}${names.length > 0 ? ` ${[...new Set(names)].join(', ')}` : ''}`,
-      { errors: errors.map((e) => ({ ...e, pointer: `${where}:${e.pointer}` })) },
+      {
+        errors: errors.map((e) => ({
+          pointer: `${where}:${e.pointer}`,
+          detail: e.detail === 'is not a known field' ? `is not a known ${where === 'querystring' ? 'query parameter' : 'field'}` : e.detail,
+        })),
+      },
     );
   }
   if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {

@@ -44,7 +44,8 @@ export async function startEmbeddedPostgres(): Promise<PostgresServer> {
     user: 'postgres',
     password,
     port,
-    persistent: false,
+    // persistent: stop() keeps the data so start() can bring the server back; destroy() removes it.
+    persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     // The machine may lack en_US locales; C is always there.
     initdbFlags: ['--locale=C', '--lc-messages=C', '--encoding=UTF8'],

@@ -1,0 +1,108 @@
+// GET /api/v1/{images,plans,regions}[/{slug}]: bare arrays (or one object) straight from
+// the in-memory snapshot's bytes, with a strong ETag per snapshot and 304 on a match.
+// Storage is never touched here.
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type, type TSchema } from 'typebox';
+import { AppError } from '../errors.js';
+import type { Auth } from '../http/auth.js';
+import type { App } from '../http/types.js';
+import type { Image, Kind, Plan, Region } from './model.js';
+import { Image as ImageSchema, ImageQuery, Plan as PlanSchema, PlanQuery, Region as RegionSchema, RegionQuery, SlugParams } from './schemas.js';
+import type { CatalogService } from './service.js';
+import { joinEntries } from './snapshot.js';
+
+export interface CatalogRouteOptions {
+  catalog: CatalogService;
+  auth: Auth;
+  access: 'public' | 'token';
+  /** Cache-Control value; '' picks one from the access mode. */
+  cacheControl: string;
+}
+
+interface Filters {
+  distribution?: string;
+  type?: string;
+  min_vcpus?: number;
+  min_memory_mb?: number;
+  max_price_monthly?: string;
+  available?: boolean;
+  feature?: string[];
+}
+
+/** RFC 9110 If-None-Match: weak comparison, `*` matches any current representation. */
+export function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  if (header.trim() === '*') return true;
+  const bare = etag.replace(/^W\//, '');
+  return header.split(',').some((t) => t.trim().replace(/^W\//, '') === bare);
+}
+
+const toCents = (decimal: string): number => Math.round(Number(decimal) * 100);
+
+const PREDICATES: Record<Kind, (f: Filters) => ((value: never) => boolean) | null> = {
+  images: (f) => {
+    if (f.distribution === undefined && f.type === undefined) return null;
+    const dist = f.distribution?.toLowerCase();
+    return (i: Image) => (dist === undefined || i.distribution.toLowerCase() === dist) && (f.type === undefined || i.type === f.type);
+  },
+  plans: (f) => {
+    if (f.type === undefined && f.min_vcpus === undefined && f.min_memory_mb === undefined && f.max_price_monthly === undefined) return null;
+    const maxCents = f.max_price_monthly === undefined ? undefined : toCents(f.max_price_monthly);
+    return (p: Plan) =>
+      (f.type === undefined || p.type === f.type) &&
+      (f.min_vcpus === undefined || p.vcpus >= f.min_vcpus) &&
+      (f.min_memory_mb === undefined || p.memory_mb >= f.min_memory_mb) &&
+      (maxCents === undefined || p.price_cents <= maxCents);
+  },
+  regions: (f) => {
+    if (f.available === undefined && f.feature === undefined) return null;
+    return (r: Region) => (f.available === undefined || r.available === f.available) && (f.feature ?? []).every((x) => r.features.includes(x));
+  },
+};
+
+const SCHEMAS: Record<Kind, { item: TSchema; query: TSchema; noun: string }> = {
+  images: { item: ImageSchema, query: ImageQuery, noun: 'image' },
+  plans: { item: PlanSchema, query: PlanQuery, noun: 'plan' },
+  regions: { item: RegionSchema, query: RegionQuery, noun: 'region' },
+};
+
+export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
+  const { catalog, auth, access } = options;
+  const cacheControl = options.cacheControl !== '' ? options.cacheControl : `${access === 'public' ? 'public' : 'private'}, max-age=60`;
+
+  /** Sets validators; answers 304 and returns true when the client's copy is current. */
+  function notModified(request: FastifyRequest, reply: FastifyReply, etag: string): boolean {
+    reply.header('etag', etag).header('cache-control', cacheControl);
+    if (!matchesIfNoneMatch(request.headers['if-none-match'], etag)) return false;
+    void reply.code(304).send();
+    return true;
+  }
+
+  void app.register(async (plugin) => {
+    const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
+    for (const kind of ['images', 'plans', 'regions'] as const) {
+      const { item, query, noun } = SCHEMAS[kind];
+      const guard = access === 'public' ? auth.optional() : auth.require(`${kind}:read`);
+
+      scope.get(`/api/v1/${kind}`, { onRequest: guard, schema: { querystring: query, response: { 200: Type.Array(item) } } }, async (request, reply) => {
+        const snap = catalog.snapshot;
+        if (notModified(request, reply, snap.etag)) return reply;
+        const predicate = PREDICATES[kind](request.query as Filters) as ((v: unknown) => boolean) | null;
+        const entries: { value: unknown; json: string }[] = snap.entries[kind];
+        const body = predicate === null ? snap.lists[kind] : joinEntries(entries.filter((e) => predicate(e.value)));
+        // Pre-serialised bytes: the response schema documents their shape, and Fastify
+        // passes Buffers through without serialising them again.
+        return reply.type('application/json; charset=utf-8').send(body as never);
+      });
+
+      scope.get(`/api/v1/${kind}/:slug`, { onRequest: guard, schema: { params: SlugParams, response: { 200: item } } }, async (request, reply) => {
+        const snap = catalog.snapshot;
+        const body = snap.bySlug[kind].get(request.params.slug);
+        if (body === undefined) throw new AppError('NOT_FOUND', `no ${noun} with slug ${request.params.slug}`);
+        if (notModified(request, reply, snap.etag)) return reply;
+        return reply.type('application/json; charset=utf-8').send(body);
+      });
+    }
+  });
+}

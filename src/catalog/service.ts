@@ -1,0 +1,106 @@
+// The catalog as every instance serves it: loaded from storage into an in-memory
+// snapshot, refreshed by polling the latest version (a cheap query) every
+// CATALOG_REFRESH_MS, and kept as it is whenever storage cannot be reached. Applying
+// a new catalog is one optimistic insert, so concurrent applies cannot interleave.
+import { AppError } from '../errors.js';
+import type { CatalogStore } from '../storage/types.js';
+import { diffCatalogs, type CatalogDiff } from './diff.js';
+import { sortCatalog, type Catalog } from './model.js';
+import { buildSnapshot, type CatalogSnapshot } from './snapshot.js';
+
+export interface CatalogServiceOptions {
+  refreshMs: number;
+  onRefreshError?: (err: unknown) => void;
+  now?: () => number;
+}
+
+export const EMPTY_CATALOG: Catalog = { currency: 'USD', extra_image_types: [], extra_region_features: [], images: [], plans: [], regions: [] };
+
+export class CatalogService {
+  private current: CatalogSnapshot = buildSnapshot(EMPTY_CATALOG, 0);
+  private timer: NodeJS.Timeout | undefined;
+  private refreshing: Promise<void> | undefined;
+  /** Time of the last successful check against storage (ms since epoch), for metrics. */
+  lastCheckedAt = 0;
+  refreshFailures = 0;
+
+  constructor(
+    private readonly store: CatalogStore,
+    private readonly options: CatalogServiceOptions,
+  ) {}
+
+  get snapshot(): CatalogSnapshot {
+    return this.current;
+  }
+
+  /** Reads the live catalog now (if newer than the snapshot). Errors propagate. */
+  async load(): Promise<void> {
+    const latest = await this.store.latestVersion();
+    if (latest !== this.current.version) {
+      const rev = await this.store.current();
+      if (rev !== null && rev.version !== this.current.version) {
+        this.current = buildSnapshot(decodeCatalog(rev.document), rev.version, this.now());
+      }
+    }
+    this.lastCheckedAt = this.now();
+  }
+
+  /** One poll; failures keep the last snapshot and are reported, never thrown. */
+  refresh(): Promise<void> {
+    this.refreshing ??= this.load()
+      .catch((err: unknown) => {
+        this.refreshFailures += 1;
+        this.options.onRefreshError?.(err);
+      })
+      .finally(() => {
+        this.refreshing = undefined;
+      });
+    return this.refreshing;
+  }
+
+  start(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setInterval(() => void this.refresh(), this.options.refreshMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** What applying `next` would change, against the live catalog in storage. */
+  async plan(next: Catalog): Promise<{ diff: CatalogDiff; baseVersion: number }> {
+    const rev = await this.store.current();
+    const before = rev === null ? null : decodeCatalog(rev.document);
+    return { diff: diffCatalogs(before, sortCatalog(next)), baseVersion: rev?.version ?? 0 };
+  }
+
+  /** Applies `next` atomically on top of `baseVersion`; 409 if another apply came first. */
+  async apply(next: Catalog, baseVersion: number): Promise<number> {
+    const ok = await this.store.apply(encodeCatalog(next), baseVersion, this.now());
+    if (!ok) throw new AppError('CONFLICT', 'the catalog was changed by someone else meanwhile; review the new diff and apply again');
+    await this.load();
+    return baseVersion + 1;
+  }
+
+  /** First start: stores `initial` only if no catalog was ever applied. */
+  async seedIfEmpty(initial: Catalog): Promise<boolean> {
+    if ((await this.store.latestVersion()) !== 0) return false;
+    return this.store.apply(encodeCatalog(initial), 0, this.now());
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+}
+
+// The stored document is the internal model (prices in cents) as JSON.
+export function encodeCatalog(c: Catalog): string {
+  return JSON.stringify(sortCatalog(c));
+}
+
+export function decodeCatalog(document: string): Catalog {
+  const c = JSON.parse(document) as Catalog;
+  return sortCatalog({ ...EMPTY_CATALOG, ...c });
+}

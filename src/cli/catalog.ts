@@ -1,0 +1,123 @@
+// `infracat catalog validate|apply|export`: the operator's tools for the catalog file
+// kept in version control. apply validates first, prints the diff, and changes
+// everything or nothing (one optimistic insert of the new revision).
+import { readFileSync } from 'node:fs';
+import { loadConfig } from '../config.js';
+import { AppError } from '../errors.js';
+import { formatDiff, isEmptyDiff } from '../catalog/diff.js';
+import { formatCatalog, parseCatalogText, type CatalogProblem } from '../catalog/file.js';
+import { CatalogService } from '../catalog/service.js';
+import { openStore } from '../storage/index.js';
+import { UsageError, type Command } from './command.js';
+import { parseFlags } from './options.js';
+
+const help = `Usage: infracat catalog <validate|apply|export> [options]
+
+The catalog (images, plans, regions) lives in the database; operators keep it as a YAML
+or JSON file in version control (see catalog/default.yaml for the format).
+
+  infracat catalog validate FILE
+      Checks FILE and lists every problem with its entry and field. Exit 1 if any.
+  infracat catalog apply FILE [--dry-run]
+      Validates FILE, prints what changes (+ added, - removed, ~ changed), and applies
+      it in one step: a file with any problem changes nothing. Running instances serve
+      the new catalog within CATALOG_REFRESH_MS. --dry-run stops after the diff.
+  infracat catalog export [--format yaml|json]
+      Writes the live catalog to stdout in the file format (export then apply is a no-op).
+
+Options:
+  --database-url URL    DATABASE_URL (apply, export)
+  -h, --help            show this help
+`;
+
+export function formatProblem(p: CatalogProblem): string {
+  return `${p.entry}${p.field !== undefined ? `.${p.field}` : ''}: ${p.message}`;
+}
+
+function readCatalogFile(file: string): ReturnType<typeof parseCatalogText> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    return { ok: false, problems: [{ entry: 'file', message: `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}` }] };
+  }
+  return parseCatalogText(text);
+}
+
+function reportProblems(file: string, problems: CatalogProblem[]): number {
+  process.stderr.write(`${file}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n`);
+  for (const p of problems) process.stderr.write(`  ${formatProblem(p)}\n`);
+  return 1;
+}
+
+async function withCatalog<T>(url: string | undefined, body: (svc: CatalogService) => Promise<T>): Promise<T> {
+  const config = loadConfig(process.env, url !== undefined ? { DATABASE_URL: url } : {});
+  const store = openStore(config);
+  try {
+    await store.migrate();
+    return await body(new CatalogService(store.catalog, { refreshMs: config.catalogRefreshMs }));
+  } finally {
+    await store.close();
+  }
+}
+
+export const catalogCommand: Command = {
+  name: 'catalog',
+  summary: 'validate, apply and export the catalog file',
+  help,
+  async run(args) {
+    const [sub, ...rest] = args;
+    if (sub === 'validate') {
+      const { positionals } = parseFlags(rest, {}, true);
+      if (positionals.length !== 1) throw new UsageError('validate needs exactly one FILE');
+      const file = positionals[0]!;
+      const result = readCatalogFile(file);
+      if (!result.ok) return reportProblems(file, result.problems);
+      const c = result.catalog;
+      process.stdout.write(`${file}: ok (${c.images.length} images, ${c.plans.length} plans, ${c.regions.length} regions, ${c.currency})\n`);
+      return 0;
+    }
+    if (sub === 'apply') {
+      const { values, positionals } = parseFlags(rest, { 'dry-run': { type: 'boolean' }, 'database-url': { type: 'string' } }, true);
+      if (positionals.length !== 1) throw new UsageError('apply needs exactly one FILE');
+      const file = positionals[0]!;
+      const result = readCatalogFile(file);
+      if (!result.ok) return reportProblems(file, result.problems);
+      return withCatalog(values['database-url'], async (svc) => {
+        const { diff, baseVersion } = await svc.plan(result.catalog);
+        process.stdout.write(formatDiff(diff));
+        if (values['dry-run'] === true) {
+          process.stdout.write('dry run: nothing applied\n');
+          return 0;
+        }
+        if (isEmptyDiff(diff)) {
+          process.stdout.write(`catalog unchanged (version ${baseVersion})\n`);
+          return 0;
+        }
+        try {
+          const version = await svc.apply(result.catalog, baseVersion);
+          process.stdout.write(`applied as catalog version ${version}\n`);
+          return 0;
+        } catch (err) {
+          if (err instanceof AppError) {
+            process.stderr.write(`infracat catalog: ${err.message}\n`);
+            return 1;
+          }
+          throw err;
+        }
+      });
+    }
+    if (sub === 'export') {
+      const { values, positionals } = parseFlags(rest, { format: { type: 'string' }, 'database-url': { type: 'string' } }, true);
+      if (positionals.length > 0) throw new UsageError('export takes no FILE; redirect stdout');
+      const format = values.format ?? 'yaml';
+      if (format !== 'yaml' && format !== 'json') throw new UsageError('--format must be yaml or json');
+      return withCatalog(values['database-url'], async (svc) => {
+        await svc.load();
+        process.stdout.write(formatCatalog(svc.snapshot.catalog, format));
+        return 0;
+      });
+    }
+    throw new UsageError(sub === undefined ? 'missing sub-command: validate, apply or export' : `unknown sub-command '${sub}'`);
+  },
+};
