@@ -17,6 +17,7 @@ import type { Store } from './storage/types.js';
 import { createTokenDomain, type TokenDomain } from './tokens/index.js';
 import { tokenRoutes } from './tokens/routes.js';
 import { catalogRoutes } from './catalog/routes.js';
+import { gatewayRoutes } from './gateway/routes.js';
 import { CatalogService } from './catalog/service.js';
 import { loadDefaultCatalog } from './catalog/default.js';
 import { createAuth } from './http/auth.js';
@@ -104,6 +105,7 @@ export function buildApp(deps: AppDeps): App {
 
   healthRoutes(app, { store, timeoutMs: config.databaseTimeoutMs });
   tokenRoutes(app, { service: tokens.service, auth });
+  gatewayRoutes(app, { service: tokens.service, auth, rules: config.authCheckRules });
   catalogRoutes(app, { catalog, auth, access: config.catalogAccess, cacheControl: config.catalogCacheControl });
 
   return app;

@@ -2,6 +2,7 @@
 // default, parser, one-line description); README's configuration table mirrors it and
 // a test keeps the two in step. A bad value stops the start with one clear line.
 import path from 'node:path';
+import { compileRules, DEFAULT_RULES_JSON, type Rule } from './gateway/rules.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -32,6 +33,7 @@ export interface Config {
   readonly catalogRefreshMs: number;
   /** '' = chosen by access mode. */
   readonly catalogCacheControl: string;
+  readonly authCheckRules: readonly Rule[];
 }
 
 export class ConfigError extends Error {
@@ -244,6 +246,17 @@ export const SETTINGS = [
       return v;
     },
   },
+  {
+    env: 'AUTH_CHECK_RULES', key: 'authCheckRules', default: DEFAULT_RULES_JSON,
+    description: 'Forward-auth rule table (JSON): which scopes a forwarded method and path need, first match wins, no match is denied. See docs/forward-auth.md.',
+    parse: (raw, name) => {
+      try {
+        return compileRules(raw);
+      } catch (err) {
+        throw bad(name, raw, (err as Error).message);
+      }
+    },
+  },
 ] as const satisfies readonly Setting<keyof Config>[];
 
 export type SettingName = (typeof SETTINGS)[number]['env'];
@@ -263,5 +276,13 @@ export function loadConfig(
     const raw = fromFlag ?? (fromEnv !== undefined && fromEnv !== '' ? fromEnv : s.default);
     out[s.key] = s.parse(raw, s.env);
   }
-  return Object.freeze(out as unknown as Config);
+  const config = out as unknown as Config;
+  // Cross-setting check: a rule can only ask for scopes some token could hold.
+  for (const [i, rule] of config.authCheckRules.entries()) {
+    const unknown = rule.scopes.find((sc) => !config.scopeResources.includes(sc.split(':')[0]!));
+    if (unknown !== undefined) {
+      throw new ConfigError(`invalid AUTH_CHECK_RULES: rule ${i} needs ${unknown}, whose resource is not in SCOPE_RESOURCES`);
+    }
+  }
+  return Object.freeze(config);
 }

@@ -31,6 +31,11 @@ const FAILURE_TEXT: Record<VerifyFailure | 'scheme', string> = {
 const QUERY_CREDENTIALS = ['access_token', 'token', 'api_key', 'apikey'];
 
 export interface Auth {
+  /**
+   * Authenticates the request (sets request.token, counts the use) and checks scopes.
+   * `required` null: anonymous allowed; [] any valid token. Throws the 401/403/429 problem.
+   */
+  authenticate(request: FastifyRequest, required: readonly string[] | null): Promise<void>;
   require(...scopes: string[]): onRequestAsyncHookHandler;
   optional(): onRequestAsyncHookHandler;
   /** Refuses a credential passed in the query string (installed on every route). */
@@ -52,7 +57,7 @@ export function createAuth(options: AuthOptions): Auth {
   const { service, limiter } = options;
   const now = options.now ?? Date.now;
 
-  async function authenticate(request: FastifyRequest, required: string[] | null): Promise<void> {
+  async function authenticate(request: FastifyRequest, required: readonly string[] | null): Promise<void> {
     request.token = null;
     const header = request.headers.authorization;
     if (header === undefined || header === '') {
@@ -93,6 +98,7 @@ export function createAuth(options: AuthOptions): Auth {
   }
 
   return {
+    authenticate,
     require: (...scopes) => async (request) => authenticate(request, scopes),
     optional: () => async (request) => authenticate(request, null),
     refuseQueryTokens: async (request: FastifyRequest, _reply: FastifyReply) => {

@@ -1,0 +1,145 @@
+// End to end: a real nginx protects a small upstream with auth_request pointed at a
+// listening infracat, configured with the very snippet docs/forward-auth.md shows.
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { build, mintToken } from '../helpers/app.js';
+import { freePort } from '../helpers/embedded-pg.js';
+import { ensureNginx } from '../helpers/nginx.js';
+import { tempDir } from '../helpers/sqlite.js';
+
+const DOC = new URL('../../docs/forward-auth.md', import.meta.url);
+
+/** The nginx block between the snippet markers of docs/forward-auth.md. */
+export function docSnippet(): string {
+  const text = readFileSync(DOC, 'utf8');
+  const m = /<!-- nginx-snippet:start -->\s*```nginx\n([\s\S]*?)```\s*<!-- nginx-snippet:end -->/.exec(text);
+  if (m === null) throw new Error('docs/forward-auth.md has no nginx snippet between the markers');
+  return m[1]!;
+}
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+}
+
+async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const started = Date.now();
+  for (;;) {
+    try {
+      await fetch(`http://127.0.0.1:${port}/`);
+      return;
+    } catch {
+      if (Date.now() - started > timeoutMs) throw new Error(`nothing listening on ${port}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+describe('forward auth behind a real nginx', () => {
+  const nginx = ensureNginx();
+
+  it('allows, denies and passes identity exactly as documented', { skip: nginx === undefined ? 'nginx is not installed (apt-get install nginx-light); under CI=true the test installs it' : false }, async (t) => {
+    const tmp = tempDir('infracat-nginx-');
+    t.after(() => tmp.remove());
+    const [infracatPort, upstreamPort, nginxPort] = [await freePort(), await freePort(), await freePort()];
+
+    // infracat, listening for real; nginx is the only client, so trust it for X-Forwarded-For.
+    const { app } = await build(t, { env: { TRUST_PROXY: '127.0.0.1', LAST_USED_FLUSH_MS: '600000' } });
+    await app.listen({ port: infracatPort, host: '127.0.0.1' });
+
+    // The protected service: records what reaches it.
+    const seen: Seen[] = [];
+    const upstream = http.createServer((req, res) => {
+      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ ok: true }));
+    });
+    await new Promise<void>((r) => upstream.listen(upstreamPort, '127.0.0.1', r));
+    t.after(() => new Promise<void>((r) => upstream.close(() => r())));
+
+    const snippet = docSnippet()
+      .replace('server 127.0.0.1:8080;', `server 127.0.0.1:${infracatPort};`)
+      .replace('server 127.0.0.1:3000;', `server 127.0.0.1:${upstreamPort};`)
+      .replace('listen 127.0.0.1:80;', `listen 127.0.0.1:${nginxPort};`);
+    for (const dir of ['logs', 'tmp']) mkdirSync(path.join(tmp.dir, dir));
+    const conf = tmp.file('nginx.conf');
+    writeFileSync(
+      conf,
+      `user root;
+worker_processes 1;
+daemon off;
+pid ${tmp.file('nginx.pid')};
+error_log ${tmp.file('logs/error.log')} warn;
+events { worker_connections 256; }
+http {
+  access_log off;
+  client_body_temp_path ${tmp.file('tmp/body')};
+  proxy_temp_path ${tmp.file('tmp/proxy')};
+  fastcgi_temp_path ${tmp.file('tmp/fastcgi')};
+  uwsgi_temp_path ${tmp.file('tmp/uwsgi')};
+  scgi_temp_path ${tmp.file('tmp/scgi')};
+${snippet}
+}
+`,
+    );
+    const proc: ChildProcess = spawn(nginx!, ['-p', tmp.dir, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let nginxErr = '';
+    proc.stderr?.on('data', (c: Buffer) => (nginxErr += c.toString()));
+    t.after(() => {
+      proc.kill('SIGTERM');
+    });
+    await waitForPort(nginxPort, 10_000).catch((err: unknown) => {
+      throw new Error(`${(err as Error).message}\n${nginxErr}\n${readFileSync(tmp.file('logs/error.log'), 'utf8')}`);
+    });
+    const base = `http://127.0.0.1:${nginxPort}`;
+
+    const reader = await mintToken(app, ['apps:read'], 'reader ✓');
+    const admin = await mintToken(app, ['api-tokens:write', 'apps:write'], 'admin');
+
+    // Allowed: the upstream sees who is calling, never the secret, never a forged identity.
+    seen.length = 0;
+    const ok = await fetch(`${base}/apps/42?verbose=1`, { headers: { authorization: `Bearer ${reader.secret}`, 'x-token-id': 'tok_FORGED' } });
+    assert.equal(ok.status, 200);
+    assert.deepEqual(await ok.json(), { ok: true });
+    assert.equal(seen.length, 1);
+    assert.equal(seen[0]!.url, '/apps/42?verbose=1');
+    assert.equal(seen[0]!.headers['x-token-id'], reader.id);
+    assert.equal(seen[0]!.headers['x-token-name'], encodeURIComponent('reader ✓'));
+    assert.equal(seen[0]!.headers['x-token-scopes'], 'apps:read');
+    assert.equal(seen[0]!.headers.authorization, undefined, 'the secret does not reach the service');
+
+    // Writes need apps:write.
+    const write = await fetch(`${base}/apps/42`, { method: 'DELETE', headers: { authorization: `Bearer ${reader.secret}` } });
+    assert.equal(write.status, 403);
+    const adminWrite = await fetch(`${base}/apps/42`, { method: 'POST', headers: { authorization: `Bearer ${admin.secret}`, 'content-type': 'application/json' }, body: '{"name":"x"}' });
+    assert.equal(adminWrite.status, 200);
+    assert.equal(seen.at(-1)!.headers['x-token-id'], admin.id);
+
+    // Missing and malformed: 401 with infracat's challenge.
+    seen.length = 0;
+    const missing = await fetch(`${base}/apps/42`);
+    assert.equal(missing.status, 401);
+    assert.equal(missing.headers.get('www-authenticate'), 'Bearer realm="infracat"');
+    const malformed = await fetch(`${base}/apps/42`, { headers: { authorization: 'Bearer not-a-token' } });
+    assert.equal(malformed.status, 401);
+    assert.match(malformed.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+    assert.equal(seen.length, 0, 'denied requests never reach the service');
+
+    // last_used_at: the checks counted.
+    await app.infracat.tokens.lastUsed.flush();
+    const listed = await app.inject({ method: 'GET', url: `/api/v1/api-tokens/${reader.id}`, headers: admin.auth });
+    assert.notEqual(listed.json<{ last_used_at: string | null }>().last_used_at, null);
+
+    // Just deleted: refused at once.
+    const del = await app.inject({ method: 'DELETE', url: `/api/v1/api-tokens/${reader.id}`, headers: admin.auth });
+    assert.equal(del.statusCode, 204);
+    const after = await fetch(`${base}/apps/42`, { headers: { authorization: `Bearer ${reader.secret}` } });
+    assert.equal(after.status, 401);
+    assert.equal(seen.length, 0);
+  });
+});
