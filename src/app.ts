@@ -20,7 +20,7 @@ import { catalogRoutes } from './catalog/routes.js';
 import { gatewayRoutes } from './gateway/routes.js';
 import { CatalogService } from './catalog/service.js';
 import { loadDefaultCatalog } from './catalog/default.js';
-import { createAuth } from './http/auth.js';
+import { createAuth, installRouteAuth } from './http/auth.js';
 import { FailureLimiter } from './http/failure-limiter.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024;
@@ -82,6 +82,7 @@ export function buildApp(deps: AppDeps): App {
     limiter: new FailureLimiter(config.authFailureLimit, config.authFailureWindowS * 1000),
   });
   app.decorateRequest('token', null);
+  installRouteAuth(app, auth);
   app.addHook('onRequest', auth.refuseQueryTokens);
 
   app.addHook('onReady', async () => {
@@ -104,9 +105,9 @@ export function buildApp(deps: AppDeps): App {
   });
 
   healthRoutes(app, { store, timeoutMs: config.databaseTimeoutMs });
-  tokenRoutes(app, { service: tokens.service, auth });
+  tokenRoutes(app, { service: tokens.service });
   gatewayRoutes(app, { service: tokens.service, auth, rules: config.authCheckRules });
-  catalogRoutes(app, { catalog, auth, access: config.catalogAccess, cacheControl: config.catalogCacheControl });
+  catalogRoutes(app, { catalog, access: config.catalogAccess, cacheControl: config.catalogCacheControl });
 
   return app;
 }

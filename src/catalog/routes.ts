@@ -5,7 +5,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import { AppError } from '../errors.js';
-import type { Auth } from '../http/auth.js';
 import type { App } from '../http/types.js';
 import type { Image, Kind, Plan, Region } from './model.js';
 import { Image as ImageSchema, ImageQuery, Plan as PlanSchema, PlanQuery, Region as RegionSchema, RegionQuery, SlugParams } from './schemas.js';
@@ -14,7 +13,6 @@ import { joinEntries } from './snapshot.js';
 
 export interface CatalogRouteOptions {
   catalog: CatalogService;
-  auth: Auth;
   access: 'public' | 'token';
   /** Cache-Control value; '' picks one from the access mode. */
   cacheControl: string;
@@ -68,7 +66,7 @@ const SCHEMAS: Record<Kind, { item: TSchema; query: TSchema; noun: string }> = {
 };
 
 export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
-  const { catalog, auth, access } = options;
+  const { catalog, access } = options;
   const cacheControl = options.cacheControl !== '' ? options.cacheControl : `${access === 'public' ? 'public' : 'private'}, max-age=60`;
 
   /** Sets validators; answers 304 and returns true when the client's copy is current. */
@@ -83,9 +81,9 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
     for (const kind of ['images', 'plans', 'regions'] as const) {
       const { item, query, noun } = SCHEMAS[kind];
-      const guard = access === 'public' ? auth.optional() : auth.require(`${kind}:read`);
+      const config = { auth: access === 'public' ? ('optional' as const) : { scopes: [`${kind}:read`] } };
 
-      scope.get(`/api/v1/${kind}`, { onRequest: guard, schema: { querystring: query, response: { 200: Type.Array(item) } } }, async (request, reply) => {
+      scope.get(`/api/v1/${kind}`, { config, schema: { querystring: query, response: { 200: Type.Array(item) } } }, async (request, reply) => {
         const snap = catalog.snapshot;
         if (notModified(request, reply, snap.etag)) return reply;
         const predicate = PREDICATES[kind](request.query as Filters) as ((v: unknown) => boolean) | null;
@@ -96,7 +94,7 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
         return reply.type('application/json; charset=utf-8').send(body as never);
       });
 
-      scope.get(`/api/v1/${kind}/:slug`, { onRequest: guard, schema: { params: SlugParams, response: { 200: item } } }, async (request, reply) => {
+      scope.get(`/api/v1/${kind}/:slug`, { config, schema: { params: SlugParams, response: { 200: item } } }, async (request, reply) => {
         const snap = catalog.snapshot;
         const body = snap.bySlug[kind].get(request.params.slug);
         if (body === undefined) throw new AppError('NOT_FOUND', `no ${noun} with slug ${request.params.slug}`);

@@ -103,6 +103,7 @@ export function gatewayRoutes(app: App, { service, auth, rules }: GatewayRouteOp
     scope.route({
       method: [...METHODS],
       url: '/api/v1/auth/check',
+      config: { auth: 'custom' },
       schema: { querystring: CheckQuery, response: { 200: CheckAllowed } },
       handler: async (request, reply) => {
         let required: readonly string[] | null;
@@ -131,6 +132,7 @@ export function gatewayRoutes(app: App, { service, auth, rules }: GatewayRouteOp
     scope.route({
       method: [...METHODS],
       url: '/api/v1/auth/check/*',
+      config: { auth: 'custom' },
       schema: { response: { 200: CheckAllowed } },
       handler: async (request, reply) => {
         // Envoy ext_authz (HTTP): the original path follows the prefix; the original method is ours.
@@ -161,7 +163,7 @@ export function gatewayRoutes(app: App, { service, auth, rules }: GatewayRouteOp
 
     scope.post(
       '/api/v1/api-tokens/introspect',
-      { onRequest: auth.require('api-tokens:read'), schema: { body: IntrospectBody, response: { 200: IntrospectResponse } } },
+      { config: { auth: { scopes: ['api-tokens:read'] } }, schema: { body: IntrospectBody, response: { 200: IntrospectResponse } } },
       async (request) => {
         const result = await service.verify(request.body.token);
         if (!result.ok) return { active: false };

@@ -1,19 +1,29 @@
-// Bearer authentication (RFC 6750) and scope checks, as route-level onRequest hooks:
-//   onRequest: auth.require('api-tokens:write')   a token with that scope
-//   onRequest: auth.require()                      any valid token
-//   onRequest: auth.optional()                     anonymous allowed; a bad token is not
+// Bearer authentication (RFC 6750) and scope checks. Routes declare what they need in
+// their config, and installRouteAuth() turns that into an onRequest hook (the same
+// declaration feeds the OpenAPI document):
+//   config: { auth: { scopes: ['api-tokens:write'] } }   a token with that scope
+//   config: { auth: { scopes: [] } }                     any valid token
+//   config: { auth: 'optional' }                         anonymous allowed; a bad token is not
+//   config: { auth: 'custom' }                           the handler calls authenticate()
 // A successful authentication counts as a use (last_used_at, batched).
-import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler, onRequestHookHandler } from 'fastify';
+import type { App } from './types.js';
 import { AppError } from '../errors.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { TokenService, VerifyFailure } from '../tokens/service.js';
 import { missingScopes } from '../tokens/scopes.js';
 import type { FailureLimiter } from './failure-limiter.js';
 
+export type RouteAuth = { scopes: string[] } | 'optional' | 'custom';
+
 declare module 'fastify' {
   interface FastifyRequest {
     /** The authenticated token, or null for an anonymous request. */
     token: TokenRecord | null;
+  }
+  interface FastifyContextConfig {
+    /** What the route needs from the caller (see src/http/auth.ts). Absent: nothing. */
+    auth?: RouteAuth;
   }
 }
 
@@ -112,4 +122,15 @@ export function createAuth(options: AuthOptions): Auth {
       }
     },
   };
+}
+
+/** Attaches each route's declared authentication (config.auth) as an onRequest hook. */
+export function installRouteAuth(app: App, auth: Auth): void {
+  app.addHook('onRoute', (route) => {
+    const need = route.config?.auth;
+    if (need === undefined || need === 'custom') return;
+    const hook = (need === 'optional' ? auth.optional() : auth.require(...need.scopes)) as onRequestHookHandler;
+    const existing = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+    route.onRequest = [...existing, hook];
+  });
 }
