@@ -8,6 +8,8 @@ import type { Config } from './config.js';
 import { AppError } from './errors.js';
 import { healthRoutes } from './http/health.js';
 import { installJsonBodyParser } from './http/json-body.js';
+import { registerOpenApi } from './http/openapi.js';
+import { VERSION } from './version.js';
 import { RequestLog } from './http/request-log.js';
 import { installProblemHandlers, RETRY_AFTER_SECONDS } from './http/problem.js';
 import type { App } from './http/types.js';
@@ -104,6 +106,8 @@ export function buildApp(deps: AppDeps): App {
     await store.close();
   });
 
+  // Before the routes: @fastify/swagger collects them as they are registered.
+  registerOpenApi(app, { version: VERSION });
   healthRoutes(app, { store, timeoutMs: config.databaseTimeoutMs });
   tokenRoutes(app, { service: tokens.service });
   gatewayRoutes(app, { service: tokens.service, auth, rules: config.authCheckRules });

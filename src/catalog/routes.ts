@@ -65,6 +65,12 @@ const SCHEMAS: Record<Kind, { item: TSchema; query: TSchema; noun: string }> = {
   regions: { item: RegionSchema, query: RegionQuery, noun: 'region' },
 };
 
+const ORDER_NOTES: Record<Kind, string> = {
+  images: 'Ordered by distribution (A-Z), newest version first. Served from memory with a strong ETag per catalog version.',
+  plans: 'Ordered by monthly price, then vCPUs, memory and slug. `price_monthly` is written with exactly two decimals, in the catalog currency (USD unless the operator set another).',
+  regions: 'Ordered by slug.',
+};
+
 export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
   const { catalog, access } = options;
   const cacheControl = options.cacheControl !== '' ? options.cacheControl : `${access === 'public' ? 'public' : 'private'}, max-age=60`;
@@ -83,7 +89,18 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
       const { item, query, noun } = SCHEMAS[kind];
       const config = { auth: access === 'public' ? ('optional' as const) : { scopes: [`${kind}:read`] } };
 
-      scope.get(`/api/v1/${kind}`, { config, schema: { querystring: query, response: { 200: Type.Array(item) } } }, async (request, reply) => {
+      const notModifiedDoc = { 304: { type: 'null', description: 'Not modified: the If-None-Match ETag is current' } } as const;
+      scope.get(`/api/v1/${kind}`, {
+        config,
+        schema: {
+          tags: ['catalogs'],
+          operationId: `list${noun[0]!.toUpperCase()}${noun.slice(1)}s`,
+          summary: `List ${kind} (a bare array, in the documented order)`,
+          description: ORDER_NOTES[kind],
+          querystring: query,
+          response: { 200: Type.Array(item), ...notModifiedDoc },
+        },
+      }, async (request, reply) => {
         const snap = catalog.snapshot;
         if (notModified(request, reply, snap.etag)) return reply;
         const predicate = PREDICATES[kind](request.query as Filters) as ((v: unknown) => boolean) | null;
@@ -94,7 +111,16 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
         return reply.type('application/json; charset=utf-8').send(body as never);
       });
 
-      scope.get(`/api/v1/${kind}/:slug`, { config, schema: { params: SlugParams, response: { 200: item } } }, async (request, reply) => {
+      scope.get(`/api/v1/${kind}/:slug`, {
+        config,
+        schema: {
+          tags: ['catalogs'],
+          operationId: `get${noun[0]!.toUpperCase()}${noun.slice(1)}`,
+          summary: `One ${noun} by slug`,
+          params: SlugParams,
+          response: { 200: item, ...notModifiedDoc },
+        },
+      }, async (request, reply) => {
         const snap = catalog.snapshot;
         const body = snap.bySlug[kind].get(request.params.slug);
         if (body === undefined) throw new AppError('NOT_FOUND', `no ${noun} with slug ${request.params.slug}`);

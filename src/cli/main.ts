@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The `infracat` command: dispatches to one module per sub-command.
-import { readFileSync } from 'node:fs';
 import { ConfigError } from '../config.js';
+import { VERSION } from '../version.js';
 import { UsageError, type Command } from './command.js';
 import { migrateCommand } from './migrate.js';
 import { serveCommand } from './serve.js';
@@ -10,10 +10,6 @@ import { catalogCommand } from './catalog.js';
 
 const COMMANDS: readonly Command[] = [serveCommand, migrateCommand, tokensCommand, catalogCommand];
 
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
-}
 
 const mainHelp = `Usage: infracat <command> [options]
 
@@ -37,7 +33,7 @@ export async function main(argv: string[]): Promise<number> {
     return name === undefined ? 2 : 0;
   }
   if (name === '-v' || name === '--version') {
-    process.stdout.write(`${version()}\n`);
+    process.stdout.write(`${VERSION}\n`);
     return 0;
   }
   if (name === 'help') {

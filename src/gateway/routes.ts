@@ -11,7 +11,7 @@
 // Every answer is no-store. A check that cannot reach storage fails closed (503).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { AppError } from '../errors.js';
 import type { Auth } from '../http/auth.js';
 import type { App } from '../http/types.js';
@@ -100,33 +100,52 @@ export function gatewayRoutes(app: App, { service, auth, rules }: GatewayRouteOp
       reply.header('cache-control', 'no-store');
     });
 
+    const check = async (request: FastifyRequest<{ Querystring: Static<typeof CheckQuery> }>, reply: FastifyReply) => {
+      let required: readonly string[] | null;
+      const fromQuery = request.query.scope;
+      if (fromQuery !== undefined && fromQuery.length > 0) required = scopesFromQuery(fromQuery);
+      else {
+        const uri = firstHeader(request, 'x-original-uri', 'x-forwarded-uri');
+        if (uri === undefined) {
+          throw new AppError('BAD_REQUEST', 'say what to check: scope query parameters, or X-Original-URI / X-Forwarded-Uri (and -Method) headers');
+        }
+        const method = firstHeader(request, 'x-original-method', 'x-forwarded-method') ?? 'GET';
+        required = requiredScopes(rules, method, uri);
+        if (required === null) {
+          // Fail closed: still tell a caller with a bad token that the token is the problem.
+          await auth.authenticate(request, []);
+          throw new AppError('INSUFFICIENT_SCOPE', `no rule grants access to ${method.toUpperCase()} ${uri.split('?')[0] ?? ''}`, {
+            headers: { 'www-authenticate': 'Bearer realm="infracat", error="insufficient_scope"' },
+          });
+        }
+      }
+      await auth.authenticate(request, required);
+      return allow(reply, request.token!);
+    };
+
     scope.route({
-      method: [...METHODS],
+      method: 'GET',
       url: '/api/v1/auth/check',
       config: { auth: 'custom' },
-      schema: { querystring: CheckQuery, response: { 200: CheckAllowed } },
-      handler: async (request, reply) => {
-        let required: readonly string[] | null;
-        const fromQuery = request.query.scope;
-        if (fromQuery !== undefined && fromQuery.length > 0) required = scopesFromQuery(fromQuery);
-        else {
-          const uri = firstHeader(request, 'x-original-uri', 'x-forwarded-uri');
-          if (uri === undefined) {
-            throw new AppError('BAD_REQUEST', 'say what to check: scope query parameters, or X-Original-URI / X-Forwarded-Uri (and -Method) headers');
-          }
-          const method = firstHeader(request, 'x-original-method', 'x-forwarded-method') ?? 'GET';
-          required = requiredScopes(rules, method, uri);
-          if (required === null) {
-            // Fail closed: still tell a caller with a bad token that the token is the problem.
-            await auth.authenticate(request, []);
-            throw new AppError('INSUFFICIENT_SCOPE', `no rule grants access to ${method.toUpperCase()} ${uri.split('?')[0] ?? ''}`, {
-              headers: { 'www-authenticate': 'Bearer realm="infracat", error="insufficient_scope"' },
-            });
-          }
-        }
-        await auth.authenticate(request, required);
-        return allow(reply, request.token!);
+      schema: {
+        tags: ['gateway'],
+        operationId: 'forwardAuthCheck',
+        summary: 'Forward auth for nginx auth_request, Traefik ForwardAuth and Envoy ext_authz',
+        description:
+          'Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.',
+        querystring: CheckQuery,
+        response: { 200: CheckAllowed },
       },
+      handler: check,
+    });
+    // The same check for the other methods gateways may use (nginx mirrors the client's
+    // method in some set-ups); documented once, under GET.
+    scope.route({
+      method: METHODS.filter((m) => m !== 'GET' && m !== 'HEAD'),
+      url: '/api/v1/auth/check',
+      config: { auth: 'custom' },
+      schema: { hide: true, querystring: CheckQuery },
+      handler: check,
     });
 
     scope.route({
@@ -163,7 +182,17 @@ export function gatewayRoutes(app: App, { service, auth, rules }: GatewayRouteOp
 
     scope.post(
       '/api/v1/api-tokens/introspect',
-      { config: { auth: { scopes: ['api-tokens:read'] } }, schema: { body: IntrospectBody, response: { 200: IntrospectResponse } } },
+      {
+        config: { auth: { scopes: ['api-tokens:read'] } },
+        schema: {
+          tags: ['gateway'],
+          operationId: 'introspectApiToken',
+          summary: 'RFC 7662 token introspection',
+          description: 'Form-encoded (`token=...`) or JSON body. Anything but an active token gives exactly `{"active": false}`.',
+          body: IntrospectBody,
+          response: { 200: IntrospectResponse },
+        },
+      },
       async (request) => {
         const result = await service.verify(request.body.token);
         if (!result.ok) return { active: false };

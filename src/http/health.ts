@@ -17,12 +17,17 @@ export interface HealthOptions {
 }
 
 export function healthRoutes(app: App, options: HealthOptions): void {
-  app.get('/healthz', { schema: { response: { 200: Health } } }, async (_request, reply) => {
+  void app.register(async (scope) => healthRoutesIn(scope as App, options));
+}
+
+function healthRoutesIn(app: App, options: HealthOptions): void {
+  const tags = ['operations'];
+  app.get('/healthz', { schema: { tags, operationId: 'healthz', summary: 'Liveness: the process answers', response: { 200: Health } } }, async (_request, reply) => {
     reply.header('cache-control', 'no-store');
     return { status: 'ok' };
   });
 
-  app.get('/readyz', { schema: { response: { 200: Ready } } }, async (_request, reply) => {
+  app.get('/readyz', { schema: { tags, operationId: 'readyz', summary: 'Readiness: storage answers too (else 503)', response: { 200: Ready } } }, async (_request, reply) => {
     reply.header('cache-control', 'no-store');
     try {
       await withTimeout(options.store.ping(), options.timeoutMs);

@@ -7,6 +7,8 @@ import { CreatedToken, CreateTokenBody, IdParams, ScopeList, TokenList, TokenVie
 import { createdView, tokenView } from './views.js';
 import type { TokenService } from './service.js';
 
+const tags = ['tokens'];
+
 export interface TokenRouteOptions {
   service: TokenService;
 }
@@ -20,7 +22,19 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
 
     scope.post(
       '/api/v1/api-tokens',
-      { config: { auth: { scopes: ['api-tokens:write'] } }, schema: { body: CreateTokenBody, response: { 201: CreatedToken } } },
+      {
+        config: { auth: { scopes: ['api-tokens:write'] }, problems: { 409: 'The cap on live tokens is reached (TOKEN_LIMIT_REACHED)' } },
+        schema: {
+          tags,
+          operationId: 'createApiToken',
+          summary: 'Create an API token',
+          description: 'The response is the only one that ever shows the secret (`token`). A token can only grant scopes it holds itself. 409 TOKEN_LIMIT_REACHED past TOKEN_MAX_LIVE live tokens.',
+          body: CreateTokenBody,
+          response: {
+            201: CreatedToken,
+          },
+        },
+      },
       async (request, reply) => {
         const issued = await service.create(request.body, request.token?.scopes ?? []);
         reply.code(201).header('location', `/api/v1/api-tokens/${issued.token.id}`);
@@ -30,19 +44,19 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
 
     scope.get(
       '/api/v1/api-tokens',
-      { config: { auth: { scopes: ['api-tokens:read'] } }, schema: { response: { 200: TokenList } } },
+      { config: { auth: { scopes: ['api-tokens:read'] } }, schema: { tags, operationId: 'listApiTokens', summary: 'List live API tokens (never their secrets), oldest first', response: { 200: TokenList } } },
       async () => (await service.list()).map(tokenView),
     );
 
     scope.get(
       '/api/v1/api-tokens/current',
-      { config: { auth: { scopes: [] } }, schema: { response: { 200: TokenView } } },
+      { config: { auth: { scopes: [] } }, schema: { tags, operationId: 'getCurrentApiToken', summary: 'The calling token\'s own metadata', response: { 200: TokenView } } },
       async (request) => tokenView(service.withPendingUse(request.token!)),
     );
 
     scope.get(
       '/api/v1/api-tokens/:id',
-      { config: { auth: { scopes: ['api-tokens:read'] } }, schema: { params: IdParams, response: { 200: TokenView } } },
+      { config: { auth: { scopes: ['api-tokens:read'] } }, schema: { tags, operationId: 'getApiToken', summary: 'One live API token', params: IdParams, response: { 200: TokenView } } },
       async (request) => {
         const token = await service.get(request.params.id);
         if (token === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
@@ -52,13 +66,17 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
 
     scope.delete(
       '/api/v1/api-tokens/:id',
-      { config: { auth: { scopes: ['api-tokens:write'] } }, schema: { params: IdParams } },
+      { config: { auth: { scopes: ['api-tokens:write'] } }, schema: { tags, operationId: 'deleteApiToken', summary: 'Delete an API token (refused everywhere within TOKEN_CACHE_TTL_MS)', params: IdParams, response: { 204: { type: 'null', description: 'Deleted' } } } },
       async (request, reply) => {
         if (!(await service.delete(request.params.id))) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
-        return reply.code(204).send();
+        return reply.code(204).send(null);
       },
     );
 
-    scope.get('/api/v1/scopes', { schema: { response: { 200: ScopeList } } }, async () => [...service.registry.all()]);
+    scope.get(
+      '/api/v1/scopes',
+      { schema: { tags, operationId: 'listScopes', summary: 'The scope registry, with a description each', response: { 200: ScopeList } } },
+      async () => [...service.registry.all()],
+    );
   });
 }

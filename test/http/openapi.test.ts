@@ -1,0 +1,119 @@
+// The served OpenAPI document: valid 3.1 (checked by a real validator), complete, and
+// describing security and problem responses; the offline /docs page.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { build } from '../helpers/app.js';
+
+type Doc = {
+  openapi: string;
+  paths: Record<string, Record<string, { operationId?: string; security?: unknown[]; responses: Record<string, { content?: Record<string, { schema: unknown }>; headers?: Record<string, unknown> }> }>>;
+  components: { securitySchemes: Record<string, { type: string; scheme: string }>; schemas: Record<string, unknown> };
+};
+
+const EXPECTED: [string, string][] = [
+  ['post', '/api/v1/api-tokens'],
+  ['get', '/api/v1/api-tokens'],
+  ['get', '/api/v1/api-tokens/current'],
+  ['get', '/api/v1/api-tokens/{id}'],
+  ['delete', '/api/v1/api-tokens/{id}'],
+  ['post', '/api/v1/api-tokens/introspect'],
+  ['get', '/api/v1/scopes'],
+  ['get', '/api/v1/auth/check'],
+  ['get', '/api/v1/images'],
+  ['get', '/api/v1/images/{slug}'],
+  ['get', '/api/v1/plans'],
+  ['get', '/api/v1/plans/{slug}'],
+  ['get', '/api/v1/regions'],
+  ['get', '/api/v1/regions/{slug}'],
+  ['get', '/healthz'],
+  ['get', '/readyz'],
+];
+
+describe('OpenAPI document', () => {
+  it('is served at /api/v1/openapi.json and is a valid OpenAPI 3.1 document', async (t) => {
+    const { app } = await build(t);
+    const res = await app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
+    assert.equal(res.statusCode, 200);
+    const doc = res.json<Doc>();
+    assert.equal(doc.openapi, '3.1.0');
+    const validator = new Validator();
+    const result = await validator.validate(doc);
+    assert.equal(result.valid, true, JSON.stringify(result.errors));
+    assert.equal(validator.version, '3.1');
+  });
+
+  it('documents every route, each with a unique operationId', async (t) => {
+    const { app } = await build(t);
+    const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`));
+    for (const [method, path] of EXPECTED) assert.ok(documented.includes(`${method} ${path}`), `${method} ${path}`);
+    const ids = Object.values(doc.paths).flatMap((ops) => Object.values(ops).map((o) => o.operationId));
+    assert.equal(new Set(ids).size, ids.length);
+    assert.ok(ids.every((id) => typeof id === 'string' && id.length > 0));
+    assert.ok(!documented.some((d) => d.includes('/docs') || d.includes('openapi.json') || d.includes('/metrics')));
+  });
+
+  it('declares the bearer scheme and which operations need it', async (t) => {
+    const { app } = await build(t);
+    const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
+    assert.deepEqual({ type: doc.components.securitySchemes.bearer!.type, scheme: doc.components.securitySchemes.bearer!.scheme }, { type: 'http', scheme: 'bearer' });
+    assert.deepEqual(doc.paths['/api/v1/api-tokens']!.post!.security, [{ bearer: [] }]);
+    assert.deepEqual(doc.paths['/api/v1/plans']!.get!.security, [{}, { bearer: [] }], 'catalogs: anonymous or bearer');
+    assert.deepEqual(doc.paths['/api/v1/scopes']!.get!.security, []);
+    const tokenMode = await build(t, { env: { CATALOG_ACCESS: 'token' } });
+    const doc2 = (await tokenMode.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
+    assert.deepEqual(doc2.paths['/api/v1/plans']!.get!.security, [{ bearer: [] }]);
+  });
+
+  it('describes success and problem+json error responses, with headers', async (t) => {
+    const { app } = await build(t);
+    const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
+    const create = doc.paths['/api/v1/api-tokens']!.post!.responses;
+    for (const status of ['201', '400', '401', '403', '409', '413', '415', '422', '429', '500', '503']) assert.ok(create[status], `POST /api-tokens ${status}`);
+    assert.deepEqual(create['422']!.content!['application/problem+json']!.schema, { $ref: '#/components/schemas/Problem' });
+    assert.ok(create['401']!.headers!['WWW-Authenticate']);
+    assert.ok(create['429']!.headers!['Retry-After'] && create['429']!.headers!.RateLimit);
+    assert.ok(doc.components.schemas.Problem);
+    const del = doc.paths['/api/v1/api-tokens/{id}']!.delete!.responses;
+    assert.ok(del['204'] && del['404']);
+    const plans = doc.paths['/api/v1/plans']!.get!.responses;
+    assert.ok(plans['200'] && plans['304'] && plans['400']);
+    assert.ok(!plans['403'], 'public catalogs never answer 403');
+  });
+
+  it('carries examples', async (t) => {
+    const { app } = await build(t);
+    const text = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).body;
+    for (const example of ['tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H', 's-1vcpu-1gb', 'ubuntu-24-04', 'nyc3', 'urn:problem-type:infracat:validation-failed']) {
+      assert.ok(text.includes(example), example);
+    }
+  });
+});
+
+describe('/docs', () => {
+  it('serves an interactive reference from local assets only, under a strict CSP', async (t) => {
+    const { app } = await build(t);
+    const page = await app.inject({ method: 'GET', url: '/docs/' });
+    assert.equal(page.statusCode, 200);
+    assert.match(String(page.headers['content-type']), /text\/html/);
+    const csp = String(page.headers['content-security-policy']);
+    assert.match(csp, /default-src 'self'/);
+    assert.match(csp, /script-src 'self'(;|$)/);
+    assert.ok(!/https?:/.test(csp), 'no remote origins in the policy');
+    const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    assert.ok(assets.length >= 3);
+    for (const asset of assets) {
+      assert.ok(!/^(https?:)?\/\//.test(asset), `remote asset ${asset}`);
+      const res = await app.inject({ method: 'GET', url: new URL(asset, 'http://x/docs/').pathname });
+      assert.equal(res.statusCode, 200, asset);
+    }
+    const init = await app.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' });
+    assert.equal(init.statusCode, 200);
+    const code = init.body.replace(/^\s*\/\/.*$/gm, ''); // comments may cite URLs
+    assert.ok(!/https?:\/\//.test(code), 'the initializer fetches nothing remote');
+    assert.match(code, /url: resolveUrl\('\.\/json'\)/, 'the document comes from this server');
+    const json = await app.inject({ method: 'GET', url: '/docs/json' });
+    assert.equal(json.json<{ openapi: string }>().openapi, '3.1.0');
+  });
+});
