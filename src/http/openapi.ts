@@ -6,7 +6,6 @@
 // route can give (problem+json) are derived here from what the route takes.
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { RouteOptions } from 'fastify';
 import { Type } from 'typebox';
 import { ERRORS } from '../errors.js';
 import type { RouteAuth } from './auth.js';
