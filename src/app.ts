@@ -9,6 +9,9 @@ import { AppError } from './errors.js';
 import { healthRoutes } from './http/health.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import { registerOpenApi } from './http/openapi.js';
+import { installRateLimit } from './http/rate-limit.js';
+import { installMetrics } from './http/metrics.js';
+import { installCors, installSecurityHeaders } from './http/security.js';
 import { VERSION } from './version.js';
 import { RequestLog } from './http/request-log.js';
 import { installProblemHandlers, RETRY_AFTER_SECONDS } from './http/problem.js';
@@ -52,12 +55,23 @@ export function buildApp(deps: AppDeps): App {
     // Our own closing check below answers with a problem body instead of Fastify's.
     return503OnClosing: false,
     trustProxy: config.trustProxy,
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    // Slow-loris guard: the header block must arrive within headersTimeout; Node checks
+    // every connectionsCheckingInterval (30 s by default, too coarse for that).
+    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000 },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
   // JSON only (Fastify would also take text/plain); anything else is a 415.
   installJsonBodyParser(app);
-  installProblemHandlers(app, { bodyLimit: BODY_LIMIT_BYTES });
+  let storageErrors = 0;
+  const countStorageError = (): void => {
+    storageErrors += 1;
+  };
+  installProblemHandlers(app, { bodyLimit: BODY_LIMIT_BYTES, onStorageError: countStorageError });
+  installSecurityHeaders(app);
+  installCors(app, config.corsOrigins);
 
   let closing = false;
   app.addHook('preClose', (done) => {
@@ -73,10 +87,16 @@ export function buildApp(deps: AppDeps): App {
       });
     }
   });
-  const tokens = createTokenDomain(config, store, (err) => app.log.warn({ err }, 'last_used_at flush failed; will retry'));
+  const tokens = createTokenDomain(config, store, (err) => {
+    countStorageError();
+    app.log.warn({ err }, 'last_used_at flush failed; will retry');
+  });
   const catalog = new CatalogService(store.catalog, {
     refreshMs: config.catalogRefreshMs,
-    onRefreshError: (err) => app.log.warn({ err }, 'catalog refresh failed; serving the last snapshot'),
+    onRefreshError: (err) => {
+      countStorageError();
+      app.log.warn({ err }, 'catalog refresh failed; serving the last snapshot');
+    },
   });
   app.decorate('infracat', { tokens, catalog });
   const auth = createAuth({
@@ -85,6 +105,10 @@ export function buildApp(deps: AppDeps): App {
   });
   app.decorateRequest('token', null);
   installRouteAuth(app, auth);
+  if (config.rateLimit > 0 || config.rateLimitAnonymous > 0) {
+    installRateLimit(app, { perToken: config.rateLimit, perAddress: config.rateLimitAnonymous, windowMs: config.rateLimitWindowS * 1000 });
+  }
+  installMetrics(app, config.metricsAccess, { tokens, catalog, storageErrors: () => storageErrors });
   app.addHook('onRequest', auth.refuseQueryTokens);
 
   app.addHook('onReady', async () => {

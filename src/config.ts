@@ -34,6 +34,14 @@ export interface Config {
   /** '' = chosen by access mode. */
   readonly catalogCacheControl: string;
   readonly authCheckRules: readonly Rule[];
+  readonly rateLimit: number;
+  readonly rateLimitAnonymous: number;
+  readonly rateLimitWindowS: number;
+  readonly metricsAccess: 'public' | 'loopback' | 'off';
+  readonly requestTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly corsOrigins: readonly string[];
 }
 
 export class ConfigError extends Error {
@@ -257,6 +265,52 @@ export const SETTINGS = [
       }
     },
   },
+  {
+    env: 'RATE_LIMIT', key: 'rateLimit', default: '600',
+    description: 'Requests per window per token (per instance); 0 turns rate limiting off. Answers carry RateLimit / RateLimit-Policy headers; over it, 429.',
+    parse: integer(0, 10_000_000),
+  },
+  {
+    env: 'RATE_LIMIT_ANONYMOUS', key: 'rateLimitAnonymous', default: '300',
+    description: 'Requests per window per client address for requests without a token (per instance); 0: no limit for them.',
+    parse: integer(0, 10_000_000),
+  },
+  {
+    env: 'RATE_LIMIT_WINDOW_S', key: 'rateLimitWindowS', default: '60', description: 'Length of the rate-limit window, in seconds.',
+    parse: integer(1, 86_400),
+  },
+  {
+    env: 'METRICS_ACCESS', key: 'metricsAccess', default: 'loopback',
+    description: 'Who may read Prometheus metrics at /metrics: `loopback` (connections from this machine), `public`, or `off` (404).',
+    parse: (raw, name) => {
+      const v = raw.trim();
+      if (v !== 'public' && v !== 'loopback' && v !== 'off') throw bad(name, raw, 'expected public, loopback or off');
+      return v;
+    },
+  },
+  {
+    env: 'REQUEST_TIMEOUT_MS', key: 'requestTimeoutMs', default: '30000', description: 'Longest time to receive a whole request; past it the connection is closed (408).',
+    parse: integer(1000, 600_000),
+  },
+  {
+    env: 'HEADERS_TIMEOUT_MS', key: 'headersTimeoutMs', default: '10000', description: 'Longest time to receive the request headers (slow-loris guard).',
+    parse: integer(1000, 600_000),
+  },
+  {
+    env: 'KEEP_ALIVE_TIMEOUT_MS', key: 'keepAliveTimeoutMs', default: '65000', description: 'How long an idle keep-alive connection stays open (longer than a typical load balancer\'s 60 s).',
+    parse: integer(1000, 600_000),
+  },
+  {
+    env: 'CORS_ORIGINS', key: 'corsOrigins', default: '',
+    description: 'Comma-separated origins allowed to call the API from a browser (e.g. `https://console.example.com`), or `*`. Unset: CORS off.',
+    parse: (raw, name) => {
+      const list = raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
+      for (const o of list) {
+        if (o !== '*' && !/^https?:\/\/[a-z0-9.-]+(:\d+)?$/i.test(o)) throw bad(name, raw, `"${o}" is not an origin like https://console.example.com`);
+      }
+      return list;
+    },
+  },
 ] as const satisfies readonly Setting<keyof Config>[];
 
 export type SettingName = (typeof SETTINGS)[number]['env'];
@@ -277,6 +331,9 @@ export function loadConfig(
     out[s.key] = s.parse(raw, s.env);
   }
   const config = out as unknown as Config;
+  if (config.headersTimeoutMs > config.requestTimeoutMs) {
+    throw new ConfigError('invalid HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS');
+  }
   // Cross-setting check: a rule can only ask for scopes some token could hold.
   for (const [i, rule] of config.authCheckRules.entries()) {
     const unknown = rule.scopes.find((sc) => !config.scopeResources.includes(sc.split(':')[0]!));

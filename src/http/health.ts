@@ -22,12 +22,12 @@ export function healthRoutes(app: App, options: HealthOptions): void {
 
 function healthRoutesIn(app: App, options: HealthOptions): void {
   const tags = ['operations'];
-  app.get('/healthz', { schema: { tags, operationId: 'healthz', summary: 'Liveness: the process answers', response: { 200: Health } } }, async (_request, reply) => {
+  app.get('/healthz', { config: { rateLimit: false }, schema: { tags, operationId: 'healthz', summary: 'Liveness: the process answers', response: { 200: Health } } }, async (_request, reply) => {
     reply.header('cache-control', 'no-store');
     return { status: 'ok' };
   });
 
-  app.get('/readyz', { schema: { tags, operationId: 'readyz', summary: 'Readiness: storage answers too (else 503)', response: { 200: Ready } } }, async (_request, reply) => {
+  app.get('/readyz', { config: { rateLimit: false }, schema: { tags, operationId: 'readyz', summary: 'Readiness: storage answers too (else 503)', response: { 200: Ready } } }, async (_request, reply) => {
     reply.header('cache-control', 'no-store');
     try {
       await withTimeout(options.store.ping(), options.timeoutMs);

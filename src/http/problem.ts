@@ -126,6 +126,8 @@ export function classify(error: FastifyError | Error, bodyLimit: number): AppErr
 
 export interface ProblemOptions {
   bodyLimit: number;
+  /** Told about every request that failed because storage was unavailable (metrics). */
+  onStorageError?: () => void;
 }
 
 /** Installs the error and not-found handlers on the root instance. */
@@ -134,7 +136,8 @@ export function installProblemHandlers(app: App, options: ProblemOptions): void 
     const problem = classify(error, options.bodyLimit);
     if (problem.status >= 500 && problem.code !== 'SERVICE_UNAVAILABLE') {
       request.log.error({ err: error }, 'unhandled error');
-    } else if (problem.code === 'SERVICE_UNAVAILABLE') {
+    } else if (error instanceof StorageUnavailableError) {
+      options.onStorageError?.();
       request.log.warn({ err: error }, 'storage unavailable');
     }
     return sendProblem(request, reply, problem);

@@ -33,6 +33,8 @@ export interface IssuedToken {
 export class TokenService {
   readonly registry: ScopeRegistry;
   readonly prefix: string;
+  /** Verification outcomes since start (metrics). */
+  readonly verifications: Record<VerifyFailure | 'ok' | 'error', number> = { ok: 0, format: 0, checksum: 0, unknown: 0, expired: 0, error: 0 };
   private readonly now: () => number;
 
   constructor(
@@ -128,6 +130,18 @@ export class TokenService {
    * fresh. Storage errors propagate: verification fails closed.
    */
   async verify(secret: string): Promise<VerifyResult> {
+    let result: VerifyResult;
+    try {
+      result = await this.verifyUncounted(secret);
+    } catch (err) {
+      this.verifications.error += 1;
+      throw err;
+    }
+    this.verifications[result.ok ? 'ok' : result.reason] += 1;
+    return result;
+  }
+
+  private async verifyUncounted(secret: string): Promise<VerifyResult> {
     const shape = checkSecret(secret, this.prefix);
     if (!shape.ok) return { ok: false, reason: shape.reason };
     const hash = hashSecret(secret);

@@ -23,7 +23,9 @@ export interface SqliteOptions {
   busyTimeoutMs: number;
 }
 
-const BUSY_CODES = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_TIMEOUT']);
+// Errors that mean "storage cannot serve right now" (locked by another process, disk
+// trouble, closed during shutdown) rather than a bug: they become 503, not 500.
+const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|PROTOCOL)/;
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
@@ -203,8 +205,11 @@ function run<T>(step: () => T): Promise<T> {
     return Promise.resolve(step());
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    if (typeof code === 'string' && BUSY_CODES.has(code)) {
-      return Promise.reject(new StorageUnavailableError('the SQLite database is locked by another process', { cause: err }));
+    if (typeof code === 'string' && UNAVAILABLE.test(code)) {
+      return Promise.reject(new StorageUnavailableError(`the SQLite database is unavailable (${code})`, { cause: err }));
+    }
+    if (err instanceof TypeError && /connection is not open/.test(err.message)) {
+      return Promise.reject(new StorageUnavailableError('the SQLite database is closed', { cause: err }));
     }
     return Promise.reject(err instanceof Error ? err : new Error(String(err)));
   }

@@ -1,0 +1,110 @@
+// Prometheus metrics at /metrics. HTTP traffic is measured in hooks; the domain's own
+// counters (verification outcomes, cache hits, last-used flushes, catalog snapshot)
+// are read at scrape time, so the domain code knows nothing of Prometheus.
+import type { FastifyRequest } from 'fastify';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { CatalogService } from '../catalog/service.js';
+import { AppError } from '../errors.js';
+import type { TokenDomain } from '../tokens/index.js';
+import type { App } from './types.js';
+
+export interface MetricsSources {
+  tokens: TokenDomain;
+  catalog: CatalogService;
+  /** Storage failures seen anywhere (requests, catalog refreshes, last-used flushes). */
+  storageErrors: () => number;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+
+/** A counter whose value is read from a running total at scrape time. */
+function totalCounter(registry: Registry, name: string, help: string, read: () => number): void {
+  new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(read());
+    },
+  });
+}
+
+export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', sources: MetricsSources): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+
+  const requests = new Counter({
+    name: 'infracat_http_requests_total',
+    help: 'HTTP requests answered, by method, route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'infracat_http_request_duration_seconds',
+    help: 'Time to answer HTTP requests, by method, route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [registry],
+  });
+  app.addHook('onResponse', async (request: FastifyRequest, reply) => {
+    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
+    requests.inc(labels);
+    duration.observe(labels, reply.elapsedTime / 1000);
+  });
+
+  const { service, cache, lastUsed } = sources.tokens;
+  new Counter({
+    name: 'infracat_token_verifications_total',
+    help: 'Token verifications by outcome (ok, format, checksum, unknown, expired, error)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [outcome, n] of Object.entries(service.verifications)) this.inc({ outcome }, n);
+    },
+  });
+  totalCounter(registry, 'infracat_token_cache_hits_total', 'Verifications answered from the in-memory cache', () => cache.hits);
+  totalCounter(registry, 'infracat_token_cache_misses_total', 'Verifications that needed a storage lookup', () => cache.misses);
+  totalCounter(registry, 'infracat_last_used_flushes_total', 'Batched last_used_at writes', () => lastUsed.stats.flushes);
+  totalCounter(registry, 'infracat_last_used_rows_total', 'Token rows updated by last_used_at batches', () => lastUsed.stats.rows);
+  totalCounter(registry, 'infracat_last_used_flush_failures_total', 'last_used_at batches that failed (retried later)', () => lastUsed.stats.failures);
+  totalCounter(registry, 'infracat_storage_errors_total', 'Storage unavailable errors (requests, catalog refreshes, flushes)', sources.storageErrors);
+  new Gauge({
+    name: 'infracat_catalog_version',
+    help: 'Catalog version of the in-memory snapshot',
+    registers: [registry],
+    collect() {
+      this.set(sources.catalog.snapshot.version);
+    },
+  });
+  new Gauge({
+    name: 'infracat_catalog_snapshot_age_seconds',
+    help: 'Seconds since the in-memory catalog snapshot was built',
+    registers: [registry],
+    collect() {
+      this.set((Date.now() - sources.catalog.snapshot.builtAt) / 1000);
+    },
+  });
+  new Gauge({
+    name: 'infracat_catalog_last_check_age_seconds',
+    help: 'Seconds since storage was last checked for a newer catalog (grows while storage is down)',
+    registers: [registry],
+    collect() {
+      const at = sources.catalog.lastCheckedAt;
+      this.set(at === 0 ? -1 : (Date.now() - at) / 1000);
+    },
+  });
+
+  void app.register(async (scope) => {
+    scope.get('/metrics', { config: { rateLimit: false }, schema: { hide: true } }, async (request, reply) => {
+      const remote = request.socket.remoteAddress ?? '';
+      if (access === 'off' || (access === 'loopback' && !LOOPBACK.has(remote))) {
+        throw new AppError('NOT_FOUND', 'no resource at /metrics');
+      }
+      reply.header('cache-control', 'no-store').type(registry.contentType);
+      return registry.metrics();
+    });
+  });
+  return registry;
+}

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { generateSecret } from '../../src/tokens/format.js';
+import { build, mintToken } from '../helpers/app.js';
+import { parseExposition, value } from '../helpers/prometheus.js';
+
+describe('Prometheus metrics', () => {
+  it('exposes requests, latency, verifications, cache, last-used flushes, catalog and process metrics', async (t) => {
+    const { app } = await build(t, { env: { LAST_USED_FLUSH_MS: '600000' } });
+    const tok = await mintToken(app, ['api-tokens:read']);
+    for (let i = 0; i < 3; i++) await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: tok.auth });
+    await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: { authorization: `Bearer ${generateSecret('icat')}` } });
+    await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: { authorization: 'Bearer junk' } });
+    await app.inject({ method: 'GET', url: '/api/v1/plans' });
+    await app.inject({ method: 'GET', url: '/nope' });
+    await app.infracat.tokens.lastUsed.flush();
+
+    const res = await app.inject({ method: 'GET', url: '/metrics' });
+    assert.equal(res.statusCode, 200);
+    assert.match(String(res.headers['content-type']), /^text\/plain; version=0\.0\.4/);
+    const e = parseExposition(res.body);
+    assert.equal(e.types.get('infracat_http_requests_total'), 'counter');
+    assert.equal(e.types.get('infracat_http_request_duration_seconds'), 'histogram');
+    assert.equal(value(e, 'infracat_http_requests_total', { method: 'GET', route: '/api/v1/api-tokens/current', status: '200' }), 3);
+    assert.equal(value(e, 'infracat_http_requests_total', { route: '/api/v1/api-tokens/current', status: '401' }), 2);
+    assert.equal(value(e, 'infracat_http_requests_total', { route: '/api/v1/plans', status: '200' }), 1);
+    assert.equal(value(e, 'infracat_http_requests_total', { status: '404' }), 1);
+    assert.equal(value(e, 'infracat_http_request_duration_seconds_count', { route: '/api/v1/plans' }), 1);
+    assert.equal(value(e, 'infracat_http_request_duration_seconds_bucket', { route: '/api/v1/plans', le: '+Inf' }), 1);
+    assert.equal(value(e, 'infracat_token_verifications_total', { outcome: 'ok' }), 3);
+    assert.equal(value(e, 'infracat_token_verifications_total', { outcome: 'unknown' }), 1);
+    assert.equal(value(e, 'infracat_token_verifications_total', { outcome: 'format' }), 1);
+    assert.equal(value(e, 'infracat_token_cache_hits_total'), 2);
+    assert.equal(value(e, 'infracat_token_cache_misses_total'), 2);
+    assert.equal(value(e, 'infracat_last_used_flushes_total'), 1);
+    assert.equal(value(e, 'infracat_last_used_rows_total'), 1);
+    assert.equal(value(e, 'infracat_catalog_version'), 1);
+    const age = value(e, 'infracat_catalog_snapshot_age_seconds');
+    assert.ok(age !== undefined && age >= 0 && age < 60);
+    assert.equal(value(e, 'infracat_storage_errors_total'), 0);
+    assert.ok(value(e, 'process_cpu_user_seconds_total') !== undefined);
+    assert.ok(value(e, 'nodejs_heap_size_used_bytes') !== undefined);
+    for (const s of e.samples) assert.ok(!JSON.stringify(s).includes(tok.secret));
+  });
+
+  it('counts storage errors', async (t) => {
+    const { app, store } = await build(t);
+    const tok = await mintToken(app, ['api-tokens:read']);
+    await store.close();
+    const res = await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: tok.auth });
+    assert.equal(res.statusCode, 503);
+    const e = parseExposition((await app.inject({ method: 'GET', url: '/metrics' })).body);
+    assert.equal(value(e, 'infracat_http_requests_total', { route: '/api/v1/api-tokens', status: '503' }), 1);
+    assert.equal(value(e, 'infracat_storage_errors_total'), 1);
+  });
+
+  it('access is configurable: loopback (default) refuses other addresses; off answers 404', async (t) => {
+    const loop = await build(t);
+    assert.equal((await loop.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '10.2.3.4' })).statusCode, 404);
+    assert.equal((await loop.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '127.0.0.1' })).statusCode, 200);
+    const pub = await build(t, { env: { METRICS_ACCESS: 'public' } });
+    assert.equal((await pub.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '10.2.3.4' })).statusCode, 200);
+    const off = await build(t, { env: { METRICS_ACCESS: 'off' } });
+    assert.equal((await off.app.inject({ method: 'GET', url: '/metrics' })).statusCode, 404);
+  });
+});
