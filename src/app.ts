@@ -14,7 +14,7 @@ import { installMetrics } from './http/metrics.js';
 import { installCors, installSecurityHeaders } from './http/security.js';
 import { VERSION } from './version.js';
 import { RequestLog } from './http/request-log.js';
-import { installProblemHandlers, RETRY_AFTER_SECONDS } from './http/problem.js';
+import { clientErrorHandler, frameworkErrorHandler, installProblemHandlers, RETRY_AFTER_SECONDS } from './http/problem.js';
 import type { App } from './http/types.js';
 import { validatorCompiler } from './http/validation.js';
 import { requestIdFrom } from './logging.js';
@@ -41,6 +41,8 @@ export interface AppDeps {
   config: Config;
   store: Store;
   logger: Logger;
+  /** The clock of token rules (expiry, limits). Tests substitute one; defaults to Date.now. */
+  now?: () => number;
 }
 
 export function buildApp(deps: AppDeps): App {
@@ -60,6 +62,8 @@ export function buildApp(deps: AppDeps): App {
     // Slow-loris guard: the header block must arrive within headersTimeout; Node checks
     // every connectionsCheckingInterval (30 s by default, too coarse for that).
     http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    clientErrorHandler,
+    frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
@@ -90,7 +94,7 @@ export function buildApp(deps: AppDeps): App {
   const tokens = createTokenDomain(config, store, (err) => {
     countStorageError();
     app.log.warn({ err }, 'last_used_at flush failed; will retry');
-  });
+  }, deps.now);
   const catalog = new CatalogService(store.catalog, {
     refreshMs: config.catalogRefreshMs,
     onRefreshError: (err) => {
@@ -102,6 +106,7 @@ export function buildApp(deps: AppDeps): App {
   const auth = createAuth({
     service: tokens.service,
     limiter: new FailureLimiter(config.authFailureLimit, config.authFailureWindowS * 1000),
+    ...(deps.now !== undefined ? { now: deps.now } : {}),
   });
   app.decorateRequest('token', null);
   installRouteAuth(app, auth);

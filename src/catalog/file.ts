@@ -112,6 +112,7 @@ export function validateCatalog(data: unknown): ParseResult {
       return '';
     }
     if (v.length > max) at(entry, field, `must be at most ${max} characters`);
+    if (/\p{Cc}/u.test(v)) at(entry, field, 'must not contain control characters');
     return v;
   }
   function positiveInt(entry: string, raw: Raw, field: string): number {

@@ -3,6 +3,8 @@
 // body too large, schema validation), unknown routes (404), known paths with the wrong
 // method (405 + Allow), unavailable storage (503 + Retry-After) and anything else
 // (500, details only in the log).
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from './types.js';
 import { AppError, ERRORS, toProblem, type ErrorCode, type FieldError } from '../errors.js';
@@ -157,4 +159,33 @@ export function installProblemHandlers(app: App, options: ProblemOptions): void 
     }
     return sendProblem(request, reply, new AppError('NOT_FOUND', `no resource at ${path}`));
   });
+}
+
+/**
+ * Errors Fastify meets while routing (a malformed URL, an over-long path parameter):
+ * answered as problems like everything else. Passed as Fastify's `frameworkErrors`.
+ */
+export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const detail = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is too long' : 'the URL is not valid';
+  void sendProblem(request, reply, new AppError('BAD_REQUEST', detail));
+}
+
+/**
+ * Requests Node's HTTP parser rejects before Fastify sees them (unknown methods, broken
+ * request lines, header overflow, time-outs): a problem body on a closing connection.
+ * Passed as Fastify's `clientErrorHandler`.
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) return;
+  const error =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new AppError('REQUEST_TIMEOUT', 'the request did not arrive in time')
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? new AppError('HEADERS_TOO_LARGE', 'the request headers are too large')
+        : new AppError('BAD_REQUEST', 'the request is not valid HTTP/1.1');
+  const body = JSON.stringify(toProblem(error));
+  socket.end(
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}\r\n` +
+      `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

@@ -16,6 +16,7 @@ export function createTokenDomain(
   config: Pick<Config, 'tokenPrefix' | 'tokenMaxLive' | 'tokenMaxLifetimeDays' | 'tokenCacheTtlMs' | 'tokenCacheMax' | 'lastUsedFlushMs' | 'scopeResources'>,
   store: Store,
   onFlushError?: (err: unknown) => void,
+  now?: () => number,
 ): TokenDomain {
   const cache = new VerificationCache(config.tokenCacheMax, config.tokenCacheTtlMs);
   const lastUsed = new LastUsedTracker(store.tokens, { intervalMs: config.lastUsedFlushMs, ...(onFlushError ? { onError: onFlushError } : {}) });
@@ -26,6 +27,7 @@ export function createTokenDomain(
     maxLifetimeMs: config.tokenMaxLifetimeDays * 86_400_000,
     cache,
     tracker: lastUsed,
+    ...(now !== undefined ? { now } : {}),
   });
   return { service, cache, lastUsed };
 }

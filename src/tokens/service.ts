@@ -21,6 +21,10 @@ export interface TokenServiceOptions {
   now?: () => number;
 }
 
+// Anything else cannot be an id we issued (tok_ + ULID; older or imported ids are still
+// plain ASCII). Checked before storage: PostgreSQL rejects some strings (NUL) outright.
+const PLAUSIBLE_ID = /^[A-Za-z0-9_-]{1,100}$/;
+
 export type VerifyFailure = 'format' | 'checksum' | 'unknown' | 'expired';
 export type VerifyResult = { ok: true; token: TokenRecord } | { ok: false; reason: VerifyFailure };
 
@@ -112,11 +116,13 @@ export class TokenService {
 
   /** A live token by id, or null (unknown, deleted or expired). */
   async get(id: string): Promise<TokenRecord | null> {
+    if (!PLAUSIBLE_ID.test(id)) return null;
     const token = await this.store.get(id);
     return token === null || this.isExpired(token) ? null : this.withPendingUse(token);
   }
 
   async delete(id: string): Promise<boolean> {
+    if (!PLAUSIBLE_ID.test(id)) return false;
     const deleted = await this.store.delete(id);
     // Evict even when already gone from storage: this instance may still cache it.
     this.options.cache.evictId(id);

@@ -195,3 +195,10 @@ describe('catalog diff', () => {
     assert.equal(formatDiff(diffCatalogs(base.catalog, base.catalog)), 'no changes\n');
   });
 });
+
+describe('catalog text fields', () => {
+  it('refuse control characters (PostgreSQL cannot even store NUL)', () => {
+    expectProblem(doc({ regions: [region({ name: 'New\u0000York' })] }), 'regions[0] (nyc3)', 'name', /control characters/);
+    expectProblem(doc({ images: [image({ name: 'Ubuntu\n24.04' })] }), 'images[0] (ubuntu-24-04)', 'name', /control characters/);
+  });
+});

@@ -34,6 +34,8 @@ export interface Built {
 export interface BuildOptions {
   store?: Store;
   env?: Record<string, string>;
+  /** A controllable clock for token rules. */
+  now?: () => number;
   /** Registers extra (test-only) routes before the app is readied. */
   extend?: (app: App) => void;
 }
@@ -46,7 +48,7 @@ export async function build(t: TestContext, options: BuildOptions = {}): Promise
     if (options.store === undefined) throw err; // a given (possibly broken) store may fail
   });
   const logs = new LogCapture();
-  const app = buildApp({ config, store, logger: createLogger(config.logLevel, logs) });
+  const app = buildApp({ config, store, logger: createLogger(config.logLevel, logs), ...(options.now ? { now: options.now } : {}) });
   options.extend?.(app);
   await app.ready();
   t.after(async () => {

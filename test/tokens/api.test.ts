@@ -94,6 +94,11 @@ for (const backend of backends()) {
       assert.equal(res.statusCode, 200);
       assert.equal(res.json<{ name: string }>().name, 'one');
       assert.equal((await app.inject({ method: 'GET', url: '/api/v1/api-tokens/tok_nope', headers: admin.auth })).statusCode, 404);
+      // Found by fuzzing: PostgreSQL refuses NUL in text; such an id is simply unknown.
+      for (const odd of ['%00', 'tok_%00x', '%F0%9F%92%A5', 'a%20b']) {
+        assert.equal((await app.inject({ method: 'GET', url: `/api/v1/api-tokens/${odd}`, headers: admin.auth })).statusCode, 404, odd);
+        assert.equal((await app.inject({ method: 'DELETE', url: `/api/v1/api-tokens/${odd}`, headers: admin.auth })).statusCode, 404, odd);
+      }
     });
 
     it('GET /api-tokens/current: the caller\'s own metadata, for a token of any scope', async (t) => {
