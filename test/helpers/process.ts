@@ -73,7 +73,13 @@ export async function cli(args: string[], options: { env?: Record<string, string
 /** Starts `infracat serve` on a free port and resolves with its base URL once it listens. */
 export async function serve(env: Record<string, string | undefined>, cwd?: string): Promise<{ child: Child; url: string }> {
   const child = runCli(['serve'], { env: { PORT: '0', LOG_LEVEL: 'info', ...env }, ...(cwd ? { cwd } : {}) });
-  const line = await child.waitFor(/"msg":"infracat listening"/);
+  let line: string;
+  try {
+    line = await child.waitFor(/"msg":"infracat listening"/);
+  } catch (err) {
+    child.proc.kill('SIGKILL'); // never leave a server behind to hold the test process open
+    throw err;
+  }
   const url = (JSON.parse(line) as { url: string }).url;
   return { child, url };
 }
