@@ -89,6 +89,13 @@ export class PostgresStore implements Store {
       throw translate(err);
     }
     let broken = false;
+    // While checked out, a dying server's FATAL arrives as an 'error' event on the
+    // client; without a listener it would crash the process (the pool only listens to
+    // idle clients). The next query on it fails anyway; just mark it unusable.
+    const onError = (): void => {
+      broken = true;
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const result = await body(client);
@@ -102,6 +109,7 @@ export class PostgresStore implements Store {
       }
       throw translate(err);
     } finally {
+      client.off('error', onError);
       client.release(broken);
     }
   }
