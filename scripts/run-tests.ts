@@ -1,10 +1,11 @@
 // `npm test`: starts a throwaway PostgreSQL (unless TEST_DATABASE_URL is set), runs every
 // test/**/*.test.ts with node:test through tsx, then removes the server. The PostgreSQL
 // half of the suite therefore always runs; if the server cannot start, the run fails.
-//   npm test                       all tests
-//   npm test -- test/config.test.ts   some files
+//   npm test                          all tests
+//   npm test -- test/config.test.ts   some files (or directories)
+//   npm run test:reliability          test/reliability/ with long settings
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { startEmbeddedPostgres, type PostgresServer } from '../test/helpers/embedded-pg.js';
 
@@ -21,7 +22,7 @@ function findTests(dir: string): string[] {
 const args = process.argv.slice(2);
 const files = args.filter((a) => !a.startsWith('-'));
 const flags = args.filter((a) => a.startsWith('-'));
-const tests = files.length > 0 ? files : findTests('test');
+const tests = files.length > 0 ? files.flatMap((f) => (statSync(f).isDirectory() ? findTests(f) : [f])) : findTests('test');
 
 let server: PostgresServer | undefined;
 const env = { ...process.env };

@@ -1,3 +1,5 @@
+import { redactSecrets } from './redact.js';
+
 // The one catalog of error codes. Every error the service answers is one of these,
 // rendered as RFC 9457 problem details by src/http/problem.ts. Clients branch on
 // `code`; `title` is fixed per code, `detail` explains this occurrence.
@@ -81,11 +83,13 @@ export function toProblem(err: AppError, instance?: string, requestId?: string):
     type: problemType(err.code),
     title,
     status,
-    detail: err.message,
+    // Details may quote the client's input; a token pasted into the wrong field must
+    // not come back (or reach a proxy's logs) in plaintext.
+    detail: redactSecrets(err.message),
     code: err.code,
   };
   if (instance !== undefined) body.instance = instance;
   if (requestId !== undefined) body.request_id = requestId;
-  if (err.extras.errors !== undefined) body.errors = err.extras.errors;
+  if (err.extras.errors !== undefined) body.errors = err.extras.errors.map((e) => ({ pointer: e.pointer, detail: redactSecrets(e.detail) }));
   return body;
 }
