@@ -113,7 +113,7 @@ export function buildApp(deps: AppDeps): App {
   if (config.rateLimit > 0 || config.rateLimitAnonymous > 0) {
     installRateLimit(app, { perToken: config.rateLimit, perAddress: config.rateLimitAnonymous, windowMs: config.rateLimitWindowS * 1000 });
   }
-  installMetrics(app, config.metricsAccess, { tokens, catalog, storageErrors: () => storageErrors });
+  installMetrics(app, config.metricsAccess, { tokens, catalog, storageErrors: () => storageErrors, storageQueries: () => store.stats.queries });
   app.addHook('onRequest', auth.refuseQueryTokens);
 
   app.addHook('onReady', async () => {

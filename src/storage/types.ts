@@ -88,6 +88,8 @@ export interface Store {
   close(): Promise<void>;
   readonly tokens: TokenStore;
   readonly catalog: CatalogStore;
+  /** Statements sent to storage since start (metrics; proves what never touches storage). */
+  readonly stats: { queries: number };
 }
 
 export class StorageUnavailableError extends Error {

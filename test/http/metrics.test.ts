@@ -64,3 +64,21 @@ describe('Prometheus metrics', () => {
     assert.equal((await off.app.inject({ method: 'GET', url: '/metrics' })).statusCode, 404);
   });
 });
+
+describe('storage queries metric', () => {
+  it('catalog reads and cached verifications send nothing to storage', async (t) => {
+    const { app } = await build(t, { env: { CATALOG_REFRESH_MS: '600000', LAST_USED_FLUSH_MS: '600000' } });
+    const tok = await mintToken(app, ['apps:read']);
+    await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read', headers: tok.auth }); // caches the token
+    const read = async () => value(parseExposition((await app.inject({ method: 'GET', url: '/metrics' })).body), 'infracat_storage_queries_total')!;
+    const before = await read();
+    for (let i = 0; i < 25; i++) {
+      await app.inject({ method: 'GET', url: '/api/v1/plans' });
+      await app.inject({ method: 'GET', url: '/api/v1/regions/nyc3', headers: tok.auth });
+      await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read', headers: tok.auth });
+    }
+    assert.equal(await read(), before);
+    await app.inject({ method: 'GET', url: '/readyz' });
+    assert.equal(await read(), before + 1, 'the counter does count');
+  });
+});

@@ -47,6 +47,7 @@ export class PostgresStore implements Store {
   readonly description: string;
   readonly tokens: TokenStore;
   readonly catalog: CatalogStore;
+  readonly stats = { queries: 0 };
   private readonly pool: pg.Pool;
   private closing: Promise<void> | undefined;
 
@@ -73,6 +74,7 @@ export class PostgresStore implements Store {
 
   /** Runs one statement on any pooled connection. */
   async query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+    this.stats.queries += 1;
     try {
       return await this.pool.query<R>(sql, params);
     } catch (err) {
@@ -82,6 +84,7 @@ export class PostgresStore implements Store {
 
   /** Runs `body` in one transaction on one connection; rolls back on any error. */
   async transaction<T>(body: (client: Queryable) => Promise<T>): Promise<T> {
+    this.stats.queries += 1;
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();

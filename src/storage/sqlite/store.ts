@@ -32,6 +32,7 @@ export class SqliteStore implements Store {
   readonly description: string;
   readonly tokens: TokenStore;
   readonly catalog: CatalogStore;
+  readonly stats = STATS;
   private readonly db: SqliteDatabase;
   private closed = false;
 
@@ -199,8 +200,12 @@ class SqliteCatalogStore implements CatalogStore {
   }
 }
 
+// One counter per process is enough for a metric; stores share it.
+const STATS = { queries: 0 };
+
 /** Runs a synchronous database step, turning lock time-outs into StorageUnavailableError. */
 function run<T>(step: () => T): Promise<T> {
+  STATS.queries += 1;
   try {
     return Promise.resolve(step());
   } catch (err) {
