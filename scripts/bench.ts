@@ -101,8 +101,8 @@ async function infracat(databaseUrl: string): Promise<{ child: ChildProcess; url
       DATABASE_URL: databaseUrl,
       LOG_LEVEL: 'info',
       BOOTSTRAP_ADMIN_TOKEN: 'false',
-      RATE_LIMIT: '100000000',
-      RATE_LIMIT_ANONYMOUS: '100000000',
+      RATE_LIMIT: '10000000',
+      RATE_LIMIT_ANONYMOUS: '10000000',
       TOKEN_MAX_LIVE: '100000',
     },
     // Logs are written as in production (to stdout) and thrown away here.
