@@ -24,7 +24,6 @@ import { tokenRoutes } from './tokens/routes.js';
 import { catalogRoutes } from './catalog/routes.js';
 import { gatewayRoutes } from './gateway/routes.js';
 import { CatalogService } from './catalog/service.js';
-import { loadDefaultCatalog } from './catalog/default.js';
 import { createAuth, installRouteAuth } from './http/auth.js';
 import { FailureLimiter } from './http/failure-limiter.js';
 
@@ -121,7 +120,9 @@ export function buildApp(deps: AppDeps): App {
     // First start of an empty database gets the shipped catalog; then load what is live.
     // If storage is down now, catalogs start empty and fill in at the next refresh.
     try {
-      if (await catalog.seedIfEmpty(loadDefaultCatalog())) app.log.info('applied the default catalog to an empty database');
+      // Loaded (with the YAML parser) only when the database has no catalog yet.
+      const seed = async () => (await import('./catalog/default.js')).loadDefaultCatalog();
+      if (await catalog.seedIfEmpty(seed)) app.log.info('applied the default catalog to an empty database');
       await catalog.load();
     } catch (err) {
       app.log.warn({ err }, 'could not load the catalog at start; will retry');

@@ -84,10 +84,13 @@ export class CatalogService {
     return baseVersion + 1;
   }
 
-  /** First start: stores `initial` only if no catalog was ever applied. */
-  async seedIfEmpty(initial: Catalog): Promise<boolean> {
+  /**
+   * First start: stores the initial catalog only if none was ever applied. `initial` is
+   * called only then (parsing the shipped YAML is not free at every start).
+   */
+  async seedIfEmpty(initial: () => Catalog | Promise<Catalog>): Promise<boolean> {
     if ((await this.store.latestVersion()) !== 0) return false;
-    return this.store.apply(encodeCatalog(initial), 0, this.now());
+    return this.store.apply(encodeCatalog(await initial()), 0, this.now());
   }
 
   private now(): number {

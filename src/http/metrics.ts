@@ -49,10 +49,20 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   });
+  // Label children cached per (method, route, status): prom-client hashes the label set
+  // on every inc()/observe() otherwise.
+  const children = new Map<string, { count: ReturnType<typeof requests.labels>; time: ReturnType<typeof duration.labels> }>();
   app.addHook('onResponse', async (request: FastifyRequest, reply) => {
-    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
-    requests.inc(labels);
-    duration.observe(labels, reply.elapsedTime / 1000);
+    const route = request.routeOptions.url ?? 'unmatched';
+    const key = `${request.method} ${route} ${reply.statusCode}`;
+    let child = children.get(key);
+    if (child === undefined) {
+      const labels = { method: request.method, route, status: String(reply.statusCode) };
+      child = { count: requests.labels(labels), time: duration.labels(labels) };
+      children.set(key, child);
+    }
+    child.count.inc();
+    child.time.observe(reply.elapsedTime / 1000);
   });
 
   const { service, cache, lastUsed } = sources.tokens;

@@ -14,10 +14,14 @@ export const SECURITY_HEADERS: Record<string, string> = {
   'strict-transport-security': 'max-age=31536000; includeSubDomains',
 };
 
+const ALL_HEADERS = { ...SECURITY_HEADERS, 'content-security-policy': API_CSP };
+
 export function installSecurityHeaders(app: App): void {
   app.addHook('onSend', async (_request, reply, payload) => {
-    for (const [name, value] of Object.entries(SECURITY_HEADERS)) if (!reply.hasHeader(name)) reply.header(name, value);
-    if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', API_CSP);
+    // One call when nothing was set before (every API answer); the /docs page keeps its CSP.
+    if (reply.hasHeader('content-security-policy')) {
+      for (const [name, value] of Object.entries(SECURITY_HEADERS)) if (!reply.hasHeader(name)) reply.header(name, value);
+    } else reply.headers(ALL_HEADERS);
     return payload;
   });
 }
