@@ -73,6 +73,15 @@ function integer(min: number, max: number): Parser<number> {
   };
 }
 
+/** One of a fixed set of words (trimmed; LOG_LEVEL-style settings also lowercased). */
+function oneOf<T extends string>(values: readonly T[], lower = false): Parser<T> {
+  return (raw, name) => {
+    const v = lower ? raw.trim().toLowerCase() : raw.trim();
+    if (!(values as readonly string[]).includes(v)) throw bad(name, raw, `expected one of ${values.join(', ')}`);
+    return v as T;
+  };
+}
+
 function boolean(raw: string, name: string): boolean {
   const v = raw.trim().toLowerCase();
   if (['true', '1', 'yes', 'on'].includes(v)) return true;
@@ -142,11 +151,7 @@ export const SETTINGS = [
   },
   {
     env: 'LOG_LEVEL', key: 'logLevel', default: 'info', description: `Log level: ${LOG_LEVELS.join(', ')}.`,
-    parse: (raw, name) => {
-      const v = raw.trim().toLowerCase();
-      if (!(LOG_LEVELS as readonly string[]).includes(v)) throw bad(name, raw, `expected one of ${LOG_LEVELS.join(', ')}`);
-      return v;
-    },
+    parse: oneOf(LOG_LEVELS, true),
   },
   {
     env: 'DATABASE_URL', key: 'database', default: '',
@@ -234,11 +239,7 @@ export const SETTINGS = [
   {
     env: 'CATALOG_ACCESS', key: 'catalogAccess', default: 'public',
     description: '`public`: catalogs are readable without a token; `token`: they need `images:read` / `plans:read` / `regions:read`. A bad token is refused either way.',
-    parse: (raw, name) => {
-      const v = raw.trim();
-      if (v !== 'public' && v !== 'token') throw bad(name, raw, 'expected public or token');
-      return v;
-    },
+    parse: oneOf(['public', 'token'] as const),
   },
   {
     env: 'CATALOG_REFRESH_MS', key: 'catalogRefreshMs', default: '5000',
@@ -282,11 +283,7 @@ export const SETTINGS = [
   {
     env: 'METRICS_ACCESS', key: 'metricsAccess', default: 'loopback',
     description: 'Who may read Prometheus metrics at /metrics: `loopback` (connections from this machine), `public`, or `off` (404).',
-    parse: (raw, name) => {
-      const v = raw.trim();
-      if (v !== 'public' && v !== 'loopback' && v !== 'off') throw bad(name, raw, 'expected public, loopback or off');
-      return v;
-    },
+    parse: oneOf(['public', 'loopback', 'off'] as const),
   },
   {
     env: 'REQUEST_TIMEOUT_MS', key: 'requestTimeoutMs', default: '30000', description: 'Longest time to receive a whole request; past it the connection is closed (408).',
