@@ -2,14 +2,13 @@
 // kept in version control. apply validates first, prints the diff, and changes
 // everything or nothing (one optimistic insert of the new revision).
 import { readFileSync } from 'node:fs';
-import { loadConfig } from '../config.js';
 import { AppError } from '../errors.js';
 import { formatDiff, isEmptyDiff } from '../catalog/diff.js';
 import { formatCatalog, parseCatalogText, type CatalogProblem } from '../catalog/file.js';
 import { CatalogService } from '../catalog/service.js';
-import { openStore } from '../storage/index.js';
 import { UsageError, type Command } from './command.js';
 import { parseFlags } from './options.js';
+import { withStore } from './store.js';
 
 const help = `Usage: infracat catalog <validate|apply|export> [options]
 
@@ -50,15 +49,8 @@ function reportProblems(file: string, problems: CatalogProblem[]): number {
   return 1;
 }
 
-async function withCatalog<T>(url: string | undefined, body: (svc: CatalogService) => Promise<T>): Promise<T> {
-  const config = loadConfig(process.env, url !== undefined ? { DATABASE_URL: url } : {});
-  const store = openStore(config);
-  try {
-    await store.migrate();
-    return await body(new CatalogService(store.catalog, { refreshMs: config.catalogRefreshMs }));
-  } finally {
-    await store.close();
-  }
+function withCatalog<T>(url: string | undefined, body: (svc: CatalogService) => Promise<T>): Promise<T> {
+  return withStore(url, (store, config) => body(new CatalogService(store.catalog, { refreshMs: config.catalogRefreshMs })));
 }
 
 export const catalogCommand: Command = {

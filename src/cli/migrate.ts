@@ -1,7 +1,7 @@
-import { describeDatabase, loadConfig } from '../config.js';
-import { openStore } from '../storage/index.js';
+import { describeDatabase } from '../config.js';
 import type { Command } from './command.js';
 import { parseFlags } from './options.js';
+import { withStore } from './store.js';
 
 export const migrateCommand: Command = {
   name: 'migrate',
@@ -18,16 +18,10 @@ Options:
 `,
   async run(args) {
     const { values } = parseFlags(args, { 'database-url': { type: 'string' } });
-    const url = values['database-url'];
-    const config = loadConfig(process.env, url !== undefined ? { DATABASE_URL: url } : {});
-    const store = openStore(config);
-    try {
-      const report = await store.migrate();
+    return withStore(values['database-url'], async (_store, config, report) => {
       const what = report.applied.length === 0 ? 'already current' : `applied ${report.applied.join(', ')}`;
       process.stdout.write(`${describeDatabase(config.database)}: schema at version ${report.version} (${what})\n`);
       return 0;
-    } finally {
-      await store.close();
-    }
+    });
   },
 };

@@ -1,14 +1,12 @@
 // `infracat tokens create|list|delete`: the operator's path, straight to the configured
 // store (no HTTP, no token needed). Running instances see a delete within
 // TOKEN_CACHE_TTL_MS.
-import { loadConfig } from '../config.js';
 import { AppError } from '../errors.js';
-import { openStore } from '../storage/index.js';
-import type { Store } from '../storage/types.js';
 import { createTokenDomain } from '../tokens/index.js';
 import { createdView, tokenView } from '../tokens/views.js';
 import { UsageError, type Command } from './command.js';
 import { parseFlags } from './options.js';
+import { withStore } from './store.js';
 
 const help = `Usage: infracat tokens <create|list|delete> [options]
 
@@ -26,17 +24,6 @@ Options:
   --database-url URL    DATABASE_URL
   -h, --help            show this help
 `;
-
-async function withStore<T>(url: string | undefined, body: (store: Store, config: ReturnType<typeof loadConfig>) => Promise<T>): Promise<T> {
-  const config = loadConfig(process.env, url !== undefined ? { DATABASE_URL: url } : {});
-  const store = openStore(config);
-  try {
-    await store.migrate();
-    return await body(store, config);
-  } finally {
-    await store.close();
-  }
-}
 
 function fail(err: unknown): number {
   if (!(err instanceof AppError)) throw err;

@@ -135,10 +135,9 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
     // Shared schemas keep their $id as their name: components.schemas.Problem.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     transform: ({ schema, url, route }) => {
-      const r = route;
       const hidden = url === OPENAPI_PATH || url.startsWith(DOCS_PREFIX) || url === '/metrics' || url.startsWith('/api/v1/auth/check/');
       if (hidden) return { schema: { ...schema, hide: true }, url };
-      return { schema: documentRoute((schema ?? {}) as RouteSchema, url, r.config?.auth, r.config?.problems) as typeof schema, url };
+      return { schema: documentRoute((schema ?? {}) as RouteSchema, url, route.config?.auth, route.config?.problems) as typeof schema, url };
     },
   });
 
