@@ -4,7 +4,7 @@
 //   npm test                          all tests
 //   npm test -- test/config.test.ts   some files (or directories)
 //   npm run test:reliability          test/reliability/ with long settings
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { startEmbeddedPostgres, type PostgresServer } from '../test/helpers/embedded-pg.js';
@@ -23,6 +23,10 @@ const args = process.argv.slice(2);
 const files = args.filter((a) => !a.startsWith('-'));
 const flags = args.filter((a) => a.startsWith('-'));
 const tests = files.length > 0 ? files.flatMap((f) => (statSync(f).isDirectory() ? findTests(f) : [f])) : findTests('test');
+
+// The console's assets, fresh from web/ (the browser tests and the / route serve them).
+const web = spawnSync(process.execPath, ['scripts/build-web.mjs'], { stdio: 'inherit' });
+if (web.status !== 0) process.exit(web.status ?? 1);
 
 let server: PostgresServer | undefined;
 const env = { ...process.env };

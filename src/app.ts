@@ -26,6 +26,7 @@ import { gatewayRoutes } from './gateway/routes.js';
 import { CatalogService } from './catalog/service.js';
 import { createAuth, installRouteAuth } from './http/auth.js';
 import { FailureLimiter } from './http/failure-limiter.js';
+import { consoleRoutes } from './console/routes.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
@@ -142,6 +143,7 @@ export function buildApp(deps: AppDeps): App {
   tokenRoutes(app, { service: tokens.service });
   gatewayRoutes(app, { service: tokens.service, auth, rules: config.authCheckRules });
   catalogRoutes(app, { catalog, access: config.catalogAccess, cacheControl: config.catalogCacheControl });
+  if (config.console) consoleRoutes(app);
 
   return app;
 }

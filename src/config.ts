@@ -42,6 +42,7 @@ export interface Config {
   readonly headersTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
   readonly corsOrigins: readonly string[];
+  readonly console: boolean;
 }
 
 export class ConfigError extends Error {
@@ -284,6 +285,11 @@ export const SETTINGS = [
     env: 'METRICS_ACCESS', key: 'metricsAccess', default: 'loopback',
     description: 'Who may read Prometheus metrics at /metrics: `loopback` (connections from this machine), `public`, or `off` (404).',
     parse: oneOf(['public', 'loopback', 'off'] as const),
+  },
+  {
+    env: 'CONSOLE', key: 'console', default: 'true',
+    description: 'Serve the web console at `/` (token management and catalog browsing in a browser, using only the public API). `false`: `/` answers 404.',
+    parse: boolean,
   },
   {
     env: 'REQUEST_TIMEOUT_MS', key: 'requestTimeoutMs', default: '30000', description: 'Longest time to receive a whole request; past it the connection is closed (408).',

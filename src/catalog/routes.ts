@@ -5,6 +5,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import { AppError } from '../errors.js';
+import { matchesIfNoneMatch } from '../http/conditional.js';
 import type { App } from '../http/types.js';
 import type { Image, Kind, Plan, Region } from './model.js';
 import { Image as ImageSchema, ImageQuery, Plan as PlanSchema, PlanQuery, Region as RegionSchema, RegionQuery, SlugParams } from './schemas.js';
@@ -26,14 +27,6 @@ interface Filters {
   max_price_monthly?: string;
   available?: boolean;
   feature?: string[];
-}
-
-/** RFC 9110 If-None-Match: weak comparison, `*` matches any current representation. */
-export function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
-  if (header === undefined) return false;
-  if (header.trim() === '*') return true;
-  const bare = etag.replace(/^W\//, '');
-  return header.split(',').some((t) => t.trim().replace(/^W\//, '') === bare);
 }
 
 const toCents = (decimal: string): number => Math.round(Number(decimal) * 100);

@@ -1,6 +1,6 @@
 // Response headers fitting a JSON API, CORS (off unless origins are configured), and
-// server time-outs. The /docs page sets its own Content-Security-Policy; everything
-// else gets one that allows nothing, since JSON needs nothing.
+// server time-outs. The /docs and console pages set their own Content-Security-Policy;
+// everything else gets one that allows nothing, since JSON needs nothing.
 import cors from '@fastify/cors';
 import type { App } from './types.js';
 
@@ -18,7 +18,7 @@ const ALL_HEADERS = { ...SECURITY_HEADERS, 'content-security-policy': API_CSP };
 
 export function installSecurityHeaders(app: App): void {
   app.addHook('onSend', async (_request, reply, payload) => {
-    // One call when nothing was set before (every API answer); the /docs page keeps its CSP.
+    // One call when nothing was set before (every API answer); the /docs and console pages keep theirs.
     if (reply.hasHeader('content-security-policy')) {
       for (const [name, value] of Object.entries(SECURITY_HEADERS)) if (!reply.hasHeader(name)) reply.header(name, value);
     } else reply.headers(ALL_HEADERS);

@@ -1,0 +1,31 @@
+// Builds the web console into dist/web: one minified ES module bundle (web/src/main.ts),
+// the stylesheet, the page and its icon. Run by `npm run build` (so by `npm install`/`npm ci`
+// through `prepare`) and before every `npm test`. Plain JavaScript so it needs no loader.
+import { build } from 'esbuild';
+import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const out = path.join(root, 'dist', 'web');
+rmSync(out, { recursive: true, force: true });
+mkdirSync(out, { recursive: true });
+
+const started = Date.now();
+await build({
+  absWorkingDir: root,
+  entryPoints: { console: 'web/src/main.ts', 'console-style': 'web/console.css' },
+  outdir: out,
+  bundle: true,
+  minify: true,
+  format: 'esm',
+  target: ['chrome120', 'firefox120', 'safari17'],
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+// esbuild names a CSS entry after its key; the page links /console/console.css.
+rmSync(path.join(out, 'console.css'), { force: true });
+copyFileSync(path.join(out, 'console-style.css'), path.join(out, 'console.css'));
+rmSync(path.join(out, 'console-style.css'));
+for (const file of ['index.html', 'favicon.svg']) copyFileSync(path.join(root, 'web', file), path.join(out, file));
+process.stdout.write(`web console built into dist/web in ${Date.now() - started} ms\n`);

@@ -1,0 +1,340 @@
+// The web console end to end: a listening infracat, Debian's Chromium driven by
+// playwright-core, real clicks and keys. Screenshots go to test-artifacts/console/.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { describe, it, type TestContext } from 'node:test';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { CONSOLE_CSP } from '../../src/console/routes.js';
+import { build, mintToken } from '../helpers/app.js';
+import { artifactPath, ensureChromium, launchChromium } from '../helpers/browser.js';
+
+const ALL_SCOPES = ['api-tokens:write', 'apps:write', 'images:write', 'plans:write', 'regions:write'];
+const SECRET = /^icat_[0-9A-Za-z]{36}$/;
+
+async function listening(t: TestContext, env: Record<string, string> = {}) {
+  const built = await build(t, { env: { LAST_USED_FLUSH_MS: '100', ...env } });
+  await built.app.listen({ port: 0, host: '127.0.0.1' });
+  const address = built.app.server.address();
+  assert.ok(address !== null && typeof address === 'object');
+  return { ...built, base: `http://127.0.0.1:${address.port}` };
+}
+
+/**
+ * A fresh browser context on `base`, failing the test on any script error, console error
+ * (CSP and Trusted Types violations are reported there) or request to another origin.
+ */
+async function open(t: TestContext, browser: Browser, base: string, options: { width?: number; bypassCSP?: boolean } = {}): Promise<{ page: Page; context: BrowserContext }> {
+  const context = await browser.newContext({ viewport: { width: options.width ?? 1280, height: 900 }, bypassCSP: options.bypassCSP ?? false });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('console', (msg) => {
+    // The browser logs failed fetches (the 4xx answers the tests provoke) as errors.
+    if (msg.type() === 'error' && !msg.text().startsWith('Failed to load resource')) problems.push(`console: ${msg.text()}`);
+  });
+  page.on('request', (req) => {
+    if (!req.url().startsWith(`${base}/`)) problems.push(`request to another origin: ${req.url()}`);
+  });
+  t.after(async () => {
+    await context.close();
+    assert.deepEqual(problems, [], 'no script errors, CSP violations or foreign requests');
+  });
+  return { page, context };
+}
+
+async function signIn(page: Page, base: string, secret: string): Promise<void> {
+  await page.goto(`${base}/#/tokens`);
+  await page.getByLabel('API token').fill(secret);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Live tokens' }).waitFor();
+}
+
+const row = (page: Page, name: string) => page.locator('tbody tr').filter({ has: page.locator('.token-name', { hasText: new RegExp(`^${name}$`) }) });
+
+describe('web console in headless Chromium', () => {
+  const executable = ensureChromium();
+  const skip = executable === undefined ? 'chromium is not installed (apt-get install chromium); under CI=true the test installs it' : false;
+
+  it('manages tokens and browses the catalogs', { skip, timeout: 180_000 }, async (t) => {
+    const browser = await launchChromium(executable!);
+    t.after(() => browser.close());
+    const server = await listening(t);
+    const { base, app } = server;
+    const admin = await mintToken(app, ALL_SCOPES, 'operator');
+
+    await t.test('the page comes from this server with a strict CSP', async () => {
+      const res = await fetch(`${base}/`);
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get('content-type') ?? '', /^text\/html/);
+      assert.equal(res.headers.get('content-security-policy'), CONSOLE_CSP);
+      assert.match(CONSOLE_CSP, /default-src 'none'/);
+      assert.match(CONSOLE_CSP, /script-src 'self'(;|$)/);
+      assert.match(CONSOLE_CSP, /require-trusted-types-for 'script'/);
+      assert.equal(res.headers.get('x-frame-options'), 'DENY');
+      const html = await res.text();
+      assert.doesNotMatch(html, /<script>|\sstyle=|\son[a-z]+=|https?:\/\//i, 'no inline code and nothing from elsewhere');
+    });
+
+    await t.test('sign in: a bad token gets a clear refusal, a good one opens the tokens', async (t) => {
+      const { page } = await open(t, browser, base);
+      await page.goto(`${base}/`);
+      await page.getByLabel('API token').fill('icat_000000000000000000000000000000000000');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('alert').filter({ hasText: 'The token was not accepted' }).waitFor();
+      assert.equal(await page.getByLabel('API token').getAttribute('aria-invalid'), 'true');
+
+      await page.getByLabel('API token').fill(admin.secret);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Live tokens' }).waitFor();
+      assert.equal(await row(page, 'operator').locator('.badge').textContent(), 'this session');
+      assert.equal(await page.locator('header .who').textContent(), 'Signed in as operator');
+      assert.equal(await page.evaluate(() => sessionStorage.getItem('infracat.token')), admin.secret);
+      assert.equal(await page.evaluate(() => localStorage.length), 0);
+      assert.ok(!page.url().includes(admin.secret), 'the token is never in the URL');
+    });
+
+    let secret = '';
+    await t.test('create: the secret is shown once with a copy button, then gone after a reload', async (t) => {
+      const { page } = await open(t, browser, base);
+      await signIn(page, base, admin.secret);
+      await page.getByLabel('Name').fill('ci-deploy');
+      // The picker comes from /api/v1/scopes: one box per scope, grouped by resource.
+      assert.equal(await page.locator('input[name="scope"]').count(), 10);
+      await page.locator('#scope-images-read').check();
+      await page.locator('#scope-plans-read').check();
+      await page.getByLabel('Expires').selectOption('30');
+      await page.getByRole('button', { name: 'Create token' }).click();
+
+      const heading = page.getByRole('heading', { name: 'Copy the token “ci-deploy” now' });
+      await heading.waitFor();
+      assert.equal(await page.evaluate(() => document.activeElement?.id), 'secret-heading', 'focus moves to the secret');
+      assert.match(await page.locator('#secret-warning').textContent() ?? '', /only time it is shown/);
+      secret = await page.getByLabel('New token').inputValue();
+      assert.match(secret, SECRET);
+      await page.getByRole('button', { name: 'Copy' }).click();
+      await page.getByText('Copied to the clipboard.').waitFor();
+      assert.equal(await page.evaluate(() => navigator.clipboard.readText()), secret);
+      await row(page, 'ci-deploy').waitFor();
+      assert.equal(await row(page, 'ci-deploy').locator('td[data-label="Last used"]').textContent(), 'Never');
+      await page.screenshot({ path: artifactPath('token-created.png'), fullPage: true });
+
+      // The secret works, with what was picked.
+      const me = (await (await fetch(`${base}/api/v1/api-tokens/current`, { headers: { authorization: `Bearer ${secret}` } })).json()) as { name: string; scopes: string[]; expires_at: string };
+      assert.equal(me.name, 'ci-deploy');
+      assert.deepEqual(me.scopes, ['images:read', 'plans:read']);
+      assert.ok(Math.abs(Date.parse(me.expires_at) - (Date.now() + 30 * 86_400_000)) < 120_000, 'expires in 30 days');
+
+      await page.reload();
+      await row(page, 'ci-deploy').waitFor();
+      assert.equal(await row(page, 'ci-deploy').locator('td[data-label="Created"] time').count(), 1);
+      assert.equal(await page.locator('#new-secret').count(), 0);
+      assert.ok(!(await page.content()).includes(secret), 'the secret is not on the page after a reload');
+      const stored = await page.evaluate(() => JSON.stringify({ ...sessionStorage }) + JSON.stringify({ ...localStorage }));
+      assert.ok(!stored.includes(secret), 'nor in browser storage');
+    });
+
+    await t.test('the list shows last use relative, with the exact time on hover', async (t) => {
+      const watcher = await mintToken(app, ['plans:read'], 'watcher');
+      const { page } = await open(t, browser, base);
+      await signIn(page, base, admin.secret);
+      assert.equal(await row(page, 'watcher').locator('td[data-label="Last used"]').textContent(), 'Never');
+      const used = await fetch(`${base}/api/v1/plans`, { headers: { authorization: `Bearer ${watcher.secret}` } });
+      assert.equal(used.status, 200);
+      await app.infracat.tokens.lastUsed.flush();
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      const time = row(page, 'watcher').locator('td[data-label="Last used"] time');
+      await time.waitFor();
+      assert.equal(await time.textContent(), 'just now');
+      const at = Date.parse((await time.getAttribute('datetime')) ?? '');
+      assert.ok(Math.abs(Date.now() - at) < 60_000);
+      assert.match((await time.getAttribute('title')) ?? '', /^\d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2}:\d{2} UTC$/);
+      await time.hover();
+      assert.match(await row(page, 'ci-deploy').locator('td[data-label="Expires"] time').textContent() ?? '', /^in (4 weeks|30 days|29 days|1 month)$/);
+      await page.screenshot({ path: artifactPath('tokens.png'), fullPage: true });
+    });
+
+    await t.test('bad input: checked in the browser first, then the server\'s 422 lands on the field', async (t) => {
+      const { page } = await open(t, browser, base);
+      await signIn(page, base, admin.secret);
+      let posts = 0;
+      page.on('request', (r) => {
+        if (r.method() === 'POST') posts += 1;
+      });
+      await page.getByRole('button', { name: 'Create token' }).click();
+      await page.getByText('Give the token a name.').waitFor();
+      await page.getByText('Choose at least one scope.').waitFor();
+      assert.equal(await page.evaluate(() => document.activeElement?.id), 'new-name');
+      assert.equal(posts, 0, 'nothing sent');
+
+      await page.getByLabel('Name').fill('expired-already');
+      await page.locator('#scope-plans-read').check();
+      await page.getByLabel('Expires').selectOption('custom');
+      await page.getByLabel(/Expiry date/).fill('2020-01-01');
+      await page.getByRole('button', { name: 'Create token' }).click();
+      await page.locator('#new-expiry-error', { hasText: 'must be in the future' }).waitFor();
+      assert.equal(posts, 1);
+      assert.equal(await page.getByLabel(/Expiry date/).getAttribute('aria-invalid'), 'true');
+      assert.equal(await page.evaluate(() => document.activeElement?.id), 'new-expiry-date');
+      assert.match(await page.getByRole('alert').filter({ hasText: 'Some fields need attention' }).textContent() ?? '', /see the messages next to them/);
+    });
+
+    await t.test('403: a token without api-tokens:read is told which scope it lacks', async (t) => {
+      const reader = await mintToken(app, ['plans:read'], 'plans-only');
+      const { page } = await open(t, browser, base);
+      await page.goto(`${base}/`);
+      await page.getByLabel('API token').fill(reader.secret);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('alert').filter({ hasText: 'This token lacks the api-tokens:read scope' }).waitFor();
+      // The picker offers only what this token could grant.
+      assert.equal(await page.locator('input[name="scope"]:not([disabled])').count(), 1);
+    });
+
+    await t.test('delete: a confirmation naming the token; Escape cancels, confirm deletes', async (t) => {
+      const { page } = await open(t, browser, base);
+      await signIn(page, base, admin.secret);
+      const button = page.getByRole('button', { name: 'Delete token ci-deploy' });
+      await button.click();
+      const dialog = page.getByRole('dialog', { name: 'Delete the token “ci-deploy”?' });
+      await dialog.waitFor();
+      assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Cancel', 'the safe choice has focus');
+      await page.screenshot({ path: artifactPath('delete-dialog.png') });
+      await page.keyboard.press('Escape');
+      await dialog.waitFor({ state: 'detached' });
+      assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Delete token ci-deploy', 'focus returns');
+      assert.equal(await row(page, 'ci-deploy').count(), 1);
+
+      await button.click();
+      await dialog.getByRole('button', { name: 'Delete “ci-deploy”' }).click();
+      await row(page, 'ci-deploy').waitFor({ state: 'detached' });
+      assert.equal(await page.evaluate(() => document.activeElement?.id), 'list-heading');
+      const after = await fetch(`${base}/api/v1/api-tokens/current`, { headers: { authorization: `Bearer ${secret}` } });
+      assert.equal(after.status, 401);
+    });
+
+    await t.test('plans: filter by type, vCPUs, memory and price; sort by any column', async (t) => {
+      const { page } = await open(t, browser, base);
+      await page.goto(`${base}/#/plans`);
+      const plans = page.locator('tbody tr[data-plan]');
+      await plans.first().waitFor();
+      assert.equal(await plans.count(), 15);
+      assert.equal(await page.evaluate(() => document.activeElement?.tagName), 'BODY');
+      await page.getByLabel('Type').selectOption('memory-optimized');
+      assert.equal(await page.locator('#plan-count').textContent(), 'Showing 5 of 15 plans');
+      assert.ok((await plans.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-plan') ?? ''))).every((s) => s.startsWith('m-')));
+
+      const byPrice = page.getByRole('button', { name: /^Price \/ month/ });
+      await byPrice.click();
+      assert.equal(await page.locator('th[data-key="price_monthly"]').getAttribute('aria-sort'), 'ascending');
+      assert.equal(await plans.first().getAttribute('data-plan'), 'm-2vcpu-16gb');
+      await byPrice.press('Enter'); // keyboard works too, and focus stays on the header
+      assert.equal(await page.locator('th[data-key="price_monthly"]').getAttribute('aria-sort'), 'descending');
+      assert.equal(await plans.first().getAttribute('data-plan'), 'm-32vcpu-256gb');
+      assert.equal(await plans.first().locator('td[data-label="Price / month"]').textContent(), '$1,344.99');
+      assert.equal(await plans.first().locator('td[data-label="Memory"]').textContent(), '256 GB');
+
+      await page.getByLabel('At least vCPUs').fill('8');
+      assert.equal(await plans.count(), 3);
+      await page.getByLabel('At most $ / month').fill('400');
+      assert.deepEqual(await plans.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-plan'))), ['m-8vcpu-64gb']);
+      await page.getByLabel('At least memory (GB)').fill('128');
+      await page.getByText('No plan matches these filters.').waitFor();
+      await page.getByRole('button', { name: 'Clear filters' }).click();
+      await page.getByText('Showing 15 of 15 plans').waitFor();
+      await page.getByRole('button', { name: /^vCPUs/ }).click();
+      const vcpus = await plans.evaluateAll((rows) => rows.map((r) => Number(r.querySelector('td[data-label="vCPUs"]')?.textContent)));
+      assert.deepEqual(vcpus, [...vcpus].sort((a, b) => a - b));
+      await page.screenshot({ path: artifactPath('plans.png'), fullPage: true });
+    });
+
+    await t.test('images grouped by distribution; regions with availability and features', async (t) => {
+      const { page } = await open(t, browser, base);
+      await page.goto(`${base}/#/images`);
+      await page.locator('section[data-distribution]').first().waitFor();
+      const groups = await page.locator('section[data-distribution]').evaluateAll((s) => s.map((e) => `${e.getAttribute('data-distribution')}:${e.querySelectorAll('li').length}`));
+      assert.deepEqual(groups, ['AlmaLinux:2', 'Debian:2', 'Fedora:2', 'Rocky Linux:2', 'Ubuntu:3']);
+      await page.screenshot({ path: artifactPath('images.png'), fullPage: true });
+
+      await page.getByRole('link', { name: 'Regions' }).click();
+      await page.getByRole('heading', { name: 'Regions', level: 1 }).waitFor();
+      assert.equal(await page.evaluate(() => document.activeElement?.tagName), 'H1', 'navigation moves focus to the page heading');
+      const nyc1 = page.locator('tr[data-region="nyc1"]');
+      assert.equal(await nyc1.locator('td[data-label="Availability"]').textContent(), 'Not available');
+      assert.deepEqual(await nyc1.locator('.tags li').allTextContents(), ['backups', 'ipv6']);
+      assert.equal(await page.locator('tr[data-region]').count(), 10);
+      await page.getByLabel('Only regions taking new resources').check();
+      assert.equal(await page.locator('tr[data-region]').count(), 8);
+      await page.screenshot({ path: artifactPath('regions.png'), fullPage: true });
+    });
+
+    await t.test('narrow screens: no sideways scrolling, tables become labelled cards', async (t) => {
+      const { page } = await open(t, browser, base, { width: 375 });
+      await signIn(page, base, admin.secret);
+      const fits = () => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+      assert.ok(await fits(), 'tokens page fits 375 px');
+      await page.screenshot({ path: artifactPath('narrow-tokens.png'), fullPage: true });
+      await page.getByRole('link', { name: 'Plans' }).click();
+      await page.locator('tbody tr[data-plan]').first().waitFor();
+      assert.ok(await fits(), 'plans page fits 375 px');
+      // The sort buttons stay reachable above the cards.
+      assert.ok(await page.getByRole('button', { name: /^Price \/ month/ }).isVisible());
+      await page.screenshot({ path: artifactPath('narrow-plans.png'), fullPage: true });
+    });
+
+    await t.test('accessibility: axe-core finds no WCAG 2 A/AA violations on any view', async (t) => {
+      // axe is injected, so this one context bypasses the page's CSP; the others enforce it.
+      const axe = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+      const { page } = await open(t, browser, base, { bypassCSP: true });
+      await signIn(page, base, admin.secret);
+      const found: string[] = [];
+      for (const view of ['tokens', 'plans', 'images', 'regions']) {
+        await page.goto(`${base}/#/${view}`);
+        await page.reload();
+        await page.locator('.view table, .view section, .view form').first().waitFor();
+        await page.addScriptTag({ content: axe });
+        const violations = await page.evaluate(async () => {
+          const result = await (window as unknown as { axe: { run: (ctx: Document, o: unknown) => Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }> } }).axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] });
+          return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+        });
+        found.push(...violations.map((v) => `${view}: ${v}`));
+      }
+      assert.deepEqual(found, []);
+    });
+
+    await t.test('sign out forgets the token', async (t) => {
+      const { page } = await open(t, browser, base);
+      await signIn(page, base, admin.secret);
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByLabel('API token').waitFor();
+      assert.equal(await page.evaluate(() => sessionStorage.getItem('infracat.token')), null);
+      await page.reload();
+      await page.getByLabel('API token').waitFor();
+      assert.equal(await page.getByRole('link', { name: 'Sign in' }).count(), 1);
+    });
+  });
+
+  it('says what a 409 and a 429 mean', { skip, timeout: 120_000 }, async (t) => {
+    const browser = await launchChromium(executable!);
+    t.after(() => browser.close());
+    // One live token allowed, and a tiny per-token rate limit.
+    const { base, app } = await listening(t, { TOKEN_MAX_LIVE: '1', RATE_LIMIT: '6' });
+    const admin = await mintToken(app, ALL_SCOPES, 'operator');
+    const { page } = await open(t, browser, base);
+    await signIn(page, base, admin.secret);
+    await page.getByLabel('Name').fill('one-too-many');
+    await page.locator('#scope-plans-read').check();
+    await page.getByRole('button', { name: 'Create token' }).click();
+    await page.getByRole('alert').filter({ hasText: 'The limit on live tokens is reached' }).waitFor();
+
+    const refresh = page.getByRole('button', { name: 'Refresh' });
+    const limited = page.getByRole('alert').filter({ hasText: /Too many requests\. Try again in \d+ seconds?\./ });
+    let status = 0;
+    for (let i = 0; i < 10 && status !== 429; i++) {
+      const [res] = await Promise.all([page.waitForResponse((r) => r.url() === `${base}/api/v1/api-tokens`), refresh.click()]);
+      status = res.status();
+    }
+    assert.equal(status, 429);
+    await limited.waitFor();
+  });
+});

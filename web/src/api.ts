@@ -1,0 +1,64 @@
+// The console's only way to the server: the public JSON API under /api/v1, same origin,
+// with the signed-in token in the Authorization header (never in a URL).
+import { ApiError, type Problem } from './problems.js';
+import { session } from './session.js';
+
+export async function api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, token = session.token()): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  let res: Response;
+  try {
+    res = await fetch(`/api/v1${path}`, { method, headers, body: body === undefined ? null : JSON.stringify(body), credentials: 'omit' });
+  } catch {
+    throw new ApiError(0, { status: 0, title: 'Network error' });
+  }
+  if (res.status === 204) return undefined as T;
+  const isJson = (res.headers.get('content-type') ?? '').includes('json');
+  const data: unknown = isJson ? await res.json().catch(() => null) : null;
+  if (res.ok) return data as T;
+  const problem: Problem = data !== null && typeof data === 'object' ? { ...(data as Problem), status: res.status } : { status: res.status, title: res.statusText };
+  const retry = Number(res.headers.get('retry-after'));
+  throw new ApiError(res.status, problem, res.headers.has('retry-after') && Number.isFinite(retry) ? retry : null);
+}
+
+export interface TokenView {
+  id: string;
+  name: string;
+  scopes: string[];
+  created_at: string;
+  last_used_at: string | null;
+  expires_at: string | null;
+}
+
+export interface CreatedToken {
+  id: string;
+  name: string;
+  token: string;
+  scopes: string[];
+  created_at: string;
+  expires_at: string | null;
+}
+
+export interface ScopeInfo {
+  scope: string;
+  resource: string;
+  action: 'read' | 'write';
+  description: string;
+}
+
+export interface Image {
+  slug: string;
+  name: string;
+  distribution: string;
+  version: string;
+  type: string;
+  min_disk_gb: number;
+}
+
+export interface Region {
+  slug: string;
+  name: string;
+  available: boolean;
+  features: string[];
+}

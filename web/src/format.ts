@@ -1,0 +1,67 @@
+// Pure formatting for the console (no DOM): relative and exact times, sizes, prices.
+// Unit-tested in test/console/format.test.ts.
+
+const UNITS: [unit: Intl.RelativeTimeFormatUnit, seconds: number][] = [
+  ['year', 365 * 86_400],
+  ['month', 30 * 86_400],
+  ['week', 7 * 86_400],
+  ['day', 86_400],
+  ['hour', 3_600],
+  ['minute', 60],
+];
+
+const relative = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
+
+/** "just now", "3 minutes ago", "in 29 days": the largest whole unit. */
+export function relativeTime(iso: string, now: number): string {
+  const deltaS = Math.round((Date.parse(iso) - now) / 1000);
+  const abs = Math.abs(deltaS);
+  if (abs < 45) return deltaS <= 0 ? 'just now' : 'in a few seconds';
+  for (const [unit, seconds] of UNITS) {
+    if (abs >= seconds) return relative.format(Math.trunc(deltaS / seconds), unit);
+  }
+  return relative.format(Math.trunc(deltaS / 60) || Math.sign(deltaS), 'minute');
+}
+
+const exact = new Intl.DateTimeFormat('en-GB', {
+  year: 'numeric',
+  month: 'short',
+  day: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+  second: '2-digit',
+  timeZone: 'UTC',
+  timeZoneName: 'short',
+});
+
+/** "21 Nov 2026, 22:30:05 UTC": unambiguous, whatever the viewer's time zone. */
+export function exactTime(iso: string): string {
+  return exact.format(new Date(iso));
+}
+
+const day = new Intl.DateTimeFormat('en-GB', { year: 'numeric', month: 'short', day: 'numeric', timeZone: 'UTC' });
+
+/** "21 Nov 2026" (UTC). */
+export function shortDate(iso: string): string {
+  return day.format(new Date(iso));
+}
+
+/** 1024 -> "1 GB", 512 -> "512 MB", 1536 -> "1.5 GB". */
+export function memory(mb: number): string {
+  if (mb < 1024) return `${mb} MB`;
+  const gb = mb / 1024;
+  return `${Number.isInteger(gb) ? gb : gb.toFixed(1)} GB`;
+}
+
+/** 6 -> "$6.00" (the catalog's prices are USD per month). */
+export function price(amount: number, currency = 'USD'): string {
+  return new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(amount);
+}
+
+/** An RFC 3339 expiry at the end of `days` from now, or of a chosen UTC date (yyyy-mm-dd). */
+export function expiryFrom(choice: string, customDate: string, now: number): string | null {
+  if (choice === 'never') return null;
+  if (choice === 'custom') return customDate === '' ? '' : `${customDate}T23:59:59Z`;
+  const days = Number(choice);
+  return new Date(now + days * 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}

@@ -1,0 +1,318 @@
+// The API tokens page: the live tokens, a form to create one (its secret shown once),
+// and deletion behind a confirmation that names the token.
+import { api, type CreatedToken, type ScopeInfo, type TokenView } from '../api.js';
+import { announce, focusOn, h, replace } from '../dom.js';
+import { exactTime, expiryFrom, shortDate } from '../format.js';
+import { ApiError, fieldErrors } from '../problems.js';
+import { session } from '../session.js';
+import { cell, errorText, loading, noticeArea, reportError, showNotice, tags, timeAgo, type Shell } from './common.js';
+import { signInForm } from './signin.js';
+
+export function tokensView(root: HTMLElement, shell: Shell, reason?: string): void {
+  if (session.token() === null || session.identity() === null) {
+    replace(
+      root,
+      signInForm(() => {
+        shell.sessionChanged();
+        announce(`Signed in as ${session.identity()?.name ?? ''}`);
+        tokensView(root, shell);
+        focusOn(document.querySelector('h1') ?? root);
+      }, reason),
+    );
+    return;
+  }
+  const secretSlot = h('div');
+  const list = h('section', { 'aria-labelledby': 'list-heading', class: 'card' });
+  const reload = (): Promise<void> => loadList(list, shell);
+  replace(root, secretSlot, createSection(shell, secretSlot, reload), list);
+  void reload();
+}
+
+// ---- list ----------------------------------------------------------------------------
+
+async function loadList(section: HTMLElement, shell: Shell): Promise<void> {
+  const notice = noticeArea();
+  const refresh = h('button', { type: 'button', class: 'secondary' }, 'Refresh');
+  const body = h('div', {}, loading('tokens'));
+  replace(section, h('div', { class: 'section-head' }, h('h2', { id: 'list-heading' }, 'Live tokens'), refresh), notice, body);
+  refresh.addEventListener('click', () => {
+    void loadList(section, shell).then(() => announce('Token list refreshed'));
+  });
+  try {
+    const tokens = await api<TokenView[]>('GET', '/api-tokens');
+    replace(body, tokenTable(tokens, shell, () => void loadList(section, shell)));
+  } catch (err) {
+    if (!reportError(shell, notice, err)) body.replaceChildren();
+  }
+}
+
+function tokenTable(tokens: readonly TokenView[], shell: Shell, reload: () => void): HTMLElement {
+  if (tokens.length === 0) return h('p', { class: 'muted' }, 'No live tokens.');
+  const now = Date.now();
+  const me = session.identity()?.id;
+  const rows = tokens.map((t) =>
+    h(
+      'tr',
+      { 'data-token-id': t.id },
+      h('th', { scope: 'row', 'data-label': 'Name' }, h('span', { class: 'token-name' }, t.name), t.id === me ? h('span', { class: 'badge' }, 'this session') : null),
+      cell('Scopes', tags(t.scopes, `Scopes of ${t.name}`)),
+      cell('Created', h('time', { datetime: t.created_at, title: exactTime(t.created_at) }, shortDate(t.created_at))),
+      cell('Last used', timeAgo(t.last_used_at, now)),
+      cell('Expires', timeAgo(t.expires_at, now, 'Never')),
+      cell(
+        'Actions',
+        h('button', { type: 'button', class: 'danger small', 'aria-label': `Delete token ${t.name}`, onclick: (e: Event) => confirmDelete(t, e.currentTarget as HTMLButtonElement, shell, reload) }, 'Delete'),
+      ),
+    ),
+  );
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      { class: 'responsive' },
+      h('caption', { class: 'visually-hidden' }, `${tokens.length} live token${tokens.length === 1 ? '' : 's'}; hover or focus a time for the exact value`),
+      h('thead', {}, h('tr', {}, ['Name', 'Scopes', 'Created', 'Last used', 'Expires'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')))),
+      h('tbody', {}, rows),
+    ),
+  );
+}
+
+// ---- delete --------------------------------------------------------------------------
+
+function confirmDelete(token: TokenView, trigger: HTMLButtonElement, shell: Shell, reload: () => void): void {
+  const notice = noticeArea();
+  const cancel = h('button', { type: 'button', class: 'secondary', autofocus: true }, 'Cancel');
+  const confirm = h('button', { type: 'button', class: 'danger' }, `Delete “${token.name}”`);
+  const dialog = h(
+    'dialog',
+    { 'aria-labelledby': 'delete-heading', 'aria-describedby': 'delete-detail' },
+    h('h2', { id: 'delete-heading' }, `Delete the token “${token.name}”?`),
+    h('p', { id: 'delete-detail' }, 'Anything that uses it will be refused within seconds. This cannot be undone.'),
+    notice,
+    h('div', { class: 'actions' }, confirm, cancel),
+  );
+  const close = (): void => {
+    dialog.close();
+  };
+  // Escape, Cancel and a successful delete all end here; focus goes back where it was.
+  dialog.addEventListener('close', () => {
+    dialog.remove();
+    if (trigger.isConnected) trigger.focus();
+  });
+  cancel.addEventListener('click', close);
+  confirm.addEventListener('click', () => {
+    confirm.disabled = true;
+    api<undefined>('DELETE', `/api-tokens/${encodeURIComponent(token.id)}`)
+      .catch((err: unknown) => {
+        // Deleted meanwhile (another tab, the CLI): the outcome the user asked for.
+        if (err instanceof ApiError && err.status === 404) return;
+        throw err;
+      })
+      .then(() => {
+        close();
+        if (token.id === session.identity()?.id) {
+          shell.signedOut(`You deleted “${token.name}”, the token this session used. Sign in with another token.`);
+          return;
+        }
+        announce(`Deleted the token “${token.name}”`);
+        reload();
+        focusOn(document.getElementById('list-heading') ?? document.body);
+      })
+      .catch((err: unknown) => {
+        confirm.disabled = false;
+        if (err instanceof ApiError && err.status === 401) {
+          close();
+          reportError(shell, notice, err);
+          return;
+        }
+        showNotice(notice, errorText(err));
+      });
+  });
+  document.body.append(dialog);
+  dialog.showModal();
+}
+
+// ---- create --------------------------------------------------------------------------
+
+const EXPIRY_CHOICES: [value: string, label: string][] = [
+  ['7', 'In 7 days'],
+  ['30', 'In 30 days'],
+  ['90', 'In 90 days'],
+  ['365', 'In 1 year'],
+  ['custom', 'On a date…'],
+  ['never', 'Never'],
+];
+
+function fieldError(id: string): HTMLParagraphElement {
+  return h('p', { id, class: 'field-error' });
+}
+
+function createSection(shell: Shell, secretSlot: HTMLElement, reload: () => Promise<void>): HTMLElement {
+  const name = h('input', { id: 'new-name', name: 'name', maxlength: 100, required: true, autocomplete: 'off', 'aria-describedby': 'new-name-hint new-name-error' });
+  const nameError = fieldError('new-name-error');
+  const scopeBox = h('div', { class: 'scope-groups' }, loading('scopes'));
+  const scopesError = fieldError('scopes-error');
+  const expiry = h('select', { id: 'new-expiry', name: 'expiry', 'aria-describedby': 'new-expiry-error' }, EXPIRY_CHOICES.map(([v, label]) => h('option', { value: v, selected: v === '90' }, label)));
+  const date = h('input', { id: 'new-expiry-date', name: 'expiry_date', type: 'date', 'aria-describedby': 'new-expiry-error' });
+  const dateField = h('div', { class: 'field', hidden: true }, h('label', { for: 'new-expiry-date' }, 'Expiry date (UTC; the token works until the end of that day)'), date);
+  const expiryError = fieldError('new-expiry-error');
+  const notice = noticeArea();
+  const submit = h('button', { type: 'submit', class: 'primary' }, 'Create token');
+  expiry.addEventListener('change', () => {
+    dateField.hidden = expiry.value !== 'custom';
+  });
+
+  const form = h(
+    'form',
+    { novalidate: true },
+    h('div', { class: 'field' }, h('label', { for: 'new-name' }, 'Name'), name, h('p', { id: 'new-name-hint', class: 'hint' }, 'What the token is for, e.g. ci-deploy. 1 to 100 characters.'), nameError),
+    h(
+      'fieldset',
+      { 'aria-describedby': 'scopes-hint scopes-error' },
+      h('legend', {}, 'Scopes'),
+      h('p', { id: 'scopes-hint', class: 'hint' }, 'write includes read. A token can grant only scopes it holds itself, so scopes yours lacks are disabled.'),
+      scopeBox,
+      scopesError,
+    ),
+    h('div', { class: 'field' }, h('label', { for: 'new-expiry' }, 'Expires'), expiry),
+    dateField,
+    expiryError,
+    notice,
+    submit,
+  );
+
+  void api<ScopeInfo[]>('GET', '/scopes')
+    .then((scopes) => replace(scopeBox, scopePicker(scopes)))
+    .catch((err: unknown) => {
+      scopeBox.replaceChildren();
+      reportError(shell, notice, err);
+    });
+
+  const errorsFor: Record<string, [HTMLParagraphElement, HTMLElement]> = {
+    name: [nameError, name],
+    scopes: [scopesError, scopeBox],
+    expires_at: [expiryError, expiry.value === 'custom' ? date : expiry],
+  };
+  const clearErrors = (): void => {
+    for (const [p, input] of Object.values(errorsFor)) {
+      p.textContent = '';
+      input.removeAttribute('aria-invalid');
+    }
+    notice.replaceChildren();
+  };
+  const flag = (field: string, message: string): void => {
+    const entry = errorsFor[field];
+    if (entry === undefined) return;
+    entry[0].textContent = message;
+    entry[1].setAttribute('aria-invalid', 'true');
+  };
+
+  /** Focus goes to the first field with a problem (for the scopes, their first box). */
+  const focusFirstInvalid = (): boolean => {
+    for (const [, input] of Object.values(errorsFor)) {
+      if (input.getAttribute('aria-invalid') !== 'true') continue;
+      const target = input === scopeBox ? scopeBox.querySelector<HTMLInputElement>('input:not([disabled])') : input;
+      target?.focus();
+      return true;
+    }
+    return false;
+  };
+
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    clearErrors();
+    errorsFor.expires_at = [expiryError, expiry.value === 'custom' ? date : expiry];
+    const scopes = [...form.querySelectorAll<HTMLInputElement>('input[name="scope"]:checked')].map((c) => c.value);
+    const expires = expiryFrom(expiry.value, date.value, Date.now());
+    // What the browser can tell on its own; everything else is the server's to judge (422).
+    if (name.value.trim() === '') flag('name', 'Give the token a name.');
+    if (scopes.length === 0) flag('scopes', 'Choose at least one scope.');
+    if (expires === '') flag('expires_at', 'Choose the expiry date.');
+    if (focusFirstInvalid()) return;
+    submit.disabled = true;
+    api<CreatedToken>('POST', '/api-tokens', { name: name.value, scopes, expires_at: expires })
+      .then(async (created) => {
+        form.reset();
+        dateField.hidden = true;
+        showSecret(secretSlot, created);
+        await reload();
+      })
+      .catch((err: unknown) => {
+        if (err instanceof ApiError && err.status === 422) {
+          for (const [field, details] of fieldErrors(err)) flag(field, details.join('; '));
+        }
+        if (!reportError(shell, notice, err) && !focusFirstInvalid()) submit.focus();
+      })
+      .finally(() => {
+        submit.disabled = false;
+      });
+  });
+
+  return h('section', { class: 'card', 'aria-labelledby': 'create-heading' }, h('h2', { id: 'create-heading' }, 'Create a token'), form);
+}
+
+function scopePicker(scopes: readonly ScopeInfo[]): HTMLElement[] {
+  const byResource = new Map<string, ScopeInfo[]>();
+  for (const s of scopes) byResource.set(s.resource, [...(byResource.get(s.resource) ?? []), s]);
+  return [...byResource].map(([resource, list]) =>
+    h(
+      'div',
+      { class: 'scope-group', role: 'group', 'aria-labelledby': `res-${resource}` },
+      h('span', { id: `res-${resource}`, class: 'resource' }, resource),
+      list.map((s) => {
+        const held = session.holds(s.scope);
+        const id = `scope-${s.scope.replace(':', '-')}`;
+        return h(
+          'div',
+          { class: held ? 'scope' : 'scope disabled' },
+          h('input', { type: 'checkbox', id, name: 'scope', value: s.scope, disabled: !held, 'aria-describedby': `${id}-desc` }),
+          h('label', { for: id }, s.action),
+          h('span', { id: `${id}-desc`, class: 'hint' }, s.description, held ? '' : ' (your token lacks this scope)'),
+        );
+      }),
+    ),
+  );
+}
+
+// ---- the secret, once ----------------------------------------------------------------
+
+function showSecret(slot: HTMLElement, created: CreatedToken): void {
+  const status = h('p', { class: 'hint', role: 'status' });
+  const value = h('input', { id: 'new-secret', type: 'text', readonly: true, value: created.token, spellcheck: 'false', autocomplete: 'off', class: 'secret', 'aria-describedby': 'secret-warning' });
+  const copy = h('button', { type: 'button', class: 'primary' }, 'Copy');
+  const done = h('button', { type: 'button', class: 'secondary' }, 'Done, I have stored it');
+  copy.addEventListener('click', () => {
+    void copyText(value).then((ok) => {
+      status.textContent = ok ? 'Copied to the clipboard.' : 'Could not copy automatically: the text is selected, press Ctrl+C (⌘C on a Mac).';
+    });
+  });
+  done.addEventListener('click', () => {
+    // The secret lives only in this element; removing it forgets it.
+    slot.replaceChildren();
+    focusOn(document.getElementById('list-heading') ?? document.body);
+  });
+  const panel = h(
+    'section',
+    { class: 'card secret-panel', 'aria-labelledby': 'secret-heading' },
+    h('h2', { id: 'secret-heading' }, `Copy the token “${created.name}” now`),
+    h('p', { id: 'secret-warning', class: 'warning' }, h('strong', {}, 'This is the only time it is shown.'), ' infracat keeps only a hash of it and cannot show it again. Store it in a password manager or secret store before you leave this page.'),
+    h('label', { for: 'new-secret' }, 'New token'),
+    h('div', { class: 'copy-row' }, value, copy),
+    status,
+    done,
+  );
+  replace(slot, panel);
+  focusOn(panel.querySelector('h2')!);
+}
+
+async function copyText(input: HTMLInputElement): Promise<boolean> {
+  input.select();
+  try {
+    await navigator.clipboard.writeText(input.value);
+    return true;
+  } catch {
+    // Clipboard API unavailable (plain http on a non-local host): fall back to the selection.
+    return document.execCommand('copy');
+  }
+}
