@@ -1,3 +1,5 @@
+/// <reference lib="dom" />
+// (DOM types: the page.evaluate() callbacks run in the browser.)
 // The web console end to end: a listening infracat, Debian's Chromium driven by
 // playwright-core, real clicks and keys. Screenshots go to test-artifacts/console/.
 import assert from 'node:assert/strict';
