@@ -316,14 +316,29 @@ describe('web console in headless Chromium', () => {
     });
   });
 
-  it('says what a 409 and a 429 mean', { skip, timeout: 120_000 }, async (t) => {
+  it('says what a 409, a 429 and a token-only catalog mean; works from the keyboard', { skip, timeout: 120_000 }, async (t) => {
     const browser = await launchChromium(executable!);
     t.after(() => browser.close());
-    // One live token allowed, and a tiny per-token rate limit.
-    const { base, app } = await listening(t, { TOKEN_MAX_LIVE: '1', RATE_LIMIT: '6' });
+    // One live token allowed, a tiny per-token rate limit, catalogs for token holders only.
+    const { base, app } = await listening(t, { TOKEN_MAX_LIVE: '1', RATE_LIMIT: '6', CATALOG_ACCESS: 'token' });
     const admin = await mintToken(app, ALL_SCOPES, 'operator');
     const { page } = await open(t, browser, base);
-    await signIn(page, base, admin.secret);
+
+    // Keyboard: the skip link comes first and lands on the content.
+    await page.goto(`${base}/#/plans`);
+    await page.getByText('This server shows its plans to signed-in users only.').waitFor();
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
+    await page.keyboard.press('Enter');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'main');
+    await page.getByRole('link', { name: 'Sign in with an API token' }).click();
+    await page.getByLabel('API token').fill(admin.secret);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Live tokens' }).waitFor();
+    await page.getByRole('link', { name: 'Plans' }).click();
+    await page.locator('tbody tr[data-plan]').first().waitFor();
+    await page.getByRole('link', { name: 'API tokens' }).click();
+
     await page.getByLabel('Name').fill('one-too-many');
     await page.locator('#scope-plans-read').check();
     await page.getByRole('button', { name: 'Create token' }).click();
