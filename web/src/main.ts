@@ -2,10 +2,10 @@
 // with the signed-in token and sign-out, and focus on the page heading after navigation.
 import { api, type TokenView } from './api.js';
 import { announce, focusOn, h, replace } from './dom.js';
-import { ApiError, messageFor } from './problems.js';
+import { ApiError } from './problems.js';
 import { session } from './session.js';
 import { imagesView, plansView, regionsView } from './views/catalog.js';
-import type { Shell } from './views/common.js';
+import { errorText, type Shell } from './views/common.js';
 import { tokensView } from './views/tokens.js';
 
 type View = (root: HTMLElement, shell: Shell, reason?: string) => void | Promise<void>;
@@ -74,10 +74,9 @@ async function start(): Promise<void> {
     try {
       session.remember(await api<TokenView>('GET', '/api-tokens/current'));
     } catch (err) {
-      if (err instanceof ApiError && err.status === 401) {
-        session.signOut();
-        reason = messageFor(err);
-      } else reason = messageFor(err as ApiError);
+      // Refused: forget it. Unreachable or failing server: keep it for a retry (reload).
+      if (err instanceof ApiError && err.status === 401) session.signOut();
+      reason = errorText(err);
     }
   }
   shell.sessionChanged();
