@@ -1,8 +1,11 @@
 // Cold start and idle RSS of `infracat serve`, for comparing builds in one run:
 //
-//   node scripts/startup-profile.mjs [DIST_DIR ...]     (default: dist)
+//   node scripts/startup-profile.mjs [BUILD ...]     (default: dist)
+//   node scripts/startup-profile.mjs f718008 HEAD   (two revisions, built first)
 //
-// Each DIST_DIR holds a build (cli/main.js); runs alternate between them (A B A B ...)
+// A BUILD is a directory holding a build (cli/main.js), or a git revision: that
+// revision's sources are built as it built them (tsc, and its bundle step if it has
+// one) into .bench/startup/REV/. Runs alternate between builds (A B A B ...)
 // so a noisy machine slows every build alike. Per run: spawn to the first 200 from
 // /healthz (as scripts/bench.ts measures it) and the CPU time used until then, then
 // VmRSS after 1 s idle. Prints the
@@ -14,15 +17,33 @@
 //
 // A first unmeasured start per build seeds its database, like the bench's probe start.
 /* global fetch, setTimeout */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, execSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 const RUNS = Number(process.env.STARTUP_RUNS ?? 9);
 const IDLE_MS = Number(process.env.STARTUP_IDLE_MS ?? 1000);
-const dists = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['dist'];
+const ROOT = path.resolve(import.meta.dirname, '..');
+
+/** A directory as is; a git revision built into .bench/startup/REV/dist. */
+function buildDir(arg) {
+  if (existsSync(path.join(arg, 'cli/main.js'))) return arg;
+  const rev = execFileSync('git', ['rev-parse', '--short', arg], { cwd: ROOT, encoding: 'utf8' }).trim();
+  // Inside the checkout, so the build resolves this checkout's node_modules.
+  const dir = path.join(ROOT, '.bench/startup', rev);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  execSync(`git archive ${rev} src scripts catalog package.json tsconfig.json tsconfig.build.json | tar -x -C ${dir}`, { cwd: ROOT });
+  execFileSync(path.join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'inherit' });
+  if (existsSync(path.join(dir, 'scripts/bundle.mjs'))) execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: dir, stdio: 'inherit' });
+  process.stdout.write(`built ${arg} (${rev}) in ${path.relative(process.cwd(), dir)}/dist\n`);
+  return path.join(dir, 'dist');
+}
+
+const args = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['dist'];
+const dists = args.map(buildDir);
 const tmp = mkdtempSync(path.join(tmpdir(), 'infracat-startup-'));
 
 function freePort() {
@@ -104,7 +125,7 @@ for (let i = 0; i < dists.length; i++) {
   const ratio = (a, b) => (median(a) / median(b)).toFixed(2);
   const range = (xs, digits) => `${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)}`;
   process.stdout.write(
-    `${dists[i]}\n  cold start median ${median(ms).toFixed(0)} ms (${range(ms, 0)}, x${ratio(ms, base.ms)})` +
+    `${args[i]}\n  cold start median ${median(ms).toFixed(0)} ms (${range(ms, 0)}, x${ratio(ms, base.ms)})` +
       `  CPU to first answer median ${median(cpu).toFixed(0)} ms (${range(cpu, 0)}, x${ratio(cpu, base.cpu)})` +
       `  idle RSS median ${median(rss).toFixed(1)} MB (${range(rss, 1)}, x${ratio(rss, base.rss)})\n`,
   );
