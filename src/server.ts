@@ -18,7 +18,7 @@ export interface RunningServer {
 
 export async function startServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
   const started = performance.now();
-  const store = openStore(config, { onIdleError: (err) => logger.warn({ err }, 'idle database connection failed') });
+  const store = await openStore(config, { onIdleError: (err) => logger.warn({ err }, 'idle database connection failed') });
   let app: App;
   try {
     const report = await store.migrate();

@@ -9,7 +9,7 @@ export async function withStore<T>(
   body: (store: Store, config: Config, migration: MigrationReport) => Promise<T>,
 ): Promise<T> {
   const config = loadConfig(process.env, url !== undefined ? { DATABASE_URL: url } : {});
-  const store = openStore(config);
+  const store = await openStore(config);
   try {
     const migration = await store.migrate();
     return await body(store, config, migration);

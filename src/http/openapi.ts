@@ -2,12 +2,17 @@
 // drift), served at /api/v1/openapi.json, and the interactive reference at /docs
 // (Swagger UI's assets come from the npm package: no CDN, works offline).
 //
+// The /docs plugin is loaded on the first request for it, in an instance of its own that
+// the /docs routes forward to: @fastify/swagger-ui with @fastify/static, glob and a YAML
+// parser was ~110 ms of a ~440 ms cold start (BENCHMARKS.md), for a page most
+// processes never serve.
+//
 // Routes state only their success shapes and config.auth; the error responses every
 // route can give (problem+json) are derived here from what the route takes.
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
+import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { ERRORS } from '../errors.js';
+import { AppError, ERRORS } from '../errors.js';
 import type { RouteAuth } from './auth.js';
 import type { App } from './types.js';
 
@@ -148,7 +153,47 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
     });
   });
 
-  void app.register(swaggerUi, {
+  registerDocs(app);
+}
+
+/** GET /docs and /docs/*, answered by Swagger UI's plugin, loaded on first use. */
+function registerDocs(app: App): void {
+  let docs: Promise<FastifyInstance> | undefined;
+  const forward = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    docs ??= loadDocs(app).catch((err: unknown) => {
+      docs = undefined; // try again on the next request
+      throw err;
+    });
+    // GET for HEAD too: Fastify's HEAD route then sends the GET answer's headers.
+    const res = await (await docs).inject({ method: 'GET', url: request.url, headers: request.headers });
+    // Our problem+json 404, as when the plugin's routes were the app's own.
+    if (res.statusCode === 404) throw new AppError('NOT_FOUND', `no resource at ${request.url.split('?')[0] ?? '/'}`);
+    for (const [name, value] of Object.entries(res.headers)) {
+      if (value !== undefined && !HOP_HEADERS.has(name)) void reply.header(name, value);
+    }
+    // No body (redirect, 304): send none, rather than an empty application/octet-stream.
+    return reply.code(res.statusCode).send(res.rawPayload.length > 0 ? res.rawPayload : undefined);
+  };
+  void app.register(async (scope) => {
+    for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/*`]) scope.get(url, { schema: { hide: true } }, forward);
+  });
+  app.addHook('onClose', async () => {
+    if (docs !== undefined) await (await docs.catch(() => undefined))?.close();
+  });
+}
+
+// Set by the server for the outer answer, not copied from the inner one.
+const HOP_HEADERS = new Set(['connection', 'content-length', 'date', 'keep-alive', 'transfer-encoding']);
+
+async function loadDocs(app: App): Promise<FastifyInstance> {
+  const { default: swaggerUi } = await import('@fastify/swagger-ui');
+  const docs = Fastify({ logger: false });
+  // swagger-ui serves /docs/json and /docs/yaml from a `swagger` decorator, and requires
+  // the @fastify/swagger plugin: the app's finished document, in static mode (whose
+  // types predate OpenAPI 3.1; the plugin serves any document object).
+  const document = app.swagger() as unknown as StaticDocumentSpec['document'];
+  await docs.register(swagger, { mode: 'static', specification: { document } });
+  await docs.register(swaggerUi, {
     routePrefix: DOCS_PREFIX,
     staticCSP: true,
     // Swagger UI's default policy allows https: fonts/styles and the online validator's
@@ -157,4 +202,6 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
       "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self'",
     uiConfig: { validatorUrl: null, deepLinking: true, persistAuthorization: false, tryItOutEnabled: true },
   });
+  await docs.ready();
+  return docs;
 }

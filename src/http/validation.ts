@@ -2,7 +2,11 @@
 // - bodies are validated strictly: no type coercion ("name": 123 is an error, not
 //   "123"), unknown properties rejected rather than silently dropped;
 // - query strings, path params and headers arrive as text, so they are coerced.
-import { Ajv, type Options } from 'ajv';
+//
+// Schemas are compiled on a route's first request, not when Fastify asks at ready():
+// compiling every route's schemas (and Ajv's meta-schema, once per instance) was
+// ~65 ms of a ~650 ms cold start, for routes a process may never serve (BENCHMARKS.md).
+import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import addFormatsImport from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 
@@ -13,7 +17,26 @@ const common: Options = { allErrors: true, useDefaults: true, strict: false, rem
 const bodyAjv = addFormats(new Ajv({ ...common, coerceTypes: false }));
 const textAjv = addFormats(new Ajv({ ...common, coerceTypes: 'array' }));
 
+type DataContext = Parameters<ValidateFunction>[1];
+
+interface LazyValidator {
+  (data: unknown, context?: DataContext): boolean;
+  errors?: ValidateFunction['errors'];
+  /** Tells Fastify to pass the parent object, so Ajv may replace a root value (coercion, defaults). */
+  schemaEnv: true;
+}
+
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : textAjv;
-  return ajv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+  let compiled: ValidateFunction | undefined;
+  const validate: LazyValidator = Object.assign(
+    (data: unknown, context?: DataContext): boolean => {
+      compiled ??= ajv.compile(schema as object);
+      const ok = compiled(data, context);
+      validate.errors = compiled.errors;
+      return ok;
+    },
+    { schemaEnv: true as const },
+  );
+  return validate as ReturnType<FastifySchemaCompiler<unknown>>;
 };
