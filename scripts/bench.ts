@@ -3,7 +3,8 @@
 // bare node:http server answering the same catalog bytes: the ceiling Node reaches on
 // this machine, measured in the same run. Results are ratios to that baseline.
 //
-//   BENCH_DURATION=10      seconds per scenario
+//   BENCH_DURATION=10      seconds per throughput scenario, split over the rounds
+//   BENCH_ROUNDS=3         interleaved rounds (ratios are taken within a round)
 //   BENCH_CONNECTIONS=32   concurrent connections
 //   BENCH_PIPELINING=1     requests in flight per connection
 //   BENCH_BACKENDS=sqlite,postgres
@@ -12,7 +13,7 @@
 // The rate limits are raised so the limiter runs on every request without tripping
 // (one load generator would otherwise be throttled, which is the limiter working).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -21,6 +22,7 @@ import { freePort, startEmbeddedPostgres } from '../test/helpers/embedded-pg.js'
 const ROOT = path.resolve(import.meta.dirname, '..');
 const CLI = path.join(ROOT, 'dist/cli/main.js');
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const PIPELINING = Number(process.env.BENCH_PIPELINING ?? 1);
 const BACKENDS = (process.env.BENCH_BACKENDS ?? 'sqlite,postgres').split(',').map((s) => s.trim());
@@ -142,7 +144,25 @@ interface BackendResult {
   storage_queries_per_1000_cached_checks: number;
 }
 
-async function benchBackend(name: string, databaseUrl: string, baselineRps: number): Promise<BackendResult> {
+interface Backend {
+  name: string;
+  databaseUrl: string;
+  admin: string;
+  coldStartMs: number;
+  server: { child: ChildProcess; url: string };
+  idleRss: number;
+  peakRss: number;
+  stopPostgres?: () => Promise<void>;
+}
+
+async function startBackend(name: string, dir: string): Promise<Backend> {
+  let databaseUrl = `sqlite:${path.join(dir, 'bench.sqlite')}`;
+  let stopPostgres: (() => Promise<void>) | undefined;
+  if (name === 'postgres') {
+    const pg = await startEmbeddedPostgres();
+    databaseUrl = pg.url;
+    stopPostgres = () => pg.destroy();
+  } else if (name !== 'sqlite') throw new Error(`unknown backend ${name}`);
   const admin = (await cliJson(databaseUrl, ['tokens', 'create', '--name', 'bench admin', '--scopes', 'api-tokens:write,apps:read,plans:read'])).token as string;
   // Cold start: spawn to the first 200 from /healthz, median of three.
   const starts: number[] = [];
@@ -152,72 +172,56 @@ async function benchBackend(name: string, databaseUrl: string, baselineRps: numb
     await stop(s.child);
   }
   const server = await infracat(databaseUrl);
-  const pid = server.child.pid!;
   await new Promise((r) => setTimeout(r, 1000));
-  const idle = rssMb(pid);
-  const auth = { authorization: `Bearer ${admin}` };
-  process.stdout.write(`  ${name}: catalog...\n`);
+  const idleRss = rssMb(server.child.pid!);
+  return { name, databaseUrl, admin, coldStartMs: [...starts].sort((a, b) => a - b)[1]!, server, idleRss, peakRss: idleRss, ...(stopPostgres ? { stopPostgres } : {}) };
+}
 
-  let peak = 0;
-  const sampler = setInterval(() => (peak = Math.max(peak, rssMb(pid))), 200);
-  const q0 = await metric(server.url, 'infracat_storage_queries_total');
-  const anon = await load(`${server.url}/api/v1/plans`);
-  const q1 = await metric(server.url, 'infracat_storage_queries_total');
-  const withToken = await load(`${server.url}/api/v1/plans`, { headers: auth });
-  process.stdout.write(`  ${name}: auth check...\n`);
-  const q2 = await metric(server.url, 'infracat_storage_queries_total');
-  const check = await load(`${server.url}/api/v1/auth/check?scope=apps:read`, { headers: auth });
-  const q3 = await metric(server.url, 'infracat_storage_queries_total');
-  process.stdout.write(`  ${name}: tokens...\n`);
-  const created = await load(`${server.url}/api/v1/api-tokens`, {
+/** Token create rate, then the list with exactly 1,000 live tokens (no targets; sequential). */
+async function tokenScenarios(b: Backend): Promise<{ created: Run; list: Run }> {
+  const url = b.server.url;
+  const auth = { authorization: `Bearer ${b.admin}` };
+  const created = await load(`${url}/api/v1/api-tokens`, {
     method: 'POST',
     headers: { ...auth, 'content-type': 'application/json' },
     body: JSON.stringify({ name: 'bench', scopes: ['apps:read'] }),
     duration: Math.max(3, Math.round(DURATION / 2)),
   });
-  // Exactly 1,000 live tokens for the list scenario.
-  const list = (await (await fetch(`${server.url}/api/v1/api-tokens`, { headers: auth })).json()) as { id: string }[];
-  for (const t of list.slice(1000)) await fetch(`${server.url}/api/v1/api-tokens/${t.id}`, { method: 'DELETE', headers: auth });
-  for (let i = list.length; i < 1000; i++) {
-    await fetch(`${server.url}/api/v1/api-tokens`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"name":"fill","scopes":["apps:read"]}' });
+  const live = (await (await fetch(`${url}/api/v1/api-tokens`, { headers: auth })).json()) as { id: string }[];
+  for (const t of live.slice(1000)) await fetch(`${url}/api/v1/api-tokens/${t.id}`, { method: 'DELETE', headers: auth });
+  for (let i = live.length; i < 1000; i++) {
+    await fetch(`${url}/api/v1/api-tokens`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"name":"fill","scopes":["apps:read"]}' });
   }
-  const tokenList = await load(`${server.url}/api/v1/api-tokens`, { headers: auth });
-  clearInterval(sampler);
-  await stop(server.child);
+  return { created, list: await load(`${url}/api/v1/api-tokens`, { headers: auth }) };
+}
 
-  const per1000 = (dq: number, run: Run) => Math.round((dq / Math.max(1, run.rps * DURATION)) * 1000 * 100) / 100;
-  void baselineRps;
+const median = (values: number[]): number => {
+  const v = [...values].sort((a, b) => a - b);
+  return v.length % 2 === 1 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
+};
+
+/** Several slices of one scenario as one Run: median rps and latencies. */
+function merge(runs: Run[]): Run {
   return {
-    backend: name,
-    cold_start_ms: [...starts].sort((a, b) => a - b)[1]!,
-    idle_rss_mb: idle,
-    loaded_rss_mb: peak,
-    catalog_anonymous: anon,
-    catalog_with_token: withToken,
-    auth_check: check,
-    token_list_1000: tokenList,
-    token_create: created,
-    storage_queries_per_1000_catalog_requests: per1000(q1 - q0, anon),
-    storage_queries_per_1000_cached_checks: per1000(q3 - q2, check),
+    rps: median(runs.map((r) => r.rps)),
+    p50: median(runs.map((r) => r.p50)),
+    p99: median(runs.map((r) => r.p99)),
+    non2xx: runs.reduce((n, r) => n + r.non2xx, 0),
+    errors: runs.reduce((n, r) => n + r.errors, 0),
   };
 }
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'infracat-bench-'));
   const machine = `${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
-  process.stdout.write(`bench: ${machine}; ${DURATION} s per scenario, ${CONNECTIONS} connections, pipelining ${PIPELINING}\n`);
+  const slice = Math.max(2, Math.round(DURATION / ROUNDS));
+  process.stdout.write(`bench: ${machine}; ${ROUNDS} interleaved rounds of ${slice} s per scenario, ${CONNECTIONS} connections, pipelining ${PIPELINING}\n`);
 
   // The bytes infracat serves for GET /api/v1/plans, for the baseline to answer.
   const probe = await infracat(`sqlite:${path.join(dir, 'probe.sqlite')}`);
   const plansBytes = Buffer.from(await (await fetch(`${probe.url}/api/v1/plans`)).arrayBuffer());
   await stop(probe.child);
 
-  const base = await baseline(plansBytes);
-  const baseStarted = performance.now();
-  const baseRss = rssMb(base.child.pid!);
-  process.stdout.write('  baseline: node:http...\n');
-  const baseRun = await load(base.url);
-  await stop(base.child);
   const coldBase = await (async () => {
     const t0 = performance.now();
     const b = await baseline(plansBytes);
@@ -225,32 +229,114 @@ async function main(): Promise<void> {
     await stop(b.child);
     return ms;
   })();
-  void baseStarted;
+  const base = await baseline(plansBytes);
+  await new Promise((r) => setTimeout(r, 500));
+  const baseRss = rssMb(base.child.pid!);
 
-  const results: BackendResult[] = [];
+  const backends: Backend[] = [];
   for (const name of BACKENDS) {
-    if (name === 'sqlite') results.push(await benchBackend('sqlite', `sqlite:${path.join(dir, 'bench.sqlite')}`, baseRun.rps));
-    else if (name === 'postgres') {
-      const pg = await startEmbeddedPostgres();
-      try {
-        results.push(await benchBackend('postgres', pg.url, baseRun.rps));
-      } finally {
-        await pg.destroy();
+    process.stdout.write(`  ${name}: cold starts...\n`);
+    backends.push(await startBackend(name, sqliteDir(dir, name)));
+  }
+
+  // Every throughput scenario, including the baseline, runs in each round, one after the
+  // other, while all servers stay up (idle when not loaded). A ratio is taken within a
+  // round, so drift in the machine's speed over minutes (this VM's noise) cancels out.
+  interface Scenario {
+    key: string;
+    url: string;
+    headers: Record<string, string>;
+    backend?: Backend;
+  }
+  const scenarios: Scenario[] = [{ key: 'baseline', url: base.url, headers: {} }];
+  for (const b of backends) {
+    const auth = { authorization: `Bearer ${b.admin}` };
+    scenarios.push(
+      { key: `${b.name}:catalog_anonymous`, url: `${b.server.url}/api/v1/plans`, headers: {}, backend: b },
+      { key: `${b.name}:catalog_with_token`, url: `${b.server.url}/api/v1/plans`, headers: auth, backend: b },
+      { key: `${b.name}:auth_check`, url: `${b.server.url}/api/v1/auth/check?scope=apps:read`, headers: auth, backend: b },
+    );
+  }
+  const runs = new Map<string, Run[]>();
+  const ratios = new Map<string, number[]>();
+  const queries = new Map<string, { dq: number; requests: number }>();
+  const sampler = setInterval(() => {
+    for (const b of backends) b.peakRss = Math.max(b.peakRss, rssMb(b.server.child.pid!));
+  }, 200);
+  for (let round = 1; round <= ROUNDS; round++) {
+    process.stdout.write(`  round ${round}/${ROUNDS}...\n`);
+    let baseRps = 0;
+    for (const sc of scenarios) {
+      const q0 = sc.backend ? await metric(sc.backend.server.url, 'infracat_storage_queries_total') : 0;
+      const run = await load(sc.url, { headers: sc.headers, duration: slice });
+      if (sc.backend) {
+        const q = queries.get(sc.key) ?? { dq: 0, requests: 0 };
+        q.dq += (await metric(sc.backend.server.url, 'infracat_storage_queries_total')) - q0;
+        q.requests += run.rps * slice;
+        queries.set(sc.key, q);
+      } else baseRps = run.rps;
+      runs.set(sc.key, [...(runs.get(sc.key) ?? []), run]);
+      ratios.set(sc.key, [...(ratios.get(sc.key) ?? []), run.rps / baseRps]);
+      // Same-round comparisons the targets are about.
+      const [backend, what] = sc.key.split(':');
+      if (what === 'catalog_with_token') {
+        const anon = runs.get(`${backend}:catalog_anonymous`)!.at(-1)!;
+        ratios.set(`${backend}:token_vs_anonymous`, [...(ratios.get(`${backend}:token_vs_anonymous`) ?? []), run.rps / anon.rps]);
       }
     }
+    if (runs.has('postgres:auth_check') && runs.has('sqlite:auth_check')) {
+      ratios.set('postgres_vs_sqlite_auth_check', [...(ratios.get('postgres_vs_sqlite_auth_check') ?? []), runs.get('postgres:auth_check')!.at(-1)!.rps / runs.get('sqlite:auth_check')!.at(-1)!.rps]);
+    }
   }
+  clearInterval(sampler);
+
+  const results: BackendResult[] = [];
+  for (const b of backends) {
+    process.stdout.write(`  ${b.name}: token create and list...\n`);
+    const { created, list } = await tokenScenarios(b);
+    await stop(b.server.child);
+    await b.stopPostgres?.();
+    const per1000 = (key: string) => {
+      const q = queries.get(`${b.name}:${key}`)!;
+      return Math.round((q.dq / Math.max(1, q.requests)) * 1000 * 100) / 100;
+    };
+    results.push({
+      backend: b.name,
+      cold_start_ms: b.coldStartMs,
+      idle_rss_mb: b.idleRss,
+      loaded_rss_mb: b.peakRss,
+      catalog_anonymous: merge(runs.get(`${b.name}:catalog_anonymous`)!),
+      catalog_with_token: merge(runs.get(`${b.name}:catalog_with_token`)!),
+      auth_check: merge(runs.get(`${b.name}:auth_check`)!),
+      token_list_1000: list,
+      token_create: created,
+      storage_queries_per_1000_catalog_requests: per1000('catalog_anonymous'),
+      storage_queries_per_1000_cached_checks: per1000('auth_check'),
+    });
+  }
+  await stop(base.child);
   rmSync(dir, { recursive: true, force: true });
 
-  const ratio = (r: Run) => Math.round((r.rps / baseRun.rps) * 1000) / 1000;
+  const baseRun = merge(runs.get('baseline')!);
+  const r3 = (n: number) => Math.round(n * 1000) / 1000;
+  const ratio = (backend: string, key: string) => r3(median(ratios.get(`${backend}:${key}`)!));
+  const spread = (key: string) => {
+    const v = ratios.get(key)!;
+    return `${Math.min(...v).toFixed(2)}-${Math.max(...v).toFixed(2)}`;
+  };
   const rows: string[][] = [['scenario', ...results.map((r) => r.backend), 'target']];
-  const fmt = (r: Run) => `${Math.round(r.rps)} rps (${ratio(r)}x) p99 ${r.p99} ms${r.non2xx + r.errors > 0 ? ` !${r.non2xx + r.errors}` : ''}`;
+  const fmt = (backend: string, key: string, r: Run) =>
+    `${Math.round(r.rps)} rps = ${ratio(backend, key)}x (rounds ${spread(`${backend}:${key}`)}) p99 ${r.p99} ms${r.non2xx + r.errors > 0 ? ` !${r.non2xx + r.errors}` : ''}`;
   rows.push(['baseline node:http', ...results.map(() => `${Math.round(baseRun.rps)} rps (1x) p99 ${baseRun.p99} ms`), '']);
-  rows.push(['catalog GET, anonymous', ...results.map((r) => fmt(r.catalog_anonymous)), '>= 0.9x']);
-  rows.push(['catalog GET, valid token', ...results.map((r) => fmt(r.catalog_with_token)), '<= 10% below anonymous']);
-  rows.push(['token cost vs anonymous', ...results.map((r) => `${(((r.catalog_anonymous.rps - r.catalog_with_token.rps) / r.catalog_anonymous.rps) * 100).toFixed(1)}% slower`), '<= 10%']);
-  rows.push(['auth check, valid token', ...results.map((r) => fmt(r.auth_check)), 'PostgreSQL within 10% of SQLite']);
-  rows.push(['token list, 1000 tokens', ...results.map((r) => fmt(r.token_list_1000)), '']);
-  rows.push(['token create', ...results.map((r) => fmt(r.token_create)), '']);
+  rows.push(['catalog GET, anonymous', ...results.map((r) => fmt(r.backend, 'catalog_anonymous', r.catalog_anonymous)), '>= 0.9x']);
+  rows.push(['catalog GET, valid token', ...results.map((r) => fmt(r.backend, 'catalog_with_token', r.catalog_with_token)), '']);
+  rows.push(['valid token vs anonymous (same round)', ...results.map((r) => `${ratio(r.backend, 'token_vs_anonymous')}x (rounds ${spread(`${r.backend}:token_vs_anonymous`)})`), '>= 0.9x (<= 10% cost)']);
+  rows.push(['auth check, valid token', ...results.map((r) => fmt(r.backend, 'auth_check', r.auth_check)), '']);
+  if (ratios.has('postgres_vs_sqlite_auth_check')) {
+    rows.push(['auth check, PostgreSQL vs SQLite (same round)', ...results.map((r) => (r.backend === 'postgres' ? `${r3(median(ratios.get('postgres_vs_sqlite_auth_check')!))}x (rounds ${spread('postgres_vs_sqlite_auth_check')})` : '1x')), '>= 0.9x']);
+  }
+  rows.push(['token list, 1000 tokens', ...results.map((r) => `${Math.round(r.token_list_1000.rps)} rps p99 ${r.token_list_1000.p99} ms`), '']);
+  rows.push(['token create', ...results.map((r) => `${Math.round(r.token_create.rps)} rps p99 ${r.token_create.p99} ms`), '']);
   rows.push(['cold start to first answer', ...results.map((r) => `${Math.round(r.cold_start_ms)} ms (node:http ${Math.round(coldBase)} ms)`), '< 500 ms']);
   rows.push(['RSS idle / loaded', ...results.map((r) => `${r.idle_rss_mb.toFixed(0)} / ${r.loaded_rss_mb.toFixed(0)} MB (node:http ${baseRss.toFixed(0)} MB)`), 'idle < 100 MB']);
   rows.push(['storage calls per 1000 catalog GETs', ...results.map((r) => String(r.storage_queries_per_1000_catalog_requests)), '~0 (background polls only)']);
@@ -259,8 +345,16 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')).join('\n')}\n`);
 
   const out = process.env.BENCH_JSON ?? 'bench-results.json';
-  writeFileSync(out, JSON.stringify({ machine, duration_s: DURATION, connections: CONNECTIONS, pipelining: PIPELINING, baseline: { ...baseRun, cold_start_ms: coldBase, rss_mb: baseRss }, results, ratios: results.map((r) => ({ backend: r.backend, catalog_anonymous: ratio(r.catalog_anonymous), catalog_with_token: ratio(r.catalog_with_token), auth_check: ratio(r.auth_check) })) }, null, 2));
+  const ratioJson = Object.fromEntries([...ratios].map(([k, v]) => [k, { median: r3(median(v)), rounds: v.map(r3) }]));
+  writeFileSync(out, JSON.stringify({ machine, rounds: ROUNDS, slice_s: slice, connections: CONNECTIONS, pipelining: PIPELINING, baseline: { ...baseRun, cold_start_ms: coldBase, rss_mb: baseRss }, results, ratios: ratioJson }, null, 2));
   process.stdout.write(`\nwrote ${out}\n`);
+}
+
+/** Each backend's files in a directory of their own. */
+function sqliteDir(dir: string, name: string): string {
+  const d = path.join(dir, name);
+  mkdirSync(d, { recursive: true });
+  return d;
 }
 
 await main();
