@@ -5,7 +5,7 @@
 //
 // A BUILD is a directory holding a build (cli/main.js), or a git revision: that
 // revision's sources are built as it built them (tsc, and its bundle step if it has
-// one) into .bench/startup/REV/. Runs alternate between builds (A B A B ...)
+// one) into .bench/builds/REV/. Runs alternate between builds (A B A B ...)
 // so a noisy machine slows every build alike. Per run: spawn to the first 200 from
 // /healthz (as scripts/bench.ts measures it) and the CPU time used until then, then
 // VmRSS after 1 s idle. Prints the
@@ -17,45 +17,18 @@
 //
 // A first unmeasured start per build seeds its database, like the bench's probe start.
 /* global fetch, setTimeout */
-import { execFileSync, execSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { buildDir, freePort, median } from './lib/builds.mjs';
 
 const RUNS = Number(process.env.STARTUP_RUNS ?? 9);
 const IDLE_MS = Number(process.env.STARTUP_IDLE_MS ?? 1000);
-const ROOT = path.resolve(import.meta.dirname, '..');
-
-/** A directory as is; a git revision built into .bench/startup/REV/dist. */
-function buildDir(arg) {
-  if (existsSync(path.join(arg, 'cli/main.js'))) return arg;
-  const rev = execFileSync('git', ['rev-parse', '--short', arg], { cwd: ROOT, encoding: 'utf8' }).trim();
-  // Inside the checkout, so the build resolves this checkout's node_modules.
-  const dir = path.join(ROOT, '.bench/startup', rev);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  execSync(`git archive ${rev} src scripts catalog package.json tsconfig.json tsconfig.build.json | tar -x -C ${dir}`, { cwd: ROOT });
-  execFileSync(path.join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'inherit' });
-  if (existsSync(path.join(dir, 'scripts/bundle.mjs'))) execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: dir, stdio: 'inherit' });
-  process.stdout.write(`built ${arg} (${rev}) in ${path.relative(process.cwd(), dir)}/dist\n`);
-  return path.join(dir, 'dist');
-}
 
 const args = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['dist'];
 const dists = args.map(buildDir);
 const tmp = mkdtempSync(path.join(tmpdir(), 'infracat-startup-'));
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 // CPU time (user + system) the process has used so far: steadier than wall time when
 // another process takes the cores.
@@ -96,11 +69,6 @@ async function startOnce(dist, databaseUrl) {
   await exited;
   return { ms, cpu, rss };
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 const dbFor = (i) => process.env.STARTUP_DATABASE_URL || `sqlite:${path.join(tmp, `startup-${i}.sqlite`)}`;
 const results = dists.map(() => ({ ms: [], cpu: [], rss: [] }));

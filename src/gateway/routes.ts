@@ -74,8 +74,21 @@ export function gatewayRoutes(app: App, { service, auth, rules }: GatewayRouteOp
     return { id: token.id, name: token.name, scopes: token.scopes };
   }
 
+  // A gateway sends the same few `scope` values on every check: remember the parsed,
+  // validated list per distinct value (bounded), instead of splitting and checking each time.
+  const parsedScopes = new Map<string, readonly string[]>();
+  function scopesFromQuery(values: string[]): readonly string[] {
+    const key = values.join('\n');
+    const known = parsedScopes.get(key);
+    if (known !== undefined) return known;
+    const scopes = parseScopesFromQuery(values);
+    if (parsedScopes.size >= 256) parsedScopes.clear();
+    parsedScopes.set(key, scopes);
+    return scopes;
+  }
+
   /** Scopes named by `scope` parameters (each may hold several, space-separated). */
-  function scopesFromQuery(values: string[]): string[] {
+  function parseScopesFromQuery(values: string[]): readonly string[] {
     const scopes = values.flatMap((v) => v.split(/[\s,]+/)).filter((s) => s !== '');
     const bad = scopes.filter((s) => parseScope(s) === null || !service.registry.has(s));
     if (bad.length > 0) {

@@ -11,6 +11,8 @@ interface Entry {
 
 export class VerificationCache {
   private readonly byHash = new Map<string, Entry>();
+  /** Bumped by every eviction, so a storage read that began before one is not cached after it. */
+  generation = 0;
   hits = 0;
   misses = 0;
 
@@ -45,6 +47,7 @@ export class VerificationCache {
 
   /** Drops every entry of the token id (after a delete on this instance). */
   evictId(id: string): void {
+    this.generation += 1;
     for (const [hash, entry] of this.byHash) if (entry.token.id === id) this.byHash.delete(hash);
   }
 

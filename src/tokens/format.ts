@@ -2,7 +2,7 @@
 // 30 base62 characters carry 178 bits of randomness (the design asks for >= 160). The
 // checksum (GitHub's scheme) lets secret scanners and this service reject typos and
 // made-up strings offline, before any storage lookup. Only SHA-256(secret) is stored.
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -55,5 +55,6 @@ export function checkSecret(secret: string, prefix: string): SecretCheck {
 }
 
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  // One-shot crypto.hash (Node >= 20.12): no Hash object per verification.
+  return hash('sha256', secret, 'hex');
 }

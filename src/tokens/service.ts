@@ -40,6 +40,7 @@ export class TokenService {
   /** Verification outcomes since start (metrics). */
   readonly verifications: Record<VerifyFailure | 'ok' | 'error', number> = { ok: 0, format: 0, checksum: 0, unknown: 0, expired: 0, error: 0 };
   private readonly now: () => number;
+  private readonly lookups = new Map<string, { generation: number; read: Promise<TokenRecord | null> }>();
 
   constructor(
     private readonly store: TokenStore,
@@ -154,12 +155,36 @@ export class TokenService {
     const now = this.now();
     let token = this.options.cache.get(hash, now);
     if (token === undefined) {
-      token = (await this.store.findByHash(hash)) ?? undefined;
+      token = (await this.lookup(hash, now)) ?? undefined;
       if (token === undefined) return { ok: false, reason: 'unknown' };
-      this.options.cache.set(hash, token, now);
     }
     if (this.isExpired(token, now)) return { ok: false, reason: 'expired' };
     return { ok: true, token };
+  }
+
+  /**
+   * One storage read per hash at a time: when a busy token's cache entry expires, the
+   * burst of requests that find it stale share one read instead of each making its own
+   * (on PostgreSQL: one round trip instead of one per connection). A request arriving
+   * after an eviction (a delete here) never joins a read that began before it, and such
+   * a read's result is not cached.
+   */
+  private lookup(hash: string, now: number): Promise<TokenRecord | null> {
+    const generation = this.options.cache.generation;
+    const inFlight = this.lookups.get(hash);
+    if (inFlight !== undefined && inFlight.generation === generation) return inFlight.read;
+    const read = this.store.findByHash(hash).then((token) => {
+      if (token !== null && this.options.cache.generation === generation) this.options.cache.set(hash, token, now);
+      return token;
+    });
+    const entry = { generation, read };
+    this.lookups.set(hash, entry);
+    // Only this read's own entry is removed (a newer one may have replaced it).
+    const done = () => {
+      if (this.lookups.get(hash) === entry) this.lookups.delete(hash);
+    };
+    read.then(done, done);
+    return read;
   }
 
   /** Counts a successful authentication towards last_used_at (written in batches). */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { redactSecrets } from '../../src/logging.js';
+import { isoTimestamp, redactSecrets } from '../../src/logging.js';
 import { build } from '../helpers/app.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -51,10 +51,25 @@ describe('request ids and logs', () => {
     assert.ok(logs.text.includes('/nope/icat_[REDACTED]'));
   });
 
+  it('log timestamps are RFC 3339 UTC and follow the clock', async () => {
+    const first = isoTimestamp();
+    const m = /^,"time":"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)"$/.exec(first);
+    assert.ok(m, first);
+    assert.ok(Math.abs(Date.parse(m[1]!) - Date.now()) < 1000);
+    await new Promise((r) => setTimeout(r, 5));
+    assert.notEqual(isoTimestamp(), first, 'a later millisecond, a new string');
+  });
+
   it('redactSecrets scrubs token-shaped strings, bearer credentials and secret parameters', () => {
     assert.equal(redactSecrets(`x ${SECRET} y`), 'x icat_[REDACTED] y');
     assert.equal(redactSecrets('Authorization: Bearer abc.def'), 'Authorization: Bearer [REDACTED]');
     assert.equal(redactSecrets('/p?token=abc&key=k&ok=1'), '/p?token=[REDACTED]&key=[REDACTED]&ok=1');
     assert.equal(redactSecrets('/api/v1/api-tokens/tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H'), '/api/v1/api-tokens/tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H', 'ids stay readable');
+    // Each pattern alone, and all at once (the quick pre-checks must not skip any).
+    assert.equal(redactSecrets(`/p/${SECRET}`), '/p/icat_[REDACTED]');
+    assert.equal(redactSecrets('basic\tdXNlcjpwYXNz'), 'basic [REDACTED]');
+    assert.equal(redactSecrets('/p?secret=s'), '/p?secret=[REDACTED]');
+    assert.equal(redactSecrets(`Bearer b ${SECRET} /p?x=1&password=p`), 'Bearer [REDACTED] icat_[REDACTED] /p?x=1&password=[REDACTED]');
+    assert.equal(redactSecrets('/api/v1/plans'), '/api/v1/plans');
   });
 });

@@ -86,6 +86,45 @@ for (const backend of backends()) {
       assert.equal((await store.tokens.get(created.id))?.secretHash.length, 64);
     });
 
+    it('a burst of verifications with a cold cache shares one storage read; a read begun before a delete is neither joined after it nor cached', async (t) => {
+      const db = await backend.fresh(t);
+      const store = db.open();
+      t.after(() => store.close());
+      await store.migrate();
+      const domain = createTokenDomain(loadConfig({ DATABASE_URL: db.url }), store);
+      const { token, secret } = await domain.service.create({ name: 'burst', scopes: ['apps:read'] }, null);
+      const findByHash = store.tokens.findByHash.bind(store.tokens);
+      let reads = 0;
+      let release = (): void => undefined;
+      let gate = Promise.resolve();
+      const hold = () => (gate = new Promise<void>((r) => (release = r)));
+      // Reads storage at once, answers when released: "in flight".
+      store.tokens.findByHash = async (hash: string) => {
+        reads += 1;
+        const found = await findByHash(hash);
+        await gate;
+        return found;
+      };
+
+      hold();
+      const burst = Array.from({ length: 20 }, () => domain.service.verify(secret));
+      release();
+      assert.ok((await Promise.all(burst)).every((r) => r.ok));
+      assert.equal(reads, 1, '20 concurrent verifications, one storage read');
+
+      domain.cache.evictId(token.id);
+      hold();
+      const before = domain.service.verify(secret); // its read finds the token, then waits
+      await new Promise((r) => setTimeout(r, 20));
+      assert.equal(await domain.service.delete(token.id), true);
+      const after = domain.service.verify(secret); // must not join the read from before
+      release();
+      assert.equal((await before).ok, true, 'concurrent with the delete');
+      assert.deepEqual(await after, { ok: false, reason: 'unknown' });
+      assert.deepEqual(await domain.service.verify(secret), { ok: false, reason: 'unknown' }, 'the stale read was not cached');
+      assert.equal(reads, 4);
+    });
+
     it('a malformed or checksum-failing token is refused without a storage lookup', async (t) => {
       const db = await backend.fresh(t);
       const { app } = await build(t, { store: db.open(), env: { DATABASE_URL: db.url } });
