@@ -97,7 +97,9 @@ for (const backend of backends()) {
       let reads = 0;
       let release = (): void => undefined;
       let gate = Promise.resolve();
-      const hold = () => (gate = new Promise<void>((r) => (release = r)));
+      const hold = (): void => {
+        gate = new Promise<void>((r) => (release = r));
+      };
       // Reads storage at once, answers when released: "in flight".
       store.tokens.findByHash = async (hash: string) => {
         reads += 1;
