@@ -52,7 +52,7 @@ export function buildApp(deps: AppDeps): App {
   const app = Fastify({
     loggerInstance,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
-    logController: new RequestLog(),
+    logController: new RequestLog(config.accessLog),
     bodyLimit: BODY_LIMIT_BYTES,
     // Our own closing check below answers with a problem body instead of Fastify's.
     return503OnClosing: false,

@@ -14,6 +14,7 @@ export interface Config {
   readonly port: number;
   readonly host: string;
   readonly logLevel: LogLevel;
+  readonly accessLog: 'all' | 'errors';
   readonly database: DatabaseConfig;
   readonly databasePoolMax: number;
   readonly databaseTimeoutMs: number;
@@ -153,6 +154,11 @@ export const SETTINGS = [
   {
     env: 'LOG_LEVEL', key: 'logLevel', default: 'info', description: `Log level: ${LOG_LEVELS.join(', ')}.`,
     parse: oneOf(LOG_LEVELS, true),
+  },
+  {
+    env: 'ACCESS_LOG', key: 'accessLog', default: 'all',
+    description: 'Access-log lines at info: `all` (one line per request) or `errors` (only answers of 400 and above; a line costs about a third of a catalog read\'s throughput, see BENCHMARKS.md).',
+    parse: oneOf(['all', 'errors'] as const),
   },
   {
     env: 'DATABASE_URL', key: 'database', default: '',

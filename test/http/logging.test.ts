@@ -51,6 +51,15 @@ describe('request ids and logs', () => {
     assert.ok(logs.text.includes('/nope/icat_[REDACTED]'));
   });
 
+  it('ACCESS_LOG=errors: no line for answers below 400, a line for every error', async (t) => {
+    const { app, logs } = await build(t, { env: { ACCESS_LOG: 'errors' } });
+    assert.equal((await app.inject({ url: '/api/v1/plans', headers: { 'x-request-id': 'quiet-ok' } })).statusCode, 200);
+    assert.equal((await app.inject({ url: '/api/v1/nope', headers: { 'x-request-id': 'loud-404' } })).statusCode, 404);
+    assert.equal((await app.inject({ url: '/api/v1/api-tokens', headers: { 'x-request-id': 'loud-401' } })).statusCode, 401);
+    const completed = logs.records().filter((r) => r.msg === 'request completed').map((r) => r.request_id);
+    assert.deepEqual(completed, ['loud-404', 'loud-401']);
+  });
+
   it('log timestamps are RFC 3339 UTC and follow the clock', async () => {
     const first = isoTimestamp();
     const m = /^,"time":"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)"$/.exec(first);
