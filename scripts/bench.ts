@@ -3,8 +3,8 @@
 // bare node:http server answering the same catalog bytes: the ceiling Node reaches on
 // this machine, measured in the same run. Results are ratios to that baseline.
 //
-//   BENCH_DURATION=10      seconds per throughput scenario, split over the rounds
-//   BENCH_ROUNDS=3         interleaved rounds (ratios are taken within a round)
+//   BENCH_DURATION=15      seconds per throughput scenario, split over the rounds
+//   BENCH_ROUNDS=5         interleaved rounds (ratios are taken within a round)
 //   BENCH_CONNECTIONS=32   concurrent connections
 //   BENCH_PIPELINING=1     requests in flight per connection
 //   BENCH_BACKENDS=sqlite,postgres
@@ -21,8 +21,8 @@ import { freePort, startEmbeddedPostgres } from '../test/helpers/embedded-pg.js'
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const CLI = path.join(ROOT, 'dist/cli/main.js');
-const DURATION = Number(process.env.BENCH_DURATION ?? 10);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const DURATION = Number(process.env.BENCH_DURATION ?? 15);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const PIPELINING = Number(process.env.BENCH_PIPELINING ?? 1);
 const BACKENDS = (process.env.BENCH_BACKENDS ?? 'sqlite,postgres').split(',').map((s) => s.trim());
@@ -265,8 +265,11 @@ async function main(): Promise<void> {
   }, 200);
   for (let round = 1; round <= ROUNDS; round++) {
     process.stdout.write(`  round ${round}/${ROUNDS}...\n`);
-    let baseRps = 0;
-    for (const sc of scenarios) {
+    // Every other round in reverse order: on this VM a scenario's rate depends on what ran
+    // just before it (CPU credit, caches), so no scenario may always go first or last.
+    const order = round % 2 === 1 ? scenarios : [...scenarios].reverse();
+    const thisRound = new Map<string, Run>();
+    for (const sc of order) {
       const q0 = sc.backend ? await metric(sc.backend.server.url, 'infracat_storage_queries_total') : 0;
       const run = await load(sc.url, { headers: sc.headers, duration: slice });
       if (sc.backend) {
@@ -274,19 +277,16 @@ async function main(): Promise<void> {
         q.dq += (await metric(sc.backend.server.url, 'infracat_storage_queries_total')) - q0;
         q.requests += run.rps * slice;
         queries.set(sc.key, q);
-      } else baseRps = run.rps;
-      runs.set(sc.key, [...(runs.get(sc.key) ?? []), run]);
-      ratios.set(sc.key, [...(ratios.get(sc.key) ?? []), run.rps / baseRps]);
-      // Same-round comparisons the targets are about.
-      const [backend, what] = sc.key.split(':');
-      if (what === 'catalog_with_token') {
-        const anon = runs.get(`${backend}:catalog_anonymous`)!.at(-1)!;
-        ratios.set(`${backend}:token_vs_anonymous`, [...(ratios.get(`${backend}:token_vs_anonymous`) ?? []), run.rps / anon.rps]);
       }
+      thisRound.set(sc.key, run);
+      runs.set(sc.key, [...(runs.get(sc.key) ?? []), run]);
     }
-    if (runs.has('postgres:auth_check') && runs.has('sqlite:auth_check')) {
-      ratios.set('postgres_vs_sqlite_auth_check', [...(ratios.get('postgres_vs_sqlite_auth_check') ?? []), runs.get('postgres:auth_check')!.at(-1)!.rps / runs.get('sqlite:auth_check')!.at(-1)!.rps]);
-    }
+    // Ratios within the round: to the baseline, and the comparisons the targets name.
+    const add = (key: string, value: number) => ratios.set(key, [...(ratios.get(key) ?? []), value]);
+    const rps = (key: string) => thisRound.get(key)!.rps;
+    for (const sc of scenarios) add(sc.key, rps(sc.key) / rps('baseline'));
+    for (const b of backends) add(`${b.name}:token_vs_anonymous`, rps(`${b.name}:catalog_with_token`) / rps(`${b.name}:catalog_anonymous`));
+    if (thisRound.has('postgres:auth_check') && thisRound.has('sqlite:auth_check')) add('postgres_vs_sqlite_auth_check', rps('postgres:auth_check') / rps('sqlite:auth_check'));
   }
   clearInterval(sampler);
 
