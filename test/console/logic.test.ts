@@ -41,7 +41,7 @@ describe('console formatting', () => {
 });
 
 describe('console plans table', () => {
-  const plan = (slug: string, type: string, vcpus: number, memory_mb: number, price_monthly: number): Plan => ({ slug, type, vcpus, memory_mb, disk_gb: 25, transfer_tb: 1, price_monthly });
+  const plan = (slug: string, type: Plan['type'], vcpus: number, memory_mb: number, price_monthly: number): Plan => ({ id: slug, slug, type, vcpus, memory_mb, disk_gb: 25, transfer_tb: 1, price_monthly });
   const plans = [plan('s-1', 'general', 1, 1024, 6), plan('c-2', 'cpu-optimized', 2, 4096, 42.5), plan('m-2', 'memory-optimized', 2, 16384, 84), plan('s-2', 'general', 2, 2048, 18)];
   const any = { type: '', minVcpus: null, minMemoryGb: null, maxPrice: null };
 

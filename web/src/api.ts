@@ -1,5 +1,6 @@
 // The console's only way to the server: the public JSON API under /api/v1, same origin,
 // with the signed-in token in the Authorization header (never in a URL).
+import type { operations } from './openapi.js';
 import { ApiError, type Problem } from './problems.js';
 import { session } from './session.js';
 
@@ -22,43 +23,17 @@ export async function api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, bo
   throw new ApiError(res.status, problem, res.headers.has('retry-after') && Number.isFinite(retry) ? retry : null);
 }
 
-export interface TokenView {
-  id: string;
-  name: string;
-  scopes: string[];
-  created_at: string;
-  last_used_at: string | null;
-  expires_at: string | null;
+// Wire shapes from the generated OpenAPI types (`npm run gen:client`; a test keeps them
+// equal to what the server serves), so the console cannot drift from the API.
+type Json<Op extends keyof operations, Status extends keyof operations[Op]['responses']> = operations[Op]['responses'][Status] extends {
+  content: { 'application/json': infer Body };
 }
+  ? Body
+  : never;
 
-export interface CreatedToken {
-  id: string;
-  name: string;
-  token: string;
-  scopes: string[];
-  created_at: string;
-  expires_at: string | null;
-}
-
-export interface ScopeInfo {
-  scope: string;
-  resource: string;
-  action: 'read' | 'write';
-  description: string;
-}
-
-export interface Image {
-  slug: string;
-  name: string;
-  distribution: string;
-  version: string;
-  type: string;
-  min_disk_gb: number;
-}
-
-export interface Region {
-  slug: string;
-  name: string;
-  available: boolean;
-  features: string[];
-}
+export type TokenView = Json<'listApiTokens', 200>[number];
+export type CreatedToken = Json<'createApiToken', 201>;
+export type ScopeInfo = Json<'listScopes', 200>[number];
+export type Image = Json<'listImages', 200>[number];
+export type Region = Json<'listRegions', 200>[number];
+export type Plan = Json<'listPlans', 200>[number];

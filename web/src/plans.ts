@@ -1,14 +1,7 @@
-// Filtering and sorting of the plans table (pure; unit-tested in test/console/plans.test.ts).
+// Filtering and sorting of the plans table (pure; unit-tested in test/console/logic.test.ts).
+import type { Plan } from './api.js';
 
-export interface Plan {
-  slug: string;
-  vcpus: number;
-  memory_mb: number;
-  disk_gb: number;
-  transfer_tb: number;
-  type: string;
-  price_monthly: number;
-}
+export type { Plan } from './api.js';
 
 export interface PlanFilter {
   type: string; // '' = any
