@@ -28,12 +28,8 @@ interface LoadReport {
   requests: number;
   byStatus: Record<string, number>;
   unexpected: { op: string; status: number; body: string }[];
-  latenciesMs: number[];
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+  /** Percentiles computed in the worker (see soak-load.mjs). */
+  latencyMs: { p50: number; p95: number; p99: number; max: number };
 }
 
 async function heapAfterGc(): Promise<number> {
@@ -86,7 +82,6 @@ async function main(): Promise<number> {
   await server.close();
   rmSync(dir, { recursive: true, force: true });
 
-  const sorted = [...report.latenciesMs].sort((a, b) => a - b);
   const growthMb = (heapAfter - heapBefore) / 1024 / 1024;
   const errors = report.unexpected.length + warm.unexpected.length;
   const result = {
@@ -97,7 +92,7 @@ async function main(): Promise<number> {
     requests_per_second: Math.round(report.requests / seconds),
     by_status: report.byStatus,
     unexpected: [...warm.unexpected, ...report.unexpected],
-    latency_ms: { p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 },
+    latency_ms: report.latencyMs,
     heap_after_gc_mb: { after_warmup: heapBefore / 1024 / 1024, at_end: heapAfter / 1024 / 1024, growth: growthMb, threshold: thresholdMb },
   };
   const f = (n: number) => n.toFixed(2);
