@@ -116,4 +116,17 @@ describe('/docs', () => {
     const json = await app.inject({ method: 'GET', url: '/docs/json' });
     assert.equal(json.json<{ openapi: string }>().openapi, '3.1.0');
   });
+
+  it('/docs loads lazily and still answers unknown files and methods with problems', async (t) => {
+    const { app } = await build(t);
+    const missing = await app.inject({ method: 'GET', url: '/docs/static/no-such-file.js' });
+    assert.equal(missing.statusCode, 404);
+    assert.equal(missing.headers['content-type'], 'application/problem+json; charset=utf-8');
+    assert.equal(missing.json<{ code: string }>().code, 'NOT_FOUND');
+    const post = await app.inject({ method: 'POST', url: '/docs/static/index.css', payload: {} });
+    assert.equal(post.statusCode, 405);
+    assert.equal(post.json<{ code: string }>().code, 'METHOD_NOT_ALLOWED');
+    // Still served after those.
+    assert.equal((await app.inject({ method: 'GET', url: '/docs/static/index.css' })).statusCode, 200);
+  });
 });
