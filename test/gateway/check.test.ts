@@ -89,6 +89,20 @@ for (const backend of backends()) {
       assert.equal(nothing.statusCode, 400, 'nothing to check against');
     });
 
+    it('remembered scope parameters give the same answers on repeat, past the memo\'s bound, and never remember a refusal', async (t) => {
+      const { app } = await setup(t);
+      const tok = await mintToken(app, ['apps:write']);
+      const status = async (query: string) => (await app.inject({ method: 'GET', url: `/api/v1/auth/check?${query}`, headers: tok.auth })).statusCode;
+      for (let round = 0; round < 2; round++) {
+        assert.equal(await status('scope=apps:read'), 200);
+        assert.equal(await status('scope=plans:read'), 403);
+        assert.equal(await status('scope=billing:read'), 400);
+      }
+      // 300 distinct values (more than the 256 kept) all decided correctly, then the first again.
+      for (let n = 1; n <= 300; n++) assert.equal(await status(`scope=apps:read${','.repeat(n)}`), 200);
+      assert.equal(await status('scope=plans:read'), 403);
+    });
+
     it('denied: missing 401 with a Bearer challenge, malformed/unknown/deleted/expired 401 invalid_token', async (t) => {
       const { app } = await setup(t);
       const fwd = { 'x-original-uri': '/apps/1', 'x-original-method': 'GET' };
