@@ -14,7 +14,10 @@ mkdirSync(out, { recursive: true });
 const started = Date.now();
 await build({
   absWorkingDir: root,
-  entryPoints: { console: 'web/src/main.ts', 'console-style': 'web/console.css' },
+  entryPoints: [
+    { in: 'web/src/main.ts', out: 'console' },
+    { in: 'web/console.css', out: 'console' },
+  ],
   outdir: out,
   bundle: true,
   minify: true,
@@ -23,9 +26,5 @@ await build({
   legalComments: 'none',
   logLevel: 'warning',
 });
-// esbuild names a CSS entry after its key; the page links /console/console.css.
-rmSync(path.join(out, 'console.css'), { force: true });
-copyFileSync(path.join(out, 'console-style.css'), path.join(out, 'console.css'));
-rmSync(path.join(out, 'console-style.css'));
 for (const file of ['index.html', 'favicon.svg']) copyFileSync(path.join(root, 'web', file), path.join(out, file));
 process.stdout.write(`web console built into dist/web in ${Date.now() - started} ms\n`);

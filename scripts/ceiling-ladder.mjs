@@ -9,13 +9,13 @@
 // Rungs: node:http; node:http sending infracat's response headers; node:http + one pino access-log line per request; Fastify with no
 // logger; Fastify + one pino access line per request (as infracat logs); infracat as
 // shipped (dist/cli/main.js serve), and with ACCESS_LOG=errors (no line for a 2xx/3xx).
-/* global fetch, setTimeout, Buffer */
+/* global fetch, Buffer */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { freePort, median, ROOT } from './lib/builds.mjs';
+import { freePort, median, ROOT, startInfracat, waitUntilUp } from './lib/builds.mjs';
 
 const ROUNDS = Number(process.env.LADDER_ROUNDS ?? 5);
 const SECONDS = Number(process.env.LADDER_SECONDS ?? 3);
@@ -65,27 +65,13 @@ const RUNGS = {
     app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });`,
 };
 
-async function up(url, child) {
-  for (;;) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${url}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 const servers = [];
 try {
-  const infracatPort = await freePort();
-  const infracat = spawn(process.execPath, [path.join(ROOT, 'dist/cli/main.js'), 'serve'], {
-    env: { ...process.env, PORT: String(infracatPort), HOST: '127.0.0.1', DATABASE_URL: `sqlite:${path.join(tmp, 'ladder.sqlite')}`, LOG_LEVEL: 'info', BOOTSTRAP_ADMIN_TOKEN: 'false', RATE_LIMIT: '10000000', RATE_LIMIT_ANONYMOUS: '10000000' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const infracatUrl = `http://127.0.0.1:${infracatPort}/api/v1/plans`;
-  await up(infracatUrl, infracat);
+  const cli = path.join(ROOT, 'dist/cli/main.js');
+  const databaseUrl = `sqlite:${path.join(tmp, 'ladder.sqlite')}`;
+  const infracat = await startInfracat(cli, databaseUrl);
+  const quiet = await startInfracat(cli, databaseUrl, { ACCESS_LOG: 'errors' });
+  const infracatUrl = `${infracat.url}/api/v1/plans`;
   const probe = await fetch(infracatUrl);
   const body = Buffer.from(await probe.arrayBuffer()).toString('base64');
   const skip = new Set(['date', 'connection', 'keep-alive', 'content-length', 'x-request-id']);
@@ -94,18 +80,11 @@ try {
     const port = await freePort();
     const child = spawn(process.execPath, ['-e', code], { env: { ...process.env, BODY: body, HEADERS: headers, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
     const url = `http://127.0.0.1:${port}/api/v1/plans`;
-    await up(url, child);
+    await waitUntilUp(url, child);
     servers.push({ name, child, url });
   }
-  servers.push({ name: 'infracat as shipped', child: infracat, url: infracatUrl });
-  const quietPort = await freePort();
-  const quiet = spawn(process.execPath, [path.join(ROOT, 'dist/cli/main.js'), 'serve'], {
-    env: { ...process.env, PORT: String(quietPort), HOST: '127.0.0.1', DATABASE_URL: `sqlite:${path.join(tmp, 'ladder.sqlite')}`, LOG_LEVEL: 'info', ACCESS_LOG: 'errors', BOOTSTRAP_ADMIN_TOKEN: 'false', RATE_LIMIT: '10000000', RATE_LIMIT_ANONYMOUS: '10000000' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const quietUrl = `http://127.0.0.1:${quietPort}/api/v1/plans`;
-  await up(quietUrl, quiet);
-  servers.push({ name: 'infracat, ACCESS_LOG=errors', child: quiet, url: quietUrl });
+  servers.push({ name: 'infracat as shipped', child: infracat.child, url: infracatUrl });
+  servers.push({ name: 'infracat, ACCESS_LOG=errors', child: quiet.child, url: `${quiet.url}/api/v1/plans` });
 
   const rates = servers.map(() => []);
   const ratios = servers.map(() => []);

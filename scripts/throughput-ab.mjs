@@ -10,13 +10,12 @@
 // Prints per scenario the median ratio to the first build and the rounds' spread.
 //
 //   AB_ROUNDS=5  AB_SECONDS=3  AB_CONNECTIONS=32
-/* global fetch, setTimeout */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { buildDir, freePort, median } from './lib/builds.mjs';
+import { buildDir, median, startInfracat } from './lib/builds.mjs';
 
 const ROUNDS = Number(process.env.AB_ROUNDS ?? 5);
 const SECONDS = Number(process.env.AB_SECONDS ?? 3);
@@ -31,21 +30,7 @@ async function start(dist, i) {
   const cli = path.join(dist, 'cli/main.js');
   execFileSync(process.execPath, [cli, 'migrate'], { env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: 'ignore' });
   const token = JSON.parse(execFileSync(process.execPath, [cli, 'tokens', 'create', '--name', 'ab', '--scopes', 'apps:read,plans:read', '--json'], { env: { ...process.env, DATABASE_URL: databaseUrl } }).toString()).token;
-  const port = await freePort();
-  const child = spawn(process.execPath, [cli, 'serve'], {
-    // As the bench runs it: shipped settings, limits raised so the limiter never trips.
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', BOOTSTRAP_ADMIN_TOKEN: 'false', RATE_LIMIT: '10000000', RATE_LIMIT_ANONYMOUS: '10000000' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (;;) {
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  const { child, url } = await startInfracat(cli, databaseUrl);
   return { child, url, auth: { authorization: `Bearer ${token}` } };
 }
 

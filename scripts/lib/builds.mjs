@@ -1,6 +1,7 @@
 // Shared by the A/B scripts (startup-profile.mjs, throughput-ab.mjs): building a git
-// revision as it was built then, a free port, a median.
-import { execFileSync, execSync } from 'node:child_process';
+// revision as it was built then, a free port, a median, starting a server.
+/* global fetch, setTimeout */
+import { execFileSync, execSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -37,3 +38,34 @@ export const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
+
+/** Polls `url` until it answers 2xx; throws if `child` exits first. */
+export async function waitUntilUp(url, child, timeoutMs = 20_000) {
+  const started = Date.now();
+  for (;;) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (child.exitCode !== null) throw new Error(`server exited ${child.exitCode} before ${url} answered`);
+    if (Date.now() - started > timeoutMs) throw new Error(`${url}: no answer in ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * `infracat serve` from a build's cli/main.js as the benchmarks run it: shipped settings
+ * (info access log to a discarded stdout, metrics), rate limits raised so the limiter
+ * runs without tripping. Resolves once /healthz answers.
+ */
+export async function startInfracat(cliPath, databaseUrl, env = {}) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [cliPath, 'serve'], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', BOOTSTRAP_ADMIN_TOKEN: 'false', RATE_LIMIT: '10000000', RATE_LIMIT_ANONYMOUS: '10000000', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntilUp(`${url}/healthz`, child);
+  return { child, url };
+}

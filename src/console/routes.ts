@@ -25,7 +25,7 @@ export const CONSOLE_CSP = [
   'trusted-types',
 ].join('; ');
 
-/** Where the build puts the assets; the same place from src/console and dist/console. */
+/** Where the build puts the assets: two levels up from src/console/ and from the bundle, dist/cli/. */
 export const DEFAULT_ASSET_DIR = fileURLToPath(new URL('../../dist/web/', import.meta.url));
 
 const ASSETS: Record<string, { file: string; type: string }> = {
