@@ -1,15 +1,16 @@
 #!/usr/bin/env node
 // The `infracat` command: dispatches to one module per sub-command.
 import { ConfigError } from '../config.js';
+import { DatabaseMissingError } from '../storage/types.js';
 import { VERSION } from '../version.js';
 import { UsageError, type Command } from './command.js';
 import { migrateCommand } from './migrate.js';
 import { serveCommand } from './serve.js';
 import { tokensCommand } from './tokens.js';
 import { catalogCommand } from './catalog.js';
+import { backupCommand } from './backup.js';
 
-const COMMANDS: readonly Command[] = [serveCommand, migrateCommand, tokensCommand, catalogCommand];
-
+const COMMANDS: readonly Command[] = [serveCommand, migrateCommand, tokensCommand, catalogCommand, backupCommand];
 
 const mainHelp = `Usage: infracat <command> [options]
 
@@ -61,9 +62,22 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`infracat: configuration error: ${err.message}\n`);
       return 78; // EX_CONFIG
     }
+    if (err instanceof DatabaseMissingError) {
+      process.stderr.write(`infracat ${command.name}: ${err.message}\n`);
+      return 66; // EX_NOINPUT
+    }
     process.stderr.write(`infracat ${command.name}: ${(err as Error).message}\n`);
     return 1;
   }
+}
+
+// `infracat tokens list | head -1`: the reader went away. That ends the command
+// quietly, as it does for any Unix filter, instead of an EPIPE stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw err;
+  });
 }
 
 // `serve` keeps the process alive through its listening socket; others exit here.

@@ -22,6 +22,6 @@ Options:
       const what = report.applied.length === 0 ? 'already current' : `applied ${report.applied.join(', ')}`;
       process.stdout.write(`${describeDatabase(config.database)}: schema at version ${report.version} (${what})\n`);
       return 0;
-    });
+    }, { create: true });
   },
 };

@@ -13,8 +13,10 @@ const help = `Usage: infracat tokens <create|list|delete> [options]
 Manage API tokens directly in the configured store (DATABASE_URL or --database-url).
 
   infracat tokens create --name NAME --scopes SCOPE[,SCOPE...] [--expires-at RFC3339] [--json]
+  infracat tokens create --name NAME --all-scopes [--expires-at RFC3339] [--json]
       Creates a token and prints it; the secret is shown this once. --json prints the
-      same JSON as POST /api/v1/api-tokens.
+      same JSON as POST /api/v1/api-tokens. --all-scopes grants every scope of the
+      registry: the way back in when the admin token is lost.
   infracat tokens list [--json]
       Lists live tokens (never their secrets). --json prints GET /api/v1/api-tokens.
   infracat tokens delete ID
@@ -49,14 +51,19 @@ export const tokensCommand: Command = {
       const { values } = parseFlags(rest, {
         name: { type: 'string' },
         scopes: { type: 'string' },
+        'all-scopes': { type: 'boolean' },
         'expires-at': { type: 'string' },
         json: { type: 'boolean' },
         'database-url': { type: 'string' },
       });
-      if (values.name === undefined || values.scopes === undefined) throw new UsageError('create needs --name and --scopes');
-      const scopes = values.scopes.split(',').map((s) => s.trim()).filter((s) => s !== '');
+      const all = values['all-scopes'] === true;
+      if (values.name === undefined || (values.scopes === undefined) === !all) {
+        throw new UsageError('create needs --name and one of --scopes or --all-scopes');
+      }
+      const requested = (values.scopes ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
       return withStore(values['database-url'], async (store, config) => {
         const { service } = createTokenDomain(config, store);
+        const scopes = all ? service.registry.names() : requested;
         try {
           const issued = await service.create({ name: values.name!, scopes, expires_at: values['expires-at'] ?? null }, null);
           const view = createdView(issued);

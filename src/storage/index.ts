@@ -4,13 +4,47 @@
 // Each backend's module (and driver) is imported only when it is the one configured:
 // loading pg was ~50 ms of a SQLite start on Node 20 (BENCHMARKS.md), and a PostgreSQL
 // deployment has no use for the SQLite addon.
-import type { Config } from '../config.js';
-import type { Store } from './types.js';
+import { existsSync } from 'node:fs';
+import { describeDatabase, type Config } from '../config.js';
+import { DatabaseMissingError, type Store } from './types.js';
 
 export type { Store } from './types.js';
 
 export interface OpenStoreOptions {
   onIdleError?: (err: Error) => void;
+}
+
+const HOW_TO_CREATE = "create it with 'infracat migrate' (or start the server once) with the same DATABASE_URL, or point DATABASE_URL / --database-url at the existing database";
+
+/**
+ * Opens an existing infracat database and nothing else: the operator commands use it so
+ * that a typo in a path or running from another directory never creates a fresh, empty
+ * database that a running server knows nothing about. Throws DatabaseMissingError
+ * naming the resolved location.
+ */
+export async function openExistingStore(
+  config: Pick<Config, 'database' | 'databasePoolMax' | 'databaseTimeoutMs'>,
+  options: OpenStoreOptions = {},
+): Promise<Store> {
+  const where = describeDatabase(config.database);
+  if (config.database.kind === 'sqlite' && !existsSync(config.database.path)) {
+    throw new DatabaseMissingError(`no infracat database at ${where} (the file does not exist); ${HOW_TO_CREATE}`);
+  }
+  let store: Store | undefined;
+  let version: number;
+  try {
+    store = await openStore(config, options);
+    version = await store.schemaVersion();
+  } catch (err) {
+    await store?.close();
+    if ((err as { code?: unknown }).code === 'SQLITE_NOTADB') throw new DatabaseMissingError(`${where} is not a SQLite database; ${HOW_TO_CREATE}`);
+    throw err;
+  }
+  if (version === 0) {
+    await store.close();
+    throw new DatabaseMissingError(`no infracat database at ${where} (it holds no infracat schema); ${HOW_TO_CREATE}`);
+  }
+  return store;
 }
 
 export async function openStore(

@@ -82,6 +82,14 @@ export interface Store {
   readonly description: string;
   /** Applies pending migrations. Safe when several instances call it at once. */
   migrate(): Promise<MigrationReport>;
+  /** Highest applied schema version; 0 when this database holds no infracat schema. Writes nothing. */
+  schemaVersion(): Promise<number>;
+  /**
+   * Writes a consistent copy of the whole database to `file` (a new file; never
+   * overwrites) while the database stays in use, and checks the copy. Backends that are
+   * backed up by their own tools reject with NotSupportedError saying which.
+   */
+  backup(file: string): Promise<BackupReport>;
   /** Resolves when storage answers a trivial query. */
   ping(): Promise<void>;
   /** Waits for in-flight work and releases connections/handles. Idempotent. */
@@ -90,6 +98,28 @@ export interface Store {
   readonly catalog: CatalogStore;
   /** Statements sent to storage since start (metrics; proves what never touches storage). */
   readonly stats: { queries: number };
+}
+
+export interface BackupReport {
+  /** Absolute path of the written copy. */
+  file: string;
+  bytes: number;
+}
+
+/** The operation is not one this backend offers (the message says what to use instead). */
+export class NotSupportedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NotSupportedError';
+  }
+}
+
+/** The configured location holds no infracat database (and the caller may not create one). */
+export class DatabaseMissingError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DatabaseMissingError';
+  }
 }
 
 export class StorageUnavailableError extends Error {

@@ -37,6 +37,7 @@ describe('infracat catalog', () => {
     const tmp = tempDir();
     t.after(() => tmp.remove());
     const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+    assert.equal((await cli(['migrate'], { env })).code, 0, 'the operator commands need an existing database');
     const first = await cli(['catalog', 'apply', DEFAULT_CATALOG_FILE.pathname], { env });
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, /^\+ plans s-1vcpu-1gb$/m);
@@ -71,6 +72,7 @@ describe('infracat catalog', () => {
     const tmp = tempDir();
     t.after(() => tmp.remove());
     const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+    assert.equal((await cli(['migrate'], { env })).code, 0, 'the operator commands need an existing database');
     await cli(['catalog', 'apply', DEFAULT_CATALOG_FILE.pathname], { env });
     for (const format of ['yaml', 'json']) {
       const file = tmp.file(`export.${format}`);

@@ -10,6 +10,7 @@ describe('infracat tokens', () => {
     const tmp = tempDir();
     t.after(() => tmp.remove());
     const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+    assert.equal((await cli(['migrate'], { env })).code, 0, 'the operator commands need an existing database');
     const created = await cli(['tokens', 'create', '--name', 'ci', '--scopes', 'apps:read,apps:write', '--json'], { env });
     assert.equal(created.code, 0, created.stderr);
     const body = JSON.parse(created.stdout) as Record<string, unknown>;
@@ -41,6 +42,7 @@ describe('infracat tokens', () => {
     const tmp = tempDir();
     t.after(() => tmp.remove());
     const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+    assert.equal((await cli(['migrate'], { env })).code, 0, 'the operator commands need an existing database');
     const bad = await cli(['tokens', 'create', '--name', ' ', '--scopes', 'apps:read,nope'], { env });
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /name: must not be empty/);

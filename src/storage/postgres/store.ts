@@ -5,7 +5,9 @@ import pg from 'pg';
 import { LATEST_VERSION, pendingMigrations } from '../migrations.js';
 import { TOKEN_COLUMNS, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
 import {
+  NotSupportedError,
   StorageUnavailableError,
+  type BackupReport,
   type CatalogRevision,
   type CatalogStore,
   type CreateTokenResult,
@@ -117,6 +119,16 @@ export class PostgresStore implements Store {
     }
   }
 
+  async schemaVersion(): Promise<number> {
+    // information_schema rather than to_regclass(): plain SQL the distributed engines share.
+    const { rows } = await this.query<{ n: number }>(
+      `SELECT COUNT(*)::int AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'infracat_schema_migrations'`,
+    );
+    if ((rows[0]?.n ?? 0) === 0) return 0;
+    const v = await this.query<{ v: number }>('SELECT COALESCE(MAX(version), 0)::int AS v FROM infracat_schema_migrations');
+    return v.rows[0]?.v ?? 0;
+  }
+
   async migrate(): Promise<MigrationReport> {
     // Bootstrap tables may be created by several instances at once; CREATE TABLE IF
     // NOT EXISTS can still collide in the catalog, so a collision just means "exists".
@@ -154,6 +166,12 @@ export class PostgresStore implements Store {
 
   async ping(): Promise<void> {
     await this.query('SELECT 1');
+  }
+
+  backup(): Promise<BackupReport> {
+    return Promise.reject(
+      new NotSupportedError('a PostgreSQL database is backed up with pg_dump and restored with pg_restore (README, "Backups"); infracat backup copies SQLite databases'),
+    );
   }
 
   close(): Promise<void> {

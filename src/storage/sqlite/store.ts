@@ -1,13 +1,14 @@
 // The embedded default: one SQLite file through better-sqlite3, in WAL mode.
 // Every committed write is fsync'd (synchronous=FULL), so a 201/204 survives kill -9.
 // better-sqlite3 is synchronous; methods are async only to share the Store interface.
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import Database, { type SqliteDatabase, type SqliteStatement } from './driver.js';
 import { LATEST_VERSION, pendingMigrations } from '../migrations.js';
 import { TOKEN_COLUMNS, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
 import {
   StorageUnavailableError,
+  type BackupReport,
   type CatalogRevision,
   type CatalogStore,
   type CreateTokenResult,
@@ -67,6 +68,54 @@ export class SqliteStore implements Store {
       const applied = apply.immediate();
       return { applied, version: LATEST_VERSION };
     });
+  }
+
+  schemaVersion(): Promise<number> {
+    return run(() => {
+      const table = this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'infracat_schema_migrations'`).get();
+      if (table === undefined) return 0;
+      return (this.db.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM infracat_schema_migrations').get() as { v: number }).v;
+    });
+  }
+
+  /**
+   * SQLite's online backup API through this connection: the copy is one consistent
+   * state of the database, including what still sits in the -wal file (which a plain
+   * `cp` of the main file misses), taken while other processes keep writing. All pages
+   * go in one step, so a busy writer cannot make the copy restart forever. The copy is
+   * written beside the target, checked, synced, and only then linked into place.
+   */
+  async backup(file: string): Promise<BackupReport> {
+    const target = path.resolve(file);
+    if (existsSync(target)) throw new Error(`${target} already exists; a backup never overwrites a file`);
+    if (!existsSync(path.dirname(target))) throw new Error(`the directory ${path.dirname(target)} does not exist`);
+    const partial = `${target}.partial-${process.pid}`;
+    try {
+      await this.db.backup(partial, { progress: () => 0x7fffffff });
+      chmodSync(partial, 0o600); // it holds the token hashes: owner only, like the database
+      const copy = new Database(partial, { fileMustExist: true });
+      try {
+        const check = copy.pragma('integrity_check', { simple: true });
+        if (check !== 'ok') throw new Error(`the copy failed SQLite's integrity check: ${String(check)}`);
+        // One self-contained file: fold the copy's own log in, so the backup is just this file.
+        copy.pragma('wal_checkpoint(TRUNCATE)');
+        copy.pragma('journal_mode = DELETE');
+      } finally {
+        copy.close();
+      }
+      const fd = openSync(partial, 'r+', 0o600);
+      try {
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      linkSync(partial, target); // fails if the target appeared meanwhile: never overwrite
+      return { file: target, bytes: statSync(target).size };
+    } finally {
+      rmSync(partial, { force: true });
+      rmSync(`${partial}-wal`, { force: true });
+      rmSync(`${partial}-shm`, { force: true });
+    }
   }
 
   ping(): Promise<void> {
