@@ -52,6 +52,11 @@ export function diffCatalogs(before: Catalog | null, after: Catalog): CatalogDif
   return diff;
 }
 
+/** How many entries the diff removes, over every kind. */
+export function removedCount(d: CatalogDiff): number {
+  return KINDS.reduce((n, k) => n + d.removed[k].length, 0);
+}
+
 export function isEmptyDiff(d: CatalogDiff): boolean {
   return d.settings.length === 0 && KINDS.every((k) => d.added[k].length + d.removed[k].length + d.changed[k].length === 0);
 }

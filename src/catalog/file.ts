@@ -49,7 +49,8 @@ const isObject = (v: unknown): v is Raw => typeof v === 'object' && v !== null &
 export function parseCatalogText(text: string): ParseResult {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length > 0) {
-    return { ok: false, problems: doc.errors.map((e) => ({ entry: 'file', message: e.message.split('\n')[0] ?? e.message })) };
+    // The whole message: with prettyErrors it ends in the offending line and a caret under the spot.
+    return { ok: false, problems: doc.errors.map((e) => ({ entry: 'file', message: e.message.trimEnd() })) };
   }
   return validateCatalog(doc.toJS() as unknown);
 }

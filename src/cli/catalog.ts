@@ -2,8 +2,9 @@
 // kept in version control. apply validates first, prints the diff, and changes
 // everything or nothing (one optimistic insert of the new revision).
 import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline/promises';
 import { AppError } from '../errors.js';
-import { formatDiff, isEmptyDiff } from '../catalog/diff.js';
+import { formatDiff, isEmptyDiff, removedCount } from '../catalog/diff.js';
 import { formatCatalog, parseCatalogText, type CatalogProblem } from '../catalog/file.js';
 import { CatalogService } from '../catalog/service.js';
 import { UsageError, type Command } from './command.js';
@@ -17,10 +18,12 @@ or JSON file in version control (see catalog/default.yaml for the format).
 
   infracat catalog validate FILE
       Checks FILE and lists every problem with its entry and field. Exit 1 if any.
-  infracat catalog apply FILE [--dry-run]
+  infracat catalog apply FILE [--dry-run] [--allow-removals]
       Validates FILE, prints what changes (+ added, - removed, ~ changed), and applies
       it in one step: a file with any problem changes nothing. Running instances serve
       the new catalog within CATALOG_REFRESH_MS. --dry-run stops after the diff.
+      An apply that removes entries (an empty or truncated file removes everything)
+      needs --allow-removals, or a "yes" typed at the prompt on a terminal.
   infracat catalog export [--format yaml|json]
       Writes the live catalog to stdout in the file format (export then apply is a no-op).
 
@@ -45,12 +48,25 @@ function readCatalogFile(file: string): ReturnType<typeof parseCatalogText> {
 
 function reportProblems(file: string, problems: CatalogProblem[]): number {
   process.stderr.write(`${file}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n`);
-  for (const p of problems) process.stderr.write(`  ${formatProblem(p)}\n`);
+  // Multi-line problems (a YAML syntax error quotes the line, with a caret) stay indented.
+  for (const p of problems) process.stderr.write(`  ${formatProblem(p).replaceAll('\n', '\n    ')}\n`);
   return 1;
 }
 
 function withCatalog<T>(url: string | undefined, body: (svc: CatalogService) => Promise<T>): Promise<T> {
   return withStore(url, (store, config) => body(new CatalogService(store.catalog, { refreshMs: config.catalogRefreshMs })));
+}
+
+/** On a terminal, asks before removing entries; anywhere else (CI, pipes) the answer is no. */
+async function confirmRemovals(count: number): Promise<boolean> {
+  if (process.stdin.isTTY !== true || process.stdout.isTTY !== true) return false;
+  const rl = createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    const answer = await rl.question(`Remove ${count} entr${count === 1 ? 'y' : 'ies'} from the live catalog? Type "yes" to apply: `);
+    return answer.trim().toLowerCase() === 'yes';
+  } finally {
+    rl.close();
+  }
 }
 
 export const catalogCommand: Command = {
@@ -70,7 +86,11 @@ export const catalogCommand: Command = {
       return 0;
     }
     if (sub === 'apply') {
-      const { values, positionals } = parseFlags(rest, { 'dry-run': { type: 'boolean' }, 'database-url': { type: 'string' } }, true);
+      const { values, positionals } = parseFlags(
+        rest,
+        { 'dry-run': { type: 'boolean' }, 'allow-removals': { type: 'boolean' }, 'database-url': { type: 'string' } },
+        true,
+      );
       if (positionals.length !== 1) throw new UsageError('apply needs exactly one FILE');
       const file = positionals[0]!;
       const result = readCatalogFile(file);
@@ -85,6 +105,14 @@ export const catalogCommand: Command = {
         if (isEmptyDiff(diff)) {
           process.stdout.write(`catalog unchanged (version ${baseVersion})\n`);
           return 0;
+        }
+        const removals = removedCount(diff);
+        if (removals > 0 && values['allow-removals'] !== true && !(await confirmRemovals(removals))) {
+          process.stderr.write(
+            `infracat catalog: refused: this apply would remove ${removals} entr${removals === 1 ? 'y' : 'ies'} (lines starting with -); ` +
+              'nothing applied. Re-run with --allow-removals if that is intended.\n',
+          );
+          return 1;
         }
         try {
           const version = await svc.apply(result.catalog, baseVersion);

@@ -1,10 +1,11 @@
 // `infracat catalog validate|apply|export` against a real SQLite file (the commands are
 // backend-agnostic; the storage contract covers PostgreSQL's catalog_revisions).
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { DEFAULT_CATALOG_FILE } from '../../src/catalog/default.js';
-import { cli } from '../helpers/process.js';
+import { CLI, cli } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite.js';
 
 const defaultYaml = readFileSync(DEFAULT_CATALOG_FILE, 'utf8');
@@ -61,7 +62,12 @@ describe('infracat catalog', () => {
     assert.match(refused.stderr, /available: must be true or false/);
     assert.match((await cli(['catalog', 'export'], { env })).stdout, /price_monthly: 6\.00$/m, 'the valid change in a bad file was not applied');
 
-    const applied = await cli(['catalog', 'apply', edited], { env });
+    const unconfirmed = await cli(['catalog', 'apply', edited], { env });
+    assert.equal(unconfirmed.code, 1, 'removing an entry needs --allow-removals');
+    assert.match(unconfirmed.stderr, /refused: this apply would remove 1 entry .*--allow-removals/);
+    assert.match((await cli(['catalog', 'export'], { env })).stdout, /price_monthly: 6\.00$/m, 'a refused apply changes nothing');
+    const applied = await cli(['catalog', 'apply', edited, '--allow-removals'], { env });
+    assert.equal(applied.code, 0, applied.stderr);
     assert.match(applied.stdout, /applied as catalog version 2/);
     const after = (await cli(['catalog', 'export', '--format', 'json'], { env })).stdout;
     assert.match(after, /"price_monthly": 6\.50/);
@@ -85,5 +91,44 @@ describe('infracat catalog', () => {
       assert.match(again.stdout, /catalog unchanged \(version 1\)/);
     }
     assert.equal((await cli(['catalog', 'export', '--format', 'xml'], { env })).code, 2);
+  });
+
+  it('an empty or near-empty file never wipes the catalog without --allow-removals (or "yes" typed on a terminal)', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+    assert.equal((await cli(['migrate'], { env })).code, 0);
+    assert.equal((await cli(['catalog', 'apply', DEFAULT_CATALOG_FILE.pathname], { env })).code, 0);
+    const empty = tmp.file('empty.yaml');
+    writeFileSync(empty, 'images: []\nplans: []\nregions: []\n');
+    const refused = await cli(['catalog', 'apply', empty], { env });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /would remove 36 entries/);
+    assert.match(refused.stdout, /0 added, 0 changed, 36 removed/, 'the diff is still shown');
+    assert.match((await cli(['catalog', 'export'], { env })).stdout, /s-1vcpu-1gb/);
+
+    // On a terminal the command asks; anything but "yes" keeps the catalog.
+    const tsx = import.meta.resolve('tsx');
+    const command = (answer: string) =>
+      `printf '${answer}\\n' | script -qec '"${process.execPath}" --import "${tsx}" "${CLI}" catalog apply "${empty}"' /dev/null`;
+    const no = spawnSync('bash', ['-c', command('no')], { env: { ...process.env, ...env }, encoding: 'utf8' });
+    assert.match(no.stdout, /Remove 36 entries from the live catalog\? Type "yes" to apply/);
+    assert.match(no.stdout, /refused/);
+    assert.match((await cli(['catalog', 'export'], { env })).stdout, /s-1vcpu-1gb/);
+    const yes = spawnSync('bash', ['-c', command('yes')], { env: { ...process.env, ...env }, encoding: 'utf8' });
+    assert.match(yes.stdout, /applied as catalog version 2/, yes.stdout + yes.stderr);
+    assert.doesNotMatch((await cli(['catalog', 'export'], { env })).stdout, /s-1vcpu-1gb/);
+  });
+
+  it('a YAML syntax error is shown whole: message, line and caret', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const bad = tmp.file('bad.yaml');
+    writeFileSync(bad, 'currency: USD\nimages:\n  - slug: [oops\n    name: x\n');
+    const res = await cli(['catalog', 'validate', bad]);
+    assert.equal(res.code, 1);
+    assert.match(res.stderr, /at line 4, column 5:/);
+    assert.match(res.stderr, /^ +- slug: \[oops$/m, 'the offending lines are quoted');
+    assert.match(res.stderr, /^ +\^$/m, 'with a caret under the spot');
   });
 });
