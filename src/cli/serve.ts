@@ -3,7 +3,25 @@ import { serve } from '../server.js';
 import type { Command } from './command.js';
 import { parseFlags } from './options.js';
 
-const settingsHelp = SETTINGS.map((s) => `  ${s.env.padEnd(22)} ${s.default === '' ? '(unset)' : s.default}`).join('\n');
+/** Words of `text` in lines of at most `width` characters, each starting with `indent`. */
+function wrap(text: string, indent: string, width = 80): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/)) {
+    if (line !== '' && indent.length + line.length + 1 + word.length > width) {
+      lines.push(indent + line);
+      line = word;
+    } else line = line === '' ? word : `${line} ${word}`;
+  }
+  if (line !== '') lines.push(indent + line);
+  return lines.join('\n');
+}
+
+// Every setting with its default and what it means (the same text as README's table).
+const settingsHelp = SETTINGS.map((s) => {
+  const shown = s.default === '' ? '(unset)' : s.default;
+  return `  ${s.env}=${shown}\n${wrap(s.description, '      ')}`;
+}).join('\n');
 
 export const serveCommand: Command = {
   name: 'serve',
@@ -20,7 +38,7 @@ Options:
   --database-url URL    DATABASE_URL (sqlite:PATH, postgres://...)
   -h, --help            show this help
 
-Environment (default):
+Environment (NAME=default):
 ${settingsHelp}
 `,
   async run(args) {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { SETTINGS } from '../../src/config.js';
 import { cli } from '../helpers/process.js';
 import { createTestDatabase, requirePostgres } from '../helpers/pg.js';
 import { tempDir } from '../helpers/sqlite.js';
@@ -12,15 +13,21 @@ describe('infracat command', () => {
     assert.match(top.stdout, /Usage: infracat <command>/);
     assert.match(top.stdout, /serve/);
     assert.match(top.stdout, /migrate/);
-    for (const cmd of ['serve', 'migrate']) {
+    for (const cmd of ['serve', 'migrate', 'tokens', 'catalog', 'backup']) {
       const res = await cli([cmd, '--help']);
       assert.equal(res.code, 0, cmd);
       assert.match(res.stdout, new RegExp(`Usage: infracat ${cmd}`));
       const viaHelp = await cli(['help', cmd]);
       assert.equal(viaHelp.stdout, res.stdout);
     }
+    // Every setting with its default and its description (the words, re-wrapped for a terminal).
     const serveHelp = await cli(['serve', '-h']);
-    for (const env of ['PORT', 'HOST', 'LOG_LEVEL', 'DATABASE_URL']) assert.match(serveHelp.stdout, new RegExp(env));
+    const flat = serveHelp.stdout.replace(/\s+/g, ' ');
+    for (const s of SETTINGS) {
+      assert.ok(flat.includes(`${s.env}=${s.default === '' ? '(unset)' : s.default}`), `${s.env} and its default`);
+      assert.ok(flat.includes(s.description.replace(/\s+/g, ' ')), `${s.env}'s description`);
+    }
+    assert.ok(serveHelp.stdout.split('\n').every((l) => l.length <= 80 || /^ {2}[A-Z_]+=/.test(l)), 'descriptions are wrapped for a terminal');
   });
 
   it('--version prints the package version', async () => {
