@@ -118,6 +118,10 @@ export function parseDatabaseUrl(raw: string, name = 'DATABASE_URL'): DatabaseCo
     if (url.hostname === '' && !url.searchParams.has('host')) throw bad(name, redactUrl(raw), 'the postgres URL has no host');
     return { kind: 'postgres', url: value };
   }
+  // A bare file path is the likeliest slip: say exactly what to write instead.
+  if (/^(\/|\.{1,2}\/|~\/)|\.(sqlite3?|db)$/i.test(value) && !value.includes('://')) {
+    throw bad(name, raw, `a bare path is not a database URL; for a SQLite file write sqlite:${value}`);
+  }
   throw bad(name, redactUrl(raw), 'expected unset, sqlite:PATH, postgres://... or postgresql://...');
 }
 

@@ -23,6 +23,8 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   try {
     const report = await store.migrate();
     if (report.applied.length > 0) logger.info({ applied: report.applied, version: report.version }, 'schema migrated');
+    // Fail fast: a read-only database would otherwise serve reads and fail every write.
+    await store.checkWritable();
     app = buildApp({ config, store, logger });
     await app.ready();
     if (config.bootstrapAdminToken) await bootstrapAdminToken(app, logger);

@@ -37,6 +37,13 @@ describe('configuration', () => {
     assert.equal(loadConfig({ DATABASE_URL: 'postgresql://db/ic' }).database.kind, 'postgres');
   });
 
+  it('a bare path in DATABASE_URL is refused with the sqlite: form to write instead', () => {
+    for (const p of ['/var/lib/infracat/ic.sqlite', './data/infracat.sqlite', '../x.db', 'infracat.sqlite3']) {
+      expectError({ DATABASE_URL: p }, new RegExp(`a bare path is not a database URL; for a SQLite file write sqlite:${p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+    }
+    expectError({ DATABASE_URL: 'mysql://db/ic' }, /expected unset, sqlite:PATH, postgres/);
+  });
+
   it('flags override environment variables', () => {
     const c = loadConfig({ PORT: '1000', LOG_LEVEL: 'warn' }, { PORT: '2000' });
     assert.equal(c.port, 2000);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The `infracat` command: dispatches to one module per sub-command.
-import { ConfigError } from '../config.js';
-import { DatabaseMissingError } from '../storage/types.js';
+import { ConfigError, describeDatabase, parseDatabaseUrl } from '../config.js';
+import { explainFailure, type FailureContext } from './failure.js';
 import { VERSION } from '../version.js';
 import { UsageError, type Command } from './command.js';
 import { migrateCommand } from './migrate.js';
@@ -26,6 +26,21 @@ Options:
 
 Run 'infracat <command> --help' for a command's options.
 `;
+
+/** Where a failed command was working (flags win over the environment, as in loadConfig). */
+function failureContext(args: string[]): FailureContext {
+  const flag = (name: string): string | undefined => {
+    const i = args.indexOf(`--${name}`);
+    return i >= 0 ? args[i + 1] : args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  };
+  let database: string;
+  try {
+    database = describeDatabase(parseDatabaseUrl(flag('database-url') ?? process.env.DATABASE_URL ?? ''));
+  } catch {
+    database = 'the configured database';
+  }
+  return { database, listen: `${flag('host') ?? process.env.HOST ?? '127.0.0.1'}:${flag('port') ?? process.env.PORT ?? '8080'}` };
+}
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
@@ -58,16 +73,10 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`infracat ${command.name}: ${err.message}\nRun 'infracat ${command.name} --help' for usage.\n`);
       return 2;
     }
-    if (err instanceof ConfigError) {
-      process.stderr.write(`infracat: configuration error: ${err.message}\n`);
-      return 78; // EX_CONFIG
-    }
-    if (err instanceof DatabaseMissingError) {
-      process.stderr.write(`infracat ${command.name}: ${err.message}\n`);
-      return 66; // EX_NOINPUT
-    }
-    process.stderr.write(`infracat ${command.name}: ${(err as Error).message}\n`);
-    return 1;
+    const { message, exitCode } = explainFailure(err, failureContext(rest));
+    // A bad setting is the process's, not the command's: the same line whatever the command.
+    process.stderr.write(`${err instanceof ConfigError ? 'infracat' : `infracat ${command.name}`}: ${message}\n`);
+    return exitCode;
   }
 }
 

@@ -11,6 +11,13 @@ export interface TokenRow {
   last_used_at: number | string | null;
 }
 
+/**
+ * A real write that changes nothing: proves at start that the database accepts writes
+ * (a read-only file or a standby would otherwise serve reads and fail every write).
+ */
+export const WRITE_PROBE_SQL =
+  'UPDATE infracat_schema_migrations SET applied_at = applied_at WHERE version = (SELECT MAX(version) FROM infracat_schema_migrations)';
+
 export const TOKEN_COLUMNS = 'id, name, scopes, secret_hash, created_at, expires_at, last_used_at';
 
 // PostgreSQL returns BIGINT as a string; epoch milliseconds fit a double exactly.

@@ -90,8 +90,13 @@ export interface Store {
    * backed up by their own tools reject with NotSupportedError saying which.
    */
   backup(file: string): Promise<BackupReport>;
-  /** Resolves when storage answers a trivial query. */
+  /**
+   * Resolves when storage answers and looks writable (a cheap check: no write), else
+   * rejects with StorageUnavailableError. Readiness probes call it.
+   */
   ping(): Promise<void>;
+  /** Makes one harmless real write; rejects (StorageUnavailableError) when storage refuses writes. */
+  checkWritable(): Promise<void>;
   /** Waits for in-flight work and releases connections/handles. Idempotent. */
   close(): Promise<void>;
   readonly tokens: TokenStore;

@@ -3,7 +3,7 @@
 // unreachable server turns into StorageUnavailableError (-> 503) instead of a hang.
 import pg from 'pg';
 import { LATEST_VERSION, pendingMigrations } from '../migrations.js';
-import { TOKEN_COLUMNS, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
+import { TOKEN_COLUMNS, WRITE_PROBE_SQL, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
 import {
   NotSupportedError,
   StorageUnavailableError,
@@ -26,8 +26,10 @@ export interface PostgresOptions {
   onIdleError?: (err: Error) => void;
 }
 
-// SQLSTATE classes and codes that mean "the database is not reachable right now".
-const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-4])/;
+// SQLSTATE classes and codes that mean "the database cannot serve this right now":
+// connection trouble, resources, shutdown, and 25006 (read-only: a standby after a
+// failover), which a balancer should route around rather than see as a server bug.
+const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-4]|25006)/;
 const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
 // SQLSTATEs of a concurrent CREATE ... IF NOT EXISTS race: unique_violation on the
 // catalog, duplicate_table, duplicate_object (the row type). The other creator has
@@ -165,7 +167,13 @@ export class PostgresStore implements Store {
   }
 
   async ping(): Promise<void> {
-    await this.query('SELECT 1');
+    // One round trip that also tells a primary from a read-only standby (after a failover).
+    const { rows } = await this.query<{ transaction_read_only: string }>('SHOW transaction_read_only');
+    if (rows[0]?.transaction_read_only === 'on') throw new StorageUnavailableError('PostgreSQL is read-only (transaction_read_only = on)');
+  }
+
+  async checkWritable(): Promise<void> {
+    await this.query(WRITE_PROBE_SQL);
   }
 
   backup(): Promise<BackupReport> {

@@ -1,11 +1,11 @@
 // The embedded default: one SQLite file through better-sqlite3, in WAL mode.
 // Every committed write is fsync'd (synchronous=FULL), so a 201/204 survives kill -9.
 // better-sqlite3 is synchronous; methods are async only to share the Store interface.
-import { chmodSync, closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, existsSync, fsyncSync, linkSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import Database, { type SqliteDatabase, type SqliteStatement } from './driver.js';
 import { LATEST_VERSION, pendingMigrations } from '../migrations.js';
-import { TOKEN_COLUMNS, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
+import { TOKEN_COLUMNS, WRITE_PROBE_SQL, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
 import {
   StorageUnavailableError,
   type BackupReport,
@@ -25,8 +25,9 @@ export interface SqliteOptions {
 }
 
 // Errors that mean "storage cannot serve right now" (locked by another process, disk
-// trouble, closed during shutdown) rather than a bug: they become 503, not 500.
-const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|PROTOCOL)/;
+// trouble, a read-only file or filesystem, closed during shutdown) rather than a bug:
+// they become 503, not 500.
+const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|PROTOCOL|READONLY)/;
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
@@ -37,11 +38,18 @@ export class SqliteStore implements Store {
   private readonly db: SqliteDatabase;
   private closed = false;
 
+  private readonly path: string;
+
   constructor(options: SqliteOptions) {
+    this.path = options.path;
     this.description = `sqlite:${options.path}`;
-    mkdirSync(path.dirname(options.path), { recursive: true });
-    this.db = new Database(options.path, { timeout: options.busyTimeoutMs });
-    this.db.pragma('journal_mode = WAL');
+    try {
+      mkdirSync(path.dirname(options.path), { recursive: true });
+      this.db = new Database(options.path, { timeout: options.busyTimeoutMs });
+      this.db.pragma('journal_mode = WAL');
+    } catch (err) {
+      throw openFailure(options.path, err);
+    }
     // FULL: in WAL mode this syncs the log on every commit; NORMAL could lose the last
     // acknowledged writes on power loss.
     this.db.pragma('synchronous = FULL');
@@ -121,6 +129,19 @@ export class SqliteStore implements Store {
   ping(): Promise<void> {
     return run(() => {
       this.db.prepare('SELECT 1').get();
+      // Reads work on a read-only file; writes need the file and its directory (-wal, -shm).
+      try {
+        accessSync(this.path, constants.W_OK);
+        accessSync(path.dirname(this.path), constants.W_OK);
+      } catch (err) {
+        throw Object.assign(new Error(`the database file or its directory is not writable (${(err as Error).message})`), { code: 'SQLITE_READONLY' });
+      }
+    });
+  }
+
+  checkWritable(): Promise<void> {
+    return run(() => {
+      this.db.prepare(WRITE_PROBE_SQL).run();
     });
   }
 
@@ -247,6 +268,27 @@ class SqliteCatalogStore implements CatalogStore {
           .run(expectedVersion + 1, document, now).changes === 1,
     );
   }
+}
+
+/**
+ * The real reason a database could not be created or opened. Node's recursive mkdir
+ * says ENOENT on a read-only filesystem and SQLite only "unable to open database file":
+ * the nearest existing directory (or the file itself) tells EROFS or EACCES.
+ */
+function openFailure(file: string, err: unknown): Error {
+  const original = err instanceof Error ? err : new Error(String(err));
+  let dir = path.dirname(file);
+  while (!existsSync(dir) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  for (const target of existsSync(file) ? [file, path.dirname(file)] : [dir]) {
+    try {
+      accessSync(target, constants.W_OK);
+    } catch (denied) {
+      const code = (denied as NodeJS.ErrnoException).code ?? 'EACCES';
+      const why = code === 'EROFS' ? 'is on a read-only filesystem' : 'is not writable';
+      return Object.assign(new Error(`${target} ${why} (${code})`, { cause: original }), { code, path: target });
+    }
+  }
+  return original;
 }
 
 // One counter per process is enough for a metric; stores share it.
