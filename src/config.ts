@@ -222,7 +222,7 @@ export const SETTINGS = [
     parse: integer(10, 600_000),
   },
   {
-    env: 'AUTH_FAILURE_LIMIT', key: 'authFailureLimit', default: '20', description: 'Failed authentications allowed per client address per window; past it, 429.',
+    env: 'AUTH_FAILURE_LIMIT', key: 'authFailureLimit', default: '20', description: 'Failed authentications allowed per client address (IPv6: per /64) per window; past it, failures answer 429 and the address\'s token lookups run one at a time (valid tokens are still accepted).',
     parse: integer(1, 1_000_000),
   },
   {

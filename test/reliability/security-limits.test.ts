@@ -1,0 +1,145 @@
+// Adversarial tests of the limits (issue #13): the failed-authentication limiter (a shared
+// address, floods of fakes), revalidations over the rate limit, TRUST_PROXY, what counts
+// as loopback for /metrics, and who may read the SQLite files.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Store, TokenRecord } from '../../src/storage/types.js';
+import { generateSecret } from '../../src/tokens/format.js';
+import { build, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
+import { backends } from '../helpers/backends.js';
+
+/**
+ * Records how many storage lookups by hash overlap. Not a mock: the real store answers.
+ * The yield first makes SQLite's synchronous read take a turn of the event loop, as a
+ * PostgreSQL round trip does, so lookups that would overlap on a network can be seen.
+ */
+function probeLookups(store: Store): { calls: number; inFlight: number; maxInFlight: number; reset(): void } {
+  const tokens = store.tokens as { findByHash(hash: string): Promise<TokenRecord | null> };
+  const real = tokens.findByHash.bind(tokens);
+  const probe = {
+    calls: 0,
+    inFlight: 0,
+    maxInFlight: 0,
+    reset() {
+      probe.calls = 0;
+      probe.maxInFlight = probe.inFlight;
+    },
+  };
+  tokens.findByHash = async (hash) => {
+    probe.calls += 1;
+    probe.inFlight += 1;
+    probe.maxInFlight = Math.max(probe.maxInFlight, probe.inFlight);
+    try {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      return await real(hash);
+    } finally {
+      probe.inFlight -= 1;
+    }
+  };
+  return probe;
+}
+
+const fake = (): string => `Bearer ${generateSecret('icat')}`;
+const QUIET = { LAST_USED_FLUSH_MS: '600000', CATALOG_REFRESH_MS: '600000', RATE_LIMIT: '0', RATE_LIMIT_ANONYMOUS: '0' };
+
+for (const backend of backends()) {
+  describe(`failed-authentication limiter on ${backend.name}: a valid token is never refused because others failed`, () => {
+    it('past the limit from one address (a shared NAT), valid tokens from it answer 200, cached or never seen; failures answer 429', async (t) => {
+      const db = await backend.fresh(t);
+      const { app } = await build(t, { store: db.open(), env: { ...QUIET, DATABASE_URL: db.url, AUTH_FAILURE_LIMIT: '3', AUTH_FAILURE_WINDOW_S: '60' } });
+      const seen = await mintToken(app, ['api-tokens:read', 'apps:read']);
+      const unseen = await mintToken(app, ['api-tokens:read']);
+      const gateway = await mintToken(app, ['apps:read']);
+      const narrow = await mintToken(app, ['images:read']);
+      const NAT = '203.0.113.7';
+      const current = (authorization: string) => app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', remoteAddress: NAT, headers: { authorization } });
+      assert.equal((await current(seen.auth.authorization)).statusCode, 200, 'now in the verification cache');
+
+      for (let i = 0; i < 3; i++) assert.equal((await current(fake())).statusCode, 401, `failure ${i + 1} of 3 is a plain 401`);
+      const refused = await current(fake());
+      assert.equal(refused.statusCode, 429, 'the address has used up its failures');
+      assert.equal(refused.headers['content-type'], PROBLEM_TYPE);
+      assert.equal(refused.json<{ code: string }>().code, 'RATE_LIMITED');
+      const retry = Number(refused.headers['retry-after']);
+      assert.ok(retry >= 1 && retry <= 60, `Retry-After ${retry}`);
+
+      const cached = await current(seen.auth.authorization);
+      assert.equal(cached.statusCode, 200, 'a cached valid token');
+      assert.equal(cached.json<{ id: string }>().id, seen.id);
+      const cache = app.infracat.tokens.cache;
+      const misses = cache.misses;
+      const uncached = await current(unseen.auth.authorization);
+      assert.equal(cache.misses, misses + 1, 'this one was not in memory: storage answered it');
+      assert.equal(uncached.statusCode, 200, 'a valid token never seen before');
+      assert.equal(uncached.json<{ id: string }>().id, unseen.id);
+      const check = await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read', remoteAddress: NAT, headers: gateway.auth });
+      assert.equal(check.statusCode, 200, 'forward auth from the same address');
+      const list = await app.inject({ method: 'GET', url: '/api/v1/api-tokens', remoteAddress: NAT, headers: narrow.auth });
+      assert.equal(list.statusCode, 403, 'a valid token without the scope: 403, not 429');
+
+      for (const bad of [fake(), 'Bearer junk', 'Basic dXNlcjpwYXNz']) {
+        const res = await current(bad);
+        assert.equal(res.statusCode, 429, `${bad.slice(0, 12)}: failures keep answering 429`);
+        assert.ok(Number(res.headers['retry-after']) >= 1);
+      }
+      assert.equal((await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', remoteAddress: '203.0.113.8', headers: { authorization: fake() } })).statusCode, 401, 'another address has its own count');
+    });
+
+    it('a concurrent flood of distinct well-formed fakes from an address past the limit runs one lookup at a time; repeating them costs no lookup', async (t) => {
+      const db = await backend.fresh(t);
+      const store = db.open();
+      const probe = probeLookups(store);
+      const { app } = await build(t, { store, env: { ...QUIET, DATABASE_URL: db.url, AUTH_FAILURE_LIMIT: '3' } });
+      const valid = await mintToken(app, ['api-tokens:read']);
+      const from = (authorization: string, remoteAddress = '198.51.100.9') =>
+        app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', remoteAddress, headers: { authorization } });
+      for (let i = 0; i < 3; i++) assert.equal((await from(fake())).statusCode, 401);
+
+      probe.reset();
+      const fakes = Array.from({ length: 40 }, fake);
+      const answers = await Promise.all([...fakes.slice(0, 20).map((f) => from(f)), from(valid.auth.authorization), ...fakes.slice(20).map((f) => from(f))]);
+      assert.equal(answers[20]!.statusCode, 200, 'the valid token (not cached) got its turn and was answered');
+      assert.deepEqual([...answers.slice(0, 20), ...answers.slice(21)].map((r) => r.statusCode), fakes.map(() => 429));
+      assert.equal(probe.maxInFlight, 1, 'one storage lookup in flight at a time for this address');
+      assert.equal(probe.calls, 41, 'each distinct hash looked up once');
+
+      probe.reset();
+      const queries = store.stats.queries;
+      const repeats = await Promise.all(fakes.map((f) => from(f)));
+      assert.deepEqual(repeats.map((r) => r.statusCode), fakes.map(() => 429));
+      assert.equal(probe.calls, 0, 'fakes found unknown are remembered');
+      assert.equal(store.stats.queries, queries, 'no storage query at all');
+      assert.equal((await from(valid.auth.authorization)).statusCode, 200);
+    });
+
+    it('rotating through the addresses of one IPv6 /64 (or writing IPv4 as IPv4-mapped) does not dodge the count', async (t) => {
+      const db = await backend.fresh(t);
+      const { app } = await build(t, { store: db.open(), env: { ...QUIET, DATABASE_URL: db.url, AUTH_FAILURE_LIMIT: '3' } });
+      const valid = await mintToken(app, ['api-tokens:read']);
+      const from = (remoteAddress: string, authorization = fake()) =>
+        app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', remoteAddress, headers: { authorization } });
+      const codes = [];
+      for (const ip of ['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2:aaaa::3', '2001:db8:1:2:ffff:ffff:ffff:ffff']) codes.push((await from(ip)).statusCode);
+      assert.deepEqual(codes, [401, 401, 401, 429]);
+      assert.equal((await from('2001:db8:1:2::99', valid.auth.authorization)).statusCode, 200, 'a valid token from the same /64');
+      assert.equal((await from('2001:db8:1:3::1')).statusCode, 401, 'the next /64 has its own count');
+      for (let i = 0; i < 3; i++) assert.equal((await from('192.0.2.50')).statusCode, 401);
+      assert.equal((await from('::ffff:192.0.2.50')).statusCode, 429, 'the same IPv4 client, written IPv4-mapped');
+    });
+
+    it('a concurrent flood from a fresh address runs no more lookups at once than the failures it has left', async (t) => {
+      const db = await backend.fresh(t);
+      const store = db.open();
+      const probe = probeLookups(store);
+      const { app } = await build(t, { store, env: { ...QUIET, DATABASE_URL: db.url, AUTH_FAILURE_LIMIT: '5' } });
+      probe.reset();
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, () => app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', remoteAddress: '192.0.2.44', headers: { authorization: fake() } })),
+      );
+      assert.ok(probe.maxInFlight <= 5, `at most 5 lookups at once, saw ${probe.maxInFlight}`);
+      const codes = answers.map((r) => r.statusCode);
+      assert.equal(codes.filter((c) => c === 401).length, 5, 'the first five failures are 401');
+      assert.equal(codes.filter((c) => c === 429).length, 35, 'every failure past the limit is 429');
+    });
+  });
+}
