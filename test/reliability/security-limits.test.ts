@@ -2,11 +2,15 @@
 // address, floods of fakes), revalidations over the rate limit, TRUST_PROXY, what counts
 // as loopback for /metrics, and who may read the SQLite files.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
+import { ConfigError, loadConfig, trustProxyWarning } from '../../src/config.js';
+import { createLogger } from '../../src/logging.js';
+import { startServer } from '../../src/server.js';
 import type { Store, TokenRecord } from '../../src/storage/types.js';
 import { generateSecret } from '../../src/tokens/format.js';
-import { build, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
+import { build, LogCapture, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
+import { tempDir } from '../helpers/sqlite.js';
 
 /**
  * Records how many storage lookups by hash overlap. Not a mock: the real store answers.
@@ -143,3 +147,53 @@ for (const backend of backends()) {
     });
   });
 }
+
+describe('TRUST_PROXY: a client must not choose its own address', () => {
+  async function started(t: TestContext, trustProxy: string): Promise<LogCapture> {
+    const tmp = tempDir();
+    const logs = new LogCapture();
+    const config = loadConfig({ DATABASE_URL: `sqlite:${tmp.file()}`, PORT: '0', BOOTSTRAP_ADMIN_TOKEN: 'false', TRUST_PROXY: trustProxy, LOG_LEVEL: 'info' });
+    const server = await startServer(config, createLogger('info', logs));
+    t.after(async () => {
+      await server.close();
+      tmp.remove();
+    });
+    return logs;
+  }
+  const warnings = (logs: LogCapture) => logs.records().filter((r) => r.level === 'warn' && /TRUST_PROXY/.test(String(r.msg)));
+
+  for (const value of ['true', '0.0.0.0/1', '10.0.0.1,::/1', '::ffff:0:0/96']) {
+    it(`TRUST_PROXY=${value}: one warning at start that any client can pick its address, recommending the list of proxies`, async (t) => {
+      const logs = await started(t, value);
+      const found = warnings(logs);
+      assert.equal(found.length, 1, logs.text);
+      assert.match(String(found[0]!.msg), /X-Forwarded-For/);
+      assert.match(String(found[0]!.msg), /any client/i);
+      assert.match(String(found[0]!.msg), /list of (your )?prox/i);
+    });
+  }
+
+  it('a list of proxy addresses/CIDRs, even a whole private network: no warning', async (t) => {
+    assert.deepEqual(warnings(await started(t, '10.0.0.1,192.168.0.0/16,10.0.0.0/8,fc00::/7,::ffff:10.0.0.0/104,2001:db8::7')), []);
+    assert.equal(trustProxyWarning(false), null);
+  });
+
+  it('a list the proxy matcher would refuse at start (/0, bad prefix, not an address) is refused by the config, naming TRUST_PROXY', () => {
+    for (const value of ['0.0.0.0/0', '::/0', '10.0.0.0/33', '::1/129', '1.2.3', '10.0.0.1/', '10.0.0.0/+8', '10.0.0.0/255.0.0.0', 'proxy.internal', '10.0.0.1,,x']) {
+      assert.throws(() => loadConfig({ TRUST_PROXY: value }), (err: Error) => err instanceof ConfigError && /^invalid TRUST_PROXY/.test(err.message), value);
+    }
+  });
+
+  it('the list form: X-Forwarded-For from a peer that is not a listed proxy is ignored, so the limiter cannot be dodged', async (t) => {
+    const { app } = await build(t, { env: { TRUST_PROXY: '10.0.0.1', AUTH_FAILURE_LIMIT: '3', RATE_LIMIT_ANONYMOUS: '0' } });
+    const send = (remoteAddress: string, xff: string) =>
+      app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', remoteAddress, headers: { authorization: fake(), 'x-forwarded-for': xff } });
+    const codes = [];
+    for (let i = 0; i < 5; i++) codes.push((await send('10.0.0.66', `198.51.100.${i}`)).statusCode);
+    assert.deepEqual(codes, [401, 401, 401, 429, 429], 'counted against the real peer, whatever it claims');
+    // Through the listed proxy, the forwarded client is counted, and only it.
+    for (let i = 0; i < 3; i++) assert.equal((await send('10.0.0.1', '192.0.2.1')).statusCode, 401);
+    assert.equal((await send('10.0.0.1', '192.0.2.1')).statusCode, 429);
+    assert.equal((await send('10.0.0.1', '192.0.2.2')).statusCode, 401, 'another client behind the same proxy');
+  });
+});
