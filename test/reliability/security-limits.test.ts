@@ -197,3 +197,68 @@ describe('TRUST_PROXY: a client must not choose its own address', () => {
     assert.equal((await send('10.0.0.1', '192.0.2.2')).statusCode, 401, 'another client behind the same proxy');
   });
 });
+
+describe('revalidations over the rate limit', () => {
+  it('anonymous: a matching If-None-Match answers 304 (r=0, no Retry-After) on every catalog route; anything else 429', async (t) => {
+    const { app, store } = await build(t, { env: { RATE_LIMIT_ANONYMOUS: '2', CATALOG_REFRESH_MS: '600000' } });
+    const get = (url: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET') =>
+      app.inject({ method, url, remoteAddress: '10.9.9.9', headers });
+    const first = await get('/api/v1/plans');
+    const etag = String(first.headers.etag);
+    assert.equal((await get('/api/v1/plans')).statusCode, 200);
+    assert.equal((await get('/api/v1/plans')).statusCode, 429, 'the limit is used up');
+    const queries = store.stats.queries;
+    for (const url of ['/api/v1/plans', '/api/v1/images', '/api/v1/regions', '/api/v1/regions/nyc3', '/api/v1/plans?min_vcpus=2']) {
+      for (const inm of [etag, `W/${etag}`, `"other", ${etag}`, '*']) {
+        for (const method of ['GET', 'HEAD'] as const) {
+          const res = await get(url, { 'if-none-match': inm }, method);
+          assert.equal(res.statusCode, 304, `${method} ${url} If-None-Match: ${inm}`);
+          assert.equal(res.headers.etag, etag);
+          assert.equal(res.headers['retry-after'], undefined);
+          assert.match(String(res.headers.ratelimit), /^"anonymous";r=0;t=\d+$/, 'truthful: nothing remains, and the 304 took nothing');
+          assert.equal(res.body, '');
+        }
+      }
+    }
+    for (const [url, inm] of [['/api/v1/plans', '"stale"'], ['/api/v1/regions/nyc3', '"stale"'], ['/api/v1/regions/nowhere', etag], ['/api/v1/images/nowhere', '*']] as const) {
+      const res = await get(url, { 'if-none-match': inm });
+      assert.equal(res.statusCode, 429, `${url} If-None-Match: ${inm}`);
+      assert.equal(res.headers['content-type'], PROBLEM_TYPE);
+      assert.ok(Number(res.headers['retry-after']) >= 1);
+      assert.equal(res.headers.etag, undefined, 'a refusal carries no validator');
+      assert.equal(res.headers['cache-control'], undefined, 'and is not cacheable');
+    }
+    assert.equal(store.stats.queries, queries, 'none of it touched storage');
+  });
+
+  it('per token (CATALOG_ACCESS=token): the same, and a token over its limit is still 429 on other routes whatever it sends', async (t) => {
+    const { app, store } = await build(t, { env: { RATE_LIMIT: '1', CATALOG_ACCESS: 'token', CATALOG_REFRESH_MS: '600000', LAST_USED_FLUSH_MS: '600000' } });
+    const tok = await mintToken(app, ['regions:read', 'api-tokens:read']);
+    const first = await app.inject({ method: 'GET', url: '/api/v1/regions', headers: tok.auth });
+    assert.equal(first.statusCode, 200);
+    const etag = String(first.headers.etag);
+    const again = await app.inject({ method: 'GET', url: '/api/v1/regions', headers: { ...tok.auth, 'if-none-match': etag } });
+    assert.equal(again.statusCode, 304);
+    assert.match(String(again.headers.ratelimit), /^"token";r=0;t=\d+$/);
+    assert.equal((await app.inject({ method: 'GET', url: '/api/v1/regions', headers: tok.auth })).statusCode, 429);
+    const queries = store.stats.queries;
+    const tokens = await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: { ...tok.auth, 'if-none-match': '*' } });
+    assert.equal(tokens.statusCode, 429, 'If-None-Match opens nothing on routes that do not revalidate');
+    assert.equal(store.stats.queries, queries, 'refused before the handler read storage');
+  });
+
+  it('fails closed: a route that declares revalidation but answers 200 over the limit is turned into the 429', async (t) => {
+    const { app } = await build(t, {
+      env: { RATE_LIMIT_ANONYMOUS: '1' },
+      extend: (a) => {
+        a.get('/test/careless', { config: { revalidates: true } }, async (_request, reply) => reply.header('etag', '"x"').header('cache-control', 'public, max-age=60').send({ body: 'full' }));
+      },
+    });
+    assert.equal((await app.inject({ method: 'GET', url: '/test/careless' })).statusCode, 200);
+    const res = await app.inject({ method: 'GET', url: '/test/careless', headers: { 'if-none-match': '"y"' } });
+    assert.equal(res.statusCode, 429);
+    assert.equal(res.json<{ code: string }>().code, 'RATE_LIMITED');
+    assert.equal(res.headers.etag, undefined);
+    assert.equal(res.headers['cache-control'], undefined);
+  });
+});
