@@ -338,7 +338,7 @@ export const SETTINGS = [
   },
   {
     env: 'METRICS_ACCESS', key: 'metricsAccess', default: 'loopback',
-    description: 'Who may read Prometheus metrics at /metrics: `loopback` (connections from this machine), `public`, or `off` (404).',
+    description: 'Who may read Prometheus metrics at /metrics: `loopback` (connections from this machine: 127.0.0.0/8 or ::1), `public`, or `off` (404).',
     parse: oneOf(['public', 'loopback', 'off'] as const),
   },
   {

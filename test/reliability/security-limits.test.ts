@@ -2,8 +2,10 @@
 // address, floods of fakes), revalidations over the rate limit, TRUST_PROXY, what counts
 // as loopback for /metrics, and who may read the SQLite files.
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { describe, it, type TestContext } from 'node:test';
 import { ConfigError, loadConfig, trustProxyWarning } from '../../src/config.js';
+import { isLoopback } from '../../src/http/metrics.js';
 import { createLogger } from '../../src/logging.js';
 import { startServer } from '../../src/server.js';
 import type { Store, TokenRecord } from '../../src/storage/types.js';
@@ -260,5 +262,43 @@ describe('revalidations over the rate limit', () => {
     assert.equal(res.json<{ code: string }>().code, 'RATE_LIMITED');
     assert.equal(res.headers.etag, undefined);
     assert.equal(res.headers['cache-control'], undefined);
+  });
+});
+
+describe('/metrics with METRICS_ACCESS=loopback', () => {
+  it('all of 127.0.0.0/8, ::1 and IPv4-mapped loopback are loopback; nothing else is', () => {
+    for (const a of ['127.0.0.1', '127.0.0.12', '127.255.255.254', '127.1.2.3', '::1', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.2', '::ffff:7f00:1']) {
+      assert.equal(isLoopback(a), true, a);
+    }
+    for (const a of ['128.0.0.1', '126.255.255.255', '::2', '::', '0.0.0.0', '10.0.0.1', '::ffff:10.0.0.1', '::127.0.0.1', '127.0.0.1.evil', '127.0.0.01', '127.1', 'localhost', '', ' 127.0.0.1', undefined]) {
+      assert.equal(isLoopback(a), false, String(a));
+    }
+  });
+
+  it('through the app: 127.0.0.12 and ::ffff:127.0.0.2 are served; other peers, and X-Forwarded-For claims, are not', async (t) => {
+    const { app } = await build(t, { env: { TRUST_PROXY: 'true' } });
+    const from = (remoteAddress: string, headers: Record<string, string> = {}) => app.inject({ method: 'GET', url: '/metrics', remoteAddress, headers });
+    assert.equal((await from('127.0.0.12')).statusCode, 200);
+    assert.equal((await from('::ffff:127.0.0.2')).statusCode, 200);
+    assert.equal((await from('128.0.0.1')).statusCode, 404);
+    assert.equal((await from('10.0.0.1', { 'x-forwarded-for': '127.0.0.1' })).statusCode, 404, 'the socket peer decides, not a header');
+  });
+
+  it('a real server bound to 127.0.0.12 answers a client on 127.0.0.12', { skip: process.platform !== 'linux' && 'only Linux routes all of 127.0.0.0/8 to the loopback interface' }, async (t) => {
+    const { app } = await build(t, { extend: (a) => a.get('/test/peer', async (request) => ({ peer: request.socket.remoteAddress })) });
+    await app.listen({ host: '127.0.0.12', port: 0 });
+    const { port } = app.server.address() as { port: number };
+    const get = (url: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        http.get({ host: '127.0.0.12', port, path: url, localAddress: '127.0.0.12' }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        }).on('error', reject);
+      });
+    assert.deepEqual(JSON.parse((await get('/test/peer')).body), { peer: '127.0.0.12' });
+    const metrics = await get('/metrics');
+    assert.equal(metrics.status, 200);
+    assert.match(metrics.body, /infracat_http_requests_total/);
   });
 });
