@@ -209,7 +209,7 @@ export const SETTINGS = [
   },
   {
     env: 'DATABASE_URL', key: 'database', default: '',
-    description: `Storage. Unset: SQLite file ${DEFAULT_SQLITE_PATH} (directory created on first start); sqlite:PATH: that SQLite file; postgres://... or postgresql://...: PostgreSQL.`,
+    description: `Storage. Unset: SQLite file ${DEFAULT_SQLITE_PATH} (created on first start, readable by the service user only); sqlite:PATH: that SQLite file; postgres://... or postgresql://...: PostgreSQL.`,
     parse: parseDatabaseUrl,
   },
   {

@@ -20,7 +20,10 @@ export async function startServer(config: Config, logger: Logger = createLogger(
   const started = performance.now();
   const trustWarning = trustProxyWarning(config.trustProxy);
   if (trustWarning !== null) logger.warn({ trust_proxy: config.trustProxy }, trustWarning);
-  const store = await openStore(config, { onIdleError: (err) => logger.warn({ err }, 'idle database connection failed') });
+  const store = await openStore(config, {
+    onIdleError: (err) => logger.warn({ err }, 'idle database connection failed'),
+    onWarning: (message, details) => logger.warn(details, message),
+  });
   let app: App;
   try {
     const report = await store.migrate();

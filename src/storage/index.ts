@@ -11,6 +11,8 @@ export type { Store } from './types.js';
 
 export interface OpenStoreOptions {
   onIdleError?: (err: Error) => void;
+  /** SQLite: told when other local users can reach the database's directory or files. */
+  onWarning?: (message: string, details: Record<string, unknown>) => void;
 }
 
 export async function openStore(
@@ -20,7 +22,7 @@ export async function openStore(
   const db = config.database;
   if (db.kind === 'sqlite') {
     const { SqliteStore } = await import('./sqlite/store.js');
-    return new SqliteStore({ path: db.path, busyTimeoutMs: config.databaseTimeoutMs });
+    return new SqliteStore({ path: db.path, busyTimeoutMs: config.databaseTimeoutMs, ...(options.onWarning ? { onWarning: options.onWarning } : {}) });
   }
   const { PostgresStore } = await import('./postgres/store.js');
   return new PostgresStore({

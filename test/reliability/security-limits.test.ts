@@ -2,17 +2,23 @@
 // address, floods of fakes), revalidations over the rate limit, TRUST_PROXY, what counts
 // as loopback for /metrics, and who may read the SQLite files.
 import assert from 'node:assert/strict';
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { ConfigError, loadConfig, trustProxyWarning } from '../../src/config.js';
 import { isLoopback } from '../../src/http/metrics.js';
 import { createLogger } from '../../src/logging.js';
 import { startServer } from '../../src/server.js';
+import { SqliteStore } from '../../src/storage/sqlite/store.js';
 import type { Store, TokenRecord } from '../../src/storage/types.js';
 import { generateSecret } from '../../src/tokens/format.js';
 import { build, LogCapture, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
+import { serve } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite.js';
+
+const mode = (file: string): string => (statSync(file).mode & 0o777).toString(8);
 
 /**
  * Records how many storage lookups by hash overlap. Not a mock: the real store answers.
@@ -300,5 +306,64 @@ describe('/metrics with METRICS_ACCESS=loopback', () => {
     const metrics = await get('/metrics');
     assert.equal(metrics.status, 200);
     assert.match(metrics.body, /infracat_http_requests_total/);
+  });
+});
+
+describe('SQLite files are readable by the service user only', () => {
+  it('a fresh path: the directories infracat creates are 0700, the database and its -wal/-shm 0600, even under umask 000', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const previous = process.umask(0);
+    t.after(() => process.umask(previous));
+    const file = path.join(tmp.dir, 'a', 'b', 'infracat.sqlite');
+    const store = new SqliteStore({ path: file, busyTimeoutMs: 1000 });
+    t.after(() => store.close());
+    await store.migrate();
+    await store.tokens.findByHash('0'.repeat(64));
+    for (const dir of [path.join(tmp.dir, 'a'), path.join(tmp.dir, 'a', 'b')]) assert.equal(mode(dir), '700', dir);
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) assert.equal(mode(f), '600', f);
+  });
+
+  it('an operator-chosen directory keeps its mode; group/world access to the directory or the files is reported at start', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const dir = path.join(tmp.dir, 'shared');
+    mkdirSync(dir, { mode: 0o777 });
+    chmodSync(dir, 0o777);
+    const file = path.join(dir, 'infracat.sqlite');
+    closeSync(openSync(file, 'w', 0o644));
+    chmodSync(file, 0o644);
+    const logs = new LogCapture();
+    const config = loadConfig({ DATABASE_URL: `sqlite:${file}`, PORT: '0', BOOTSTRAP_ADMIN_TOKEN: 'false' });
+    const server = await startServer(config, createLogger('info', logs));
+    t.after(() => server.close());
+    assert.equal(mode(dir), '777', 'not changed behind the operator\'s back');
+    assert.equal(mode(file), '644');
+    const warned = logs.records().filter((r) => r.level === 'warn').map((r) => JSON.stringify(r));
+    assert.ok(warned.some((w) => w.includes(JSON.stringify(file)) && /readable by other local users/.test(w) && /chmod 600/.test(w)), warned.join('\n'));
+    assert.ok(warned.some((w) => w.includes(JSON.stringify(dir)) && /writable by other local users/.test(w) && /chmod 700/.test(w)), warned.join('\n'));
+  });
+
+  it('a private directory and files: no warning', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const logs = new LogCapture();
+    const config = loadConfig({ DATABASE_URL: `sqlite:${tmp.file('data/infracat.sqlite')}`, PORT: '0', BOOTSTRAP_ADMIN_TOKEN: 'false' });
+    const first = await startServer(config, createLogger('info', logs));
+    await first.close();
+    const second = await startServer(config, createLogger('info', logs));
+    await second.close();
+    const storageWarnings = logs.records().filter((r) => r.level === 'warn' && /local users/.test(String(r.msg)));
+    assert.deepEqual(storageWarnings, []);
+  });
+
+  it('infracat serve with no DATABASE_URL: ./data is 0700 and the database files 0600', async (t) => {
+    const cwd = tempDir();
+    t.after(() => cwd.remove());
+    const { child, url } = await serve({ DATABASE_URL: undefined }, cwd.dir);
+    t.after(() => child.proc.kill('SIGKILL'));
+    assert.equal((await fetch(`${url}/readyz`)).status, 200);
+    assert.equal(mode(path.join(cwd.dir, 'data')), '700');
+    for (const f of ['infracat.sqlite', 'infracat.sqlite-wal', 'infracat.sqlite-shm']) assert.equal(mode(path.join(cwd.dir, 'data', f)), '600', f);
   });
 });

@@ -1,10 +1,9 @@
 // The embedded default: one SQLite file through better-sqlite3, in WAL mode.
 // Every committed write is fsync'd (synchronous=FULL), so a 201/204 survives kill -9.
 // better-sqlite3 is synchronous; methods are async only to share the Store interface.
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import Database, { type SqliteDatabase, type SqliteStatement } from './driver.js';
 import { LATEST_VERSION, pendingMigrations } from '../migrations.js';
+import { preparePrivateFile, type StorageWarning } from './files.js';
 import { TOKEN_COLUMNS, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
 import {
   StorageUnavailableError,
@@ -21,6 +20,8 @@ export interface SqliteOptions {
   path: string;
   /** How long a writer waits for another process's lock before failing (ms). */
   busyTimeoutMs: number;
+  /** Told when the database's directory or files can be reached by other local users. */
+  onWarning?: StorageWarning;
 }
 
 // Errors that mean "storage cannot serve right now" (locked by another process, disk
@@ -38,7 +39,7 @@ export class SqliteStore implements Store {
 
   constructor(options: SqliteOptions) {
     this.description = `sqlite:${options.path}`;
-    mkdirSync(path.dirname(options.path), { recursive: true });
+    preparePrivateFile(options.path, options.onWarning);
     this.db = new Database(options.path, { timeout: options.busyTimeoutMs });
     this.db.pragma('journal_mode = WAL');
     // FULL: in WAL mode this syncs the log on every commit; NORMAL could lose the last
