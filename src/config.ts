@@ -1,6 +1,7 @@
 // The only reader of process.env. Every setting is declared once in SETTINGS (name,
 // default, parser, one-line description); README's configuration table mirrors it and
 // a test keeps the two in step. A bad value stops the start with one clear line.
+import { BlockList, isIP } from 'node:net';
 import path from 'node:path';
 import { compileRules, DEFAULT_RULES_JSON, type Rule } from './gateway/rules.js';
 
@@ -136,6 +137,52 @@ export function redactUrl(raw: string): string {
   }
 }
 
+/**
+ * An IP address with an optional /prefix, exactly as the proxy matcher will read it (it
+ * refuses /0, and a start must not fail later on what the config accepted); else null.
+ */
+function parseCidr(entry: string): { family: 4 | 6; address: string; prefix: number } | null {
+  const m = /^([^/]+)(?:\/([0-9]{1,3}))?$/.exec(entry);
+  if (m === null) return null;
+  const family = isIP(m[1]!);
+  if (family === 0) return null;
+  const max = family === 4 ? 32 : 128;
+  const prefix = m[2] === undefined ? max : Number(m[2]);
+  if (prefix < 1 || prefix > max) return null;
+  return { family: family as 4 | 6, address: m[1]!, prefix };
+}
+
+// IPv4-mapped IPv6 ranges (::ffff:10.0.0.0/104) apply to IPv4 clients, with 96 fewer bits.
+const IPV4_MAPPED = new BlockList();
+IPV4_MAPPED.addSubnet('::ffff:0:0', 96, 'ipv6');
+
+/**
+ * Whether a trusted range is wider than the widest private range of its family
+ * (10.0.0.0/8, fc00::/7): no proxy fleet needs that, but half the Internet is in it.
+ */
+function tooWide(entry: string): boolean {
+  const cidr = parseCidr(entry);
+  if (cidr === null) return false;
+  if (cidr.family === 4) return cidr.prefix < 8;
+  if (IPV4_MAPPED.check(cidr.address, 'ipv6') && cidr.prefix >= 96) return cidr.prefix - 96 < 8;
+  return cidr.prefix < 7;
+}
+
+/**
+ * The start-up warning for a TRUST_PROXY that believes (nearly) any peer: `true`, or a
+ * range wider than any private network. Then a client picks its own address with
+ * X-Forwarded-For, dodging the per-address limits and charging its failures to others.
+ * null when only a list of proxies is trusted (or none).
+ */
+export function trustProxyWarning(trustProxy: Config['trustProxy']): string | null {
+  const wide = Array.isArray(trustProxy) ? trustProxy.filter(tooWide) : [];
+  if (trustProxy !== true && wide.length === 0) return null;
+  const what = trustProxy === true ? 'TRUST_PROXY=true trusts every peer' : `TRUST_PROXY trusts ${wide.join(', ')}, wider than any private network`;
+  return `${what}: any client can choose its own address with X-Forwarded-For, ` +
+    'evading the per-address limits (failed authentications, anonymous rate limit) and charging its failures to other addresses. ' +
+    'Set TRUST_PROXY to the list of your proxies\' addresses/CIDRs instead (e.g. TRUST_PROXY=10.0.0.5,10.0.1.0/24).';
+}
+
 export function describeDatabase(db: DatabaseConfig): string {
   return db.kind === 'sqlite' ? `sqlite:${db.path}` : redactUrl(db.url);
 }
@@ -166,7 +213,7 @@ export const SETTINGS = [
   },
   {
     env: 'DATABASE_URL', key: 'database', default: '',
-    description: `Storage. Unset: SQLite file ${DEFAULT_SQLITE_PATH} (directory created on first start); sqlite:PATH: that SQLite file; postgres://... or postgresql://...: PostgreSQL.`,
+    description: `Storage. Unset: SQLite file ${DEFAULT_SQLITE_PATH} (created on first start, readable by the service user only); sqlite:PATH: that SQLite file; postgres://... or postgresql://...: PostgreSQL.`,
     parse: parseDatabaseUrl,
   },
   {
@@ -185,13 +232,15 @@ export const SETTINGS = [
   },
   {
     env: 'TRUST_PROXY', key: 'trustProxy', default: 'false',
-    description: 'Whether to take the client address from X-Forwarded-For: false, true (any proxy), or a comma-separated list of proxy addresses/CIDRs.',
+    description: 'Whether to take the client address from X-Forwarded-For: false; a comma-separated list of your proxies\' addresses/CIDRs (recommended); or true (any peer: then any client can choose its address, and a warning is logged at start).',
     parse: (raw, name) => {
       const v = raw.trim();
       if (v === 'false') return false;
       if (v === 'true') return true;
       const list = v.split(',').map((x) => x.trim()).filter((x) => x !== '');
-      if (list.length === 0 || list.some((x) => !/^[0-9a-fA-F.:/]+$/.test(x))) throw bad(name, raw, 'expected true, false or a comma-separated list of addresses/CIDRs');
+      if (list.length === 0 || list.some((x) => parseCidr(x) === null)) {
+        throw bad(name, raw, 'expected true, false or a comma-separated list of IP addresses or CIDRs (prefix 1-32 for IPv4, 1-128 for IPv6)');
+      }
       return list;
     },
   },
@@ -226,7 +275,7 @@ export const SETTINGS = [
     parse: integer(10, 600_000),
   },
   {
-    env: 'AUTH_FAILURE_LIMIT', key: 'authFailureLimit', default: '20', description: 'Failed authentications allowed per client address per window; past it, 429.',
+    env: 'AUTH_FAILURE_LIMIT', key: 'authFailureLimit', default: '20', description: 'Failed authentications allowed per client address (IPv6: per /64) per window; past it, failures answer 429 and the address\'s token lookups run one at a time (valid tokens are still accepted).',
     parse: integer(1, 1_000_000),
   },
   {
@@ -293,7 +342,7 @@ export const SETTINGS = [
   },
   {
     env: 'METRICS_ACCESS', key: 'metricsAccess', default: 'loopback',
-    description: 'Who may read Prometheus metrics at /metrics: `loopback` (connections from this machine), `public`, or `off` (404).',
+    description: 'Who may read Prometheus metrics at /metrics: `loopback` (connections from this machine: 127.0.0.0/8 or ::1), `public`, or `off` (404).',
     parse: oneOf(['public', 'loopback', 'off'] as const),
   },
   {

@@ -5,7 +5,7 @@ import closeWithGrace from 'close-with-grace';
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import type { App } from './http/types.js';
-import { describeDatabase, type Config } from './config.js';
+import { describeDatabase, trustProxyWarning, type Config } from './config.js';
 import { createLogger } from './logging.js';
 import { openStore } from './storage/index.js';
 
@@ -18,7 +18,12 @@ export interface RunningServer {
 
 export async function startServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
   const started = performance.now();
-  const store = await openStore(config, { onIdleError: (err) => logger.warn({ err }, 'idle database connection failed') });
+  const trustWarning = trustProxyWarning(config.trustProxy);
+  if (trustWarning !== null) logger.warn({ trust_proxy: config.trustProxy }, trustWarning);
+  const store = await openStore(config, {
+    onIdleError: (err) => logger.warn({ err }, 'idle database connection failed'),
+    onWarning: (message, details) => logger.warn(details, message),
+  });
   let app: App;
   try {
     const report = await store.migrate();

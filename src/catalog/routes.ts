@@ -6,6 +6,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from 'typebox';
 import { AppError } from '../errors.js';
 import { matchesIfNoneMatch } from '../http/conditional.js';
+import { refuseOverLimit } from '../http/rate-limit.js';
 import type { App } from '../http/types.js';
 import type { Image, Kind, Plan, Region } from './model.js';
 import { Image as ImageSchema, ImageQuery, Plan as PlanSchema, PlanQuery, Region as RegionSchema, RegionQuery, SlugParams } from './schemas.js';
@@ -68,10 +69,16 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
   const { catalog, access } = options;
   const cacheControl = options.cacheControl !== '' ? options.cacheControl : `${access === 'public' ? 'public' : 'private'}, max-age=60`;
 
-  /** Sets validators; answers 304 and returns true when the client's copy is current. */
+  /**
+   * Answers 304 and returns true when the client's copy is current; otherwise sets the
+   * validators and returns false, unless the request is over the rate limit (then only a
+   * revalidation is answered: this throws its 429).
+   */
   function notModified(request: FastifyRequest, reply: FastifyReply, etag: string): boolean {
+    const current = matchesIfNoneMatch(request.headers['if-none-match'], etag);
+    if (!current) refuseOverLimit(request);
     reply.header('etag', etag).header('cache-control', cacheControl);
-    if (!matchesIfNoneMatch(request.headers['if-none-match'], etag)) return false;
+    if (!current) return false;
     void reply.code(304).send();
     return true;
   }
@@ -80,7 +87,8 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
     for (const kind of ['images', 'plans', 'regions'] as const) {
       const { item, query, noun } = SCHEMAS[kind];
-      const config = { auth: access === 'public' ? ('optional' as const) : { scopes: [`${kind}:read`] } };
+      // revalidates: over the rate limit, a current If-None-Match still gets its 304.
+      const config = { auth: access === 'public' ? ('optional' as const) : { scopes: [`${kind}:read`] }, revalidates: true };
 
       const notModifiedDoc = { 304: { type: 'null', description: 'Not modified: the If-None-Match ETag is current' } } as const;
       scope.get(`/api/v1/${kind}`, {
@@ -116,7 +124,10 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
       }, async (request, reply) => {
         const snap = catalog.snapshot;
         const body = snap.bySlug[kind].get(request.params.slug);
-        if (body === undefined) throw new AppError('NOT_FOUND', `no ${noun} with slug ${request.params.slug}`);
+        if (body === undefined) {
+          refuseOverLimit(request);
+          throw new AppError('NOT_FOUND', `no ${noun} with slug ${request.params.slug}`);
+        }
         if (notModified(request, reply, snap.etag)) return reply;
         return reply.type('application/json; charset=utf-8').send(body);
       });

@@ -12,7 +12,7 @@ import { AppError } from '../errors.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { TokenService, VerifyFailure } from '../tokens/service.js';
 import { missingScopes } from '../tokens/scopes.js';
-import type { FailureLimiter } from './failure-limiter.js';
+import { addressKey, type FailureLimiter } from './failure-limiter.js';
 
 export type RouteAuth = { scopes: string[] } | 'optional' | 'custom';
 
@@ -76,16 +76,17 @@ export function createAuth(options: AuthOptions): Auth {
         headers: { 'www-authenticate': challenge() },
       });
     }
-    const wait = limiter.retryAfter(request.ip, now());
-    if (wait > 0) {
-      throw new AppError('RATE_LIMITED', 'too many failed authentications from this address; wait before retrying', {
-        headers: { 'retry-after': String(wait) },
-      });
-    }
+    const client = addressKey(request.ip);
     const match = /^Bearer +([^\s]+) *$/i.exec(header);
-    const result = match === null ? ({ ok: false, reason: 'scheme' } as const) : await service.verify(match[1]!);
+    const result = match === null ? ({ ok: false, reason: 'scheme' } as const) : await service.verify(match[1]!, limiter.gate(client, now));
     if (!result.ok) {
-      limiter.fail(request.ip, now());
+      // Past the limit a failure is a 429 (back off); a valid token is still answered.
+      const wait = limiter.fail(client, now());
+      if (wait > 0) {
+        throw new AppError('RATE_LIMITED', 'too many failed authentications from this address; wait before retrying', {
+          headers: { 'retry-after': String(wait) },
+        });
+      }
       const description = FAILURE_TEXT[result.reason];
       throw new AppError(result.reason === 'scheme' ? 'UNAUTHORIZED' : 'INVALID_TOKEN', description, {
         headers: {

@@ -1,20 +1,51 @@
-// Failed authentications per client address, in fixed windows. Past the limit every
-// authentication attempt from that address answers 429 until the window ends, which
-// makes guessing secrets (or hammering storage with well-formed fakes) pointless.
-// Memory is bounded: at most `maxKeys` addresses are tracked, oldest dropped first.
+// Failed authentications per client address, in fixed windows, and the gate in front of
+// the storage lookups of each address.
+//
+// What needs protecting is storage, not the secrets: a secret carries 160+ random bits
+// (guessing is pointless) and a CRC32 checksum refuses random strings offline, but a
+// crafted well-formed fake costs one storage lookup. Refusing every request from an
+// address past the limit would let one bad client behind a shared NAT or CI egress lock
+// out everyone else there, so instead:
+// - An address may have at most as many lookups in flight as it has failures left in its
+//   window, and always one: past the limit, its lookups run one at a time (the others
+//   wait their turn), so a flood from one address occupies one storage connection.
+// - A hash a lookup found unknown is remembered for the window, so repeating a fake costs
+//   no lookup at all.
+// - A valid token is answered from the verification cache, or after its turn at the gate:
+//   never refused because others failed. auth.ts answers a failure from an address past
+//   the limit with 429 + Retry-After, which tells a misbehaving client to back off.
+// Addresses are counted as addressKey() says: IPv6 by /64 (see there).
+// Memory is bounded: at most `maxKeys` addresses and `maxUnknown` hashes are tracked
+// (oldest dropped first); a gate exists only while lookups of its address are in flight
+// or waiting, and each waiter is a request the server is already holding.
+
+import { isIP } from 'node:net';
+import type { TokenRecord } from '../storage/types.js';
+import type { LookupGate } from '../tokens/service.js';
 
 interface Window {
   failures: number;
   resetAt: number;
 }
 
+interface Gate {
+  inFlight: number;
+  /** Turns waiting, first come first served: waiting[head] is next. */
+  waiting: (() => void)[];
+  head: number;
+}
+
 export class FailureLimiter {
   private readonly windows = new Map<string, Window>();
+  private readonly gates = new Map<string, Gate>();
+  /** Hash -> when to forget that storage did not know it. */
+  private readonly unknown = new Map<string, number>();
 
   constructor(
     private readonly limit: number,
     private readonly windowMs: number,
     private readonly maxKeys = 100_000,
+    private readonly maxUnknown = 10_000,
   ) {}
 
   /** Seconds to wait when `key` is over the limit, else 0. */
@@ -24,18 +55,140 @@ export class FailureLimiter {
     return Math.max(1, Math.ceil((w.resetAt - now) / 1000));
   }
 
-  fail(key: string, now: number): void {
+  /**
+   * Counts a failed authentication. Returns the seconds to wait when `key` had already
+   * used up its failures before this one (answer 429), else 0 (answer 401).
+   */
+  fail(key: string, now: number): number {
+    const wait = this.retryAfter(key, now);
     let w = this.windows.get(key);
     if (w === undefined || now >= w.resetAt) {
       w = { failures: 0, resetAt: now + this.windowMs };
       this.windows.delete(key);
       this.windows.set(key, w);
-      while (this.windows.size > this.maxKeys) {
-        const oldest = this.windows.keys().next().value;
-        if (oldest === undefined) break;
-        this.windows.delete(oldest);
-      }
+      evictOldest(this.windows, this.maxKeys);
     }
     w.failures += 1;
+    return wait;
   }
+
+  /** The gate for the lookups of `key` (one client address). */
+  gate(key: string, now: () => number): LookupGate {
+    return async (hash: string, read: () => Promise<TokenRecord | null>): Promise<TokenRecord | null> => {
+      if (this.knownUnknown(hash, now())) return null;
+      await this.acquire(key, now);
+      try {
+        // Another request may have found this hash unknown while this one waited.
+        if (this.knownUnknown(hash, now())) return null;
+        const found = await read();
+        if (found === null) this.rememberUnknown(hash, now());
+        return found;
+      } finally {
+        this.release(key, now);
+      }
+    };
+  }
+
+  /** Tracked state, for tests of the memory bound. */
+  get sizes(): { addresses: number; gates: number; unknown: number } {
+    return { addresses: this.windows.size, gates: this.gates.size, unknown: this.unknown.size };
+  }
+
+  /** Lookups `key` may have in flight: the failures it has left in its window, at least one. */
+  private allowance(key: string, now: number): number {
+    const w = this.windows.get(key);
+    const failures = w === undefined || now >= w.resetAt ? 0 : w.failures;
+    return Math.max(1, this.limit - failures);
+  }
+
+  private acquire(key: string, now: () => number): Promise<void> {
+    let g = this.gates.get(key);
+    if (g === undefined) {
+      g = { inFlight: 0, waiting: [], head: 0 };
+      this.gates.set(key, g);
+    }
+    if (g.head === g.waiting.length && g.inFlight < this.allowance(key, now())) {
+      g.inFlight += 1;
+      return Promise.resolve();
+    }
+    const queue = g.waiting;
+    return new Promise((resolve) => queue.push(resolve));
+  }
+
+  private release(key: string, now: () => number): void {
+    const g = this.gates.get(key);
+    if (g === undefined) return;
+    g.inFlight -= 1;
+    // Handing a turn over counts it in flight at once, so no newcomer slips in between.
+    while (g.head < g.waiting.length && g.inFlight < this.allowance(key, now())) {
+      g.inFlight += 1;
+      const next = g.waiting[g.head]!;
+      g.head += 1;
+      next();
+    }
+    if (g.head === g.waiting.length) {
+      g.waiting = [];
+      g.head = 0;
+      if (g.inFlight === 0) this.gates.delete(key);
+    } else if (g.head >= 1024 && g.head * 2 >= g.waiting.length) {
+      // A queue that never drains (a steady flood) sheds the turns already given.
+      g.waiting = g.waiting.slice(g.head);
+      g.head = 0;
+    }
+  }
+
+  private knownUnknown(hash: string, now: number): boolean {
+    const until = this.unknown.get(hash);
+    if (until === undefined) return false;
+    if (now < until) return true;
+    this.unknown.delete(hash);
+    return false;
+  }
+
+  private rememberUnknown(hash: string, now: number): void {
+    this.unknown.delete(hash);
+    this.unknown.set(hash, now + this.windowMs);
+    evictOldest(this.unknown, this.maxUnknown);
+  }
+}
+
+/** Drops the oldest entries (Map keeps insertion order) until `map` holds at most `max`. */
+function evictOldest(map: Map<string, unknown>, max: number): void {
+  while (map.size > max) {
+    const oldest = map.keys().next().value;
+    if (oldest === undefined) break;
+    map.delete(oldest);
+  }
+}
+
+/**
+ * What the limiter counts a client by: its IPv4 address (also when written IPv4-mapped,
+ * ::ffff:192.0.2.1), or its IPv6 /64. A host or LAN is normally given a whole /64, so
+ * counting single IPv6 addresses would let one client dodge the limit by rotating
+ * through 2^64 of them. Sharing a count is harmless: valid tokens are never refused.
+ */
+export function addressKey(ip: string): string {
+  const groups = ipv6Groups(ip);
+  if (groups === null) return ip;
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
+  }
+  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of an IPv6 address (a zone id is dropped), or null if it is not one. */
+function ipv6Groups(address: string): number[] | null {
+  let text = address.split('%')[0]!;
+  if (isIP(text) !== 6) return null;
+  // A dotted IPv4 tail (::ffff:192.0.2.1) is the last two groups.
+  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (v4 !== null) {
+    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const parse = (part: string | undefined): number[] => (part === undefined || part === '' ? [] : part.split(':').map((g) => parseInt(g, 16)));
+  const [before, after] = text.split('::');
+  const head = parse(before);
+  const tail = parse(after);
+  return [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
 }

@@ -1,6 +1,7 @@
 // Prometheus metrics at /metrics. HTTP traffic is measured in hooks; the domain's own
 // counters (verification outcomes, cache hits, last-used flushes, catalog snapshot)
 // are read at scrape time, so the domain code knows nothing of Prometheus.
+import { BlockList, isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CatalogService } from '../catalog/service.js';
@@ -17,7 +18,22 @@ export interface MetricsSources {
   storageErrors: () => number;
 }
 
-const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+// All of 127.0.0.0/8 is loopback (Linux routes every address of it to lo), and so is ::1.
+// BlockList also matches IPv4-mapped IPv6 (::ffff:127.0.0.2) against the IPv4 subnet.
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/** Whether a socket's peer address is on this machine's loopback. Anything unparsable is not. */
+export function isLoopback(address: string | undefined): boolean {
+  const family = address === undefined ? 0 : isIP(address);
+  if (family === 0) return false;
+  try {
+    return LOOPBACK.check(address!, family === 4 ? 'ipv4' : 'ipv6');
+  } catch {
+    return false;
+  }
+}
 
 /** A counter whose value is read from a running total at scrape time. */
 function totalCounter(registry: Registry, name: string, help: string, read: () => number): void {
@@ -111,8 +127,8 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
 
   void app.register(async (scope) => {
     scope.get('/metrics', { config: { rateLimit: false }, schema: { hide: true } }, async (request, reply) => {
-      const remote = request.socket.remoteAddress ?? '';
-      if (access === 'off' || (access === 'loopback' && !LOOPBACK.has(remote))) {
+      // The socket's peer, never request.ip: with TRUST_PROXY a header could claim loopback.
+      if (access === 'off' || (access === 'loopback' && !isLoopback(request.socket.remoteAddress))) {
         throw new AppError('NOT_FOUND', 'no resource at /metrics');
       }
       reply.header('cache-control', 'no-store').type(registry.contentType);

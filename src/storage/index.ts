@@ -12,6 +12,8 @@ export type { Store } from './types.js';
 
 export interface OpenStoreOptions {
   onIdleError?: (err: Error) => void;
+  /** SQLite: told when other local users can reach the database's directory or files. */
+  onWarning?: (message: string, details: Record<string, unknown>) => void;
 }
 
 const HOW_TO_CREATE = "create it with 'infracat migrate' (or start the server once) with the same DATABASE_URL, or point DATABASE_URL / --database-url at the existing database";
@@ -54,7 +56,7 @@ export async function openStore(
   const db = config.database;
   if (db.kind === 'sqlite') {
     const { SqliteStore } = await import('./sqlite/store.js');
-    return new SqliteStore({ path: db.path, busyTimeoutMs: config.databaseTimeoutMs });
+    return new SqliteStore({ path: db.path, busyTimeoutMs: config.databaseTimeoutMs, ...(options.onWarning ? { onWarning: options.onWarning } : {}) });
   }
   const { PostgresStore } = await import('./postgres/store.js');
   return new PostgresStore({

@@ -35,6 +35,12 @@ export class VerificationCache {
     return entry.token;
   }
 
+  /** Like get(), but neither counted as a hit or miss nor marked as used (a re-check). */
+  peek(hash: string, now: number): TokenRecord | undefined {
+    const entry = this.byHash.get(hash);
+    return entry === undefined || now - entry.fetchedAt >= this.ttlMs ? undefined : entry.token;
+  }
+
   set(hash: string, token: TokenRecord, now: number): void {
     this.byHash.delete(hash);
     this.byHash.set(hash, { token, fetchedAt: now });

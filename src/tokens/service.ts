@@ -28,6 +28,12 @@ const PLAUSIBLE_ID = /^[A-Za-z0-9_-]{1,100}$/;
 export type VerifyFailure = 'format' | 'checksum' | 'unknown' | 'expired';
 export type VerifyResult = { ok: true; token: TokenRecord } | { ok: false; reason: VerifyFailure };
 
+/**
+ * Runs a verification's storage lookup by hash (`read`), possibly after a wait, or answers
+ * null (unknown) without one: the failed-authentication limiter's per-address gate.
+ */
+export type LookupGate = (hash: string, read: () => Promise<TokenRecord | null>) => Promise<TokenRecord | null>;
+
 export interface IssuedToken {
   token: TokenRecord;
   /** The secret: returned once, never stored. */
@@ -134,12 +140,13 @@ export class TokenService {
   /**
    * Checks a presented secret. Shape and checksum are checked offline (a typo or a
    * made-up string costs no storage lookup); known tokens come from the cache while
-   * fresh. Storage errors propagate: verification fails closed.
+   * fresh; otherwise the storage lookup goes through `gate` when one is given. Storage
+   * errors propagate: verification fails closed.
    */
-  async verify(secret: string): Promise<VerifyResult> {
+  async verify(secret: string, gate?: LookupGate): Promise<VerifyResult> {
     let result: VerifyResult;
     try {
-      result = await this.verifyUncounted(secret);
+      result = await this.verifyUncounted(secret, gate);
     } catch (err) {
       this.verifications.error += 1;
       throw err;
@@ -148,18 +155,25 @@ export class TokenService {
     return result;
   }
 
-  private async verifyUncounted(secret: string): Promise<VerifyResult> {
+  private async verifyUncounted(secret: string, gate?: LookupGate): Promise<VerifyResult> {
     const shape = checkSecret(secret, this.prefix);
     if (!shape.ok) return { ok: false, reason: shape.reason };
     const hash = hashSecret(secret);
     const now = this.now();
     let token = this.options.cache.get(hash, now);
     if (token === undefined) {
-      token = (await this.lookup(hash, now)) ?? undefined;
+      token = (await (gate === undefined ? this.lookup(hash, now) : gate(hash, () => this.lookupAfterWait(hash)))) ?? undefined;
       if (token === undefined) return { ok: false, reason: 'unknown' };
     }
-    if (this.isExpired(token, now)) return { ok: false, reason: 'expired' };
+    // The clock is read again: a gated lookup may have waited its turn.
+    if (this.isExpired(token, gate === undefined ? now : this.now())) return { ok: false, reason: 'expired' };
     return { ok: true, token };
+  }
+
+  /** A lookup that may have waited at a gate: what the cache learnt meanwhile answers it. */
+  private async lookupAfterWait(hash: string): Promise<TokenRecord | null> {
+    const now = this.now();
+    return this.options.cache.peek(hash, now) ?? (await this.lookup(hash, now));
   }
 
   /**

@@ -1,10 +1,11 @@
 // The embedded default: one SQLite file through better-sqlite3, in WAL mode.
 // Every committed write is fsync'd (synchronous=FULL), so a 201/204 survives kill -9.
 // better-sqlite3 is synchronous; methods are async only to share the Store interface.
-import { accessSync, chmodSync, closeSync, constants, existsSync, fsyncSync, linkSync, mkdirSync, openSync, rmSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, existsSync, fsyncSync, linkSync, openSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import Database, { type SqliteDatabase, type SqliteStatement } from './driver.js';
 import { LATEST_VERSION, pendingMigrations } from '../migrations.js';
+import { preparePrivateFile, type StorageWarning } from './files.js';
 import { TOKEN_COLUMNS, WRITE_PROBE_SQL, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
 import {
   StorageUnavailableError,
@@ -22,6 +23,8 @@ export interface SqliteOptions {
   path: string;
   /** How long a writer waits for another process's lock before failing (ms). */
   busyTimeoutMs: number;
+  /** Told when the database's directory or files can be reached by other local users. */
+  onWarning?: StorageWarning;
 }
 
 // Errors that mean "storage cannot serve right now" (locked by another process, disk
@@ -44,7 +47,7 @@ export class SqliteStore implements Store {
     this.path = options.path;
     this.description = `sqlite:${options.path}`;
     try {
-      mkdirSync(path.dirname(options.path), { recursive: true });
+      preparePrivateFile(options.path, options.onWarning);
       this.db = new Database(options.path, { timeout: options.busyTimeoutMs });
       this.db.pragma('journal_mode = WAL');
     } catch (err) {
