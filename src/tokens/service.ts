@@ -6,7 +6,7 @@ import type { VerificationCache } from './cache.js';
 import { checkSecret, generateSecret, hashSecret } from './format.js';
 import { newTokenId } from './ids.js';
 import type { LastUsedTracker } from './last-used.js';
-import { validateCreate, type CreateTokenInput } from './rules.js';
+import { validateCreate, type Caller, type CreateTokenInput } from './rules.js';
 import { missingScopes, type ScopeRegistry } from './scopes.js';
 
 export interface TokenServiceOptions {
@@ -52,12 +52,13 @@ export class TokenService {
   }
 
   /**
-   * Issues a token. `callerScopes` is the scopes of the token making the request, or
-   * null for the operator (CLI, bootstrap), who may grant any registered scope.
+   * Issues a token. `caller` is the token making the request, or null for the operator
+   * (CLI, bootstrap), who may grant any registered scope and any lifetime. A token can
+   * grant only scopes it holds, and the new token never outlives it (rules.ts).
    */
-  async create(input: CreateTokenInput, callerScopes: readonly string[] | null): Promise<IssuedToken> {
+  async create(input: CreateTokenInput, caller: Caller | null): Promise<IssuedToken> {
     const now = this.now();
-    const checked = validateCreate(input, { registry: this.registry, now, maxLifetimeMs: this.options.maxLifetimeMs });
+    const checked = validateCreate(input, { registry: this.registry, now, maxLifetimeMs: this.options.maxLifetimeMs, caller });
     if ('errors' in checked) {
       const scopeProblem = checked.errors.some((e) => e.pointer.startsWith('/scopes'));
       throw new AppError('VALIDATION_FAILED', 'the token request is invalid; see errors', {
@@ -66,14 +67,7 @@ export class TokenService {
       });
     }
     const { name, scopes, expiresAt } = checked.value;
-    if (callerScopes !== null) {
-      const missing = missingScopes(callerScopes, scopes);
-      if (missing.length > 0) {
-        throw new AppError('INSUFFICIENT_SCOPE', `a token cannot grant scopes it does not hold: ${missing.join(', ')}`, {
-          members: { missing_scopes: missing },
-        });
-      }
-    }
+    if (caller !== null) refuseUnheld(caller, scopes, 'a token cannot grant scopes it does not hold');
     const secret = generateSecret(this.prefix);
     const token: TokenRecord = {
       id: newTokenId(now),
@@ -200,5 +194,15 @@ export class TokenService {
 
   private isExpired(token: TokenRecord, now = this.now()): boolean {
     return token.expiresAt !== null && token.expiresAt <= now;
+  }
+}
+
+/** 403 INSUFFICIENT_SCOPE unless `caller` holds every one of `scopes` (write implies read). */
+function refuseUnheld(caller: Caller, scopes: readonly string[], why: string): void {
+  const missing = missingScopes(caller.scopes, scopes);
+  if (missing.length > 0) {
+    throw new AppError('INSUFFICIENT_SCOPE', `${why}: ${missing.join(', ')}`, {
+      members: { missing_scopes: missing },
+    });
   }
 }
