@@ -69,9 +69,9 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
 
     scope.delete(
       '/api/v1/api-tokens/:id',
-      { config: { auth: { scopes: ['api-tokens:write'] } }, schema: { tags, operationId: 'deleteApiToken', summary: 'Delete an API token (refused everywhere within TOKEN_CACHE_TTL_MS)', params: IdParams, response: { 204: { type: 'null', description: 'Deleted' } } } },
+      { config: { auth: { scopes: ['api-tokens:write'] } }, schema: { tags, operationId: 'deleteApiToken', summary: 'Delete an API token (refused everywhere within TOKEN_CACHE_TTL_MS)', description: 'A token can delete only tokens whose scopes it holds itself (itself included); otherwise 403 INSUFFICIENT_SCOPE naming the scopes it lacks. Unknown id: 404.', params: IdParams, response: { 204: { type: 'null', description: 'Deleted' } } } },
       async (request, reply) => {
-        if (!(await service.delete(request.params.id))) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
+        if (!(await service.delete(request.params.id, callerOf(request.token)))) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
         return reply.code(204).send(null);
       },
     );

@@ -116,8 +116,20 @@ export class TokenService {
     return token === null || this.isExpired(token) ? null : this.withPendingUse(token);
   }
 
-  async delete(id: string): Promise<boolean> {
+  /**
+   * Deletes a token; false when no such id. `caller` is the token making the request,
+   * or null for the operator (CLI). As for creation, a token may delete only tokens
+   * whose scopes it holds (itself included): otherwise INSUFFICIENT_SCOPE. An unknown
+   * id is false before any scope is compared, so it answers alike whoever asks.
+   * (Between the read and the delete the target cannot change: scopes are immutable.)
+   */
+  async delete(id: string, caller: Caller | null): Promise<boolean> {
     if (!PLAUSIBLE_ID.test(id)) return false;
+    if (caller !== null) {
+      const target = await this.store.get(id);
+      if (target === null) return false;
+      refuseUnheld(caller, target.scopes, 'a token can only delete tokens whose scopes it holds itself; it lacks');
+    }
     const deleted = await this.store.delete(id);
     // Evict even when already gone from storage: this instance may still cache it.
     this.options.cache.evictId(id);

@@ -8,12 +8,14 @@ import { describe, it, type TestContext } from 'node:test';
 import fc from 'fast-check';
 import type { App } from '../../src/http/types.js';
 import { parseTimestamp, validateName } from '../../src/tokens/rules.js';
+import { missingScopes } from '../../src/tokens/scopes.js';
 import { build } from '../helpers/app.js';
 import { backends, type Backend } from '../helpers/backends.js';
 import { cli } from '../helpers/process.js';
 
 const T0 = Date.UTC(2027, 0, 1); // the controlled clock starts here
 const NO_LIMITS = { RATE_LIMIT: '0', RATE_LIMIT_ANONYMOUS: '0', AUTH_FAILURE_LIMIT: '1000000' };
+const ALL_SCOPES = ['api-tokens:read', 'api-tokens:write', 'apps:read', 'apps:write', 'images:read', 'images:write', 'plans:read', 'plans:write', 'regions:read', 'regions:write'];
 const iso = (ms: number): string => new Date(ms).toISOString();
 const hex = (cp: number): string => `U+${cp.toString(16).toUpperCase().padStart(4, '0')}`;
 
@@ -141,6 +143,72 @@ for (const backend of backends()) {
       assert.equal((await post(forever.auth, { name: 'c', scopes: ['apps:read'], expires_at: later })).json<{ expires_at: string }>().expires_at, later);
       const { token } = await app.infracat.tokens.service.create({ name: 'op', scopes: ['apps:read'] }, null);
       assert.equal(token.expiresAt, null, 'the operator (CLI) is not a token: nothing to inherit');
+    });
+
+    // Issue #13, item 4: a narrow token deleted a broader one.
+    it('a token holding only api-tokens:write cannot delete the all-scope admin: 403 naming what it lacks', async (t) => {
+      const { app, operatorMint, del } = await setup(t, backend);
+      const admin = await operatorMint(ALL_SCOPES, undefined, 'admin');
+      const narrow = await operatorMint(['api-tokens:write'], undefined, 'narrow');
+      const res = await del(narrow.auth, admin.id);
+      assert.equal(res.statusCode, 403, res.body);
+      const body = res.json<Problem>();
+      assert.equal(body.code, 'INSUFFICIENT_SCOPE');
+      const lacking = ALL_SCOPES.filter((s) => !s.startsWith('api-tokens:'));
+      assert.deepEqual(body.missing_scopes, lacking, 'api-tokens:read is implied by write');
+      for (const s of lacking) assert.ok(body.detail.includes(s), body.detail);
+      assert.equal((await current(app, admin.secret)).statusCode, 200, 'the admin still works');
+      const stillListed = await app.inject({ method: 'GET', url: `/api/v1/api-tokens/${admin.id}`, headers: narrow.auth });
+      assert.equal(stillListed.statusCode, 200);
+    });
+
+    it('unknown and deleted ids answer 404 to a narrow token exactly as to the admin', async (t) => {
+      const { operatorMint, del } = await setup(t, backend);
+      const admin = await operatorMint(ALL_SCOPES, undefined, 'admin');
+      const narrow = await operatorMint(['api-tokens:write'], undefined, 'narrow');
+      const gone = await operatorMint(['apps:write']);
+      assert.equal((await del(admin.auth, gone.id)).statusCode, 204);
+      for (const id of ['tok_00000000000000000000000000', gone.id, 'not%20an%20id']) {
+        const asNarrow = await del(narrow.auth, id);
+        const asAdmin = await del(admin.auth, id);
+        assert.equal(asNarrow.statusCode, 404, id);
+        assert.equal(asAdmin.statusCode, 404, id);
+        assert.equal(asNarrow.json<Problem>().code, 'NOT_FOUND');
+      }
+    });
+
+    it('a token may delete itself and any token whose scopes it holds (write implies read)', async (t) => {
+      const { app, operatorMint, del } = await setup(t, backend);
+      const writer = await operatorMint(['api-tokens:write', 'apps:write']);
+      const reader = await operatorMint(['apps:read', 'api-tokens:read']);
+      const same = await operatorMint(['apps:write']);
+      assert.equal((await del(writer.auth, reader.id)).statusCode, 204);
+      assert.equal((await del(writer.auth, same.id)).statusCode, 204);
+      assert.equal((await del(writer.auth, writer.id)).statusCode, 204, 'itself');
+      assert.equal((await current(app, writer.secret)).statusCode, 401);
+    });
+
+    it('delete is allowed exactly when the caller holds every scope of the target (fast-check)', async (t) => {
+      const { app, operatorMint, del } = await setup(t, backend, { TOKEN_MAX_LIVE: '1000000' });
+      const others = ALL_SCOPES.filter((s) => s !== 'api-tokens:write');
+      await fc.assert(
+        fc.asyncProperty(fc.subarray(others), fc.subarray(ALL_SCOPES, { minLength: 1 }), async (extra, targetScopes) => {
+          const callerScopes = ['api-tokens:write', ...extra];
+          const caller = await operatorMint(callerScopes);
+          const target = await operatorMint(targetScopes);
+          const lacking = missingScopes(callerScopes, targetScopes);
+          const res = await del(caller.auth, target.id);
+          if (lacking.length === 0) {
+            assert.equal(res.statusCode, 204, res.body);
+            assert.equal((await current(app, target.secret)).statusCode, 401);
+          } else {
+            assert.equal(res.statusCode, 403, res.body);
+            assert.deepEqual(res.json<Problem>().missing_scopes, lacking);
+            assert.equal((await current(app, target.secret)).statusCode, 200, 'a refused delete deletes nothing');
+          }
+        }),
+        { numRuns: 40 },
+      );
     });
 
     // Issue #13, low: invisible, bidi and blank-looking characters in names.
