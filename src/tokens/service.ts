@@ -86,10 +86,17 @@ export class TokenService {
   }
 
   /**
-   * First-start bootstrap: one token with every registered scope, only if the store has
-   * no token at all. Returns null when another instance (or an earlier start) won.
+   * The first-start bootstrap, decided once per database ever: on its first start, a
+   * database holding no token gets one with every registered scope (unless `mint` is
+   * false: BOOTSTRAP_ADMIN_TOKEN=false). Null when nothing was minted: turned off,
+   * another instance or an earlier start decided, or tokens already existed. Deleting
+   * every token later never brings it back; recovery is an explicit operator command.
    */
-  async bootstrapAdmin(): Promise<IssuedToken | null> {
+  async bootstrapAdmin(mint: boolean): Promise<IssuedToken | null> {
+    if (!mint) {
+      await this.store.bootstrap(null);
+      return null;
+    }
     const now = this.now();
     const secret = generateSecret(this.prefix);
     const token: TokenRecord = {
@@ -101,7 +108,7 @@ export class TokenService {
       expiresAt: null,
       lastUsedAt: null,
     };
-    return (await this.store.createIfNone(token)) ? { token, secret } : null;
+    return (await this.store.bootstrap(token)) ? { token, secret } : null;
   }
 
   /** Live tokens, oldest first, with uses not yet flushed already counted. */

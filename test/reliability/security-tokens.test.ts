@@ -11,7 +11,7 @@ import { parseTimestamp, validateName } from '../../src/tokens/rules.js';
 import { missingScopes } from '../../src/tokens/scopes.js';
 import { build } from '../helpers/app.js';
 import { backends, type Backend } from '../helpers/backends.js';
-import { cli } from '../helpers/process.js';
+import { cli, serve } from '../helpers/process.js';
 
 const T0 = Date.UTC(2027, 0, 1); // the controlled clock starts here
 const NO_LIMITS = { RATE_LIMIT: '0', RATE_LIMIT_ANONYMOUS: '0', AUTH_FAILURE_LIMIT: '1000000' };
@@ -209,6 +209,36 @@ for (const backend of backends()) {
         }),
         { numRuns: 40 },
       );
+    });
+
+    // Issue #13, item 3: deleting every token re-minted an admin at the next start.
+    it('serve: after every token is deleted, a restart mints nothing and says how to recover', async (t) => {
+      const db = await backend.fresh(t);
+      const env = { DATABASE_URL: db.url };
+      const first = await serve(env);
+      t.after(() => first.child.proc.kill('SIGKILL'));
+      const secret = (await first.child.waitFor(/^\s+token: icat_/)).trim().slice('token: '.length);
+      const auth = { authorization: `Bearer ${secret}` };
+      const listed = (await (await fetch(`${first.url}/api/v1/api-tokens`, { headers: auth })).json()) as { id: string }[];
+      assert.equal(listed.length, 1);
+      for (const { id } of listed) assert.equal((await fetch(`${first.url}/api/v1/api-tokens/${id}`, { method: 'DELETE', headers: auth })).status, 204);
+      first.child.proc.kill('SIGTERM');
+      await first.child.exited;
+
+      for (let restart = 0; restart < 2; restart++) {
+        const again = await serve(env);
+        t.after(() => again.child.proc.kill('SIGKILL'));
+        await again.child.waitFor(/no live API token/);
+        again.child.proc.kill('SIGTERM');
+        await again.child.exited;
+        assert.ok(!again.child.stderr.join('\n').includes('token:'), 'no new admin token printed');
+        const warn = again.child.stdout.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: string; msg: string }).filter((r) => /no live API token/.test(r.msg));
+        assert.equal(warn.length, 1, 'one line');
+        assert.equal(warn[0]!.level, 'warn');
+        assert.match(warn[0]!.msg, /infracat tokens create --name NAME --all-scopes/);
+      }
+      const list = await cli(['tokens', 'list', '--json'], { env });
+      assert.deepEqual(JSON.parse(list.stdout), [], 'still no token');
     });
 
     // Issue #13, low: invisible, bidi and blank-looking characters in names.
