@@ -241,6 +241,21 @@ for (const backend of backends()) {
       assert.deepEqual(JSON.parse(list.stdout), [], 'still no token');
     });
 
+    it('serve: a database first started with BOOTSTRAP_ADMIN_TOKEN=false never gets a bootstrap token later', async (t) => {
+      const db = await backend.fresh(t);
+      const off = await serve({ DATABASE_URL: db.url, BOOTSTRAP_ADMIN_TOKEN: 'false' });
+      t.after(() => off.child.proc.kill('SIGKILL'));
+      await off.child.waitFor(/no live API token/);
+      off.child.proc.kill('SIGTERM');
+      await off.child.exited;
+      const on = await serve({ DATABASE_URL: db.url, BOOTSTRAP_ADMIN_TOKEN: 'true' });
+      t.after(() => on.child.proc.kill('SIGKILL'));
+      await on.child.waitFor(/no live API token/);
+      on.child.proc.kill('SIGTERM');
+      await on.child.exited;
+      assert.ok(!on.child.stderr.join('\n').includes('token:'), 'the first start decided: no token');
+    });
+
     // Issue #13, low: invisible, bidi and blank-looking characters in names.
     it('names with control, format, bidi, line/paragraph separator or no visible character are 422 naming the character', async (t) => {
       const { app, operatorMint, post } = await setup(t, backend);
