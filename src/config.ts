@@ -293,7 +293,7 @@ export const SETTINGS = [
   },
   {
     env: 'BOOTSTRAP_ADMIN_TOKEN', key: 'bootstrapAdminToken', default: 'true',
-    description: 'On the first start of a store with no tokens, mint one admin token (every scope) and print it once to stderr.',
+    description: 'On the first start of a database holding no tokens, mint one admin token (every scope) and print it once to stderr. Decided once per database: later starts never mint one.',
     parse: boolean,
   },
   {

@@ -32,7 +32,7 @@ export async function startServer(config: Config, logger: Logger = createLogger(
     await store.checkWritable();
     app = buildApp({ config, store, logger });
     await app.ready();
-    if (config.bootstrapAdminToken) await bootstrapAdminToken(app, logger);
+    await bootstrapAdminToken(app, logger, config.bootstrapAdminToken);
   } catch (err) {
     await store.close().catch(() => undefined);
     throw err;
@@ -46,19 +46,29 @@ export async function startServer(config: Config, logger: Logger = createLogger(
 }
 
 /**
- * First start of an empty store: mint one admin token and show it once on stderr (not
+ * The first start of a database mints one admin token and shows it once on stderr (not
  * through the logger, so it never lands in log storage). Exactly one instance wins,
- * even when several start together on one PostgreSQL.
+ * even when several start together on one PostgreSQL. No later start mints one, even
+ * with no token left (deleting every token must not conjure a new admin): it says so
+ * and names the recovery command.
  */
-async function bootstrapAdminToken(app: App, logger: Logger): Promise<void> {
-  const issued = await app.infracat.tokens.service.bootstrapAdmin();
-  if (issued === null) return;
+async function bootstrapAdminToken(app: App, logger: Logger, mint: boolean): Promise<void> {
+  const service = app.infracat.tokens.service;
+  const issued = await service.bootstrapAdmin(mint);
+  if (issued === null) {
+    if ((await service.list()).length === 0) {
+      logger.warn(
+        'no live API token exists and this start mints none (the bootstrap admin token is minted only on the first start of a database, when BOOTSTRAP_ADMIN_TOKEN is true); create one with: infracat tokens create --name NAME --all-scopes',
+      );
+    }
+    return;
+  }
   logger.info({ token_id: issued.token.id, scopes: issued.token.scopes }, 'minted the bootstrap admin token (secret printed once to stderr)');
   process.stderr.write(
     [
       '',
-      'infracat: this store had no API tokens, so an admin token holding every scope was created.',
-      'It is shown this once; store it in a secret manager now. (Set BOOTSTRAP_ADMIN_TOKEN=false to skip this.)',
+      'infracat: this is the first start of this database, so an admin token holding every scope was created.',
+      'It is shown this once and never minted again; store it in a secret manager now. (Set BOOTSTRAP_ADMIN_TOKEN=false to skip this.)',
       '',
       `  id:    ${issued.token.id}`,
       `  token: ${issued.secret}`,

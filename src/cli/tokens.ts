@@ -97,7 +97,7 @@ export const tokensCommand: Command = {
       if (positionals.length !== 1) throw new UsageError('delete needs exactly one token id');
       const id = positionals[0]!;
       return withStore(values['database-url'], async (store, config) => {
-        if (await createTokenDomain(config, store).service.delete(id)) {
+        if (await createTokenDomain(config, store).service.delete(id, null)) {
           process.stdout.write(`deleted ${id}\n`);
           return 0;
         }

@@ -60,6 +60,33 @@ export const MIGRATIONS: readonly Migration[] = [
        )`,
     ],
   },
+  {
+    version: 3,
+    name: 'infracat_meta',
+    // Facts about the database itself, one row per key. `bootstrap_admin` records that
+    // the first-start bootstrap has been decided (TokenStore.bootstrap): it is never
+    // decided again, so deleting every token cannot make a restart mint a new admin.
+    // A database from before this version that shows signs of use (a token, or the
+    // catalog every started server seeds) is taken as already bootstrapped.
+    sqlite: [
+      `CREATE TABLE infracat_meta (
+         key   TEXT PRIMARY KEY,
+         value TEXT NOT NULL
+       )`,
+      `INSERT INTO infracat_meta (key, value)
+       SELECT 'bootstrap_admin', 'in use before migration 3'
+        WHERE EXISTS (SELECT 1 FROM api_tokens) OR EXISTS (SELECT 1 FROM catalog_revisions)`,
+    ],
+    postgres: [
+      `CREATE TABLE infracat_meta (
+         key   TEXT PRIMARY KEY,
+         value TEXT NOT NULL
+       )`,
+      `INSERT INTO infracat_meta (key, value)
+       SELECT 'bootstrap_admin', 'in use before migration 3'
+        WHERE EXISTS (SELECT 1 FROM api_tokens) OR EXISTS (SELECT 1 FROM catalog_revisions)`,
+    ],
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);
@@ -71,9 +98,20 @@ export class SchemaTooNewError extends Error {
   }
 }
 
-/** The migrations still to apply, in order, given the versions already applied. */
-export function pendingMigrations(applied: ReadonlySet<number>): Migration[] {
+/**
+ * The migrations still to apply, in order, given the versions already applied; only up
+ * to `upTo` (tests build an older release's schema with it, to test upgrades).
+ */
+export function pendingMigrations(applied: ReadonlySet<number>, upTo = LATEST_VERSION): Migration[] {
   const newest = Math.max(0, ...applied);
   if (newest > LATEST_VERSION) throw new SchemaTooNewError(newest);
-  return MIGRATIONS.filter((m) => !applied.has(m.version)).sort((a, b) => a.version - b.version);
+  return MIGRATIONS.filter((m) => !applied.has(m.version) && m.version <= upTo).sort((a, b) => a.version - b.version);
 }
+
+/** The schema version once `applied` versions and the newly applied ones are in place. */
+export function schemaVersion(applied: ReadonlySet<number>, pending: readonly Migration[]): number {
+  return Math.max(0, ...applied, ...pending.map((m) => m.version));
+}
+
+/** Key of the bootstrap marker in infracat_meta (migration 3). */
+export const BOOTSTRAP_KEY = 'bootstrap_admin';

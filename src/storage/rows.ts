@@ -49,3 +49,9 @@ export function latestPerId(entries: readonly { id: string; at: number }[]): Map
   }
   return latest;
 }
+
+/** The value recorded under the bootstrap key: what the one bootstrap decision was. */
+export function bootstrapOutcome(token: TokenRecord | null, storedTokens: number): string {
+  if (token === null) return 'not minted: turned off at first start';
+  return storedTokens === 0 ? `minted ${token.id}` : 'not minted: the store already held tokens';
+}

@@ -34,10 +34,14 @@ export interface TokenStore {
    */
   create(token: TokenRecord, limits: { maxLive: number; now: number }): Promise<CreateTokenResult>;
   /**
-   * Inserts the token only if the store holds no token at all (first-start bootstrap).
-   * Exactly one caller wins even when several instances race. Returns whether it did.
+   * The first-start bootstrap, decided once per database, ever. If it was never
+   * decided: records that it now is and, when `token` is given and the store holds no
+   * token at all, inserts it (null: the operator turned the bootstrap token off).
+   * Returns whether `token` was inserted. Once decided (or when migration 3 found a
+   * database already in use) it returns false and changes nothing, even after every
+   * token is deleted. One atomic step: exactly one of several racing instances decides.
    */
-  createIfNone(token: TokenRecord): Promise<boolean>;
+  bootstrap(token: TokenRecord | null): Promise<boolean>;
   /** Live tokens (unexpired at `now`), oldest first (created_at, then id). */
   list(now: number): Promise<TokenRecord[]>;
   get(id: string): Promise<TokenRecord | null>;
@@ -80,8 +84,11 @@ export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   /** Human description for logs, with any password redacted. */
   readonly description: string;
-  /** Applies pending migrations. Safe when several instances call it at once. */
-  migrate(): Promise<MigrationReport>;
+  /**
+   * Applies pending migrations (only up to `upTo`, when given: tests build an older
+   * release's schema with it). Safe when several instances call it at once.
+   */
+  migrate(options?: { upTo?: number }): Promise<MigrationReport>;
   /** Highest applied schema version; 0 when this database holds no infracat schema. Writes nothing. */
   schemaVersion(): Promise<number>;
   /**

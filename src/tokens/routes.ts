@@ -2,7 +2,10 @@
 // and GET /scopes. Every response here carries Cache-Control: no-store.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { AppError } from '../errors.js';
+import { REALM } from '../http/auth.js';
 import type { App } from '../http/types.js';
+import type { TokenRecord } from '../storage/types.js';
+import type { Caller } from './rules.js';
 import { CreatedToken, CreateTokenBody, IdParams, ScopeList, TokenList, TokenView } from './schemas.js';
 import { createdView, tokenView } from './views.js';
 import type { TokenService } from './service.js';
@@ -28,7 +31,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
           tags,
           operationId: 'createApiToken',
           summary: 'Create an API token',
-          description: 'The response is the only one that ever shows the secret (`token`). A token can only grant scopes it holds itself. 409 TOKEN_LIMIT_REACHED past TOKEN_MAX_LIVE live tokens.',
+          description: 'The response is the only one that ever shows the secret (`token`). A token can only grant scopes it holds itself (403 INSUFFICIENT_SCOPE), and the new token never outlives it: without `expires_at` it gets the calling token\'s expiry; a later one, or null from an expiring token, is 422. 409 TOKEN_LIMIT_REACHED past TOKEN_MAX_LIVE live tokens.',
           body: CreateTokenBody,
           response: {
             201: CreatedToken,
@@ -36,7 +39,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
         },
       },
       async (request, reply) => {
-        const issued = await service.create(request.body, request.token?.scopes ?? []);
+        const issued = await service.create(request.body, callerOf(request.token));
         reply.code(201).header('location', `/api/v1/api-tokens/${issued.token.id}`);
         return createdView(issued);
       },
@@ -66,9 +69,9 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
 
     scope.delete(
       '/api/v1/api-tokens/:id',
-      { config: { auth: { scopes: ['api-tokens:write'] } }, schema: { tags, operationId: 'deleteApiToken', summary: 'Delete an API token (refused everywhere within TOKEN_CACHE_TTL_MS)', params: IdParams, response: { 204: { type: 'null', description: 'Deleted' } } } },
+      { config: { auth: { scopes: ['api-tokens:write'] } }, schema: { tags, operationId: 'deleteApiToken', summary: 'Delete an API token (refused everywhere within TOKEN_CACHE_TTL_MS)', description: 'A token can delete only tokens whose scopes it holds itself (itself included); otherwise 403 INSUFFICIENT_SCOPE naming the scopes it lacks. Unknown id: 404.', params: IdParams, response: { 204: { type: 'null', description: 'Deleted' } } } },
       async (request, reply) => {
-        if (!(await service.delete(request.params.id))) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
+        if (!(await service.delete(request.params.id, callerOf(request.token)))) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
         return reply.code(204).send(null);
       },
     );
@@ -79,4 +82,12 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
       async () => [...service.registry.all()],
     );
   });
+}
+
+/** The authenticated token as the domain's caller. These routes all require a token; without one, refuse. */
+function callerOf(token: TokenRecord | null): Caller {
+  if (token === null) {
+    throw new AppError('UNAUTHORIZED', 'this endpoint needs a token: Authorization: Bearer <token>', { headers: { 'www-authenticate': `Bearer realm="${REALM}"` } });
+  }
+  return { scopes: token.scopes, expiresAt: token.expiresAt };
 }

@@ -8,7 +8,10 @@ export const NAME_MAX = 100;
 export interface CreateTokenInput {
   name: string;
   scopes: string[];
-  /** RFC 3339 timestamp, or null/undefined for a token that never expires. */
+  /**
+   * RFC 3339 timestamp; null: never expires; absent (undefined): the creator's expiry
+   * (never, for a creator that never expires and for the operator).
+   */
   expires_at?: string | null | undefined;
 }
 
@@ -18,25 +21,145 @@ export interface ValidCreate {
   expiresAt: number | null;
 }
 
+/**
+ * The token making a request. The operator (CLI, bootstrap) is not a token and is
+ * passed as null: it may grant any scope and any lifetime.
+ */
+export interface Caller {
+  scopes: readonly string[];
+  /** Epoch milliseconds, or null for a token that never expires. */
+  expiresAt: number | null;
+}
+
 export interface RuleContext {
   registry: ScopeRegistry;
   now: number;
   maxLifetimeMs: number;
+  /** Who asks; a new token never outlives a calling token. */
+  caller: Caller | null;
 }
 
-// C0/C1 controls and DEL; also bidi overrides and zero-width characters that make one
-// name look like another in a console.
-const FORBIDDEN_CHARS = /[\p{Cc}\u200B-\u200F\u202A-\u202E\u2066-\u2069\uFEFF]/u;
-const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+// Refused anywhere in a name, by general category rather than by a list: controls (Cc),
+// format characters (Cf: bidi controls and marks, zero-width characters, the soft
+// hyphen, word joiner, tag characters, U+180E...), line and paragraph separators (Zl,
+// Zp). Any of them lets one name look like another, or breaks the line it is shown on.
+const REFUSED = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+const REFUSED_KIND: [RegExp, string][] = [
+  [/\p{Cc}/u, 'a control character'],
+  [/\p{Cf}/u, 'an invisible format character'],
+  [/\p{Zl}/u, 'a line separator'],
+  [/\p{Zp}/u, 'a paragraph separator'],
+];
+// What shows nothing on its own: whitespace and separators (Z*), default-ignorable code
+// points (the Hangul fillers U+115F, U+1160, U+3164 and U+FFA0, variation selectors...),
+// the other C* categories (private use and unassigned code points have no agreed glyph),
+// and combining marks (M*), which need a base character to show on.
+const NOT_VISIBLE = /[\p{White_Space}\p{Default_Ignorable_Code_Point}\p{Z}\p{C}\p{M}]/u;
+const MARK = /^\p{M}$/u;
+// Graphic characters whose glyph is blank by design while no Unicode property says so:
+// BRAILLE PATTERN BLANK (So, used as an "empty" name elsewhere) and MUSICAL SYMBOL NULL
+// NOTEHEAD (So). The only hand-listed exceptions.
+const BLANK_GLYPHS: ReadonlySet<number> = new Set([0x2800, 0x1d159]);
 
+/** U+XXXX: how a refused character is named in an error (the character itself may not show). */
+export function codePointLabel(c: string): string {
+  return `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+/** Whether one code point shows something on its own. */
+export function isVisible(c: string): boolean {
+  return !NOT_VISIBLE.test(c) && !BLANK_GLYPHS.has(c.codePointAt(0)!);
+}
+
+/**
+ * A token name: 1-100 code points once leading and trailing spaces are trimmed, with
+ * no character of the refused categories (checked before trimming, so a trailing
+ * newline or U+2028 is refused, not silently cut), at least one visible character, and
+ * no invisible or blank-looking character at either end (where it could hide: `admin`
+ * + U+3164 would look like `admin`). A trailing combining mark is fine: it sits on
+ * the character before it (as U+FE0F does on an emoji).
+ */
 export function validateName(raw: string, pointer = '/name'): { name: string } | { error: FieldError } {
+  if (!raw.isWellFormed()) return { error: { pointer, detail: 'must be valid Unicode text' } };
+  const refused = REFUSED.exec(raw)?.[0];
+  if (refused !== undefined) {
+    const kind = REFUSED_KIND.find(([re]) => re.test(refused))![1];
+    return { error: { pointer, detail: `must not contain ${codePointLabel(refused)}, ${kind} (control, format, line and paragraph separator characters are refused)` } };
+  }
   const name = raw.trim();
-  if (!name.isWellFormed()) return { error: { pointer, detail: 'must be valid Unicode text' } };
-  if (FORBIDDEN_CHARS.test(name)) return { error: { pointer, detail: 'must not contain control or invisible formatting characters' } };
-  const length = [...name].length;
-  if (length < 1) return { error: { pointer, detail: 'must not be empty or only whitespace' } };
-  if (length > NAME_MAX) return { error: { pointer, detail: `must be at most ${NAME_MAX} characters (got ${length})` } };
+  const chars = [...name];
+  if (chars.length < 1) return { error: { pointer, detail: 'must not be empty or only whitespace' } };
+  if (!chars.some(isVisible)) {
+    return { error: { pointer, detail: `must contain at least one visible character (it has only blank or invisible ones, such as ${codePointLabel(chars[0]!)})` } };
+  }
+  const first = chars[0]!;
+  const last = chars[chars.length - 1]!;
+  if (!isVisible(first)) return { error: { pointer, detail: `must not begin with ${codePointLabel(first)}, which shows nothing on its own` } };
+  if (!isVisible(last) && !MARK.test(last)) return { error: { pointer, detail: `must not end with ${codePointLabel(last)}, which shows nothing on its own` } };
+  if (chars.length > NAME_MAX) return { error: { pointer, detail: `must be at most ${NAME_MAX} characters (got ${chars.length})` } };
   return { name };
+}
+
+// RFC 3339 date-time (section 5.6), components captured for the calendar check below.
+// `\d` without the u flag is ASCII 0-9 only.
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
+const FORMAT_HINT = 'must be an RFC 3339 timestamp, e.g. 2027-01-31T00:00:00Z';
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+/**
+ * An RFC 3339 timestamp as epoch milliseconds, or why not. Each component is checked
+ * against the calendar (Date.parse would roll 2027-02-30 over into March, and T24:00
+ * into the next day). A leap second (:60) is refused: epoch time has no such instant,
+ * and taking it as the next second would be a reading the client did not write.
+ * Digits past milliseconds are dropped (never rounded up: an expiry only gets earlier).
+ */
+export function parseTimestamp(text: string): { at: number } | { error: string } {
+  const m = RFC3339.exec(text);
+  if (m === null) return { error: FORMAT_HINT };
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const [fraction, sign, offsetHour, offsetMinute] = [m[7] ?? '', m[8], Number(m[9] ?? 0), Number(m[10] ?? 0)];
+  const impossible = (why: string) => ({ error: `must be a real date and time: ${why}` });
+  if (month < 1 || month > 12) return impossible(`month ${m[2]} does not exist (01-12)`);
+  const days = daysInMonth(year, month);
+  if (day < 1 || day > days) return impossible(`${m[1]}-${m[2]} has no day ${m[3]} (01-${days})`);
+  if (hour > 23) return impossible(`hour ${m[4]} does not exist (00-23)`);
+  if (minute > 59) return impossible(`minute ${m[5]} does not exist (00-59)`);
+  if (second === 60) return impossible('second 60 (a leap second) is not accepted (00-59)');
+  if (second > 59) return impossible(`second ${m[6]} does not exist (00-59)`);
+  if (offsetHour > 23) return impossible(`offset hour ${m[9]} does not exist (00-23)`);
+  if (offsetMinute > 59) return impossible(`offset minute ${m[10]} does not exist (00-59)`);
+  const date = new Date(0);
+  // setUTCFullYear, not Date.UTC: Date.UTC maps years 0-99 to 1900-1999.
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, Number(fraction.slice(0, 3).padEnd(3, '0')));
+  const offsetMs = (sign === '-' ? -1 : 1) * (offsetHour * 60 + offsetMinute) * 60_000;
+  return { at: date.getTime() - offsetMs };
+}
+
+function validateExpiry(asked: string | null | undefined, ctx: RuleContext, pointer = '/expires_at'): { expiresAt: number | null } | { error: FieldError } {
+  // A new token never outlives the token that creates it.
+  const limit = ctx.caller?.expiresAt ?? null;
+  if (asked === undefined) return { expiresAt: limit };
+  const limitText = limit === null ? '' : new Date(limit).toISOString();
+  if (asked === null) {
+    if (limit === null) return { expiresAt: null };
+    return {
+      error: { pointer, detail: `must not be null: the token making this request expires at ${limitText} and a token never outlives its creator (leave expires_at out to get that time)` },
+    };
+  }
+  const parsed = parseTimestamp(asked);
+  if ('error' in parsed) return { error: { pointer, detail: parsed.error } };
+  const at = parsed.at;
+  if (at <= ctx.now) return { error: { pointer, detail: 'must be in the future' } };
+  if (at - ctx.now > ctx.maxLifetimeMs) return { error: { pointer, detail: `must be within ${Math.floor(ctx.maxLifetimeMs / 86_400_000)} days from now` } };
+  if (limit !== null && at > limit) {
+    return { error: { pointer, detail: `must be at or before ${limitText}, when the token making this request expires (a token never outlives its creator)` } };
+  }
+  return { expiresAt: at };
 }
 
 export function validateCreate(input: CreateTokenInput, ctx: RuleContext): { value: ValidCreate } | { errors: FieldError[] } {
@@ -45,15 +168,8 @@ export function validateCreate(input: CreateTokenInput, ctx: RuleContext): { val
   if ('error' in name) errors.push(name.error);
   if (input.scopes.length === 0) errors.push({ pointer: '/scopes', detail: 'must hold at least one scope' });
   errors.push(...ctx.registry.validate(input.scopes));
-  let expiresAt: number | null = null;
-  if (input.expires_at !== undefined && input.expires_at !== null) {
-    const at = RFC3339.test(input.expires_at) ? Date.parse(input.expires_at) : Number.NaN;
-    if (Number.isNaN(at)) errors.push({ pointer: '/expires_at', detail: 'must be an RFC 3339 timestamp, e.g. 2027-01-31T00:00:00Z' });
-    else if (at <= ctx.now) errors.push({ pointer: '/expires_at', detail: 'must be in the future' });
-    else if (at - ctx.now > ctx.maxLifetimeMs) {
-      errors.push({ pointer: '/expires_at', detail: `must be within ${Math.floor(ctx.maxLifetimeMs / 86_400_000)} days from now` });
-    } else expiresAt = at;
-  }
-  if (errors.length > 0 || 'error' in name) return { errors };
-  return { value: { name: name.name, scopes: input.scopes, expiresAt } };
+  const expiry = validateExpiry(input.expires_at, ctx);
+  if ('error' in expiry) errors.push(expiry.error);
+  if (errors.length > 0 || 'error' in name || 'error' in expiry) return { errors };
+  return { value: { name: name.name, scopes: input.scopes, expiresAt: expiry.expiresAt } };
 }

@@ -11,9 +11,14 @@ export const TokenId = Type.String({ description: 'Token id, `tok_` + ULID', exa
 
 export const CreateTokenBody = Type.Object(
   {
-    name: Type.String({ maxLength: 1000, description: 'Label, 1-100 characters after trimming' }),
+    name: Type.String({ maxLength: 1000, description: 'Label, 1-100 characters after trimming spaces; no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end' }),
     scopes: Type.Array(Type.String({ maxLength: 200 }), { minItems: 1, maxItems: 100 }),
-    expires_at: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()], { description: 'RFC 3339; null or absent: never expires' })),
+    expires_at: Type.Optional(
+      Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
+        description:
+          'RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token\'s expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token\'s expiry is 422.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -6,7 +6,7 @@ import type { VerificationCache } from './cache.js';
 import { checkSecret, generateSecret, hashSecret } from './format.js';
 import { newTokenId } from './ids.js';
 import type { LastUsedTracker } from './last-used.js';
-import { validateCreate, type CreateTokenInput } from './rules.js';
+import { validateCreate, type Caller, type CreateTokenInput } from './rules.js';
 import { missingScopes, type ScopeRegistry } from './scopes.js';
 
 export interface TokenServiceOptions {
@@ -58,12 +58,13 @@ export class TokenService {
   }
 
   /**
-   * Issues a token. `callerScopes` is the scopes of the token making the request, or
-   * null for the operator (CLI, bootstrap), who may grant any registered scope.
+   * Issues a token. `caller` is the token making the request, or null for the operator
+   * (CLI, bootstrap), who may grant any registered scope and any lifetime. A token can
+   * grant only scopes it holds, and the new token never outlives it (rules.ts).
    */
-  async create(input: CreateTokenInput, callerScopes: readonly string[] | null): Promise<IssuedToken> {
+  async create(input: CreateTokenInput, caller: Caller | null): Promise<IssuedToken> {
     const now = this.now();
-    const checked = validateCreate(input, { registry: this.registry, now, maxLifetimeMs: this.options.maxLifetimeMs });
+    const checked = validateCreate(input, { registry: this.registry, now, maxLifetimeMs: this.options.maxLifetimeMs, caller });
     if ('errors' in checked) {
       const scopeProblem = checked.errors.some((e) => e.pointer.startsWith('/scopes'));
       throw new AppError('VALIDATION_FAILED', 'the token request is invalid; see errors', {
@@ -72,14 +73,7 @@ export class TokenService {
       });
     }
     const { name, scopes, expiresAt } = checked.value;
-    if (callerScopes !== null) {
-      const missing = missingScopes(callerScopes, scopes);
-      if (missing.length > 0) {
-        throw new AppError('INSUFFICIENT_SCOPE', `a token cannot grant scopes it does not hold: ${missing.join(', ')}`, {
-          members: { missing_scopes: missing },
-        });
-      }
-    }
+    if (caller !== null) refuseUnheld(caller, scopes, 'a token cannot grant scopes it does not hold');
     const secret = generateSecret(this.prefix);
     const token: TokenRecord = {
       id: newTokenId(now),
@@ -98,10 +92,17 @@ export class TokenService {
   }
 
   /**
-   * First-start bootstrap: one token with every registered scope, only if the store has
-   * no token at all. Returns null when another instance (or an earlier start) won.
+   * The first-start bootstrap, decided once per database ever: on its first start, a
+   * database holding no token gets one with every registered scope (unless `mint` is
+   * false: BOOTSTRAP_ADMIN_TOKEN=false). Null when nothing was minted: turned off,
+   * another instance or an earlier start decided, or tokens already existed. Deleting
+   * every token later never brings it back; recovery is an explicit operator command.
    */
-  async bootstrapAdmin(): Promise<IssuedToken | null> {
+  async bootstrapAdmin(mint: boolean): Promise<IssuedToken | null> {
+    if (!mint) {
+      await this.store.bootstrap(null);
+      return null;
+    }
     const now = this.now();
     const secret = generateSecret(this.prefix);
     const token: TokenRecord = {
@@ -113,7 +114,7 @@ export class TokenService {
       expiresAt: null,
       lastUsedAt: null,
     };
-    return (await this.store.createIfNone(token)) ? { token, secret } : null;
+    return (await this.store.bootstrap(token)) ? { token, secret } : null;
   }
 
   /** Live tokens, oldest first, with uses not yet flushed already counted. */
@@ -128,8 +129,20 @@ export class TokenService {
     return token === null || this.isExpired(token) ? null : this.withPendingUse(token);
   }
 
-  async delete(id: string): Promise<boolean> {
+  /**
+   * Deletes a token; false when no such id. `caller` is the token making the request,
+   * or null for the operator (CLI). As for creation, a token may delete only tokens
+   * whose scopes it holds (itself included): otherwise INSUFFICIENT_SCOPE. An unknown
+   * id is false before any scope is compared, so it answers alike whoever asks.
+   * (Between the read and the delete the target cannot change: scopes are immutable.)
+   */
+  async delete(id: string, caller: Caller | null): Promise<boolean> {
     if (!PLAUSIBLE_ID.test(id)) return false;
+    if (caller !== null) {
+      const target = await this.store.get(id);
+      if (target === null) return false;
+      refuseUnheld(caller, target.scopes, 'a token can only delete tokens whose scopes it holds itself; it lacks');
+    }
     const deleted = await this.store.delete(id);
     // Evict even when already gone from storage: this instance may still cache it.
     this.options.cache.evictId(id);
@@ -214,5 +227,15 @@ export class TokenService {
 
   private isExpired(token: TokenRecord, now = this.now()): boolean {
     return token.expiresAt !== null && token.expiresAt <= now;
+  }
+}
+
+/** 403 INSUFFICIENT_SCOPE unless `caller` holds every one of `scopes` (write implies read). */
+function refuseUnheld(caller: Caller, scopes: readonly string[], why: string): void {
+  const missing = missingScopes(caller.scopes, scopes);
+  if (missing.length > 0) {
+    throw new AppError('INSUFFICIENT_SCOPE', `${why}: ${missing.join(', ')}`, {
+      members: { missing_scopes: missing },
+    });
   }
 }

@@ -116,7 +116,7 @@ for (const backend of backends()) {
         assert.match(String(res.headers['www-authenticate']), /error="invalid_token"/);
       }
       const gone = await mintToken(app, ['apps:read']);
-      await app.infracat.tokens.service.delete(gone.id);
+      await app.infracat.tokens.service.delete(gone.id, null);
       assert.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...fwd, ...gone.auth } })).statusCode, 401);
     });
 
@@ -155,7 +155,7 @@ for (const backend of backends()) {
       const json = await app.inject({ method: 'POST', url: '/api/v1/api-tokens/introspect', headers: caller.auth, payload: { token: caller.secret } });
       assert.equal(json.json<{ active: boolean; exp?: number }>().active, true);
       assert.ok(!('exp' in json.json<object>()), 'no exp for a token that never expires');
-      await app.infracat.tokens.service.delete(token.id);
+      await app.infracat.tokens.service.delete(token.id, null);
       for (const presented of [secret, 'junk', generateSecret('icat'), '']) {
         const res = await app.inject({ method: 'POST', url: '/api/v1/api-tokens/introspect', headers: caller.auth, payload: { token: presented } });
         assert.equal(res.statusCode, 200);

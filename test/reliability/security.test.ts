@@ -59,7 +59,7 @@ if (pg !== undefined) {
       const env = { DATABASE_URL: db.url, TOKEN_CACHE_TTL_MS: '500' };
       const a = await build(t, { store: db.open(), env });
       const b = await build(t, { store: db.open(), env });
-      const admin = await mintToken(a.app, ['api-tokens:write']);
+      const admin = await mintToken(a.app, ['api-tokens:write', 'apps:read', 'plans:read']); // holds the victim's scopes, so may delete it
       const victim = await mintToken(a.app, ['api-tokens:read', 'apps:read', 'plans:read']);
       const service = await mintToken(b.app, ['api-tokens:read']);
       const probes = [

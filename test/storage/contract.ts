@@ -165,18 +165,95 @@ export function runStoreContract(backend: TestBackend): void {
       }
     });
 
-    it('createIfNone: exactly one of several racing instances wins, and only on an empty store', async () => {
+    it('bootstrap: mints on the first call for an empty database, never again, not even after every token is deleted', async () => {
+      const fresh = await backend.freshDatabase();
+      const s = fresh.open();
+      const other = fresh.open();
+      try {
+        await s.migrate();
+        const admin = sampleToken({ scopes: ['apps:read', 'apps:write'] });
+        assert.equal(await s.tokens.bootstrap(admin), true);
+        assert.deepEqual(await s.tokens.get(admin.id), admin);
+        const second = sampleToken();
+        assert.equal(await s.tokens.bootstrap(second), false);
+        assert.equal(await s.tokens.get(second.id), null);
+        assert.equal(await s.tokens.delete(admin.id), true);
+        assert.equal(await s.tokens.count(), 0);
+        assert.equal(await s.tokens.bootstrap(sampleToken()), false, 'an empty store again is not a first start');
+        assert.equal(await other.tokens.bootstrap(sampleToken()), false, 'nor for another instance');
+        await s.migrate();
+        assert.equal(await other.tokens.bootstrap(sampleToken()), false, 'nor after migrate runs again');
+        assert.equal(await s.tokens.count(), 0);
+      } finally {
+        await s.close();
+        await other.close();
+        await fresh.drop();
+      }
+    });
+
+    it('bootstrap: decided by the first call even when it mints nothing (turned off, or tokens already stored)', async () => {
+      const off = await backend.freshDatabase();
+      const s = off.open();
+      const had = await backend.freshDatabase();
+      const h = had.open();
+      try {
+        await s.migrate();
+        assert.equal(await s.tokens.bootstrap(null), false, 'turned off: nothing minted');
+        const later = sampleToken();
+        assert.equal(await s.tokens.bootstrap(later), false, 'and a later start with it on mints nothing either');
+        assert.equal(await s.tokens.count(), 0);
+
+        await h.migrate();
+        const existing = sampleToken();
+        await h.tokens.create(existing, NO_LIMIT);
+        const refused = sampleToken();
+        assert.equal(await h.tokens.bootstrap(refused), false, 'tokens already stored (e.g. made with the CLI first)');
+        assert.equal(await h.tokens.get(refused.id), null);
+        await h.tokens.delete(existing.id);
+        assert.equal(await h.tokens.bootstrap(sampleToken()), false);
+        assert.equal(await h.tokens.count(), 0);
+      } finally {
+        await s.close();
+        await h.close();
+        await off.drop();
+        await had.drop();
+      }
+    });
+
+    it('bootstrap: exactly one of several racing instances mints', async () => {
       const fresh = await backend.freshDatabase();
       const instances = [fresh.open(), fresh.open(), fresh.open(), fresh.open()];
       try {
         await instances[0]!.migrate();
-        const wins = await Promise.all(instances.map((s) => s.tokens.createIfNone(sampleToken())));
+        const wins = await Promise.all(instances.map((s) => s.tokens.bootstrap(sampleToken())));
         assert.equal(wins.filter(Boolean).length, 1);
         assert.equal(await instances[0]!.tokens.count(), 1);
-        assert.equal(await instances[2]!.tokens.createIfNone(sampleToken()), false);
+        assert.equal(await instances[2]!.tokens.bootstrap(sampleToken()), false);
       } finally {
         for (const s of instances) await s.close();
         await fresh.drop();
+      }
+    });
+
+    it('upgrade to schema 3: a database already in use counts as bootstrapped; an untouched one does not', async () => {
+      const cases: { name: string; use(s: Store): Promise<void>; bootstraps: boolean }[] = [
+        { name: 'tokens stored', use: async (s) => void (await s.tokens.create(sampleToken(), NO_LIMIT)), bootstraps: false },
+        { name: 'a catalog applied (every started server seeds one)', use: async (s) => void (await s.catalog.apply('{}', 0, NOW)), bootstraps: false },
+        { name: 'untouched', use: async () => undefined, bootstraps: true },
+      ];
+      for (const c of cases) {
+        const fresh = await backend.freshDatabase();
+        const s = fresh.open();
+        try {
+          assert.deepEqual(await s.migrate({ upTo: 2 }), { applied: [1, 2], version: 2 }, 'the schema of the release before');
+          await c.use(s);
+          assert.deepEqual(await s.migrate(), { applied: MIGRATIONS.filter((m) => m.version > 2).map((m) => m.version), version: LATEST_VERSION });
+          for (const t of await s.tokens.list(NOW)) await s.tokens.delete(t.id);
+          assert.equal(await s.tokens.bootstrap(sampleToken()), c.bootstraps, c.name);
+        } finally {
+          await s.close();
+          await fresh.drop();
+        }
       }
     });
 

@@ -118,7 +118,7 @@ for (const backend of backends()) {
       hold();
       const before = domain.service.verify(secret); // its read finds the token, then waits
       await new Promise((r) => setTimeout(r, 20));
-      assert.equal(await domain.service.delete(token.id), true);
+      assert.equal(await domain.service.delete(token.id, null), true);
       const after = domain.service.verify(secret); // must not join the read from before
       release();
       assert.equal((await before).ok, true, 'concurrent with the delete');
@@ -184,7 +184,7 @@ if (pgBackend !== undefined) {
       const env = { DATABASE_URL: db.url, TOKEN_CACHE_TTL_MS: '400' };
       const a = await build(t, { store: db.open(), env });
       const b = await build(t, { store: db.open(), env });
-      const admin = await mintToken(a.app, ['api-tokens:write']);
+      const admin = await mintToken(a.app, ['api-tokens:write', 'apps:read']); // holds the victim's scopes, so may delete it
       const victim = await mintToken(a.app, ['apps:read']);
       // B verifies (and caches) the victim.
       assert.equal((await b.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth })).statusCode, 200);
@@ -211,7 +211,7 @@ if (pgBackend !== undefined) {
       t.after(async () => {
         for (const s of stores) await s.close();
       });
-      const results = await Promise.all(stores.map((s) => createTokenDomain(config, s).service.bootstrapAdmin()));
+      const results = await Promise.all(stores.map((s) => createTokenDomain(config, s).service.bootstrapAdmin(true)));
       const winners = results.filter((r) => r !== null);
       assert.equal(winners.length, 1);
       assert.equal(await stores[0]!.tokens.count(), 1);

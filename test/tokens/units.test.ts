@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { VerificationCache } from '../../src/tokens/cache.js';
 import { CHECKSUM_CHARS, checkSecret, generateSecret, hashSecret, RANDOM_CHARS } from '../../src/tokens/format.js';
 import { newTokenId, TOKEN_ID_PATTERN } from '../../src/tokens/ids.js';
+import { validateCreate, type Caller } from '../../src/tokens/rules.js';
 import { grants, missingScopes, parseScope, ScopeRegistry } from '../../src/tokens/scopes.js';
 import { FailureLimiter } from '../../src/http/failure-limiter.js';
 import type { TokenRecord } from '../../src/storage/types.js';
@@ -82,6 +83,35 @@ describe('scopes', () => {
     assert.deepEqual(r.names(), ['apps:read', 'apps:write']);
     assert.deepEqual(r.validate(['apps:read', 'apps:read', 'images:read', 'junk']).map((e) => e.pointer), ['/scopes/1', '/scopes/2', '/scopes/3']);
     assert.throws(() => new ScopeRegistry(['Bad Resource']));
+  });
+});
+
+describe('create rules: a new token never outlives its creator', () => {
+  const now = Date.UTC(2030, 0, 1);
+  const ctx = (caller: Caller | null) => ({ registry: new ScopeRegistry(), now, maxLifetimeMs: 30 * 86_400_000, caller });
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const ask = (expires_at: string | null | undefined, caller: Caller | null) => validateCreate({ name: 'x', scopes: ['apps:read'], expires_at }, ctx(caller));
+  const expiring: Caller = { scopes: ['api-tokens:write', 'apps:read'], expiresAt: now + 5000 };
+
+  it('no expires_at: the creator\'s expiry; none for a creator that never expires and for the operator', () => {
+    assert.deepEqual(ask(undefined, expiring), { value: { name: 'x', scopes: ['apps:read'], expiresAt: now + 5000 } });
+    assert.deepEqual(ask(undefined, { scopes: ['api-tokens:write'], expiresAt: null }), { value: { name: 'x', scopes: ['apps:read'], expiresAt: null } });
+    assert.deepEqual(ask(undefined, null), { value: { name: 'x', scopes: ['apps:read'], expiresAt: null } });
+  });
+
+  it('null or a later time from an expiring creator is refused at /expires_at, naming its expiry', () => {
+    for (const asked of [null, iso(now + 5001), iso(now + 86_400_000)]) {
+      const result = ask(asked, expiring);
+      assert.ok('errors' in result, String(asked));
+      assert.deepEqual(result.errors.map((e) => e.pointer), ['/expires_at']);
+      assert.ok(result.errors[0]!.detail.includes(iso(now + 5000)), result.errors[0]!.detail);
+    }
+  });
+
+  it('up to the creator\'s expiry is granted as asked; the operator and never-expiring creators may ask for null', () => {
+    for (const at of [now + 1, now + 4999, now + 5000]) assert.deepEqual(ask(iso(at), expiring), { value: { name: 'x', scopes: ['apps:read'], expiresAt: at } });
+    assert.deepEqual(ask(null, null), { value: { name: 'x', scopes: ['apps:read'], expiresAt: null } });
+    assert.deepEqual(ask(null, { scopes: [], expiresAt: null }), { value: { name: 'x', scopes: ['apps:read'], expiresAt: null } });
   });
 });
 

@@ -49,7 +49,7 @@ export interface paths {
         put?: never;
         /**
          * Create an API token
-         * @description The response is the only one that ever shows the secret (`token`). A token can only grant scopes it holds itself. 409 TOKEN_LIMIT_REACHED past TOKEN_MAX_LIVE live tokens.
+         * @description The response is the only one that ever shows the secret (`token`). A token can only grant scopes it holds itself (403 INSUFFICIENT_SCOPE), and the new token never outlives it: without `expires_at` it gets the calling token's expiry; a later one, or null from an expiring token, is 422. 409 TOKEN_LIMIT_REACHED past TOKEN_MAX_LIVE live tokens.
          *
          *     Needs a token with `api-tokens:write` (`write` implies `read`).
          */
@@ -96,7 +96,9 @@ export interface paths {
         post?: never;
         /**
          * Delete an API token (refused everywhere within TOKEN_CACHE_TTL_MS)
-         * @description Needs a token with `api-tokens:write` (`write` implies `read`).
+         * @description A token can delete only tokens whose scopes it holds itself (itself included); otherwise 403 INSUFFICIENT_SCOPE naming the scopes it lacks. Unknown id: 404.
+         *
+         *     Needs a token with `api-tokens:write` (`write` implies `read`).
          */
         delete: operations["deleteApiToken"];
         options?: never;
@@ -549,10 +551,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description Label, 1-100 characters after trimming */
+                    /** @description Label, 1-100 characters after trimming spaces; no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
                     name: string;
                     scopes: string[];
-                    /** @description RFC 3339; null or absent: never expires */
+                    /** @description RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token's expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token's expiry is 422. */
                     expires_at?: string | null;
                 };
             };

@@ -2,8 +2,8 @@
 // Every statement has a server-side and a client-side time-out, so a dead or
 // unreachable server turns into StorageUnavailableError (-> 503) instead of a hang.
 import pg from 'pg';
-import { LATEST_VERSION, pendingMigrations } from '../migrations.js';
-import { TOKEN_COLUMNS, WRITE_PROBE_SQL, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
+import { BOOTSTRAP_KEY, pendingMigrations, schemaVersion } from '../migrations.js';
+import { TOKEN_COLUMNS, WRITE_PROBE_SQL, bootstrapOutcome, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
 import {
   NotSupportedError,
   StorageUnavailableError,
@@ -131,19 +131,20 @@ export class PostgresStore implements Store {
     return v.rows[0]?.v ?? 0;
   }
 
-  async migrate(): Promise<MigrationReport> {
+  async migrate(options: { upTo?: number } = {}): Promise<MigrationReport> {
     // Bootstrap tables may be created by several instances at once; CREATE TABLE IF
     // NOT EXISTS can still collide in the catalog, so a collision just means "exists".
     await this.ignoringCreateRace(`CREATE TABLE IF NOT EXISTS infracat_schema_migrations (
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`);
     await this.ignoringCreateRace('CREATE TABLE IF NOT EXISTS infracat_locks (name TEXT PRIMARY KEY)');
     await this.query(`INSERT INTO infracat_locks (name) VALUES ('migrate') ON CONFLICT DO NOTHING`);
-    const applied = await this.transaction(async (c) => {
+    return this.transaction(async (c) => {
       // A row lock, not an advisory lock: plain SQL that distributed PostgreSQL engines
       // also honour. The second instance waits here, then finds nothing pending.
       await c.query(`SELECT name FROM infracat_locks WHERE name = 'migrate' FOR UPDATE`);
       const rows = await c.query<{ version: number }>('SELECT version FROM infracat_schema_migrations');
-      const pending = pendingMigrations(new Set(rows.rows.map((r) => r.version)));
+      const before = new Set(rows.rows.map((r) => r.version));
+      const pending = pendingMigrations(before, options.upTo);
       for (const m of pending) {
         for (const sql of m.postgres) await c.query(sql);
         await c.query('INSERT INTO infracat_schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
@@ -152,9 +153,8 @@ export class PostgresStore implements Store {
           Date.now(),
         ]);
       }
-      return pending.map((m) => m.version);
+      return { applied: pending.map((m) => m.version), version: schemaVersion(before, pending) };
     });
-    return { applied, version: LATEST_VERSION };
   }
 
   private async ignoringCreateRace(sql: string): Promise<void> {
@@ -204,13 +204,21 @@ class PostgresTokenStore implements TokenStore {
     });
   }
 
-  createIfNone(token: TokenRecord): Promise<boolean> {
+  bootstrap(token: TokenRecord | null): Promise<boolean> {
     return this.store.transaction(async (c) => {
+      // The tokens row lock orders this after any create() in flight (the count is
+      // exact); the marker's primary key makes exactly one decision stick regardless.
       await lockTokens(c);
-      const any = await c.query('SELECT 1 FROM api_tokens LIMIT 1');
-      if (any.rowCount !== 0) return false;
-      await insert(c, token);
-      return true;
+      const stored = await c.query<{ n: string }>('SELECT COUNT(*) AS n FROM api_tokens');
+      const n = Number(stored.rows[0]?.n ?? 0);
+      const mint = token !== null && n === 0;
+      const marked = await c.query('INSERT INTO infracat_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [
+        BOOTSTRAP_KEY,
+        bootstrapOutcome(token, n),
+      ]);
+      if (marked.rowCount === 0) return false;
+      if (mint) await insert(c, token);
+      return mint;
     });
   }
 

@@ -4,9 +4,9 @@
 import { accessSync, chmodSync, closeSync, constants, existsSync, fsyncSync, linkSync, openSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import Database, { type SqliteDatabase, type SqliteStatement } from './driver.js';
-import { LATEST_VERSION, pendingMigrations } from '../migrations.js';
+import { BOOTSTRAP_KEY, pendingMigrations, schemaVersion } from '../migrations.js';
 import { preparePrivateFile, type StorageWarning } from './files.js';
-import { TOKEN_COLUMNS, WRITE_PROBE_SQL, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
+import { TOKEN_COLUMNS, WRITE_PROBE_SQL, bootstrapOutcome, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
 import {
   StorageUnavailableError,
   type BackupReport,
@@ -61,23 +61,23 @@ export class SqliteStore implements Store {
     this.catalog = new SqliteCatalogStore(this.db);
   }
 
-  migrate(): Promise<MigrationReport> {
+  migrate(options: { upTo?: number } = {}): Promise<MigrationReport> {
     return run(() => {
       this.db.exec(`CREATE TABLE IF NOT EXISTS infracat_schema_migrations (
         version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
       // IMMEDIATE takes the write lock first, so two processes never both decide to apply.
-      const apply = this.db.transaction((): number[] => {
+      const apply = this.db.transaction((): MigrationReport => {
         const rows = this.db.prepare('SELECT version FROM infracat_schema_migrations').all() as { version: number }[];
-        const pending = pendingMigrations(new Set(rows.map((r) => r.version)));
+        const before = new Set(rows.map((r) => r.version));
+        const pending = pendingMigrations(before, options.upTo);
         const record = this.db.prepare('INSERT INTO infracat_schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
         for (const m of pending) {
           for (const sql of m.sqlite) this.db.exec(sql);
           record.run(m.version, m.name, Date.now());
         }
-        return pending.map((m) => m.version);
+        return { applied: pending.map((m) => m.version), version: schemaVersion(before, pending) };
       });
-      const applied = apply.immediate();
-      return { applied, version: LATEST_VERSION };
+      return apply.immediate();
     });
   }
 
@@ -169,6 +169,7 @@ const SQL = {
   delete: 'DELETE FROM api_tokens WHERE id = ?',
   // SQLite's two-argument MAX() is NULL if either side is NULL, hence the COALESCE.
   touch: 'UPDATE api_tokens SET last_used_at = MAX(COALESCE(last_used_at, 0), ?) WHERE id = ?',
+  markBootstrap: 'INSERT INTO infracat_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING',
 } as const;
 
 class SqliteTokenStore implements TokenStore {
@@ -198,14 +199,16 @@ class SqliteTokenStore implements TokenStore {
     );
   }
 
-  createIfNone(token: TokenRecord): Promise<boolean> {
+  bootstrap(token: TokenRecord | null): Promise<boolean> {
+    // IMMEDIATE: the write lock first, so racing processes decide one after the other.
     return run(() =>
       this.db
         .transaction((): boolean => {
           const { n } = this.q('count').get() as { n: number };
-          if (n > 0) return false;
-          this.q('insert').run(...tokenParams(token));
-          return true;
+          const mint = token !== null && n === 0;
+          if (this.q('markBootstrap').run(BOOTSTRAP_KEY, bootstrapOutcome(token, n)).changes === 0) return false;
+          if (mint) this.q('insert').run(...tokenParams(token));
+          return mint;
         })
         .immediate(),
     );
