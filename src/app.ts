@@ -21,6 +21,7 @@ import { requestIdFrom } from './logging.js';
 import type { Store } from './storage/types.js';
 import { createTokenDomain, type TokenDomain } from './tokens/index.js';
 import { tokenRoutes } from './tokens/routes.js';
+import { ExpiredTokenPurger, PURGE_INTERVAL_MS } from './tokens/purge.js';
 import { catalogRoutes } from './catalog/routes.js';
 import { gatewayRoutes } from './gateway/routes.js';
 import { CatalogService } from './catalog/service.js';
@@ -33,7 +34,7 @@ export const BODY_LIMIT_BYTES = 16 * 1024;
 declare module 'fastify' {
   interface FastifyInstance {
     /** The domain objects behind the routes (for the server's bootstrap, and tests). */
-    infracat: { tokens: TokenDomain; catalog: CatalogService };
+    infracat: { tokens: TokenDomain; catalog: CatalogService; purger: ExpiredTokenPurger };
   }
 }
 
@@ -102,7 +103,16 @@ export function buildApp(deps: AppDeps): App {
       app.log.warn({ err }, 'catalog refresh failed; serving the last snapshot');
     },
   });
-  app.decorate('infracat', { tokens, catalog });
+  const purger = new ExpiredTokenPurger({
+    intervalMs: PURGE_INTERVAL_MS,
+    purge: () => tokens.service.purgeExpired(),
+    onPurged: (count) => app.log.info({ count }, 'purged tokens expired longer than TOKEN_EXPIRED_RETENTION_DAYS'),
+    onError: (err) => {
+      countStorageError();
+      app.log.warn({ err }, 'purging expired tokens failed; will retry');
+    },
+  });
+  app.decorate('infracat', { tokens, catalog, purger });
   const auth = createAuth({
     service: tokens.service,
     limiter: new FailureLimiter(config.authFailureLimit, config.authFailureWindowS * 1000),
@@ -118,6 +128,7 @@ export function buildApp(deps: AppDeps): App {
 
   app.addHook('onReady', async () => {
     tokens.lastUsed.start();
+    purger.start();
     // First start of an empty database gets the shipped catalog; then load what is live.
     // If storage is down now, catalogs start empty and fill in at the next refresh.
     try {
@@ -133,6 +144,7 @@ export function buildApp(deps: AppDeps): App {
   app.addHook('onClose', async () => {
     // In-flight requests are done by now: write their last uses, then let go of storage.
     catalog.stop();
+    await purger.stop();
     await tokens.lastUsed.stop();
     await store.close();
   });

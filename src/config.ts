@@ -24,6 +24,7 @@ export interface Config {
   readonly tokenPrefix: string;
   readonly tokenMaxLive: number;
   readonly tokenMaxLifetimeDays: number;
+  readonly tokenExpiredRetentionDays: number;
   readonly tokenCacheTtlMs: number;
   readonly tokenCacheMax: number;
   readonly lastUsedFlushMs: number;
@@ -260,6 +261,11 @@ export const SETTINGS = [
   {
     env: 'TOKEN_MAX_LIFETIME_DAYS', key: 'tokenMaxLifetimeDays', default: '366', description: 'Furthest `expires_at` a new token may have, in days from now.',
     parse: integer(1, 36_500),
+  },
+  {
+    env: 'TOKEN_EXPIRED_RETENTION_DAYS', key: 'tokenExpiredRetentionDays', default: '30',
+    description: 'How long an expired token stays listed (so its owner can see that it expired) before it is purged, in days; 0 purges at expiry. Purged in the background, hourly.',
+    parse: integer(0, 3650),
   },
   {
     env: 'TOKEN_CACHE_TTL_MS', key: 'tokenCacheTtlMs', default: '5000',

@@ -42,8 +42,13 @@ export interface TokenStore {
    * token is deleted. One atomic step: exactly one of several racing instances decides.
    */
   bootstrap(token: TokenRecord | null): Promise<boolean>;
-  /** Live tokens (unexpired at `now`), oldest first (created_at, then id). */
-  list(now: number): Promise<TokenRecord[]>;
+  /**
+   * Tokens that never expire or expire after `expiredAfter` (callers pass now minus the
+   * retention of expired tokens), oldest first (created_at, then id).
+   */
+  list(expiredAfter: number): Promise<TokenRecord[]>;
+  /** Deletes tokens that expired at or before `before`; resolves to how many. */
+  purgeExpired(before: number): Promise<number>;
   get(id: string): Promise<TokenRecord | null>;
   findByHash(secretHash: string): Promise<TokenRecord | null>;
   /** Deletes the token; false when no such id. */

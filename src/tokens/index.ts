@@ -13,7 +13,7 @@ export interface TokenDomain {
 }
 
 export function createTokenDomain(
-  config: Pick<Config, 'tokenPrefix' | 'tokenMaxLive' | 'tokenMaxLifetimeDays' | 'tokenCacheTtlMs' | 'tokenCacheMax' | 'lastUsedFlushMs' | 'scopeResources'>,
+  config: Pick<Config, 'tokenPrefix' | 'tokenMaxLive' | 'tokenMaxLifetimeDays' | 'tokenExpiredRetentionDays' | 'tokenCacheTtlMs' | 'tokenCacheMax' | 'lastUsedFlushMs' | 'scopeResources'>,
   store: Store,
   onFlushError?: (err: unknown) => void,
   now?: () => number,
@@ -25,6 +25,7 @@ export function createTokenDomain(
     registry: new ScopeRegistry(config.scopeResources),
     maxLive: config.tokenMaxLive,
     maxLifetimeMs: config.tokenMaxLifetimeDays * 86_400_000,
+    expiredRetentionMs: config.tokenExpiredRetentionDays * 86_400_000,
     cache,
     tracker: lastUsed,
     ...(now !== undefined ? { now } : {}),

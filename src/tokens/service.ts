@@ -16,6 +16,8 @@ export interface TokenServiceOptions {
   maxLive: number;
   /** Longest allowed lifetime of a token created with expires_at. */
   maxLifetimeMs: number;
+  /** How long expired tokens stay listed before they are purged. */
+  expiredRetentionMs: number;
   cache: VerificationCache;
   tracker: LastUsedTracker;
   now?: () => number;
@@ -117,16 +119,29 @@ export class TokenService {
     return (await this.store.bootstrap(token)) ? { token, secret } : null;
   }
 
-  /** Live tokens, oldest first, with uses not yet flushed already counted. */
+  /** Tokens, oldest first: live ones and those expired within the retention, with uses not yet flushed counted. */
   async list(): Promise<TokenRecord[]> {
-    return (await this.store.list(this.now())).map((t) => this.withPendingUse(t));
+    return (await this.store.list(this.retainedSince())).map((t) => this.withPendingUse(t));
   }
 
-  /** A live token by id, or null (unknown, deleted or expired). */
+  /**
+   * A token by id, or null (unknown, deleted, or expired longer ago than the retention).
+   * An expired token is still shown, so its owner can see why it stopped working.
+   */
   async get(id: string): Promise<TokenRecord | null> {
     if (!PLAUSIBLE_ID.test(id)) return null;
     const token = await this.store.get(id);
-    return token === null || this.isExpired(token) ? null : this.withPendingUse(token);
+    return token === null || this.isExpired(token, this.retainedSince()) ? null : this.withPendingUse(token);
+  }
+
+  /** Deletes the tokens that expired before the retention period; resolves to how many. */
+  purgeExpired(): Promise<number> {
+    return this.store.purgeExpired(this.retainedSince());
+  }
+
+  /** Expired tokens stay visible until this long after their expiry. */
+  private retainedSince(): number {
+    return this.now() - this.options.expiredRetentionMs;
   }
 
   /**

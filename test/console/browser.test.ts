@@ -50,7 +50,7 @@ async function signIn(page: Page, base: string, secret: string): Promise<void> {
   await page.goto(`${base}/#/tokens`);
   await page.getByLabel('API token').fill(secret);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Live tokens' }).waitFor();
+  await page.getByRole('heading', { name: 'Tokens' }).waitFor();
 }
 
 const row = (page: Page, name: string) => page.locator('tbody tr').filter({ has: page.locator('.token-name', { hasText: new RegExp(`^${name}$`) }) });
@@ -89,7 +89,7 @@ describe('web console in headless Chromium', () => {
 
       await page.getByLabel('API token').fill(admin.secret);
       await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByRole('heading', { name: 'Live tokens' }).waitFor();
+      await page.getByRole('heading', { name: 'Tokens' }).waitFor();
       assert.equal(await row(page, 'operator').locator('.badge').textContent(), 'this session');
       assert.equal(await page.locator('header .who').textContent(), 'Signed in as operator');
       assert.equal(await page.evaluate(() => sessionStorage.getItem('infracat.token')), admin.secret);
@@ -304,6 +304,20 @@ describe('web console in headless Chromium', () => {
       assert.deepEqual(found, []);
     });
 
+    await t.test('an expired token stays listed, labelled Expired', async (t) => {
+      const now = Date.now();
+      await server.store.tokens.create(
+        { id: 'tok_01EXP1RED00000000000000000', name: 'old-ci', scopes: ['apps:read'], secretHash: 'f'.repeat(64), createdAt: now - 86_400_000, expiresAt: now - 60_000, lastUsedAt: null },
+        { maxLive: 1000, now },
+      );
+      const { page } = await open(t, browser, base);
+      await signIn(page, base, admin.secret);
+      await row(page, 'old-ci').waitFor();
+      assert.match((await row(page, 'old-ci').locator('td[data-label="Expires"]').textContent()) ?? '', /ago\s*Expired$/);
+      assert.equal(await row(page, 'ci-deploy').locator('td[data-label="Expires"] .expired').count(), 0, 'a live token is not labelled');
+      await page.screenshot({ path: artifactPath('token-expired.png'), fullPage: true });
+    });
+
     await t.test('sign out forgets the token', async (t) => {
       const { page } = await open(t, browser, base);
       await signIn(page, base, admin.secret);
@@ -334,7 +348,7 @@ describe('web console in headless Chromium', () => {
     await page.getByRole('link', { name: 'Sign in with an API token' }).click();
     await page.getByLabel('API token').fill(admin.secret);
     await page.keyboard.press('Enter');
-    await page.getByRole('heading', { name: 'Live tokens' }).waitFor();
+    await page.getByRole('heading', { name: 'Tokens' }).waitFor();
     await page.getByRole('link', { name: 'Plans' }).click();
     await page.locator('tbody tr[data-plan]').first().waitFor();
     await page.getByRole('link', { name: 'API tokens' }).click();

@@ -2,7 +2,7 @@
 // and what each API refusal is turned into for a person.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { exactTime, expiryFrom, memory, price, relativeTime } from '../../web/src/format.js';
+import { exactTime, expiryFrom, isExpired, memory, price, relativeTime } from '../../web/src/format.js';
 import { filterPlans, nextSort, numberOrNull, sortPlans, type Plan } from '../../web/src/plans.js';
 import { ApiError, fieldErrors, messageFor } from '../../web/src/problems.js';
 
@@ -37,6 +37,13 @@ describe('console formatting', () => {
     assert.equal(expiryFrom('30', '', NOW), '2026-12-21T12:00:00Z');
     assert.equal(expiryFrom('custom', '2027-01-31', NOW), '2027-01-31T23:59:59Z');
     assert.equal(expiryFrom('custom', '', NOW), '', 'no date chosen yet');
+  });
+
+  it('a token whose expires_at has passed is expired (the list labels it)', () => {
+    assert.equal(isExpired(null, NOW), false);
+    assert.equal(isExpired(new Date(NOW - 1).toISOString(), NOW), true);
+    assert.equal(isExpired(new Date(NOW).toISOString(), NOW), true, 'refused from that instant');
+    assert.equal(isExpired(new Date(NOW + 1000).toISOString(), NOW), false);
   });
 });
 

@@ -32,6 +32,9 @@ interface Real {
 }
 
 const live = (m: Model, t: ModelToken): boolean => !t.deleted && (t.expiresAt === null || t.expiresAt > m.now);
+// Expired tokens stay listed for TOKEN_EXPIRED_RETENTION_DAYS (30 by default).
+const RETENTION_MS = 30 * 86_400_000;
+const listed = (m: Model, t: ModelToken): boolean => !t.deleted && (t.expiresAt === null || t.expiresAt > m.now - RETENTION_MS);
 
 class CreateCmd implements fc.AsyncCommand<Model, Real> {
   constructor(
@@ -58,10 +61,10 @@ class ListCmd implements fc.AsyncCommand<Model, Real> {
   async run(m: Model, r: Real): Promise<void> {
     const res = await r.app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: { authorization: `Bearer ${r.admin}` } });
     assert.equal(res.statusCode, 200);
-    const listed = res.json<{ id: string; last_used_at: string | null }[]>().filter((x) => m.tokens.some((t) => t.id === x.id));
-    const expected = m.tokens.filter((t) => live(m, t)).map((t) => t.id);
-    assert.deepEqual(listed.map((x) => x.id), expected, 'the live tokens, oldest first');
-    for (const x of listed) {
+    const shown = res.json<{ id: string; last_used_at: string | null }[]>().filter((x) => m.tokens.some((t) => t.id === x.id));
+    const expected = m.tokens.filter((t) => listed(m, t)).map((t) => t.id);
+    assert.deepEqual(shown.map((x) => x.id), expected, 'the live tokens and those expired within the retention, oldest first');
+    for (const x of shown) {
       const t = m.tokens.find((y) => y.id === x.id)!;
       assert.equal(x.last_used_at !== null, t.used, `last_used_at of ${x.id}`);
     }

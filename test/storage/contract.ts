@@ -99,6 +99,33 @@ export function runStoreContract(backend: TestBackend): void {
       }
     });
 
+    it('list takes the retention bound: tokens expired after it stay listed; purgeExpired deletes only those before it', async () => {
+      const fresh = await backend.freshDatabase();
+      const s = fresh.open();
+      try {
+        await s.migrate();
+        const DAY = 86_400_000;
+        const forever = sampleToken({ createdAt: 1, id: 'tok_forever', expiresAt: null });
+        const live = sampleToken({ createdAt: 2, id: 'tok_live', expiresAt: NOW + DAY });
+        const recent = sampleToken({ createdAt: 3, id: 'tok_recent', expiresAt: NOW - DAY });
+        const old = sampleToken({ createdAt: 4, id: 'tok_old', expiresAt: NOW - 40 * DAY });
+        const edge = sampleToken({ createdAt: 5, id: 'tok_edge', expiresAt: NOW - 30 * DAY });
+        for (const t of [forever, live, recent, old, edge]) await s.tokens.create(t, NO_LIMIT);
+        const retainedSince = NOW - 30 * DAY;
+        assert.deepEqual((await s.tokens.list(retainedSince)).map((t) => t.id), ['tok_forever', 'tok_live', 'tok_recent']);
+        assert.equal(await s.tokens.purgeExpired(retainedSince), 2, 'the old and the edge token');
+        assert.equal(await s.tokens.get('tok_old'), null);
+        assert.equal(await s.tokens.get('tok_edge'), null);
+        assert.notEqual(await s.tokens.get('tok_recent'), null, 'an expired token within the retention stays');
+        assert.equal(await s.tokens.count(), 3);
+        assert.equal(await s.tokens.purgeExpired(retainedSince), 0, 'idempotent');
+        assert.equal(await s.tokens.create(sampleToken({ id: 'tok_cap' }), { maxLive: 3, now: NOW }), 'created', 'the cap counts live tokens only (forever, live, cap)');
+      } finally {
+        await s.close();
+        await fresh.drop();
+      }
+    });
+
     it('delete removes the token once and reports whether it existed', async () => {
       const t = sampleToken();
       await store.tokens.create(t, NO_LIMIT);

@@ -1,6 +1,7 @@
 // The token endpoints of the spec, on both backends: happy paths, input rules,
 // authentication and authorization, escalation, the cap, expiry and current.
 import assert from 'node:assert/strict';
+import type { Store } from '../../src/storage/types.js';
 import { describe, it } from 'node:test';
 import { checkSecret, generateSecret, hashSecret } from '../../src/tokens/format.js';
 import { TOKEN_ID_PATTERN } from '../../src/tokens/ids.js';
@@ -11,9 +12,19 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 for (const backend of backends()) {
   describe(`API tokens on ${backend.name}`, () => {
-    async function setup(t: Parameters<typeof backend.fresh>[0], env: Record<string, string> = {}) {
+    async function setup(
+      t: Parameters<typeof backend.fresh>[0],
+      env: Record<string, string> = {},
+      now?: () => number,
+      seed?: (store: Store) => Promise<void>,
+    ) {
       const db = await backend.fresh(t);
-      const built = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, ...env } });
+      if (seed !== undefined) {
+        const s = db.open();
+        await seed(s);
+        await s.close();
+      }
+      const built = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, ...env }, ...(now !== undefined ? { now } : {}) });
       const admin = await mintToken(built.app, ['api-tokens:write', 'apps:write', 'images:read'], 'admin');
       return { ...built, db, admin };
     }
@@ -258,18 +269,48 @@ for (const backend of backends()) {
       assert.equal((await post(null)).json<{ expires_at: null }>().expires_at, null);
     });
 
-    it('an expired token is refused and drops out of the list', async (t) => {
-      const { app, admin, store } = await setup(t);
+    it('an expired token is refused but stays listed (expires_at in the past) until purged after TOKEN_EXPIRED_RETENTION_DAYS', async (t) => {
+      const DAY = 86_400_000;
+      let clock = Date.now();
+      const now = clock;
       const secret = generateSecret('icat');
-      const now = Date.now();
-      await store.tokens.create({ id: 'tok_expired', name: 'old', scopes: ['api-tokens:read'], secretHash: hashSecret(secret), createdAt: now - 10_000, expiresAt: now - 1, lastUsedAt: null }, { maxLive: 100, now });
+      const row = (id: string, expiresAt: number) => ({ id, name: id, scopes: ['api-tokens:read'], secretHash: hashSecret(`${secret}${id}`), createdAt: now - 40 * DAY, expiresAt, lastUsedAt: null });
+      const { app, admin, store } = await setup(t, {}, () => clock, async (s) => {
+        await s.tokens.create({ ...row('tok_expired', now - 1), secretHash: hashSecret(secret) }, { maxLive: 100, now });
+        await s.tokens.create(row('tok_long_gone', now - 31 * DAY), { maxLive: 100, now });
+        assert.notEqual(await s.tokens.get('tok_long_gone'), null);
+      });
       const res = await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: { authorization: `Bearer ${secret}` } });
       assert.equal(res.statusCode, 401);
       assert.match(String(res.headers['www-authenticate']), /error="invalid_token"/);
       assert.match(res.json<{ detail: string }>().detail, /expired/);
+      const list = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth })).json<{ id: string; expires_at: string }[]>();
+      const shown = list.find((x) => x.id === 'tok_expired');
+      assert.ok(shown !== undefined, 'an expired token is still listed, so its owner sees why it stopped working');
+      assert.ok(Date.parse(shown.expires_at) < now);
+      assert.ok(!list.some((x) => x.id === 'tok_long_gone'), 'past the retention (30 days by default) it is not listed');
+      const one = await app.inject({ method: 'GET', url: '/api/v1/api-tokens/tok_expired', headers: admin.auth });
+      assert.equal(one.statusCode, 200);
+      assert.equal((await app.inject({ method: 'GET', url: '/api/v1/api-tokens/tok_long_gone', headers: admin.auth })).statusCode, 404);
+
+      // The background purge (at start, then hourly) removed the row past the retention.
+      await app.infracat.purger.idle();
+      assert.equal(await store.tokens.get('tok_long_gone'), null, 'purged at start');
+      assert.notEqual(await store.tokens.get('tok_expired'), null);
+      clock = now + 31 * DAY;
+      assert.equal(await app.infracat.tokens.service.purgeExpired(), 1);
+      assert.equal(await store.tokens.get('tok_expired'), null);
+      const after = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth })).json<{ id: string }[]>();
+      assert.ok(!after.some((x) => x.id === 'tok_expired'));
+    });
+
+    it('TOKEN_EXPIRED_RETENTION_DAYS=0: an expired token leaves the list at once', async (t) => {
+      const { app, admin, store } = await setup(t, { TOKEN_EXPIRED_RETENTION_DAYS: '0' });
+      const now = Date.now();
+      await store.tokens.create({ id: 'tok_gone', name: 'gone', scopes: ['apps:read'], secretHash: hashSecret(generateSecret('icat')), createdAt: now - 10_000, expiresAt: now - 1, lastUsedAt: null }, { maxLive: 100, now });
       const list = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth })).json<{ id: string }[]>();
-      assert.ok(!list.some((x) => x.id === 'tok_expired'));
-      assert.equal((await app.inject({ method: 'GET', url: '/api/v1/api-tokens/tok_expired', headers: admin.auth })).statusCode, 404);
+      assert.ok(!list.some((x) => x.id === 'tok_gone'));
+      assert.equal((await app.inject({ method: 'GET', url: '/api/v1/api-tokens/tok_gone', headers: admin.auth })).statusCode, 404);
     });
 
     it('a token that expires while cached is refused from that moment', async (t) => {

@@ -23,6 +23,11 @@ export function relativeTime(iso: string, now: number): string {
   return relative.format(Math.trunc(deltaS / 60) || Math.sign(deltaS), 'minute');
 }
 
+/** Whether a token with this `expires_at` has expired (it is still listed until purged). */
+export function isExpired(expiresAt: string | null, now: number): boolean {
+  return expiresAt !== null && Date.parse(expiresAt) <= now;
+}
+
 const exact = new Intl.DateTimeFormat('en-GB', {
   year: 'numeric',
   month: 'short',

@@ -222,12 +222,17 @@ class PostgresTokenStore implements TokenStore {
     });
   }
 
-  async list(now: number): Promise<TokenRecord[]> {
+  async list(expiredAfter: number): Promise<TokenRecord[]> {
     const res = await this.store.query<TokenRow>(
       `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE expires_at IS NULL OR expires_at > $1 ORDER BY created_at, id`,
-      [now],
+      [expiredAfter],
     );
     return res.rows.map(tokenFromRow);
+  }
+
+  async purgeExpired(before: number): Promise<number> {
+    const res = await this.store.query('DELETE FROM api_tokens WHERE expires_at IS NOT NULL AND expires_at <= $1', [before]);
+    return res.rowCount ?? 0;
   }
 
   async get(id: string): Promise<TokenRecord | null> {

@@ -167,6 +167,7 @@ const SQL = {
   get: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE id = ?`,
   byHash: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE secret_hash = ?`,
   delete: 'DELETE FROM api_tokens WHERE id = ?',
+  purgeExpired: 'DELETE FROM api_tokens WHERE expires_at IS NOT NULL AND expires_at <= ?',
   // SQLite's two-argument MAX() is NULL if either side is NULL, hence the COALESCE.
   touch: 'UPDATE api_tokens SET last_used_at = MAX(COALESCE(last_used_at, 0), ?) WHERE id = ?',
   markBootstrap: 'INSERT INTO infracat_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING',
@@ -214,8 +215,12 @@ class SqliteTokenStore implements TokenStore {
     );
   }
 
-  list(now: number): Promise<TokenRecord[]> {
-    return run(() => (this.q('list').all(now) as TokenRow[]).map(tokenFromRow));
+  list(expiredAfter: number): Promise<TokenRecord[]> {
+    return run(() => (this.q('list').all(expiredAfter) as TokenRow[]).map(tokenFromRow));
+  }
+
+  purgeExpired(before: number): Promise<number> {
+    return run(() => this.q('purgeExpired').run(before).changes);
   }
 
   get(id: string): Promise<TokenRecord | null> {

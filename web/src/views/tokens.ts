@@ -2,7 +2,7 @@
 // and deletion behind a confirmation that names the token.
 import { api, type CreatedToken, type ScopeInfo, type TokenView } from '../api.js';
 import { announce, focusOn, h, replace } from '../dom.js';
-import { exactTime, expiryFrom, shortDate } from '../format.js';
+import { exactTime, expiryFrom, isExpired, shortDate } from '../format.js';
 import { ApiError, fieldErrors } from '../problems.js';
 import { session } from '../session.js';
 import { cell, errorText, loading, noticeArea, reportError, showNotice, tags, timeAgo, type Shell } from './common.js';
@@ -34,7 +34,7 @@ async function loadList(section: HTMLElement, shell: Shell): Promise<void> {
   const notice = noticeArea();
   const refresh = h('button', { type: 'button', class: 'secondary' }, 'Refresh');
   const body = h('div', {}, loading('tokens'));
-  replace(section, h('div', { class: 'section-head' }, h('h2', { id: 'list-heading' }, 'Live tokens'), refresh), notice, body);
+  replace(section, h('div', { class: 'section-head' }, h('h2', { id: 'list-heading' }, 'Tokens'), refresh), notice, body);
   refresh.addEventListener('click', () => {
     void loadList(section, shell).then(() => announce('Token list refreshed'));
   });
@@ -47,7 +47,7 @@ async function loadList(section: HTMLElement, shell: Shell): Promise<void> {
 }
 
 function tokenTable(tokens: readonly TokenView[], shell: Shell, reload: () => void): HTMLElement {
-  if (tokens.length === 0) return h('p', { class: 'muted' }, 'No live tokens.');
+  if (tokens.length === 0) return h('p', { class: 'muted' }, 'No tokens.');
   const now = Date.now();
   const me = session.identity()?.id;
   const rows = tokens.map((t) =>
@@ -58,7 +58,7 @@ function tokenTable(tokens: readonly TokenView[], shell: Shell, reload: () => vo
       cell('Scopes', tags(t.scopes, `Scopes of ${t.name}`)),
       cell('Created', h('time', { datetime: t.created_at, title: exactTime(t.created_at) }, shortDate(t.created_at))),
       cell('Last used', timeAgo(t.last_used_at, now)),
-      cell('Expires', timeAgo(t.expires_at, now, 'Never')),
+      cell('Expires', timeAgo(t.expires_at, now, 'Never'), isExpired(t.expires_at, now) ? h('span', { class: 'badge expired' }, 'Expired') : null),
       cell(
         'Actions',
         h('button', { type: 'button', class: 'danger small', 'aria-label': `Delete token ${t.name}`, onclick: (e: Event) => confirmDelete(t, e.currentTarget as HTMLButtonElement, shell, reload) }, 'Delete'),
@@ -175,7 +175,7 @@ function createSection(shell: Shell, secretSlot: HTMLElement, reload: () => Prom
       scopeBox,
       scopesError,
     ),
-    h('div', { class: 'field' }, h('label', { for: 'new-expiry' }, 'Expires'), expiry),
+    h('div', { class: 'field' }, h('label', { for: 'new-expiry' }, 'Expires'), expiry, h('p', { class: 'hint' }, 'A token never outlives the token that creates it.')),
     dateField,
     expiryError,
     notice,
@@ -231,7 +231,9 @@ function createSection(shell: Shell, secretSlot: HTMLElement, reload: () => Prom
     if (expires === '') flag('expires_at', 'Choose the expiry date.');
     if (focusFirstInvalid()) return;
     submit.disabled = true;
-    api<CreatedToken>('POST', '/api-tokens', { name: name.value, scopes, expires_at: expires })
+    // "Never" sends no expires_at: the new token then lives as long as the signed-in one
+    // (forever, if that never expires), since a token never outlives its creator.
+    api<CreatedToken>('POST', '/api-tokens', { name: name.value, scopes, ...(expires === null ? {} : { expires_at: expires }) })
       .then(async (created) => {
         form.reset();
         dateField.hidden = true;
