@@ -2,6 +2,7 @@
 // default, parser, one-line description); README's configuration table mirrors it and
 // a test keeps the two in step. A bad value stops the start with one clear line.
 import path from 'node:path';
+import { GATEWAYS, type Gateway } from './gateway/forwarded.js';
 import { compileRules, DEFAULT_RULES_JSON, type Rule } from './gateway/rules.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -35,6 +36,7 @@ export interface Config {
   /** '' = chosen by access mode. */
   readonly catalogCacheControl: string;
   readonly authCheckRules: readonly Rule[];
+  readonly authCheckGateway: Gateway;
   readonly rateLimit: number;
   readonly rateLimitAnonymous: number;
   readonly rateLimitWindowS: number;
@@ -272,6 +274,11 @@ export const SETTINGS = [
         throw bad(name, raw, (err as Error).message);
       }
     },
+  },
+  {
+    env: 'AUTH_CHECK_GATEWAY', key: 'authCheckGateway', default: 'auto',
+    description: 'Whose forwarded request `/api/v1/auth/check` reads: `nginx` (X-Original-Method/-URI), `traefik` (X-Forwarded-Method/-Uri), `envoy` (the `/api/v1/auth/check/<path>` form) or `auto` (any one of them). Set it to your gateway so only its headers count. See docs/forward-auth.md.',
+    parse: oneOf(GATEWAYS),
   },
   {
     env: 'RATE_LIMIT', key: 'rateLimit', default: '600',

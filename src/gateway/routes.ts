@@ -3,9 +3,12 @@
 // - Forward auth, for nginx `auth_request`, Traefik `ForwardAuth` and Envoy `ext_authz`
 //   (HTTP): `/api/v1/auth/check` answers 200 with the token's identity in headers, or
 //   401/403 with WWW-Authenticate. Required scopes come from `scope` query parameters
-//   (set in the gateway's config) or from the rule table, by the forwarded method and
-//   URI. Envoy appends the original path: `/api/v1/auth/check/<original path>`, with
-//   the original method; there the query is the client's, so `scope` is not read.
+//   (set in the gateway's config; then nothing the client sent but its token is read) or
+//   from the rule table, by the original method and path, which are read only from what
+//   the configured gateway sets (src/gateway/forwarded.ts): nginx's X-Original-*,
+//   Traefik's X-Forwarded-Method/-Uri, or Envoy's `/api/v1/auth/check/<original path>`
+//   with the original method (there the query is the client's, so `scope` is not read).
+//   Anything ambiguous is a 400, never a guess.
 // - Introspection (RFC 7662): POST /api/v1/api-tokens/introspect.
 //
 // Every answer is no-store. A check that cannot reach storage fails closed (503).
@@ -18,15 +21,20 @@ import type { App } from '../http/types.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { TokenService } from '../tokens/service.js';
 import { parseScope } from '../tokens/scopes.js';
-import { requiredScopes, type Rule } from './rules.js';
+import { readForwardedHeaders, readPathForm, type Gateway, type Target } from './forwarded.js';
+import { matchRule, type Rule } from './rules.js';
 
 export interface GatewayRouteOptions {
   service: TokenService;
   auth: Auth;
   rules: readonly Rule[];
+  /** Whose forwarded request to read (AUTH_CHECK_GATEWAY). */
+  gateway: Gateway;
 }
 
+/** The methods the check itself answers (gateways call it with GET, or mirror the client's). */
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+const CHECK_PATH = '/api/v1/auth/check';
 
 const CheckQuery = Type.Object({
   scope: Type.Optional(Type.Array(Type.String({ maxLength: 500 }), { maxItems: 20, description: 'Required scopes; repeat or space-separate' })),
@@ -57,15 +65,7 @@ export function headerSafe(value: string): string {
   return /^[\x20-\x7e]*$/.test(value) && !value.includes('%') ? value : encodeURIComponent(value);
 }
 
-function firstHeader(request: FastifyRequest, ...names: string[]): string | undefined {
-  for (const name of names) {
-    const v = request.headers[name];
-    if (typeof v === 'string' && v !== '') return v;
-  }
-  return undefined;
-}
-
-export function gatewayRoutes(app: App, { service, auth, rules }: GatewayRouteOptions): void {
+export function gatewayRoutes(app: App, { service, auth, rules, gateway }: GatewayRouteOptions): void {
   function allow(reply: FastifyReply, token: TokenRecord) {
     reply
       .header('x-token-id', token.id)
@@ -99,6 +99,21 @@ export function gatewayRoutes(app: App, { service, auth, rules }: GatewayRouteOp
     return scopes;
   }
 
+  /** Checks the token against what the rule table requires for the forwarded request. */
+  async function decide(request: FastifyRequest, reply: FastifyReply, target: Target) {
+    if (!target.ok) throw new AppError('BAD_REQUEST', target.reason);
+    const required = matchRule(rules, target.method, target.path);
+    if (required === null) {
+      // Fail closed: still tell a caller with a bad token that the token is the problem.
+      await auth.authenticate(request, []);
+      throw new AppError('INSUFFICIENT_SCOPE', `no rule grants access to ${target.method} ${target.path}`, {
+        headers: { 'www-authenticate': 'Bearer realm="infracat", error="insufficient_scope"' },
+      });
+    }
+    await auth.authenticate(request, required);
+    return allow(reply, request.token!);
+  }
+
   void app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
     // Gateways may forward the client's body (nginx does unless told not to); it is
@@ -112,40 +127,27 @@ export function gatewayRoutes(app: App, { service, auth, rules }: GatewayRouteOp
     scope.addHook('onRequest', async (_request, reply) => {
       reply.header('cache-control', 'no-store');
     });
-
     const check = async (request: FastifyRequest<{ Querystring: Static<typeof CheckQuery> }>, reply: FastifyReply) => {
-      let required: readonly string[] | null;
       const fromQuery = request.query.scope;
-      if (fromQuery !== undefined && fromQuery.length > 0) required = scopesFromQuery(fromQuery);
-      else {
-        const uri = firstHeader(request, 'x-original-uri', 'x-forwarded-uri');
-        if (uri === undefined) {
-          throw new AppError('BAD_REQUEST', 'say what to check: scope query parameters, or X-Original-URI / X-Forwarded-Uri (and -Method) headers');
-        }
-        const method = firstHeader(request, 'x-original-method', 'x-forwarded-method') ?? 'GET';
-        required = requiredScopes(rules, method, uri);
-        if (required === null) {
-          // Fail closed: still tell a caller with a bad token that the token is the problem.
-          await auth.authenticate(request, []);
-          throw new AppError('INSUFFICIENT_SCOPE', `no rule grants access to ${method.toUpperCase()} ${uri.split('?')[0] ?? ''}`, {
-            headers: { 'www-authenticate': 'Bearer realm="infracat", error="insufficient_scope"' },
-          });
-        }
+      if (fromQuery !== undefined) {
+        // Gateway config: the check URL is fixed there, so neither the rule table nor any
+        // forwarded header is consulted.
+        await auth.authenticate(request, scopesFromQuery(fromQuery));
+        return allow(reply, request.token!);
       }
-      await auth.authenticate(request, required);
-      return allow(reply, request.token!);
+      return decide(request, reply, readForwardedHeaders(gateway, request.raw.rawHeaders));
     };
 
     scope.route({
       method: 'GET',
-      url: '/api/v1/auth/check',
+      url: CHECK_PATH,
       config: { auth: 'custom' },
       schema: {
         tags: ['gateway'],
         operationId: 'forwardAuthCheck',
         summary: 'Forward auth for nginx auth_request, Traefik ForwardAuth and Envoy ext_authz',
         description:
-          'Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.',
+          'Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik), as AUTH_CHECK_GATEWAY allows; both families, half of one or a repeated header is a 400. Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.',
         querystring: CheckQuery,
         response: { 200: CheckAllowed },
       },
@@ -155,7 +157,7 @@ export function gatewayRoutes(app: App, { service, auth, rules }: GatewayRouteOp
     // method in some set-ups); documented once, under GET.
     scope.route({
       method: METHODS.filter((m) => m !== 'GET' && m !== 'HEAD'),
-      url: '/api/v1/auth/check',
+      url: CHECK_PATH,
       config: { auth: 'custom' },
       schema: { hide: true, querystring: CheckQuery },
       handler: check,
@@ -163,22 +165,18 @@ export function gatewayRoutes(app: App, { service, auth, rules }: GatewayRouteOp
 
     scope.route({
       method: [...METHODS],
-      url: '/api/v1/auth/check/*',
+      url: `${CHECK_PATH}/*`,
       config: { auth: 'custom' },
       schema: { response: { 200: CheckAllowed } },
       handler: async (request, reply) => {
-        // Envoy ext_authz (HTTP): the original path follows the prefix; the original method is ours.
-        const suffix = (request.params as { '*': string })['*'];
-        const uri = `/${suffix}`;
-        const required = requiredScopes(rules, request.method, uri);
-        if (required === null) {
-          await auth.authenticate(request, []);
-          throw new AppError('INSUFFICIENT_SCOPE', `no rule grants access to ${request.method} ${uri}`, {
-            headers: { 'www-authenticate': 'Bearer realm="infracat", error="insufficient_scope"' },
-          });
-        }
-        await auth.authenticate(request, required);
-        return allow(reply, request.token!);
+        // Envoy ext_authz (HTTP): the original target follows the prefix, exactly as sent
+        // (the raw URL, not the router's decoded parameter, so nothing is decoded twice);
+        // the original method is ours.
+        const url = request.raw.url ?? '';
+        const target: Target = url.startsWith(`${CHECK_PATH}/`)
+          ? readPathForm(gateway, request.raw.rawHeaders, request.method, url.slice(CHECK_PATH.length))
+          : { ok: false, reason: `the path form must start with ${CHECK_PATH}/ exactly as written` };
+        return decide(request, reply, target);
       },
     });
   });
