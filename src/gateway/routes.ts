@@ -89,7 +89,14 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
 
   /** Scopes named by `scope` parameters (each may hold several, space-separated). */
   function parseScopesFromQuery(values: string[]): readonly string[] {
-    const scopes = values.flatMap((v) => v.split(/[\s,]+/)).filter((s) => s !== '');
+    const lists = values.map((v) => v.split(/[\s,]+/).filter((s) => s !== ''));
+    // An empty parameter must not mean "any valid token": that is a config mistake.
+    if (lists.some((l) => l.length === 0)) {
+      throw new AppError('INVALID_QUERY', 'invalid query parameter scope: each scope parameter must name at least one scope', {
+        members: { valid_scopes: service.registry.names() },
+      });
+    }
+    const scopes = lists.flat();
     const bad = scopes.filter((s) => parseScope(s) === null || !service.registry.has(s));
     if (bad.length > 0) {
       throw new AppError('INVALID_QUERY', `invalid query parameter scope: unknown scope ${bad.join(', ')}`, {

@@ -254,6 +254,19 @@ for (const backend of backends()) {
       }
     });
 
+    it('an empty scope parameter is a 400, never "any valid token"', async (t) => {
+      const { app } = await setup(t);
+      const tok = await mintToken(app, ['apps:read']);
+      for (const query of ['scope=', 'scope', 'scope=%20', 'scope=,', 'scope=+,+', 'scope=apps:read&scope=']) {
+        const res = await app.inject({ method: 'GET', url: `/api/v1/auth/check?${query}`, headers: tok.auth });
+        assert.equal(res.statusCode, 400, query);
+        assert.equal(res.json<{ code: string }>().code, 'INVALID_QUERY');
+      }
+      // With scope parameters the forwarded headers are not read: the gateway fixed the scopes.
+      const res = await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read', headers: { ...tok.auth, 'x-forwarded-method': 'DELETE', 'x-forwarded-uri': '/admin' } });
+      assert.equal(res.statusCode, 200);
+    });
+
     it('introspection: active tokens describe themselves; anything else is exactly {"active": false}', async (t) => {
       const { app } = await setup(t);
       const caller = await mintToken(app, ['api-tokens:read']);
