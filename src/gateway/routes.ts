@@ -21,6 +21,7 @@ import type { App } from '../http/types.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { TokenService } from '../tokens/service.js';
 import { parseScope } from '../tokens/scopes.js';
+import { discardBody } from './discard-body.js';
 import { readForwardedHeaders, readPathForm, type Gateway, type Target } from './forwarded.js';
 import { matchRule, type Rule } from './rules.js';
 
@@ -123,17 +124,31 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
 
   void app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
+    const bodyLimit = plugin.initialConfig.bodyLimit ?? 1024 * 1024;
     // Gateways may forward the client's body (nginx does unless told not to); it is
-    // irrelevant to the decision, so any body of any type is accepted and ignored.
+    // irrelevant to the decision, so a body of any type is read, counted against the
+    // body limit (413 past it) and dropped.
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', (_request, payload, done) => {
-      payload.resume();
-      payload.on('end', () => done(null, undefined));
-      payload.on('error', (err) => done(err, undefined));
+    scope.addContentTypeParser('*', (request, payload, done) => {
+      discardBody(payload, request.headers['content-length'], bodyLimit).then(() => done(null, undefined), (err: Error) => done(err, undefined));
     });
     scope.addHook('onRequest', async (_request, reply) => {
       reply.header('cache-control', 'no-store');
     });
+    // Fastify never reads a GET or HEAD body (Traefik's forwardBody sends one with GET):
+    // read it here under the same limit, or Node would drain it after the answer.
+    scope.addHook('preValidation', async (request, reply) => {
+      if (request.method !== 'GET' && request.method !== 'HEAD') return;
+      const length = request.headers['content-length'];
+      if (request.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return;
+      try {
+        await discardBody(request.raw, length, bodyLimit);
+      } catch (err) {
+        reply.header('connection', 'close');
+        throw err;
+      }
+    });
+
     const check = async (request: FastifyRequest<{ Querystring: Static<typeof CheckQuery> }>, reply: FastifyReply) => {
       const fromQuery = request.query.scope;
       if (fromQuery !== undefined) {

@@ -1,6 +1,9 @@
 // Forward auth and introspection on both backends, through app.inject().
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { Readable } from 'node:stream';
+import type { InjectOptions } from 'fastify';
+import { BODY_LIMIT_BYTES } from '../../src/app.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { normalisePath } from '../../src/gateway/path.js';
 import { compileRules, requiredScopes } from '../../src/gateway/rules.js';
@@ -265,6 +268,35 @@ for (const backend of backends()) {
       // With scope parameters the forwarded headers are not read: the gateway fixed the scopes.
       const res = await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read', headers: { ...tok.auth, 'x-forwarded-method': 'DELETE', 'x-forwarded-uri': '/admin' } });
       assert.equal(res.statusCode, 200);
+    });
+
+    it('a forwarded body past the body limit is a 413 (Content-Length, chunked, GET); under it, ignored', async (t) => {
+      const { app } = await setup(t);
+      const tok = await mintToken(app, ['apps:write']);
+      const fwd = { ...tok.auth, 'x-original-method': 'POST', 'x-original-uri': '/apps' };
+      const big = Buffer.alloc(BODY_LIMIT_BYTES + 1, 0x61);
+      const small = Buffer.alloc(BODY_LIMIT_BYTES, 0x61);
+      const chunked = (body: Buffer) => Readable.from([body.subarray(0, 1000), body.subarray(1000)]);
+      const cases: [string, InjectOptions, number][] = [
+        ['POST, Content-Length', { method: 'POST', url: '/api/v1/auth/check', headers: { ...fwd, 'content-type': 'text/plain' }, payload: big }, 413],
+        ['POST, chunked', { method: 'POST', url: '/api/v1/auth/check', headers: { ...fwd, 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' }, payload: chunked(big) }, 413],
+        ['POST, no type', { method: 'POST', url: '/api/v1/auth/check', headers: fwd, payload: big }, 413],
+        ['GET, Content-Length', { method: 'GET', url: '/api/v1/auth/check', headers: fwd, payload: big }, 413],
+        ['GET, chunked', { method: 'GET', url: '/api/v1/auth/check', headers: { ...fwd, 'transfer-encoding': 'chunked' }, payload: chunked(big) }, 413],
+        ['Envoy, chunked', { method: 'POST', url: '/api/v1/auth/check/apps', headers: { ...tok.auth, 'content-type': 'text/plain', 'transfer-encoding': 'chunked' }, payload: chunked(big) }, 413],
+        ['POST, at the limit', { method: 'POST', url: '/api/v1/auth/check', headers: { ...fwd, 'content-type': 'text/plain' }, payload: small }, 200],
+        ['POST, chunked at the limit', { method: 'POST', url: '/api/v1/auth/check', headers: { ...fwd, 'content-type': 'text/plain', 'transfer-encoding': 'chunked' }, payload: chunked(small) }, 200],
+        ['GET, chunked at the limit', { method: 'GET', url: '/api/v1/auth/check', headers: { ...fwd, 'transfer-encoding': 'chunked' }, payload: chunked(small) }, 200],
+        ['Envoy, at the limit', { method: 'POST', url: '/api/v1/auth/check/apps', headers: { ...tok.auth, 'content-type': 'text/plain' }, payload: small }, 200],
+      ];
+      for (const [name, request, status] of cases) {
+        const res = await app.inject(request);
+        assert.equal(res.statusCode, status, name);
+        if (status === 413) {
+          assert.equal(res.json<{ code: string }>().code, 'PAYLOAD_TOO_LARGE', name);
+          assert.equal(res.headers.connection, 'close', `${name}: the rest of the body is not read`);
+        }
+      }
     });
 
     it('introspection: active tokens describe themselves; anything else is exactly {"active": false}', async (t) => {
