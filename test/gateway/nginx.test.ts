@@ -9,7 +9,9 @@ import { describe, it, type TestContext } from 'node:test';
 import { build, mintToken } from '../helpers/app.js';
 import { freePort } from '../helpers/embedded-pg.js';
 import { nginxSnippet } from '../helpers/forward-auth-doc.js';
+import { spoofs } from '../helpers/gateways.js';
 import { ensureNginx } from '../helpers/nginx.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { tempDir } from '../helpers/sqlite.js';
 
 interface Seen {
@@ -139,4 +141,40 @@ describe('forward auth behind a real nginx', () => {
     assert.equal(after.status, 401);
     assert.equal(seen.length, 0);
   });
+
+  for (const mode of ['auto', 'nginx']) {
+    it(`AUTH_CHECK_GATEWAY=${mode}: no header a client adds, no ?scope= and no odd path gets a denied request through`, { skip: nginx === undefined ? 'nginx is not installed' : false }, async (t) => {
+      const { app, seen, port } = await startStack(t, nginx!, { AUTH_CHECK_GATEWAY: mode, RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '1000000' });
+      const reader = await mintToken(app, ['apps:read']);
+      const auth = ['Authorization', `Bearer ${reader.secret}`] as const;
+
+      // Every spoof on a write the token may not do: nginx replaces X-Original-* and
+      // clears X-Forwarded-Method/-Uri, so infracat sees DELETE /apps/x each time.
+      // The scope the client puts in its query never reaches the check.
+      seen.length = 0;
+      for (const target of ['/apps/x', '/apps/x?scope=apps:read', '/apps/x?scope=']) {
+        for (const spoof of [[], ...spoofs()]) {
+          const res = await rawRequest(port, 'DELETE', target, [auth, ...spoof]);
+          assert.equal(res.status, 403, `DELETE ${target} with ${JSON.stringify(spoof)}`);
+        }
+      }
+      assert.equal(seen.length, 0, 'no denied request reached the service');
+
+      // The same spoofs on a read the token may do change nothing either.
+      for (const spoof of spoofs()) {
+        const res = await rawRequest(port, 'GET', '/apps/x', [auth, ...spoof]);
+        assert.equal(res.status, 200, `GET /apps/x with ${JSON.stringify(spoof)}`);
+        assert.equal(seen.at(-1)?.method, 'GET');
+      }
+
+      // Paths that leave /apps, or cannot be read unambiguously, never reach the service:
+      // nginx routes them elsewhere (404) or infracat refuses the check (nginx: 500).
+      seen.length = 0;
+      for (const target of ['/apps/%2e%2e/admin/%C0', '/apps/%2e%2e/admin', '/apps/..;/admin', '/apps/%252e%252e/admin', '/apps/x/..%2f..%2fadmin', '/apps/x%5c..%5c..%5cadmin', '/apps/x/%00', '//apps/../admin']) {
+        const res = await rawRequest(port, 'GET', target, [auth]);
+        assert.notEqual(res.status, 200, target);
+      }
+      assert.deepEqual(seen.map((r) => r.url), [], 'none reached the service');
+    });
+  }
 });
