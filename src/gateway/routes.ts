@@ -33,6 +33,18 @@ export interface GatewayRouteOptions {
   gateway: Gateway;
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** @fastify/cors reads it: false turns CORS, and its preflight answer, off for the route. */
+    cors?: false;
+  }
+}
+
+// No CORS on the check: the CORS plugin answers a preflight (OPTIONS with Origin and
+// Access-Control-Request-Method) with 204 before any authentication, and a gateway that
+// forwards an OPTIONS request to the check would take that 2xx for an approval.
+const CHECK_CONFIG = { auth: 'custom', cors: false } as const;
+
 /** The methods the check itself answers (gateways call it with GET, or mirror the client's). */
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 const CHECK_PATH = '/api/v1/auth/check';
@@ -163,7 +175,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
     scope.route({
       method: 'GET',
       url: CHECK_PATH,
-      config: { auth: 'custom' },
+      config: CHECK_CONFIG,
       schema: {
         tags: ['gateway'],
         operationId: 'forwardAuthCheck',
@@ -180,7 +192,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
     scope.route({
       method: METHODS.filter((m) => m !== 'GET' && m !== 'HEAD'),
       url: CHECK_PATH,
-      config: { auth: 'custom' },
+      config: CHECK_CONFIG,
       schema: { hide: true, querystring: CheckQuery },
       handler: check,
     });
@@ -188,7 +200,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
     scope.route({
       method: [...METHODS],
       url: `${CHECK_PATH}/*`,
-      config: { auth: 'custom' },
+      config: CHECK_CONFIG,
       schema: { response: { 200: CheckAllowed } },
       handler: async (request, reply) => {
         // Envoy ext_authz (HTTP): the original target follows the prefix, exactly as sent

@@ -105,6 +105,22 @@ describe('forward auth: a client cannot choose what is checked', () => {
     }
   }
 
+  it('a CORS preflight a gateway forwards is a check like any other, never a 2xx', async (t) => {
+    // With CORS_ORIGINS set, the CORS plugin would answer an OPTIONS carrying Origin and
+    // Access-Control-Request-Method with 204 before any authentication: a gateway that
+    // forwards the method and those headers (Envoy; Traefik with preserveRequestMethod)
+    // would take that for an approval and let the OPTIONS through unauthenticated.
+    const { send } = await listening(t, 'auto', { CORS_ORIGINS: 'https://console.example.com' });
+    const preflight: Header[] = [['Origin', 'https://console.example.com'], ['Access-Control-Request-Method', 'DELETE']];
+    const client: ClientRequest = { method: 'OPTIONS', target: '/apps/x', headers: preflight };
+    const traefikKeepingMethod = { ...viaTraefik(client), method: 'OPTIONS' };
+    for (const request of [viaEnvoy(client, { pathPrefix: CHECK_PATH, allowedHeaders: 'all' }), traefikKeepingMethod, { ...viaNginx(client), method: 'OPTIONS' }]) {
+      const res = await send(request);
+      assert.equal(res.status, 401, `${request.method} ${request.target}: ${res.body}`);
+      assert.equal(res.headers['access-control-allow-methods'], undefined);
+    }
+  });
+
   it('a named gateway refuses the others\' forms, however a client dresses them up', async (t) => {
     const apps = { nginx: await listening(t, 'nginx'), traefik: await listening(t, 'traefik'), envoy: await listening(t, 'envoy') };
     const envoy = { pathPrefix: CHECK_PATH, allowedHeaders: 'all' as const };
