@@ -153,7 +153,7 @@ export function buildApp(deps: AppDeps): App {
   registerOpenApi(app, { version: VERSION });
   healthRoutes(app, { store, timeoutMs: config.databaseTimeoutMs });
   tokenRoutes(app, { service: tokens.service });
-  gatewayRoutes(app, { service: tokens.service, auth, rules: config.authCheckRules });
+  gatewayRoutes(app, { service: tokens.service, auth, rules: config.authCheckRules, gateway: config.authCheckGateway });
   catalogRoutes(app, { catalog, access: config.catalogAccess, cacheControl: config.catalogCacheControl });
   if (config.console) consoleRoutes(app);
 

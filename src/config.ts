@@ -3,6 +3,7 @@
 // a test keeps the two in step. A bad value stops the start with one clear line.
 import { BlockList, isIP } from 'node:net';
 import path from 'node:path';
+import { GATEWAYS, type Gateway } from './gateway/forwarded.js';
 import { compileRules, DEFAULT_RULES_JSON, type Rule } from './gateway/rules.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -37,6 +38,7 @@ export interface Config {
   /** '' = chosen by access mode. */
   readonly catalogCacheControl: string;
   readonly authCheckRules: readonly Rule[];
+  readonly authCheckGateway: Gateway;
   readonly rateLimit: number;
   readonly rateLimitAnonymous: number;
   readonly rateLimitWindowS: number;
@@ -331,6 +333,11 @@ export const SETTINGS = [
         throw bad(name, raw, (err as Error).message);
       }
     },
+  },
+  {
+    env: 'AUTH_CHECK_GATEWAY', key: 'authCheckGateway', default: 'auto',
+    description: 'Whose forwarded request `/api/v1/auth/check` reads: `nginx` (X-Original-Method/-URI), `traefik` (X-Forwarded-Method/-Uri), `envoy` (the `/api/v1/auth/check/<path>` form) or `auto` (any one of them). Set it to your gateway so only its headers count. See docs/forward-auth.md.',
+    parse: oneOf(GATEWAYS),
   },
   {
     env: 'RATE_LIMIT', key: 'rateLimit', default: '600',

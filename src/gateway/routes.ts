@@ -3,9 +3,12 @@
 // - Forward auth, for nginx `auth_request`, Traefik `ForwardAuth` and Envoy `ext_authz`
 //   (HTTP): `/api/v1/auth/check` answers 200 with the token's identity in headers, or
 //   401/403 with WWW-Authenticate. Required scopes come from `scope` query parameters
-//   (set in the gateway's config) or from the rule table, by the forwarded method and
-//   URI. Envoy appends the original path: `/api/v1/auth/check/<original path>`, with
-//   the original method; there the query is the client's, so `scope` is not read.
+//   (set in the gateway's config; then nothing the client sent but its token is read) or
+//   from the rule table, by the original method and path, which are read only from what
+//   the configured gateway sets (src/gateway/forwarded.ts): nginx's X-Original-*,
+//   Traefik's X-Forwarded-Method/-Uri, or Envoy's `/api/v1/auth/check/<original path>`
+//   with the original method (there the query is the client's, so `scope` is not read).
+//   Anything ambiguous is a 400, never a guess.
 // - Introspection (RFC 7662): POST /api/v1/api-tokens/introspect.
 //
 // Every answer is no-store. A check that cannot reach storage fails closed (503).
@@ -18,15 +21,33 @@ import type { App } from '../http/types.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { TokenService } from '../tokens/service.js';
 import { parseScope } from '../tokens/scopes.js';
-import { requiredScopes, type Rule } from './rules.js';
+import { discardBody } from './discard-body.js';
+import { readForwardedHeaders, readPathForm, type Gateway, type Target } from './forwarded.js';
+import { matchRule, type Rule } from './rules.js';
 
 export interface GatewayRouteOptions {
   service: TokenService;
   auth: Auth;
   rules: readonly Rule[];
+  /** Whose forwarded request to read (AUTH_CHECK_GATEWAY). */
+  gateway: Gateway;
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** @fastify/cors reads it: false turns CORS, and its preflight answer, off for the route. */
+    cors?: false;
+  }
+}
+
+// No CORS on the check: the CORS plugin answers a preflight (OPTIONS with Origin and
+// Access-Control-Request-Method) with 204 before any authentication, and a gateway that
+// forwards an OPTIONS request to the check would take that 2xx for an approval.
+const CHECK_CONFIG = { auth: 'custom', cors: false } as const;
+
+/** The methods the check itself answers (gateways call it with GET, or mirror the client's). */
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+const CHECK_PATH = '/api/v1/auth/check';
 
 const CheckQuery = Type.Object({
   scope: Type.Optional(Type.Array(Type.String({ maxLength: 500 }), { maxItems: 20, description: 'Required scopes; repeat or space-separate' })),
@@ -57,15 +78,7 @@ export function headerSafe(value: string): string {
   return /^[\x20-\x7e]*$/.test(value) && !value.includes('%') ? value : encodeURIComponent(value);
 }
 
-function firstHeader(request: FastifyRequest, ...names: string[]): string | undefined {
-  for (const name of names) {
-    const v = request.headers[name];
-    if (typeof v === 'string' && v !== '') return v;
-  }
-  return undefined;
-}
-
-export function gatewayRoutes(app: App, { service, auth, rules }: GatewayRouteOptions): void {
+export function gatewayRoutes(app: App, { service, auth, rules, gateway }: GatewayRouteOptions): void {
   function allow(reply: FastifyReply, token: TokenRecord) {
     reply
       .header('x-token-id', token.id)
@@ -89,7 +102,14 @@ export function gatewayRoutes(app: App, { service, auth, rules }: GatewayRouteOp
 
   /** Scopes named by `scope` parameters (each may hold several, space-separated). */
   function parseScopesFromQuery(values: string[]): readonly string[] {
-    const scopes = values.flatMap((v) => v.split(/[\s,]+/)).filter((s) => s !== '');
+    const lists = values.map((v) => v.split(/[\s,]+/).filter((s) => s !== ''));
+    // An empty parameter must not mean "any valid token": that is a config mistake.
+    if (lists.some((l) => l.length === 0)) {
+      throw new AppError('INVALID_QUERY', 'invalid query parameter scope: each scope parameter must name at least one scope', {
+        members: { valid_scopes: service.registry.names() },
+      });
+    }
+    const scopes = lists.flat();
     const bad = scopes.filter((s) => parseScope(s) === null || !service.registry.has(s));
     if (bad.length > 0) {
       throw new AppError('INVALID_QUERY', `invalid query parameter scope: unknown scope ${bad.join(', ')}`, {
@@ -99,47 +119,63 @@ export function gatewayRoutes(app: App, { service, auth, rules }: GatewayRouteOp
     return scopes;
   }
 
+  /** Checks the token against what the rule table requires for the forwarded request. */
+  async function decide(request: FastifyRequest, reply: FastifyReply, target: Target) {
+    if (!target.ok) throw new AppError('BAD_REQUEST', target.reason);
+    const required = matchRule(rules, target.method, target.path);
+    if (required === null) {
+      // Fail closed: still tell a caller with a bad token that the token is the problem.
+      await auth.authenticate(request, []);
+      throw new AppError('INSUFFICIENT_SCOPE', `no rule grants access to ${target.method} ${target.path}`, {
+        headers: { 'www-authenticate': 'Bearer realm="infracat", error="insufficient_scope"' },
+      });
+    }
+    await auth.authenticate(request, required);
+    return allow(reply, request.token!);
+  }
+
   void app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
+    const bodyLimit = plugin.initialConfig.bodyLimit ?? 1024 * 1024;
     // Gateways may forward the client's body (nginx does unless told not to); it is
-    // irrelevant to the decision, so any body of any type is accepted and ignored.
+    // irrelevant to the decision, so a body of any type is read, counted against the
+    // body limit (413 past it) and dropped.
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', (_request, payload, done) => {
-      payload.resume();
-      payload.on('end', () => done(null, undefined));
-      payload.on('error', (err) => done(err, undefined));
+    scope.addContentTypeParser('*', (request, payload, done) => {
+      discardBody(payload, request.headers['content-length'], bodyLimit).then(() => done(null, undefined), (err: Error) => done(err, undefined));
     });
     scope.addHook('onRequest', async (_request, reply) => {
       reply.header('cache-control', 'no-store');
     });
+    // Fastify never reads a GET or HEAD body (Traefik's forwardBody sends one with GET):
+    // read it here under the same limit, or Node would drain it after the answer.
+    scope.addHook('preValidation', async (request, reply) => {
+      if (request.method !== 'GET' && request.method !== 'HEAD') return;
+      const length = request.headers['content-length'];
+      if (request.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return;
+      try {
+        await discardBody(request.raw, length, bodyLimit);
+      } catch (err) {
+        reply.header('connection', 'close');
+        throw err;
+      }
+    });
 
     const check = async (request: FastifyRequest<{ Querystring: Static<typeof CheckQuery> }>, reply: FastifyReply) => {
-      let required: readonly string[] | null;
       const fromQuery = request.query.scope;
-      if (fromQuery !== undefined && fromQuery.length > 0) required = scopesFromQuery(fromQuery);
-      else {
-        const uri = firstHeader(request, 'x-original-uri', 'x-forwarded-uri');
-        if (uri === undefined) {
-          throw new AppError('BAD_REQUEST', 'say what to check: scope query parameters, or X-Original-URI / X-Forwarded-Uri (and -Method) headers');
-        }
-        const method = firstHeader(request, 'x-original-method', 'x-forwarded-method') ?? 'GET';
-        required = requiredScopes(rules, method, uri);
-        if (required === null) {
-          // Fail closed: still tell a caller with a bad token that the token is the problem.
-          await auth.authenticate(request, []);
-          throw new AppError('INSUFFICIENT_SCOPE', `no rule grants access to ${method.toUpperCase()} ${uri.split('?')[0] ?? ''}`, {
-            headers: { 'www-authenticate': 'Bearer realm="infracat", error="insufficient_scope"' },
-          });
-        }
+      if (fromQuery !== undefined) {
+        // Gateway config: the check URL is fixed there, so neither the rule table nor any
+        // forwarded header is consulted.
+        await auth.authenticate(request, scopesFromQuery(fromQuery));
+        return allow(reply, request.token!);
       }
-      await auth.authenticate(request, required);
-      return allow(reply, request.token!);
+      return decide(request, reply, readForwardedHeaders(gateway, request.raw.rawHeaders));
     };
 
     scope.route({
       method: 'GET',
-      url: '/api/v1/auth/check',
-      config: { auth: 'custom' },
+      url: CHECK_PATH,
+      config: CHECK_CONFIG,
       schema: {
         tags: ['gateway'],
         operationId: 'forwardAuthCheck',
@@ -155,30 +191,26 @@ export function gatewayRoutes(app: App, { service, auth, rules }: GatewayRouteOp
     // method in some set-ups); documented once, under GET.
     scope.route({
       method: METHODS.filter((m) => m !== 'GET' && m !== 'HEAD'),
-      url: '/api/v1/auth/check',
-      config: { auth: 'custom' },
+      url: CHECK_PATH,
+      config: CHECK_CONFIG,
       schema: { hide: true, querystring: CheckQuery },
       handler: check,
     });
 
     scope.route({
       method: [...METHODS],
-      url: '/api/v1/auth/check/*',
-      config: { auth: 'custom' },
+      url: `${CHECK_PATH}/*`,
+      config: CHECK_CONFIG,
       schema: { response: { 200: CheckAllowed } },
       handler: async (request, reply) => {
-        // Envoy ext_authz (HTTP): the original path follows the prefix; the original method is ours.
-        const suffix = (request.params as { '*': string })['*'];
-        const uri = `/${suffix}`;
-        const required = requiredScopes(rules, request.method, uri);
-        if (required === null) {
-          await auth.authenticate(request, []);
-          throw new AppError('INSUFFICIENT_SCOPE', `no rule grants access to ${request.method} ${uri}`, {
-            headers: { 'www-authenticate': 'Bearer realm="infracat", error="insufficient_scope"' },
-          });
-        }
-        await auth.authenticate(request, required);
-        return allow(reply, request.token!);
+        // Envoy ext_authz (HTTP): the original target follows the prefix, exactly as sent
+        // (the raw URL, not the router's decoded parameter, so nothing is decoded twice);
+        // the original method is ours.
+        const url = request.raw.url ?? '';
+        const target: Target = url.startsWith(`${CHECK_PATH}/`)
+          ? readPathForm(gateway, request.raw.rawHeaders, request.method, url.slice(CHECK_PATH.length))
+          : { ok: false, reason: `the path form must start with ${CHECK_PATH}/ exactly as written` };
+        return decide(request, reply, target);
       },
     });
   });

@@ -6,8 +6,12 @@
 //    {"path": "/apps/**", "scopes": ["apps:write"]}]
 //
 // `method` may be a string or a list (absent: any method); `scopes: []` admits any
-// valid token.
+// valid token. Paths are matched after src/gateway/path.ts has read them strictly.
 import { parseScope } from '../tokens/scopes.js';
+import { normalisePath } from './path.js';
+
+/** The request methods a forwarded request (and a rule) may name: RFC 9110's and PATCH. */
+export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT'] as const;
 
 export interface Rule {
   methods: readonly string[] | null;
@@ -55,16 +59,18 @@ export function compileRules(json: string): Rule[] {
     let methods: string[] | null = null;
     if (method !== undefined) {
       const list = Array.isArray(method) ? method : [method];
-      if (list.length === 0 || list.some((m) => typeof m !== 'string' || !/^[A-Za-z]+$/.test(m))) throw new Error(`rule ${i}: method must be a method name or a list of them`);
+      // A rule for a method the check refuses to read could never match: say so at start.
+      if (list.length === 0 || list.some((m) => typeof m !== 'string' || !(HTTP_METHODS as readonly string[]).includes(m.toUpperCase()))) {
+        throw new Error(`rule ${i}: method must be one of ${HTTP_METHODS.join(', ')} or a list of them`);
+      }
       methods = (list as string[]).map((m) => m.toUpperCase());
     }
     return { methods, path, scopes: scopes as string[], pattern: globToRegExp(path) };
   });
 }
 
-/** Scopes the first matching rule requires, or null when no rule matches (deny). */
-export function requiredScopes(rules: readonly Rule[], method: string, uri: string): readonly string[] | null {
-  const path = normalisePath(uri);
+/** Scopes the first rule matching a method and a normalised path requires, or null (deny). */
+export function matchRule(rules: readonly Rule[], method: string, path: string): readonly string[] | null {
   const m = method.toUpperCase();
   for (const rule of rules) {
     if (rule.methods !== null && !rule.methods.includes(m)) continue;
@@ -74,24 +80,10 @@ export function requiredScopes(rules: readonly Rule[], method: string, uri: stri
 }
 
 /**
- * The path of a forwarded URI without query or fragment, with percent-encoding of
- * unreserved characters and dot segments resolved, so `/apps/%2e%2e/admin` cannot
- * slip past a rule for `/apps/**`.
+ * Scopes a forwarded method and request target need, or null (deny) when no rule matches
+ * or the target cannot be read unambiguously (see normalisePath).
  */
-export function normalisePath(uri: string): string {
-  const raw = uri.split(/[?#]/)[0] ?? '/';
-  let decoded: string;
-  try {
-    // Decode everything but the slash, which would change the segment structure.
-    decoded = raw.replace(/%(?!2[fF])[0-9a-fA-F]{2}/g, (h) => decodeURIComponent(h));
-  } catch {
-    decoded = raw;
-  }
-  const out: string[] = [];
-  for (const seg of decoded.split('/')) {
-    if (seg === '' || seg === '.') continue;
-    if (seg === '..') out.pop();
-    else out.push(seg);
-  }
-  return `/${out.join('/')}`;
+export function requiredScopes(rules: readonly Rule[], method: string, uri: string): readonly string[] | null {
+  const path = normalisePath(uri);
+  return path.ok ? matchRule(rules, method, path.path) : null;
 }

@@ -1,7 +1,12 @@
 // Forward auth and introspection on both backends, through app.inject().
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { compileRules, normalisePath, requiredScopes } from '../../src/gateway/rules.js';
+import { Readable } from 'node:stream';
+import type { InjectOptions } from 'fastify';
+import { BODY_LIMIT_BYTES } from '../../src/app.js';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { normalisePath } from '../../src/gateway/path.js';
+import { compileRules, requiredScopes } from '../../src/gateway/rules.js';
 import { generateSecret } from '../../src/tokens/format.js';
 import { build, mintToken } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
@@ -23,11 +28,52 @@ describe('forward-auth rules', () => {
     assert.equal(requiredScopes(rules, 'GET', '/billing'), null);
   });
 
-  it('paths are normalised before matching', () => {
-    assert.equal(normalisePath('/apps/../billing'), '/billing');
-    assert.equal(normalisePath('/apps/%2e%2e/billing'), '/billing');
-    assert.equal(normalisePath('//apps/./1/'), '/apps/1');
-    assert.equal(requiredScopes(rules, 'GET', '/apps/%2e%2e/billing'), null);
+  it('paths are decoded once and empty segments dropped before matching', () => {
+    assert.deepEqual(normalisePath('/apps/1/?x=1'), { ok: true, path: '/apps/1' });
+    assert.deepEqual(normalisePath('/apps//1'), { ok: true, path: '/apps/1' });
+    assert.deepEqual(normalisePath('/%61pps/caf%C3%A9'), { ok: true, path: '/apps/café' });
+    assert.deepEqual(normalisePath('/'), { ok: true, path: '/' });
+    assert.deepEqual(requiredScopes(rules, 'GET', '/%61pps/1'), ['apps:read']);
+  });
+
+  it('anything the normaliser cannot read unambiguously is refused (requiredScopes: denied)', () => {
+    const refused: Record<string, RegExp> = {
+      '/apps/%2e%2e/billing': /dot segment/,
+      '/apps/%2E./billing': /dot segment/,
+      '/apps/../billing': /dot segment/,
+      '/apps/./1': /dot segment/,
+      '/apps/..;x/billing': /dot segment/,
+      '/apps/%2e%2e%3bx/billing': /dot segment/,
+      '/apps/%2e%2e/admin/%C0': /UTF-8/,
+      '/apps/%C0%AE%C0%AE/admin': /UTF-8/,
+      '/apps/%ED%A0%80': /UTF-8/,
+      '/apps/%zz': /two hex digits/,
+      '/apps/%4': /two hex digits/,
+      '/apps/%': /two hex digits/,
+      '/apps/%00': /control/,
+      '/apps/%0a': /control/,
+      '/apps/%C2%85': /control/,
+      '/apps/\\..\\billing': /backslash/,
+      '/apps/%5c..%5Cbilling': /backslash/,
+      '/apps/%2f..%2Fbilling': /slash/,
+      '/apps/%252e%252e/billing': /double encoding/,
+      '/apps/%EF%BC%8E%EF%BC%8E/billing': /normalisation/,
+      '/apps/a%EF%BC%8Fb': /normalisation/,
+      '/apps/%E2%80%A4%E2%80%A4/billing': /normalisation/,
+      '//apps/1': /authority/,
+      'apps/1': /starting with \//,
+      '': /starting with \//,
+      '/apps/1 /billing': /space/,
+      '/apps/1\tx': /control/,
+      '/apps/caf\u00e9': /non-ASCII/,
+      '/apps/1#/../../billing': /#/,
+    };
+    for (const [uri, reason] of Object.entries(refused)) {
+      const result = normalisePath(uri);
+      assert.equal(result.ok, false, `${JSON.stringify(uri)} is refused`);
+      assert.match(result.ok ? '' : result.reason, reason, JSON.stringify(uri));
+      assert.equal(requiredScopes(rules, 'GET', uri), null, `${JSON.stringify(uri)} is denied`);
+    }
   });
 
   it('a bad table is refused with a clear reason', () => {
@@ -35,6 +81,13 @@ describe('forward-auth rules', () => {
     assert.throws(() => compileRules('[{"path":"apps"}]'), /start with \//);
     assert.throws(() => compileRules('[{"path":"/a","scopes":["root"]}]'), /scopes/);
     assert.throws(() => compileRules('[{"path":"/a","scopes":[],"method":[]}]'), /method/);
+    assert.throws(() => compileRules('[{"path":"/a","scopes":[],"method":"FETCH"}]'), /method must be one of GET, HEAD/);
+  });
+
+  it('AUTH_CHECK_GATEWAY is auto by default, or nginx, traefik or envoy', () => {
+    assert.equal(loadConfig({}).authCheckGateway, 'auto');
+    for (const g of ['nginx', 'traefik', 'envoy'] as const) assert.equal(loadConfig({ AUTH_CHECK_GATEWAY: g }).authCheckGateway, g);
+    assert.throws(() => loadConfig({ AUTH_CHECK_GATEWAY: 'haproxy' }), (err: unknown) => err instanceof ConfigError && /^invalid AUTH_CHECK_GATEWAY "haproxy": expected one of auto, nginx, traefik, envoy$/.test(err.message));
   });
 });
 
@@ -136,6 +189,116 @@ for (const backend of backends()) {
       assert.equal(res.statusCode, 200);
     });
 
+    it('the original method and URI come from one header family, each header once, never guessed', async (t) => {
+      const { app } = await setup(t);
+      const reader = await mintToken(app, ['apps:read']);
+      const check = (headers: Record<string, string | string[]>) => app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...reader.auth, ...headers } });
+      const refused: [Record<string, string | string[]>, RegExp][] = [
+        // The issue's requests: Traefik forwards DELETE /apps/x (or GET /admin), the client adds X-Original-*.
+        [{ 'x-forwarded-method': 'DELETE', 'x-forwarded-uri': '/apps/x', 'x-original-method': 'GET' }, /both/],
+        [{ 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/admin', 'x-original-uri': '/apps/x' }, /both/],
+        [{ 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/apps/x', 'x-original-method': 'GET', 'x-original-uri': '/apps/x' }, /both/],
+        // Half a family: the method is no longer assumed to be GET.
+        [{ 'x-original-uri': '/apps/x' }, /X-Original-URI without X-Original-Method/],
+        [{ 'x-forwarded-uri': '/apps/x' }, /X-Forwarded-Uri without X-Forwarded-Method/],
+        [{ 'x-forwarded-method': 'GET' }, /X-Forwarded-Method without X-Forwarded-Uri/],
+        // A header sent twice (Node would join the values with ", ").
+        [{ 'x-original-method': ['GET', 'DELETE'], 'x-original-uri': '/apps/x' }, /X-Original-Method is sent 2 times/],
+        [{ 'x-forwarded-method': 'GET', 'x-forwarded-uri': ['/apps/x', '/admin'] }, /X-Forwarded-Uri is sent 2 times/],
+        // Not one method name; not an origin-form URI.
+        [{ 'x-original-method': 'GET, DELETE', 'x-original-uri': '/apps/x' }, /not one HTTP method name/],
+        [{ 'x-original-method': 'get', 'x-original-uri': '/apps/x' }, /not one HTTP method name/],
+        [{ 'x-original-method': 'FETCH', 'x-original-uri': '/apps/x' }, /not one HTTP method name/],
+        [{ 'x-original-method': '', 'x-original-uri': '/apps/x' }, /not one HTTP method name/],
+        [{ 'x-original-method': 'GET', 'x-original-uri': '' }, /X-Original-URI must be an origin-form path/],
+        [{ 'x-original-method': 'GET', 'x-original-uri': 'http://apps/x' }, /origin-form/],
+        [{ 'x-original-method': 'GET', 'x-original-uri': '//apps/x' }, /authority/],
+        [{ 'x-original-method': 'GET', 'x-original-uri': '/apps/x, /admin' }, /space/],
+        [{ 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/apps/%2e%2e/admin/%C0' }, /X-Forwarded-Uri has percent-escapes that are not valid UTF-8/],
+      ];
+      for (const [headers, reason] of refused) {
+        const res = await check(headers);
+        assert.equal(res.statusCode, 400, JSON.stringify(headers));
+        assert.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8');
+        const body = res.json<{ code: string; detail: string }>();
+        assert.equal(body.code, 'BAD_REQUEST');
+        assert.match(body.detail, reason, JSON.stringify(headers));
+      }
+      // The same requests, said once and consistently, are decided by the rule table.
+      assert.equal((await check({ 'x-forwarded-method': 'DELETE', 'x-forwarded-uri': '/apps/x' })).statusCode, 403);
+      assert.equal((await check({ 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/admin' })).statusCode, 403);
+      assert.equal((await check({ 'X-Forwarded-Method': 'HEAD', 'X-Forwarded-Uri': '/apps/x?y=%zz' })).statusCode, 200);
+    });
+
+    it('AUTH_CHECK_GATEWAY names the gateway: only its form is read, the others are a 400', async (t) => {
+      const db = await backend.fresh(t);
+      const apps: Record<string, Awaited<ReturnType<typeof build>>['app']> = {};
+      for (const mode of ['auto', 'nginx', 'traefik', 'envoy']) {
+        apps[mode] = (await build(t, { store: db.open(), env: { DATABASE_URL: db.url, AUTH_CHECK_GATEWAY: mode } })).app;
+      }
+      const reader = await mintToken(apps.auto!, ['apps:read']);
+      const forms = {
+        nginx: { url: '/api/v1/auth/check', headers: { 'x-original-method': 'GET', 'x-original-uri': '/apps/1' } },
+        traefik: { url: '/api/v1/auth/check', headers: { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/apps/1' } },
+        envoy: { url: '/api/v1/auth/check/apps/1', headers: {} },
+      };
+      for (const [mode, app] of Object.entries(apps)) {
+        for (const [form, { url, headers }] of Object.entries(forms)) {
+          const res = await app.inject({ method: 'GET', url, headers: { ...reader.auth, ...headers } });
+          const readable = mode === 'auto' || form === mode;
+          assert.equal(res.statusCode, readable ? 200 : 400, `${form} form with AUTH_CHECK_GATEWAY=${mode}`);
+          if (!readable) assert.match(res.json<{ detail: string }>().detail, new RegExp(`AUTH_CHECK_GATEWAY=${mode}`));
+        }
+        // The scope form is the gateway's own config (its check URL): read in every mode.
+        assert.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read', headers: reader.auth })).statusCode, 200);
+        // The path form takes the path from the URL; a forwarded header there came from the client.
+        const spoofed = await app.inject({ method: 'DELETE', url: '/api/v1/auth/check/apps/1', headers: { ...reader.auth, 'x-original-method': 'GET' } });
+        assert.equal(spoofed.statusCode, 400, `path form with a forwarded header, AUTH_CHECK_GATEWAY=${mode}`);
+      }
+    });
+
+    it('an empty scope parameter is a 400, never "any valid token"', async (t) => {
+      const { app } = await setup(t);
+      const tok = await mintToken(app, ['apps:read']);
+      for (const query of ['scope=', 'scope', 'scope=%20', 'scope=,', 'scope=+,+', 'scope=apps:read&scope=']) {
+        const res = await app.inject({ method: 'GET', url: `/api/v1/auth/check?${query}`, headers: tok.auth });
+        assert.equal(res.statusCode, 400, query);
+        assert.equal(res.json<{ code: string }>().code, 'INVALID_QUERY');
+      }
+      // With scope parameters the forwarded headers are not read: the gateway fixed the scopes.
+      const res = await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read', headers: { ...tok.auth, 'x-forwarded-method': 'DELETE', 'x-forwarded-uri': '/admin' } });
+      assert.equal(res.statusCode, 200);
+    });
+
+    it('a forwarded body past the body limit is a 413 (Content-Length, chunked, GET); under it, ignored', async (t) => {
+      const { app } = await setup(t);
+      const tok = await mintToken(app, ['apps:write']);
+      const fwd = { ...tok.auth, 'x-original-method': 'POST', 'x-original-uri': '/apps' };
+      const big = Buffer.alloc(BODY_LIMIT_BYTES + 1, 0x61);
+      const small = Buffer.alloc(BODY_LIMIT_BYTES, 0x61);
+      const chunked = (body: Buffer) => Readable.from([body.subarray(0, 1000), body.subarray(1000)]);
+      const cases: [string, InjectOptions, number][] = [
+        ['POST, Content-Length', { method: 'POST', url: '/api/v1/auth/check', headers: { ...fwd, 'content-type': 'text/plain' }, payload: big }, 413],
+        ['POST, chunked', { method: 'POST', url: '/api/v1/auth/check', headers: { ...fwd, 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' }, payload: chunked(big) }, 413],
+        ['POST, no type', { method: 'POST', url: '/api/v1/auth/check', headers: fwd, payload: big }, 413],
+        ['GET, Content-Length', { method: 'GET', url: '/api/v1/auth/check', headers: fwd, payload: big }, 413],
+        ['GET, chunked', { method: 'GET', url: '/api/v1/auth/check', headers: { ...fwd, 'transfer-encoding': 'chunked' }, payload: chunked(big) }, 413],
+        ['Envoy, chunked', { method: 'POST', url: '/api/v1/auth/check/apps', headers: { ...tok.auth, 'content-type': 'text/plain', 'transfer-encoding': 'chunked' }, payload: chunked(big) }, 413],
+        ['POST, at the limit', { method: 'POST', url: '/api/v1/auth/check', headers: { ...fwd, 'content-type': 'text/plain' }, payload: small }, 200],
+        ['POST, chunked at the limit', { method: 'POST', url: '/api/v1/auth/check', headers: { ...fwd, 'content-type': 'text/plain', 'transfer-encoding': 'chunked' }, payload: chunked(small) }, 200],
+        ['GET, chunked at the limit', { method: 'GET', url: '/api/v1/auth/check', headers: { ...fwd, 'transfer-encoding': 'chunked' }, payload: chunked(small) }, 200],
+        ['Envoy, at the limit', { method: 'POST', url: '/api/v1/auth/check/apps', headers: { ...tok.auth, 'content-type': 'text/plain' }, payload: small }, 200],
+      ];
+      for (const [name, request, status] of cases) {
+        const res = await app.inject(request);
+        assert.equal(res.statusCode, status, name);
+        if (status === 413) {
+          assert.equal(res.json<{ code: string }>().code, 'PAYLOAD_TOO_LARGE', name);
+          assert.equal(res.headers.connection, 'close', `${name}: the rest of the body is not read`);
+        }
+      }
+    });
+
     it('introspection: active tokens describe themselves; anything else is exactly {"active": false}', async (t) => {
       const { app } = await setup(t);
       const caller = await mintToken(app, ['api-tokens:read']);
@@ -177,7 +340,7 @@ for (const backend of backends()) {
       const { app } = await setup(t);
       const tok = await mintToken(app, ['apps:read']);
       const cache = app.infracat.tokens.cache;
-      const headers = { ...tok.auth, 'x-original-uri': '/apps/1' };
+      const headers = { ...tok.auth, 'x-original-uri': '/apps/1', 'x-original-method': 'GET' };
       await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers });
       const misses = cache.misses;
       for (let i = 0; i < 20; i++) assert.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers })).statusCode, 200);

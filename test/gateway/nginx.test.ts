@@ -5,21 +5,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { build, mintToken } from '../helpers/app.js';
 import { freePort } from '../helpers/embedded-pg.js';
+import { nginxSnippet } from '../helpers/forward-auth-doc.js';
+import { spoofs } from '../helpers/gateways.js';
 import { ensureNginx } from '../helpers/nginx.js';
+import { rawRequest } from '../helpers/raw-http.js';
 import { tempDir } from '../helpers/sqlite.js';
-
-const DOC = new URL('../../docs/forward-auth.md', import.meta.url);
-
-/** The nginx block between the snippet markers of docs/forward-auth.md. */
-export function docSnippet(): string {
-  const text = readFileSync(DOC, 'utf8');
-  const m = /<!-- nginx-snippet:start -->\s*```nginx\n([\s\S]*?)```\s*<!-- nginx-snippet:end -->/.exec(text);
-  if (m === null) throw new Error('docs/forward-auth.md has no nginx snippet between the markers');
-  return m[1]!;
-}
 
 interface Seen {
   method: string;
@@ -40,37 +33,35 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   }
 }
 
-describe('forward auth behind a real nginx', () => {
-  const nginx = ensureNginx();
+/** infracat, a recording upstream and nginx running the documented snippet, all listening. */
+async function startStack(t: TestContext, nginx: string, env: Record<string, string> = {}) {
+  const tmp = tempDir('infracat-nginx-');
+  t.after(() => tmp.remove());
+  const [infracatPort, upstreamPort, nginxPort] = [await freePort(), await freePort(), await freePort()];
 
-  it('allows, denies and passes identity exactly as documented', { skip: nginx === undefined ? 'nginx is not installed (apt-get install nginx-light); under CI=true the test installs it' : false }, async (t) => {
-    const tmp = tempDir('infracat-nginx-');
-    t.after(() => tmp.remove());
-    const [infracatPort, upstreamPort, nginxPort] = [await freePort(), await freePort(), await freePort()];
+  // infracat, listening for real; nginx is the only client, so trust it for X-Forwarded-For.
+  const { app } = await build(t, { env: { TRUST_PROXY: '127.0.0.1', LAST_USED_FLUSH_MS: '600000', ...env } });
+  await app.listen({ port: infracatPort, host: '127.0.0.1' });
 
-    // infracat, listening for real; nginx is the only client, so trust it for X-Forwarded-For.
-    const { app } = await build(t, { env: { TRUST_PROXY: '127.0.0.1', LAST_USED_FLUSH_MS: '600000' } });
-    await app.listen({ port: infracatPort, host: '127.0.0.1' });
+  // The protected service: records what reaches it.
+  const seen: Seen[] = [];
+  const upstream = http.createServer((req, res) => {
+    seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ ok: true }));
+  });
+  await new Promise<void>((r) => upstream.listen(upstreamPort, '127.0.0.1', r));
+  t.after(() => new Promise<void>((r) => upstream.close(() => r())));
 
-    // The protected service: records what reaches it.
-    const seen: Seen[] = [];
-    const upstream = http.createServer((req, res) => {
-      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ ok: true }));
-    });
-    await new Promise<void>((r) => upstream.listen(upstreamPort, '127.0.0.1', r));
-    t.after(() => new Promise<void>((r) => upstream.close(() => r())));
-
-    const snippet = docSnippet()
-      .replace('server 127.0.0.1:8080;', `server 127.0.0.1:${infracatPort};`)
-      .replace('server 127.0.0.1:3000;', `server 127.0.0.1:${upstreamPort};`)
-      .replace('listen 127.0.0.1:80;', `listen 127.0.0.1:${nginxPort};`);
-    for (const dir of ['logs', 'tmp']) mkdirSync(path.join(tmp.dir, dir));
-    const conf = tmp.file('nginx.conf');
-    writeFileSync(
-      conf,
-      `user root;
+  const snippet = nginxSnippet()
+    .replace('server 127.0.0.1:8080;', `server 127.0.0.1:${infracatPort};`)
+    .replace('server 127.0.0.1:3000;', `server 127.0.0.1:${upstreamPort};`)
+    .replace('listen 127.0.0.1:80;', `listen 127.0.0.1:${nginxPort};`);
+  for (const dir of ['logs', 'tmp']) mkdirSync(path.join(tmp.dir, dir));
+  const conf = tmp.file('nginx.conf');
+  writeFileSync(
+    conf,
+    `user root;
 worker_processes 1;
 daemon off;
 pid ${tmp.file('nginx.pid')};
@@ -86,17 +77,25 @@ http {
 ${snippet}
 }
 `,
-    );
-    const proc: ChildProcess = spawn(nginx!, ['-p', tmp.dir, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let nginxErr = '';
-    proc.stderr?.on('data', (c: Buffer) => (nginxErr += c.toString()));
-    t.after(() => {
-      proc.kill('SIGTERM');
-    });
-    await waitForPort(nginxPort, 10_000).catch((err: unknown) => {
-      throw new Error(`${(err as Error).message}\n${nginxErr}\n${readFileSync(tmp.file('logs/error.log'), 'utf8')}`);
-    });
-    const base = `http://127.0.0.1:${nginxPort}`;
+  );
+  const proc: ChildProcess = spawn(nginx, ['-p', tmp.dir, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let nginxErr = '';
+  proc.stderr?.on('data', (c: Buffer) => (nginxErr += c.toString()));
+  t.after(() => {
+    proc.kill('SIGTERM');
+  });
+  await waitForPort(nginxPort, 10_000).catch((err: unknown) => {
+    throw new Error(`${(err as Error).message}\n${nginxErr}\n${readFileSync(tmp.file('logs/error.log'), 'utf8')}`);
+  });
+  const base = `http://127.0.0.1:${nginxPort}`;
+  return { app, seen, base, port: nginxPort };
+}
+
+describe('forward auth behind a real nginx', () => {
+  const nginx = ensureNginx();
+
+  it('allows, denies and passes identity exactly as documented', { skip: nginx === undefined ? 'nginx is not installed (apt-get install nginx-light); under CI=true the test installs it' : false }, async (t) => {
+    const { app, seen, base } = await startStack(t, nginx!);
 
     const reader = await mintToken(app, ['apps:read'], 'reader ✓');
     const admin = await mintToken(app, ['api-tokens:write', 'apps:write'], 'admin');
@@ -142,4 +141,40 @@ ${snippet}
     assert.equal(after.status, 401);
     assert.equal(seen.length, 0);
   });
+
+  for (const mode of ['auto', 'nginx']) {
+    it(`AUTH_CHECK_GATEWAY=${mode}: no header a client adds, no ?scope= and no odd path gets a denied request through`, { skip: nginx === undefined ? 'nginx is not installed' : false }, async (t) => {
+      const { app, seen, port } = await startStack(t, nginx!, { AUTH_CHECK_GATEWAY: mode, RATE_LIMIT: '0', AUTH_FAILURE_LIMIT: '1000000' });
+      const reader = await mintToken(app, ['apps:read']);
+      const auth = ['Authorization', `Bearer ${reader.secret}`] as const;
+
+      // Every spoof on a write the token may not do: nginx replaces X-Original-* and
+      // clears X-Forwarded-Method/-Uri, so infracat sees DELETE /apps/x each time.
+      // The scope the client puts in its query never reaches the check.
+      seen.length = 0;
+      for (const target of ['/apps/x', '/apps/x?scope=apps:read', '/apps/x?scope=']) {
+        for (const spoof of [[], ...spoofs()]) {
+          const res = await rawRequest(port, 'DELETE', target, [auth, ...spoof]);
+          assert.equal(res.status, 403, `DELETE ${target} with ${JSON.stringify(spoof)}`);
+        }
+      }
+      assert.equal(seen.length, 0, 'no denied request reached the service');
+
+      // The same spoofs on a read the token may do change nothing either.
+      for (const spoof of spoofs()) {
+        const res = await rawRequest(port, 'GET', '/apps/x', [auth, ...spoof]);
+        assert.equal(res.status, 200, `GET /apps/x with ${JSON.stringify(spoof)}`);
+        assert.equal(seen.at(-1)?.method, 'GET');
+      }
+
+      // Paths that leave /apps, or cannot be read unambiguously, never reach the service:
+      // nginx routes them elsewhere (404) or infracat refuses the check (nginx: 500).
+      seen.length = 0;
+      for (const target of ['/apps/%2e%2e/admin/%C0', '/apps/%2e%2e/admin', '/apps/..;/admin', '/apps/%252e%252e/admin', '/apps/x/..%2f..%2fadmin', '/apps/x%5c..%5c..%5cadmin', '/apps/x/%00', '//apps/../admin']) {
+        const res = await rawRequest(port, 'GET', target, [auth]);
+        assert.notEqual(res.status, 200, target);
+      }
+      assert.deepEqual(seen.map((r) => r.url), [], 'none reached the service');
+    });
+  }
 });

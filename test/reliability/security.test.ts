@@ -65,7 +65,7 @@ if (pg !== undefined) {
       const probes = [
         () => b.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth }),
         () => b.app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: victim.auth }),
-        () => b.app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...victim.auth, 'x-original-uri': '/apps/1' } }),
+        () => b.app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...victim.auth, 'x-original-method': 'GET', 'x-original-uri': '/apps/1' } }),
         () => b.app.inject({ method: 'GET', url: '/api/v1/plans', headers: victim.auth }),
       ];
       for (const probe of probes) assert.equal((await probe()).statusCode, 200, 'works before the delete (and is cached)');
