@@ -15,6 +15,7 @@ import { installCors, installSecurityHeaders } from './http/security.js';
 import { VERSION } from './version.js';
 import { RequestLog } from './http/request-log.js';
 import { clientErrorHandler, frameworkErrorHandler, installProblemHandlers, RETRY_AFTER_SECONDS } from './http/problem.js';
+import { installProtocolChecks } from './http/protocol.js';
 import type { App } from './http/types.js';
 import { validatorCompiler } from './http/validation.js';
 import { requestIdFrom } from './logging.js';
@@ -74,6 +75,7 @@ export function buildApp(deps: AppDeps): App {
     storageErrors += 1;
   };
   installProblemHandlers(app, { bodyLimit: BODY_LIMIT_BYTES, onStorageError: countStorageError });
+  installProtocolChecks(app);
   installSecurityHeaders(app);
   installCors(app, config.corsOrigins);
 

@@ -13,9 +13,14 @@ import { StorageUnavailableError } from '../storage/types.js';
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 export const RETRY_AFTER_SECONDS = 5;
 const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+/** Query parameters named in an INVALID_QUERY detail; the rest are counted. */
+const NAMED_PARAMETERS = 5;
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
   for (const [name, value] of Object.entries(err.extras.headers ?? {})) reply.header(name, value);
+  // Also set by the app's first onRequest hook, but a problem may be answered before it ran.
+  reply.header('x-request-id', request.id);
+  // The instance is the path as it arrived (toProblem redacts it, percent-encoded or not).
   return reply
     .code(err.status)
     .type(PROBLEM_CONTENT_TYPE)
@@ -100,10 +105,11 @@ export function classify(error: FastifyError | Error, bodyLimit: number): AppErr
       });
     }
     const errors = fieldErrors(fe.validation);
-    const names = errors.map((e) => e.pointer.replace(/^\//, '')).filter((n) => n !== '');
+    const names = [...new Set(errors.map((e) => e.pointer.replace(/^\//, '')).filter((n) => n !== ''))];
+    const named = names.length > NAMED_PARAMETERS ? `${names.slice(0, NAMED_PARAMETERS).join(', ')} and ${names.length - NAMED_PARAMETERS} more` : names.join(', ');
     return new AppError(
       where === 'querystring' ? 'INVALID_QUERY' : 'BAD_REQUEST',
-      `invalid ${where === 'querystring' ? 'query parameter' : where}${names.length > 0 ? ` ${[...new Set(names)].join(', ')}` : ''}`,
+      `invalid ${where === 'querystring' ? 'query parameter' : where}${named !== '' ? ` ${named}` : ''}`,
       {
         errors: errors.map((e) => ({
           pointer: `${where}:${e.pointer}`,

@@ -314,11 +314,14 @@ export interface components {
             instance?: string;
             /** @description Also in the X-Request-Id header and the server log */
             request_id?: string;
+            /** @description Field errors, at most 20 */
             errors?: {
                 /** @description RFC 6901 JSON pointer to the field (query parameters: `querystring:/name`) */
                 pointer: string;
                 detail: string;
             }[];
+            /** @description How many more field errors there were, left out of `errors` */
+            errors_omitted?: number;
         } & {
             [key: string]: unknown;
         };

@@ -1,0 +1,209 @@
+// HTTP input and output hygiene against a hostile client (issue #13): whatever it puts
+// in a request, no secret comes back or reaches a log line in any encoding, the answer
+// stays small, the body is read exactly or refused, credentials are taken from one
+// place only, query numbers are plain decimals, and every refusal is a problem+json.
+// FUZZ_RUNS sets the property runs (npm run test:reliability: thousands).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { ERRORS, type ErrorCode } from '../../src/errors.js';
+import type { InjectOptions } from 'fastify';
+import { generateSecret } from '../../src/tokens/format.js';
+import { build, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
+
+const RUNS = Number(process.env.FUZZ_RUNS ?? 250);
+/** docs/errors.md: errors[] holds at most this many entries. */
+const MAX_FIELD_ERRORS = 20;
+const NO_LIMITS = { RATE_LIMIT: '0', RATE_LIMIT_ANONYMOUS: '0', AUTH_FAILURE_LIMIT: '1000000', TOKEN_MAX_LIVE: '1000000' };
+
+interface Answer {
+  statusCode: number;
+  headers: Record<string, unknown>;
+  body: string;
+}
+
+function problemOf(res: Answer, status: number, code: ErrorCode): Record<string, unknown> & { detail: string } {
+  assert.equal(res.statusCode, status, res.body);
+  assert.equal(res.headers['content-type'], PROBLEM_TYPE, res.body);
+  const body = JSON.parse(res.body) as Record<string, unknown> & { detail: string };
+  assert.equal(body.code, code, res.body);
+  assert.equal(body.status, status);
+  assert.equal(ERRORS[code].status, status, 'a catalogued code');
+  return body;
+}
+
+// --- secrets in any encoding --------------------------------------------------------
+
+/** The text and each successive percent-decoding of it (what a reader or a tool may do). */
+function decodings(text: string): string[] {
+  const out = [text];
+  for (let t = text, i = 0; i < 8; i++) {
+    const next = t.replace(/%([0-9A-Fa-f]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+    if (next === t) break;
+    out.push(next);
+    t = next;
+  }
+  return out;
+}
+
+/** Fails if any 12-character piece of the secret's random part can be read in the text, decoded or not. */
+function assertNoSecret(text: string, secret: string, where: string): void {
+  const random = secret.slice(secret.indexOf('_') + 1);
+  for (const view of decodings(text)) {
+    for (let i = 0; i + 12 <= random.length; i++) {
+      assert.ok(!view.includes(random.slice(i, i + 12)), `${where} shows part of the secret ${secret}: ${view.slice(0, 300)}`);
+    }
+  }
+}
+
+type Encoding = 0 | 1 | 2 | 3;
+const hex = (c: string) => c.charCodeAt(0).toString(16).padStart(2, '0');
+/** Per character: 0 as is, 1 %XX, 2 %xx, 3 an escape of an escape (%25XX). */
+function encode(text: string, how: readonly Encoding[]): string {
+  return [...text]
+    .map((c, i) => {
+      const e = how[i % how.length]!;
+      return e === 0 ? c : e === 1 ? `%${hex(c).toUpperCase()}` : e === 2 ? `%${hex(c)}` : `%25${hex(c).toUpperCase()}`;
+    })
+    .join('');
+}
+
+const PLACES = ['path', 'slug', 'query-name', 'query-value', 'scope-parameter', 'body-key', 'body-value', 'original-uri', 'request-id', 'authorization'] as const;
+type Place = (typeof PLACES)[number];
+
+function requestWith(place: Place, text: string, admin: string): InjectOptions {
+  const auth = { authorization: `Bearer ${admin}` };
+  const create = (body: unknown) => ({ method: 'POST' as const, url: '/api/v1/api-tokens', headers: auth, payload: JSON.stringify(body) });
+  switch (place) {
+    case 'path':
+      return { url: `/api/v1/${text}` };
+    case 'slug':
+      return { url: `/api/v1/images/${text}` };
+    case 'query-name':
+      return { url: `/api/v1/plans?${text}=1` };
+    case 'query-value':
+      return { url: `/api/v1/plans?type=${text}` };
+    case 'scope-parameter':
+      return { url: `/api/v1/auth/check?scope=${text}`, headers: auth };
+    case 'body-key':
+      return { ...create({ name: 'x', scopes: ['apps:read'], [text]: 1 }), headers: { ...auth, 'content-type': 'application/json' } };
+    case 'body-value':
+      return { ...create({ name: 'x', scopes: [text] }), headers: { ...auth, 'content-type': 'application/json' } };
+    case 'original-uri':
+      return { url: '/api/v1/auth/check', headers: { ...auth, 'x-original-uri': `/nowhere/${text}` } };
+    case 'request-id':
+      return { url: '/api/v1/nope', headers: { 'x-request-id': text } };
+    case 'authorization':
+      return { url: '/api/v1/api-tokens', headers: { authorization: `Bearer ${text}` } };
+  }
+}
+
+describe('no secret comes back or reaches a log, in any encoding', () => {
+  it('the cases of the issue: the problem instance, a body key in a pointer, the access log', async (t) => {
+    const { app, logs } = await build(t, { env: NO_LIMITS });
+    const admin = await mintToken(app, ['api-tokens:write']);
+    const secret = generateSecret('icat');
+    const random = secret.slice(5);
+    const cases: [string, InjectOptions][] = [
+      ['plain path', { url: `/api/v1/${secret}` }],
+      ['%5F', { url: `/api/v1/icat%5F${random}` }],
+      ['%5f', { url: `/api/v1/icat%5f${random}` }],
+      ['%69', { url: `/api/v1/%69cat_${random}` }],
+      ['every character', { url: `/api/v1/${encode(secret, [1])}` }],
+      ['escapes of escapes', { url: `/api/v1/${encode(secret, [3])}` }],
+      ['one escape in the random part', { url: `/api/v1/icat_${random.slice(0, 20)}%${hex(random[20]!)}${random.slice(21)}` }],
+      ['another prefix before it', { url: `/api/v1/x_${secret}` }],
+      ['upper-case prefix', { url: `/api/v1/ICAT_${random}` }],
+      ['body key', { method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload: { name: 'x', scopes: ['apps:read'], [secret]: 1 } }],
+      ['encoded body key', { method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload: { name: 'x', scopes: ['apps:read'], [`icat%5F${random}`]: 1 } }],
+      ['query name', { url: `/api/v1/plans?${secret}=1` }],
+      ['secret-shaped X-Request-Id', { url: '/api/v1/nope', headers: { 'x-request-id': secret } }],
+    ];
+    for (const [name, request] of cases) {
+      const before = logs.lines.length;
+      const res = await app.inject(request);
+      assert.ok(res.statusCode >= 400, `${name}: ${res.statusCode}`);
+      assertNoSecret(res.body, secret, `${name}: the body`);
+      assertNoSecret(JSON.stringify(res.headers), secret, `${name}: the headers`);
+      const lines = logs.lines.slice(before);
+      assert.ok(lines.length > 0, `${name}: logged`);
+      assertNoSecret(lines.join('\n'), secret, `${name}: the log`);
+    }
+    // What remains readable: the path around it, the prefix, and where it was.
+    const plain = (await app.inject({ url: `/api/v1/${secret}` })).json<{ instance: string }>();
+    assert.equal(plain.instance, '/api/v1/icat_[REDACTED]');
+    const encoded = (await app.inject({ url: `/api/v1/icat%5F${random}` })).json<{ instance: string }>();
+    assert.equal(encoded.instance, '/api/v1/icat%5F[REDACTED]');
+    const key = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload: { name: 'x', scopes: ['apps:read'], [secret]: 1 } });
+    assert.deepEqual(key.json<{ errors: unknown[] }>().errors, [{ pointer: '/icat_[REDACTED]', detail: 'is not a known field' }]);
+  });
+
+  it(`${RUNS} random secrets (random prefixes), encoded at random, in ten places: none comes back or is logged`, async (t) => {
+    // A prefix other than icat: redaction goes by shape, not by the configured prefix.
+    const { app, logs } = await build(t, { env: { ...NO_LIMITS, TOKEN_PREFIX: 'acme', LOG_LEVEL: 'debug' } });
+    const admin = await mintToken(app, ['api-tokens:write', 'apps:write']);
+    assert.match(admin.secret, /^acme_/);
+    const secrets = fc.stringMatching(/^[a-z][a-z0-9]{1,15}$/).map((prefix) => generateSecret(prefix));
+    const encodings = fc.array(fc.constantFrom<Encoding>(0, 0, 1, 2, 3), { minLength: 1, maxLength: 60 });
+    await fc.assert(
+      fc.asyncProperty(secrets, encodings, fc.constantFrom(...PLACES), async (secret, how, place) => {
+        // Headers take no escapes-as-text reading, so they get the secret as is.
+        const text = place === 'request-id' || place === 'authorization' ? secret : encode(secret, how);
+        const before = logs.lines.length;
+        const res = await app.inject(requestWith(place, text, admin.secret));
+        const where = `${place} ${text.slice(0, 80)} -> ${res.statusCode}`;
+        assert.ok(res.statusCode < 500, where);
+        assertNoSecret(res.body, secret, `${where}: the body`);
+        assertNoSecret(JSON.stringify(res.headers), secret, `${where}: the headers`);
+        assertNoSecret(logs.lines.slice(before).join('\n'), secret, `${where}: the log`);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('the placeholders and prose of the service\'s own messages survive; the credentials they describe do not', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const missing = problemOf(await app.inject({ url: '/api/v1/api-tokens' }), 401, 'UNAUTHORIZED');
+    assert.equal(missing.detail, 'this endpoint needs a token: Authorization: Bearer <token>');
+    const scheme = problemOf(await app.inject({ url: '/api/v1/api-tokens', headers: { authorization: 'Basic dTpw' } }), 401, 'UNAUTHORIZED');
+    assert.equal(scheme.detail, 'use the Authorization header with the Bearer scheme');
+  });
+});
+
+// --- the size of a problem ----------------------------------------------------------
+
+describe('a problem stays small whatever the request holds', () => {
+  it('3,000 query parameters (the issue: 238 KB) get a short INVALID_QUERY', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const url = `/api/v1/images?${Array.from({ length: 3000 }, (_, i) => String(i + 1)).join('&')}`;
+    const res = await app.inject({ url });
+    const body = problemOf(res, 400, 'INVALID_QUERY');
+    assert.ok(res.body.length < 1000, `${res.body.length} bytes`);
+    assert.match(body.detail, /too many query parameters/);
+  });
+
+  it(`errors[] holds the first ${MAX_FIELD_ERRORS} field errors and errors_omitted counts the rest (query and body)`, async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const query = problemOf(await app.inject({ url: `/api/v1/plans?${Array.from({ length: 50 }, (_, i) => `p${i}=1`).join('&')}` }), 400, 'INVALID_QUERY');
+    assert.equal((query.errors as unknown[]).length, MAX_FIELD_ERRORS);
+    assert.equal(query.errors_omitted, 50 - MAX_FIELD_ERRORS);
+    assert.match(query.detail, /^invalid query parameter p0, p1, p2, p3, p4 and 45 more$/);
+
+    const admin = await mintToken(app, ['api-tokens:write']);
+    const payload = { name: 'x', scopes: ['apps:read'], ...Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`k${i}`, i])) };
+    const res = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload });
+    const body = problemOf(res, 422, 'VALIDATION_FAILED');
+    assert.equal((body.errors as unknown[]).length, MAX_FIELD_ERRORS);
+    assert.equal(body.errors_omitted, 500 - MAX_FIELD_ERRORS);
+    assert.ok(res.body.length < 3000, `${res.body.length} bytes`);
+    const few = problemOf(await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload: { name: 'x', scopes: ['apps:read'], extra: 1 } }), 422, 'VALIDATION_FAILED');
+    assert.equal(few.errors_omitted, undefined, 'no count when nothing was left out');
+  });
+
+  it('a detail is at most 500 characters, the cut marked', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const body = problemOf(await app.inject({ url: `/${'a'.repeat(5000)}` }), 404, 'NOT_FOUND');
+    assert.equal(body.detail.length, 500);
+    assert.ok(body.detail.endsWith('\u2026'));
+  });
+});
