@@ -4,10 +4,13 @@
 // place only, query numbers are plain decimals, and every refusal is a problem+json.
 // FUZZ_RUNS sets the property runs (npm run test:reliability: thousands).
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { describe, it } from 'node:test';
+import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { ERRORS, type ErrorCode } from '../../src/errors.js';
 import type { InjectOptions } from 'fastify';
+import type { App } from '../../src/http/types.js';
 import { generateSecret } from '../../src/tokens/format.js';
 import { build, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
 
@@ -205,5 +208,178 @@ describe('a problem stays small whatever the request holds', () => {
     const body = problemOf(await app.inject({ url: `/${'a'.repeat(5000)}` }), 404, 'NOT_FOUND');
     assert.equal(body.detail.length, 500);
     assert.ok(body.detail.endsWith('\u2026'));
+  });
+});
+
+// --- request bodies -------------------------------------------------------------------
+
+async function listen(app: App): Promise<number> {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return (app.server.address() as { port: number }).port;
+}
+
+/** One request over a fresh connection, the answer parsed (chunked bodies too; 1xx answers apart). */
+function raw(port: number, request: string | Buffer): Promise<Answer & { interim: string[] }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    socket.setTimeout(5000, () => socket.destroy(new Error('no answer in 5 s')));
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      let text = Buffer.concat(chunks).toString('utf8');
+      const interim: string[] = [];
+      while (/^HTTP\/1\.1 1\d\d /.test(text)) {
+        const end = text.indexOf('\r\n\r\n');
+        interim.push(text.slice(0, end));
+        text = text.slice(end + 4);
+      }
+      const split = text.indexOf('\r\n\r\n');
+      const head = split < 0 ? text : text.slice(0, split);
+      let body = split < 0 ? '' : text.slice(split + 4);
+      const headers: Record<string, string> = {};
+      for (const line of head.split('\r\n').slice(1)) {
+        const colon = line.indexOf(':');
+        headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+      }
+      if (headers['transfer-encoding'] === 'chunked') {
+        let out = '';
+        for (let rest = body; ; ) {
+          const eol = rest.indexOf('\r\n');
+          const size = parseInt(rest.slice(0, eol), 16);
+          if (!(size > 0)) break;
+          out += rest.slice(eol + 2, eol + 2 + size);
+          rest = rest.slice(eol + 2 + size + 2);
+        }
+        body = out;
+      }
+      resolve({ statusCode: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]), headers, body, interim });
+    });
+    socket.end(request);
+  });
+}
+
+
+async function tokenNames(app: App, auth: Record<string, string>): Promise<string[]> {
+  return (await app.inject({ url: '/api/v1/api-tokens', headers: auth })).json<{ name: string }[]>().map((tok) => tok.name);
+}
+
+describe('a request body is read exactly as UTF-8 JSON, or refused', () => {
+  const create = (name: string) => `{"name":"${name}","scopes":["apps:read"]}`;
+
+  it('a charset other than UTF-8: 415 naming it, nothing stored', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const admin = await mintToken(app, ['api-tokens:write', 'apps:read']);
+    const latin1 = Buffer.from(create('caf\u00e9'), 'latin1');
+    for (const type of ['application/json; charset=iso-8859-1', 'application/json; charset="ISO-8859-1"', 'application/json;charset=latin1', 'application/json; charset=windows-1252', 'application/json; charset=us-ascii', 'application/json; charset=utf-16']) {
+      const body = problemOf(await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': type }, payload: latin1 }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+      const named = /charset=("?)([^";]+)\1/i.exec(type)![2]!.toLowerCase();
+      assert.ok(body.detail.includes(named), `${type}: ${body.detail}`);
+    }
+    for (const type of ['application/json; charset=utf-8; charset=latin1', 'application/json; charset=utf-8; charset=utf8', 'application/json; charset', 'application/json; charset=utf-8 x']) {
+      problemOf(await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': type }, payload: create('x') }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    }
+    assert.deepEqual(await tokenNames(app, admin.auth), ['test'], 'nothing created');
+    // UTF-8, however it is spelled, is read.
+    for (const [i, type] of ['application/json', 'application/json; charset=utf-8', 'Application/JSON;Charset=UTF-8', 'application/json; charset="utf-8"', 'application/json; charset=utf8', 'application/json;'].entries()) {
+      const res = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': type }, payload: Buffer.from(create(`caf\u00e9 ${i}`), 'utf8') });
+      assert.equal(res.statusCode, 201, `${type}: ${res.body}`);
+      assert.equal(res.json<{ name: string }>().name, `caf\u00e9 ${i}`);
+    }
+  });
+
+  it('any content coding: 415 with Accept-Encoding: identity; identity is fine', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const admin = await mintToken(app, ['api-tokens:write', 'apps:read']);
+    for (const coding of ['gzip', 'GZIP', 'x-gzip', 'deflate', 'br', 'zstd', 'compress', 'identity, gzip', 'gzip, identity']) {
+      for (const payload of [gzipSync(create('zipped')), Buffer.from(create('not zipped'))]) {
+        const res = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': 'application/json', 'content-encoding': coding }, payload });
+        const body = problemOf(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
+        assert.match(body.detail, /Content-Encoding/);
+        assert.equal(res.headers['accept-encoding'], 'identity');
+      }
+    }
+    assert.deepEqual(await tokenNames(app, admin.auth), ['test'], 'nothing created');
+    const plain = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': 'application/json', 'content-encoding': 'identity' }, payload: create('plain') });
+    assert.equal(plain.statusCode, 201, plain.body);
+  });
+
+  it('bytes that are not UTF-8: 400 MALFORMED_JSON, nothing stored with U+FFFD', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const admin = await mintToken(app, ['api-tokens:write', 'apps:read']);
+    const bad = {
+      'latin-1 e-acute': [0xe9],
+      'overlong /': [0xc0, 0xaf],
+      'encoded surrogate': [0xed, 0xa0, 0x80],
+      'truncated sequence': [0xe2, 0x82],
+      'lone continuation byte': [0x80],
+      'byte FF': [0xff],
+      'above U+10FFFF': [0xf4, 0x90, 0x80, 0x80],
+    };
+    for (const [name, bytes] of Object.entries(bad)) {
+      const payload = Buffer.concat([Buffer.from('{"name":"x'), Buffer.from(bytes), Buffer.from('","scopes":["apps:read"]}')]);
+      const body = problemOf(await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': 'application/json' }, payload }), 400, 'MALFORMED_JSON');
+      assert.match(body.detail, /UTF-8/, name);
+    }
+    assert.deepEqual(await tokenNames(app, admin.auth), ['test'], 'nothing created');
+  });
+
+  it('JSON escapes of lone surrogates: 400 MALFORMED_JSON; a real pair is a character', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const admin = await mintToken(app, ['api-tokens:write', 'apps:read']);
+    for (const payload of ['{"name":"x\\ud800","scopes":["apps:read"]}', '{"name":"\\udc00x","scopes":["apps:read"]}', '{"name":"x","scopes":["apps:read"],"\\ud83d":1}', '{"name":"x","scopes":["apps:read\\ud800"]}']) {
+      problemOf(await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': 'application/json' }, payload }), 400, 'MALFORMED_JSON');
+    }
+    const pair = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': 'application/json' }, payload: '{"name":"boom \\ud83d\\udca5","scopes":["apps:read"]}' });
+    assert.equal(pair.statusCode, 201, pair.body);
+    assert.deepEqual(await tokenNames(app, admin.auth), ['test', 'boom \u{1f4a5}']);
+  });
+
+  it('one byte order mark is dropped; a second is refused', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const admin = await mintToken(app, ['api-tokens:write', 'apps:read']);
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    const one = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': 'application/json' }, payload: Buffer.concat([bom, Buffer.from(create('bom'))]) });
+    assert.equal(one.statusCode, 201, one.body);
+    problemOf(await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': 'application/json' }, payload: Buffer.concat([bom, bom, Buffer.from(create('two'))]) }), 400, 'MALFORMED_JSON');
+    assert.deepEqual(await tokenNames(app, admin.auth), ['test', 'bom']);
+  });
+
+  it('two Content-Type headers: 400', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const admin = await mintToken(app, ['api-tokens:write', 'apps:read']);
+    for (const types of [['application/json', 'text/plain'], ['application/json', 'application/json']]) {
+      const res = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': types }, payload: create('twice') });
+      assert.match(problemOf(res, 400, 'BAD_REQUEST').detail, /Content-Type/);
+    }
+  });
+
+  it('a transfer coding Node does not remove (gzip, chunked): 400 on a real connection', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const admin = await mintToken(app, ['api-tokens:write', 'apps:read']);
+    const port = await listen(app);
+    const zipped = gzipSync(create('zipped'));
+    const res = await raw(
+      port,
+      Buffer.concat([
+        Buffer.from(`POST /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin.secret}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n${zipped.length.toString(16)}\r\n`),
+        zipped,
+        Buffer.from('\r\n0\r\n\r\n'),
+      ]),
+    );
+    assert.match(problemOf(res, 400, 'BAD_REQUEST').detail, /Transfer-Encoding/);
+  });
+
+  it('introspection\'s form bodies follow the same rules', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const reader = await mintToken(app, ['api-tokens:read']);
+    const form = 'application/x-www-form-urlencoded';
+    const introspect = (headers: Record<string, string>, payload: Buffer | string) =>
+      app.inject({ method: 'POST', url: '/api/v1/api-tokens/introspect', headers: { ...reader.auth, ...headers }, payload });
+    problemOf(await introspect({ 'content-type': `${form}; charset=iso-8859-1` }, `token=${reader.secret}`), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    problemOf(await introspect({ 'content-type': form, 'content-encoding': 'gzip' }, gzipSync(`token=${reader.secret}`)), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    problemOf(await introspect({ 'content-type': form }, Buffer.concat([Buffer.from(`token=${reader.secret}&x=`), Buffer.from([0xe9])])), 400, 'BAD_REQUEST');
+    const ok = await introspect({ 'content-type': `${form}; charset=UTF-8` }, `token=${reader.secret}`);
+    assert.equal(ok.json<{ active: boolean }>().active, true);
   });
 });
