@@ -62,7 +62,9 @@ export function buildApp(deps: AppDeps): App {
     keepAliveTimeout: config.keepAliveTimeoutMs,
     // Slow-loris guard: the header block must arrive within headersTimeout; Node checks
     // every connectionsCheckingInterval (30 s by default, too coarse for that).
-    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    // requireHostHeader: Node's own answer to a Host-less request is a bare 400;
+    // src/http/protocol.ts refuses it with a problem instead.
+    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000, requireHostHeader: false },
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();

@@ -20,6 +20,7 @@ export const ERRORS = {
   TOKEN_LIMIT_REACHED: { status: 409, title: 'Token limit reached' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
+  EXPECTATION_FAILED: { status: 417, title: 'Expectation failed' },
   VALIDATION_FAILED: { status: 422, title: 'Validation failed' },
   RATE_LIMITED: { status: 429, title: 'Too many requests' },
   HEADERS_TOO_LARGE: { status: 431, title: 'Request headers too large' },

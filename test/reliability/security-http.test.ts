@@ -383,3 +383,93 @@ describe('a request body is read exactly as UTF-8 JSON, or refused', () => {
     assert.equal(ok.json<{ active: boolean }>().active, true);
   });
 });
+
+// --- every error is a problem ---------------------------------------------------------
+
+describe('every refusal is a problem, whoever makes it', () => {
+  it('Host: missing or repeated on HTTP/1.1 is a 400 problem; empty, or absent on HTTP/1.0, is fine', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const port = await listen(app);
+    const missing = await raw(port, 'GET /api/v1/plans HTTP/1.1\r\nConnection: close\r\n\r\n');
+    assert.match(problemOf(missing, 400, 'BAD_REQUEST').detail, /Host/);
+    assert.match(String(missing.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+    const twice = await raw(port, 'GET /api/v1/plans HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n');
+    assert.match(problemOf(twice, 400, 'BAD_REQUEST').detail, /Host/);
+    assert.equal((await raw(port, 'GET /healthz HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n')).statusCode, 200);
+    assert.equal((await raw(port, 'GET /healthz HTTP/1.0\r\n\r\n')).statusCode, 200);
+  });
+
+  it('an expectation other than 100-continue: 417 problem; 100-continue still works', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const port = await listen(app);
+    for (const expect of ['foo', '100-continue, foo', 'x=1']) {
+      const res = await raw(port, `POST /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nExpect: ${expect}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`);
+      problemOf(res, 417, 'EXPECTATION_FAILED');
+      assert.deepEqual(res.interim, [], `${expect}: no 100 Continue promised`);
+    }
+    const cont = await raw(port, 'POST /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}');
+    assert.deepEqual(cont.interim, ['HTTP/1.1 100 Continue']);
+    problemOf(cont, 401, 'UNAUTHORIZED');
+  });
+
+  it('with CORS on, an OPTIONS that is not a preflight answers as without CORS (405/404 problem), and unknown paths stay 404', async (t) => {
+    const { app } = await build(t, { env: { ...NO_LIMITS, CORS_ORIGINS: 'https://console.example.com' } });
+    const origin = 'https://console.example.com';
+    for (const headers of [{}, { origin }, { 'access-control-request-method': 'GET' }, { origin: '', 'access-control-request-method': 'GET' }]) {
+      const known = await app.inject({ method: 'OPTIONS', url: '/api/v1/plans', headers });
+      problemOf(known, 405, 'METHOD_NOT_ALLOWED');
+      assert.equal(known.headers.allow, 'GET, HEAD');
+      problemOf(await app.inject({ method: 'OPTIONS', url: '/api/v1/nothing', headers }), 404, 'NOT_FOUND');
+    }
+    problemOf(await app.inject({ url: '/api/v1/nothing' }), 404, 'NOT_FOUND');
+    problemOf(await app.inject({ method: 'DELETE', url: '/api/v1/nothing' }), 404, 'NOT_FOUND');
+    const wrong = await app.inject({ method: 'DELETE', url: '/api/v1/plans' });
+    problemOf(wrong, 405, 'METHOD_NOT_ALLOWED');
+    assert.equal(wrong.headers.allow, 'GET, HEAD');
+    // A real preflight is still answered as one.
+    const pre = await app.inject({ method: 'OPTIONS', url: '/api/v1/api-tokens', headers: { origin, 'access-control-request-method': 'POST' } });
+    assert.equal(pre.statusCode, 204);
+    assert.equal(pre.headers['access-control-allow-origin'], origin);
+    // The forward-auth check takes OPTIONS from a gateway (no Origin) as it does without CORS.
+    const tok = await mintToken(app, ['apps:read']);
+    const check = await app.inject({ method: 'OPTIONS', url: '/api/v1/auth/check?scope=apps:read', headers: tok.auth });
+    assert.equal(check.statusCode, 200, check.body);
+  });
+
+  it(`${RUNS} generated requests with CORS on: every 4xx is a catalogued problem`, async (t) => {
+    const { app } = await build(t, { env: { ...NO_LIMITS, CORS_ORIGINS: 'https://a.example', LOG_LEVEL: 'silent' } });
+    const tok = await mintToken(app, ['api-tokens:write', 'apps:read', 'plans:read']);
+    const request = fc.record({
+      method: fc.constantFrom('GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'),
+      path: fc.constantFrom('/api/v1/plans', '/api/v1/plans/s-1vcpu-1gb', '/api/v1/api-tokens', '/api/v1/api-tokens/introspect', '/api/v1/auth/check', '/api/v1/auth/check/apps/1', '/healthz', '/nope', '/'),
+      query: fc.constantFrom('', '?min_vcpus=0x10', '?Access_Token=x', '?scope=apps:read', `?${'a=1&'.repeat(5)}`),
+      origin: fc.option(fc.constantFrom('https://a.example', 'https://evil.example', ''), { nil: undefined }),
+      acrm: fc.option(fc.constantFrom('GET', 'POST', 'PUT', ''), { nil: undefined }),
+      authorization: fc.option(fc.constantFrom(tok.auth.authorization, 'Bearer nope', 'Basic dTpw', [tok.auth.authorization, 'Bearer nope']), { nil: undefined }),
+      contentType: fc.option(fc.constantFrom('application/json', 'application/json; charset=latin1', 'text/plain', 'application/x-www-form-urlencoded; charset=utf-16'), { nil: undefined }),
+      contentEncoding: fc.option(fc.constantFrom('gzip', 'identity', 'br'), { nil: undefined }),
+      expect: fc.option(fc.constantFrom('100-continue', 'nonsense'), { nil: undefined }),
+      body: fc.option(fc.oneof(fc.constantFrom('{"name":"x","scopes":["apps:read"]}', '{', 'token=x'), fc.uint8Array({ maxLength: 40 }).map((b) => Buffer.from(b))), { nil: undefined }),
+    });
+    await fc.assert(
+      fc.asyncProperty(request, async (r) => {
+        const headers: Record<string, string | string[]> = {};
+        if (r.origin !== undefined) headers.origin = r.origin;
+        if (r.acrm !== undefined) headers['access-control-request-method'] = r.acrm;
+        if (r.authorization !== undefined) headers.authorization = r.authorization;
+        if (r.contentType !== undefined) headers['content-type'] = r.contentType;
+        if (r.contentEncoding !== undefined) headers['content-encoding'] = r.contentEncoding;
+        if (r.expect !== undefined) headers.expect = r.expect;
+        const res = await app.inject({ method: r.method as 'GET', url: r.path + r.query, headers, ...(r.body !== undefined ? { payload: r.body } : {}) });
+        const where = `${r.method} ${r.path}${r.query} ${JSON.stringify(headers)} -> ${res.statusCode} ${String(res.headers['content-type'])} ${res.body.slice(0, 200)}`;
+        assert.ok(res.statusCode < 500, where);
+        if (res.statusCode >= 400 && r.method !== 'HEAD') {
+          assert.equal(res.headers['content-type'], PROBLEM_TYPE, where);
+          const problem = JSON.parse(res.body) as { code: ErrorCode; status: number };
+          assert.equal(ERRORS[problem.code]?.status, res.statusCode, where);
+        }
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
