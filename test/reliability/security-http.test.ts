@@ -473,3 +473,43 @@ describe('every refusal is a problem, whoever makes it', () => {
     );
   });
 });
+
+// --- query strings -------------------------------------------------------------------
+
+describe('query numbers are plain decimals', () => {
+  it('min_vcpus and min_memory_mb refuse hex, exponents, signs, spaces, fractions and other digits', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const bad = ['0x10', '0X10', '1e3', '1E1', ' 5 ', ' 5', '5 ', '+5', '-5', '5.0', '5.', '.5', '', '0', '05', '0b11', '0o7', '1_000', '1,000', 'Infinity', 'NaN', '\u0665', '\uff15', '99999999999'];
+    for (const name of ['min_vcpus', 'min_memory_mb']) {
+      for (const value of bad) {
+        const body = problemOf(await app.inject({ url: `/api/v1/plans?${name}=${encodeURIComponent(value)}` }), 400, 'INVALID_QUERY');
+        assert.deepEqual((body.errors as { pointer: string }[]).map((e) => e.pointer), [`querystring:/${name}`], `${name}=${JSON.stringify(value)}`);
+      }
+    }
+    const all = (await app.inject({ url: '/api/v1/plans' })).json<{ vcpus: number; memory_mb: number }[]>();
+    const eight = (await app.inject({ url: '/api/v1/plans?min_vcpus=8' })).json<{ vcpus: number }[]>();
+    assert.equal(eight.length, all.filter((p) => p.vcpus >= 8).length);
+    assert.ok(eight.length > 0);
+    const memory = (await app.inject({ url: '/api/v1/plans?min_memory_mb=16384' })).json<unknown[]>();
+    assert.equal(memory.length, all.filter((p) => p.memory_mb >= 16384).length);
+  });
+
+  it('max_price_monthly and available are as strict', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    for (const value of ['0x18', '2.4e1', ' 24', '24 ', '+24', '24.', '.5', '24.001', '-1']) {
+      problemOf(await app.inject({ url: `/api/v1/plans?max_price_monthly=${encodeURIComponent(value)}` }), 400, 'INVALID_QUERY');
+    }
+    for (const value of ['1', '0', 'yes', 'TRUE', ' true', 'true ', '']) {
+      problemOf(await app.inject({ url: `/api/v1/regions?available=${encodeURIComponent(value)}` }), 400, 'INVALID_QUERY');
+    }
+    assert.equal((await app.inject({ url: '/api/v1/regions?available=true' })).statusCode, 200);
+  });
+
+  it('the OpenAPI document shows them as strings with their pattern', async (t) => {
+    const { app } = await build(t);
+    const doc = (await app.inject({ url: '/api/v1/openapi.json' })).json<{ paths: Record<string, { get: { parameters: { name: string; schema: Record<string, unknown> }[] } }> }>();
+    const params = Object.fromEntries(doc.paths['/api/v1/plans']!.get.parameters.map((p) => [p.name, p.schema]));
+    assert.deepEqual([params.min_vcpus!.type, params.min_vcpus!.pattern], ['string', '^[1-9][0-9]{0,5}$']);
+    assert.deepEqual([params.min_memory_mb!.type, params.min_memory_mb!.pattern], ['string', '^[1-9][0-9]{0,8}$']);
+  });
+});

@@ -1435,8 +1435,16 @@ export interface operations {
         parameters: {
             query?: {
                 type?: "general" | "cpu-optimized" | "memory-optimized";
-                min_vcpus?: number;
-                min_memory_mb?: number;
+                /**
+                 * @description At least this many vCPUs: a whole number from 1, in plain decimal digits
+                 * @example 4
+                 */
+                min_vcpus?: string;
+                /**
+                 * @description At least this much memory, in MB: a whole number from 1, in plain decimal digits
+                 * @example 8192
+                 */
+                min_memory_mb?: string;
                 /** @description e.g. 24 or 24.50 */
                 max_price_monthly?: string;
             };
