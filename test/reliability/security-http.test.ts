@@ -513,3 +513,53 @@ describe('query numbers are plain decimals', () => {
     assert.deepEqual([params.min_memory_mb!.type, params.min_memory_mb!.pattern], ['string', '^[1-9][0-9]{0,8}$']);
   });
 });
+
+// --- credentials ---------------------------------------------------------------------
+
+describe('credentials are taken from one Authorization header only', () => {
+  it('credential-named query parameters are refused in any case and any encoding, everywhere', async (t) => {
+    const { app, logs } = await build(t, { env: NO_LIMITS });
+    const tok = await mintToken(app, ['api-tokens:read', 'apps:read']);
+    const names = ['access_token', 'Access_Token', 'ACCESS_TOKEN', 'Token', 'TOKEN', 'Api_Key', 'API_KEY', 'ApiKey', 'APIKEY', '%61ccess_token', 'acc%65ss_TOKEN', '%54oken', 'access%5Ftoken'];
+    for (const path of ['/api/v1/plans', '/api/v1/api-tokens', '/api/v1/auth/check', '/healthz']) {
+      for (const name of names) {
+        const res = await app.inject({ url: `${path}?${name}=${tok.secret}`, headers: tok.auth });
+        problemOf(res, 400, 'TOKEN_IN_QUERY');
+        assert.match(String(res.headers['www-authenticate']), /error="invalid_request"/);
+        assertNoSecret(res.body, tok.secret, `${path}?${name}`);
+      }
+    }
+    assertNoSecret(logs.text, tok.secret, 'the log');
+  });
+
+  it('two Authorization headers: 400 invalid_request on every kind of route, whichever comes first', async (t) => {
+    const { app } = await build(t, { env: NO_LIMITS });
+    const tok = await mintToken(app, ['api-tokens:read', 'apps:read', 'plans:read']);
+    const pairs = [
+      [tok.auth.authorization, 'Bearer nope'],
+      ['Bearer nope', tok.auth.authorization],
+      [tok.auth.authorization, tok.auth.authorization],
+      ['', tok.auth.authorization],
+    ];
+    const requests = [
+      { url: '/api/v1/api-tokens' },
+      { url: '/api/v1/plans' },
+      { url: '/api/v1/auth/check?scope=apps:read' },
+      { url: '/api/v1/auth/check/apps/1' },
+      { method: 'POST' as const, url: '/api/v1/api-tokens/introspect', payload: { token: tok.secret } },
+    ];
+    for (const r of requests) {
+      for (const pair of pairs) {
+        // An array is the header sent once per value (light-my-request, as Node receives it).
+        const res = await app.inject({ ...r, headers: { authorization: pair as unknown as string } });
+        assert.match(problemOf(res, 400, 'BAD_REQUEST').detail, /one Authorization header/, `${r.url} ${pair.map((p) => p.slice(0, 12)).join(' / ')}`);
+        assert.match(String(res.headers['www-authenticate']), /error="invalid_request"/);
+      }
+      assert.equal((await app.inject({ ...r, headers: tok.auth })).statusCode, 200, `${r.url} with one header`);
+    }
+    // On a real connection too (Node's own header handling, not the test client's).
+    const port = await listen(app);
+    const res = await raw(port, `GET /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nAuthorization: ${tok.auth.authorization}\r\nauthorization: Bearer nope\r\nConnection: close\r\n\r\n`);
+    problemOf(res, 400, 'BAD_REQUEST');
+  });
+});
