@@ -15,6 +15,7 @@ import { installCors, installSecurityHeaders } from './http/security.js';
 import { VERSION } from './version.js';
 import { RequestLog } from './http/request-log.js';
 import { clientErrorHandler, frameworkErrorHandler, installProblemHandlers, RETRY_AFTER_SECONDS } from './http/problem.js';
+import { installProtocolChecks } from './http/protocol.js';
 import type { App } from './http/types.js';
 import { validatorCompiler } from './http/validation.js';
 import { requestIdFrom } from './logging.js';
@@ -62,7 +63,9 @@ export function buildApp(deps: AppDeps): App {
     keepAliveTimeout: config.keepAliveTimeoutMs,
     // Slow-loris guard: the header block must arrive within headersTimeout; Node checks
     // every connectionsCheckingInterval (30 s by default, too coarse for that).
-    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    // requireHostHeader: Node's own answer to a Host-less request is a bare 400;
+    // src/http/protocol.ts refuses it with a problem instead.
+    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000, requireHostHeader: false },
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -75,6 +78,7 @@ export function buildApp(deps: AppDeps): App {
     storageErrors += 1;
   };
   installProblemHandlers(app, { bodyLimit: BODY_LIMIT_BYTES, onStorageError: countStorageError });
+  installProtocolChecks(app);
   installSecurityHeaders(app);
   installCors(app, config.corsOrigins);
 

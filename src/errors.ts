@@ -1,4 +1,4 @@
-import { redactSecrets } from './redact.js';
+import { redactDeep, redactSecrets } from './redact.js';
 
 // The one catalog of error codes. Every error the service answers is one of these,
 // rendered as RFC 9457 problem details by src/http/problem.ts. Clients branch on
@@ -20,6 +20,7 @@ export const ERRORS = {
   TOKEN_LIMIT_REACHED: { status: 409, title: 'Token limit reached' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
+  EXPECTATION_FAILED: { status: 417, title: 'Expectation failed' },
   VALIDATION_FAILED: { status: 422, title: 'Validation failed' },
   RATE_LIMITED: { status: 429, title: 'Too many requests' },
   HEADERS_TOO_LARGE: { status: 431, title: 'Request headers too large' },
@@ -73,23 +74,48 @@ export interface Problem {
   instance?: string;
   request_id?: string;
   errors?: FieldError[];
+  /** How many field errors were left out of `errors` (present only when some were). */
+  errors_omitted?: number;
   [member: string]: unknown;
 }
 
+// A problem stays small whatever the request held: 3,000 unknown query parameters
+// (14 KB) made a 238 KB answer. The first field errors say what is wrong; the count
+// says how much more there is.
+export const MAX_FIELD_ERRORS = 20;
+export const MAX_DETAIL_CHARS = 500;
+
+/** At most MAX_DETAIL_CHARS characters, an ellipsis marking a cut (never inside a surrogate pair). */
+function clip(text: string): string {
+  if (text.length <= MAX_DETAIL_CHARS) return text;
+  let end = MAX_DETAIL_CHARS - 1;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return `${text.slice(0, end)}\u2026`;
+}
+
+// Everything in a problem may quote the client's input (the path, a body key in a
+// pointer, a value in a detail), and a token pasted into the wrong place must not
+// come back (or reach a proxy's logs) in plaintext, in any encoding: every string in
+// it is redacted. Redaction comes before clipping, so a cut cannot split a secret into
+// parts too short to recognise.
 export function toProblem(err: AppError, instance?: string, requestId?: string): Problem {
   const { title, status } = ERRORS[err.code];
   const body: Problem = {
-    ...err.extras.members,
+    ...(err.extras.members === undefined ? {} : redactDeep(err.extras.members)),
     type: problemType(err.code),
     title,
     status,
-    // Details may quote the client's input; a token pasted into the wrong field must
-    // not come back (or reach a proxy's logs) in plaintext.
-    detail: redactSecrets(err.message),
+    detail: clip(redactSecrets(err.message)),
     code: err.code,
   };
-  if (instance !== undefined) body.instance = instance;
+  if (instance !== undefined) body.instance = redactSecrets(instance);
+  // Already restricted to a short plain form that cannot look like a secret (src/logging.ts).
   if (requestId !== undefined) body.request_id = requestId;
-  if (err.extras.errors !== undefined) body.errors = err.extras.errors.map((e) => ({ pointer: e.pointer, detail: redactSecrets(e.detail) }));
+  const errors = err.extras.errors;
+  if (errors !== undefined) {
+    body.errors = errors.slice(0, MAX_FIELD_ERRORS).map((e) => ({ pointer: redactSecrets(e.pointer), detail: clip(redactSecrets(e.detail)) }));
+    if (errors.length > MAX_FIELD_ERRORS) body.errors_omitted = errors.length - MAX_FIELD_ERRORS;
+  }
   return body;
 }

@@ -1,11 +1,12 @@
 // pino JSON logs. No log line may carry a credential: request headers are never
-// serialised, query strings and error messages are scrubbed of anything shaped like a
-// token, and the redact list is a last line of defence for hand-written log calls.
+// serialised, URLs (as they arrived, percent-encoded or not) and errors are scrubbed of
+// anything shaped like a token, and the redact list is a last line of defence for
+// hand-written log calls.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import type { LogLevel } from './config.js';
-import { redactSecrets } from './redact.js';
+import { holdsSecret, redactDeep, redactSecrets } from './redact.js';
 
 export { redactSecrets } from './redact.js';
 
@@ -57,12 +58,9 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
           remote_address: 'socket' in req ? req.socket.remoteAddress : req.ip,
         }),
         res: (res: { statusCode?: number }) => ({ status_code: res.statusCode }),
-        err: (err: Error) => {
-          const out = pino.stdSerializers.err(err);
-          out.message = redactSecrets(out.message);
-          if (typeof out.stack === 'string') out.stack = redactSecrets(out.stack);
-          return out;
-        },
+        // Every field of an error, not only message and stack: a validation error carries
+        // the client's field names, an AppError its extras (error lines are rare: no cost).
+        err: (err: Error) => redactDeep(pino.stdSerializers.err(err)),
       },
     },
     destination,
@@ -70,9 +68,12 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
 }
 
 // Accept a caller's X-Request-Id only if it is short and plain, so it can't forge log
-// structure or smuggle data; otherwise mint one.
+// structure or smuggle data, and doesn't look like a secret (it is echoed in a header,
+// every problem body and every log line of the request); otherwise mint one.
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function requestIdFrom(header: string | string[] | undefined): string {
-  return typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
+  if (typeof header !== 'string' || !REQUEST_ID.test(header)) return randomUUID();
+  // Only '_' can start a secret in this alphabet: the look costs nothing for most ids.
+  return header.includes('_') && holdsSecret(header) ? randomUUID() : header;
 }

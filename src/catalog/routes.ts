@@ -23,8 +23,8 @@ export interface CatalogRouteOptions {
 interface Filters {
   distribution?: string;
   type?: string;
-  min_vcpus?: number;
-  min_memory_mb?: number;
+  min_vcpus?: string;
+  min_memory_mb?: string;
   max_price_monthly?: string;
   available?: boolean;
   feature?: string[];
@@ -41,10 +41,13 @@ const PREDICATES: Record<Kind, (f: Filters) => ((value: never) => boolean) | nul
   plans: (f) => {
     if (f.type === undefined && f.min_vcpus === undefined && f.min_memory_mb === undefined && f.max_price_monthly === undefined) return null;
     const maxCents = f.max_price_monthly === undefined ? undefined : toCents(f.max_price_monthly);
+    // Digits only (the schema's pattern): Number() reads them exactly.
+    const minVcpus = f.min_vcpus === undefined ? undefined : Number(f.min_vcpus);
+    const minMemory = f.min_memory_mb === undefined ? undefined : Number(f.min_memory_mb);
     return (p: Plan) =>
       (f.type === undefined || p.type === f.type) &&
-      (f.min_vcpus === undefined || p.vcpus >= f.min_vcpus) &&
-      (f.min_memory_mb === undefined || p.memory_mb >= f.min_memory_mb) &&
+      (minVcpus === undefined || p.vcpus >= minVcpus) &&
+      (minMemory === undefined || p.memory_mb >= minMemory) &&
       (maxCents === undefined || p.price_cents <= maxCents);
   },
   regions: (f) => {

@@ -31,6 +31,12 @@ export const Region = Type.Object({
 
 const strict = { additionalProperties: false } as const;
 
+// Whole numbers in a query are text with a pattern, converted in the route: typed as
+// integers, Ajv's coercion would read them as JavaScript does (0x10 is 16, 1e3 is 1000,
+// ' 5 ', '+5' and '5.0' are 5). Plain decimal digits, no sign, no leading zero.
+const wholeNumber = (maxDigits: number, description: string, example: string) =>
+  Type.String({ pattern: `^[1-9][0-9]{0,${maxDigits - 1}}$`, description: `${description}: a whole number from 1, in plain decimal digits`, examples: [example] });
+
 export const ImageQuery = Type.Object(
   {
     distribution: Type.Optional(Type.String({ minLength: 1, maxLength: 40, description: 'Distribution name, case-insensitive' })),
@@ -42,8 +48,8 @@ export const ImageQuery = Type.Object(
 export const PlanQuery = Type.Object(
   {
     type: Type.Optional(Type.Union([Type.Literal('general'), Type.Literal('cpu-optimized'), Type.Literal('memory-optimized')])),
-    min_vcpus: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000 })),
-    min_memory_mb: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000000 })),
+    min_vcpus: Type.Optional(wholeNumber(6, 'At least this many vCPUs', '4')),
+    min_memory_mb: Type.Optional(wholeNumber(9, 'At least this much memory, in MB', '8192')),
     max_price_monthly: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}(\\.[0-9]{1,2})?$', description: 'e.g. 24 or 24.50' })),
   },
   strict,

@@ -17,6 +17,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { AppError } from '../errors.js';
 import type { Auth } from '../http/auth.js';
+import { readTextBody } from '../http/body-encoding.js';
 import type { App } from '../http/types.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { TokenService } from '../tokens/service.js';
@@ -218,8 +219,9 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
   void app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
     // RFC 7662 clients send application/x-www-form-urlencoded; JSON is accepted too.
-    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
-      done(null, Object.fromEntries(new URLSearchParams(typeof body === 'string' ? body : body.toString('utf8'))));
+    // Either is read as UTF-8 exactly or refused (src/http/body-encoding.ts).
+    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(readTextBody(request, body, 'BAD_REQUEST'))));
     });
     scope.addHook('onRequest', async (_request, reply) => {
       reply.header('cache-control', 'no-store');

@@ -13,6 +13,7 @@ import type { TokenRecord } from '../storage/types.js';
 import type { TokenService, VerifyFailure } from '../tokens/service.js';
 import { missingScopes } from '../tokens/scopes.js';
 import { addressKey, type FailureLimiter } from './failure-limiter.js';
+import { repeatedHeader } from './headers.js';
 
 export type RouteAuth = { scopes: string[] } | 'optional' | 'custom';
 
@@ -37,8 +38,11 @@ const FAILURE_TEXT: Record<VerifyFailure | 'scheme', string> = {
   scheme: 'use the Authorization header with the Bearer scheme',
 };
 
-/** Query parameters that would carry a credential in a URL, which RFC 6750 discourages. */
-const QUERY_CREDENTIALS = ['access_token', 'token', 'api_key', 'apikey'];
+/**
+ * Query parameters that would carry a credential in a URL, which RFC 6750 discourages;
+ * in any case (`Access_Token=` is the same mistake). Names arrive percent-decoded.
+ */
+const QUERY_CREDENTIALS = new Set(['access_token', 'token', 'api_key', 'apikey']);
 
 export interface Auth {
   /**
@@ -70,6 +74,13 @@ export function createAuth(options: AuthOptions): Auth {
   async function authenticate(request: FastifyRequest, required: readonly string[] | null): Promise<void> {
     request.token = null;
     const header = request.headers.authorization;
+    // Node keeps the first of several Authorization headers and drops the rest: which
+    // one did the client (or a proxy) mean? Refused, as RFC 6750 section 3.1 says.
+    if (header !== undefined && repeatedHeader(request.raw.rawHeaders, 'authorization')) {
+      throw new AppError('BAD_REQUEST', 'send exactly one Authorization header', {
+        headers: { 'www-authenticate': challenge({ error: 'invalid_request' }) },
+      });
+    }
     if (header === undefined || header === '') {
       if (required === null) return;
       throw new AppError('UNAUTHORIZED', 'this endpoint needs a token: Authorization: Bearer <token>', {
@@ -115,7 +126,7 @@ export function createAuth(options: AuthOptions): Auth {
     refuseQueryTokens: async (request: FastifyRequest, _reply: FastifyReply) => {
       const query = request.query as Record<string, unknown> | undefined;
       if (query === undefined || query === null) return;
-      const found = QUERY_CREDENTIALS.find((k) => Object.hasOwn(query, k));
+      const found = Object.keys(query).find((k) => QUERY_CREDENTIALS.has(k.toLowerCase()));
       if (found !== undefined) {
         throw new AppError('TOKEN_IN_QUERY', `credentials are not accepted in the query string (${found}); use the Authorization header`, {
           headers: { 'www-authenticate': challenge({ error: 'invalid_request' }) },

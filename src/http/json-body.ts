@@ -1,20 +1,55 @@
 // The JSON body parser. Fastify's built-in one reports every failure as "invalid JSON";
 // this one tells a client where its JSON broke, and names prototype-poisoning keys
-// (__proto__, constructor.prototype) as refused rather than malformed.
+// (__proto__, constructor.prototype) as refused rather than malformed. The bytes are
+// read as UTF-8 exactly or refused (body-encoding.ts), and so are strings that JSON
+// escapes can make but Unicode cannot hold (a lone surrogate, "\ud800"): stored, they
+// would come back as U+FFFD.
 import sjson from 'secure-json-parse';
 import { AppError } from '../errors.js';
+import { readTextBody } from './body-encoding.js';
 import type { App } from './types.js';
+
+/** Whether any string (key or value) in a parsed JSON value is not well-formed Unicode. */
+function hasLoneSurrogate(parsed: unknown): boolean {
+  // A loop, not recursion: 16 KiB of '[' nest 16,000 deep.
+  const pending: unknown[] = [parsed];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (typeof value === 'string') {
+      if (!value.isWellFormed()) return true;
+    } else if (Array.isArray(value)) for (const item of value as unknown[]) pending.push(item);
+    else if (value !== null && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) {
+        if (!k.isWellFormed()) return true;
+        pending.push(v);
+      }
+    }
+  }
+  return false;
+}
 
 export function installJsonBodyParser(app: App): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
+    let text: string;
+    try {
+      text = readTextBody(request, body, 'MALFORMED_JSON');
+    } catch (err) {
+      done(err as AppError, undefined);
+      return;
+    }
     if (text.trim() === '') {
       done(new AppError('MALFORMED_JSON', 'the body is empty but Content-Type says JSON'), undefined);
       return;
     }
+    // The decoder dropped one byte order mark; secure-json-parse would silently drop another.
+    if (text.charCodeAt(0) === 0xfeff) {
+      done(new AppError('MALFORMED_JSON', 'the body is not valid JSON: it starts with a second byte order mark'), undefined);
+      return;
+    }
+    let parsed: unknown;
     try {
-      done(null, sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
+      parsed = sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
     } catch (err) {
       const message = (err as Error).message;
       if (/forbidden prototype property/i.test(message)) {
@@ -23,6 +58,12 @@ export function installJsonBodyParser(app: App): void {
         // V8's messages quote at most a short excerpt and give a position: useful, not sensitive.
         done(new AppError('MALFORMED_JSON', `the body is not valid JSON: ${message.slice(0, 160)}`), undefined);
       }
+      return;
     }
+    if (hasLoneSurrogate(parsed)) {
+      done(new AppError('MALFORMED_JSON', 'the body holds a \\u escape of a lone surrogate (U+D800 to U+DFFF), which is not a character'), undefined);
+      return;
+    }
+    done(null, parsed);
   });
 }

@@ -33,7 +33,8 @@ export const ProblemSchema = Type.Object(
     code: Type.Union(Object.keys(ERRORS).map((c) => Type.Literal(c)), { description: 'Stable error code; see docs/errors.md' }),
     instance: Type.Optional(Type.String({ examples: ['/api/v1/api-tokens'] })),
     request_id: Type.Optional(Type.String({ description: 'Also in the X-Request-Id header and the server log' })),
-    errors: Type.Optional(Type.Array(FieldError)),
+    errors: Type.Optional(Type.Array(FieldError, { description: 'Field errors, at most 20' })),
+    errors_omitted: Type.Optional(Type.Integer({ description: 'How many more field errors there were, left out of `errors`' })),
   },
   { additionalProperties: true, description: 'RFC 9457 problem details' },
 );

@@ -12,10 +12,17 @@ import { StorageUnavailableError } from '../storage/types.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 export const RETRY_AFTER_SECONDS = 5;
-const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+// OPTIONS is not looked for: with CORS on, a catch-all OPTIONS route answers preflights
+// for every path, and it made unknown paths answer 405 "allowed: OPTIONS" instead of 404.
+const ROUTABLE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+/** Query parameters named in an INVALID_QUERY detail; the rest are counted. */
+const NAMED_PARAMETERS = 5;
 
 export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
   for (const [name, value] of Object.entries(err.extras.headers ?? {})) reply.header(name, value);
+  // Also set by the app's first onRequest hook, but a problem may be answered before it ran.
+  reply.header('x-request-id', request.id);
+  // The instance is the path as it arrived (toProblem redacts it, percent-encoded or not).
   return reply
     .code(err.status)
     .type(PROBLEM_CONTENT_TYPE)
@@ -100,10 +107,11 @@ export function classify(error: FastifyError | Error, bodyLimit: number): AppErr
       });
     }
     const errors = fieldErrors(fe.validation);
-    const names = errors.map((e) => e.pointer.replace(/^\//, '')).filter((n) => n !== '');
+    const names = [...new Set(errors.map((e) => e.pointer.replace(/^\//, '')).filter((n) => n !== ''))];
+    const named = names.length > NAMED_PARAMETERS ? `${names.slice(0, NAMED_PARAMETERS).join(', ')} and ${names.length - NAMED_PARAMETERS} more` : names.join(', ');
     return new AppError(
       where === 'querystring' ? 'INVALID_QUERY' : 'BAD_REQUEST',
-      `invalid ${where === 'querystring' ? 'query parameter' : where}${names.length > 0 ? ` ${[...new Set(names)].join(', ')}` : ''}`,
+      `invalid ${where === 'querystring' ? 'query parameter' : where}${named !== '' ? ` ${named}` : ''}`,
       {
         errors: errors.map((e) => ({
           pointer: `${where}:${e.pointer}`,
@@ -147,7 +155,7 @@ export function installProblemHandlers(app: App, options: ProblemOptions): void 
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
-    const allowed = ALL_METHODS.filter((m) => m !== request.method && app.findRoute({ method: m, url: path }) !== null);
+    const allowed = ROUTABLE_METHODS.filter((m) => m !== request.method && app.findRoute({ method: m, url: path }) !== null);
     if (allowed.length > 0) {
       return sendProblem(
         request,

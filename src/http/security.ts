@@ -2,6 +2,7 @@
 // server time-outs. The /docs and console pages set their own Content-Security-Policy;
 // everything else gets one that allows nothing, since JSON needs nothing.
 import cors from '@fastify/cors';
+import type { FastifyRequest } from 'fastify';
 import type { App } from './types.js';
 
 const API_CSP = "default-src 'none'; frame-ancestors 'none'";
@@ -28,13 +29,24 @@ export function installSecurityHeaders(app: App): void {
 
 export function installCors(app: App, origins: readonly string[]): void {
   if (origins.length === 0) return;
-  void app.register(cors, {
+  const options = {
     origin: origins.includes('*') ? '*' : [...origins],
     methods: ['GET', 'HEAD', 'POST', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'If-None-Match', 'X-Request-Id'],
     exposedHeaders: ['ETag', 'Location', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'WWW-Authenticate', 'X-Request-Id'],
     credentials: false,
     maxAge: 600,
-    strictPreflight: true,
+  };
+  // Only a real preflight (Origin and Access-Control-Request-Method) is answered as one.
+  // Any other OPTIONS goes on as if CORS were off: to its route if it has one (the
+  // forward-auth check takes every method), else the 404/405 problem, where the plugin's
+  // strict mode answered a bare 400 text/plain.
+  const preflight = { ...options, preflight: true };
+  const plain = { ...options, preflight: false };
+  void app.register(cors, {
+    delegator: (request: FastifyRequest, callback: (error: Error | null, options: typeof preflight) => void) => {
+      const isPreflight = request.method === 'OPTIONS' && Boolean(request.headers.origin) && Boolean(request.headers['access-control-request-method']);
+      callback(null, isPreflight ? preflight : plain);
+    },
   });
 }

@@ -1,6 +1,7 @@
 // Scopes are `<resource>:<action>`; actions are `read` and `write`, and `write`
 // implies `read` on the same resource. The resources are a configurable registry;
 // anything outside it is rejected, never stored.
+import { redactSecrets } from '../redact.js';
 import type { FieldError } from '../errors.js';
 
 export const ACTIONS = ['read', 'write'] as const;
@@ -74,7 +75,10 @@ export class ScopeRegistry {
   }
 }
 
-function truncate(s: string): string {
+// Redacted before it is cut: a cut secret is too short to be recognised later (the
+// problem is redacted again as a whole, src/errors.ts).
+function truncate(raw: string): string {
+  const s = redactSecrets(raw);
   return s.length > 60 ? `${s.slice(0, 57)}...` : s;
 }
 

@@ -95,7 +95,7 @@ describe('real client from the OpenAPI document', () => {
     check('get', '/api/v1/regions/{slug}', 200, region.response.headers.get('content-type')!, region.data);
     const missing = await anon.GET('/api/v1/images/{slug}', { params: { path: { slug: 'nope' } } });
     check('get', '/api/v1/images/{slug}', 404, missing.response.headers.get('content-type')!, missing.error);
-    const badQuery = await anon.GET('/api/v1/plans', { params: { query: { min_vcpus: 0 } } });
+    const badQuery = await anon.GET('/api/v1/plans', { params: { query: { min_vcpus: '0' } } });
     check('get', '/api/v1/plans', 400, badQuery.response.headers.get('content-type')!, badQuery.error);
     const scopes = await anon.GET('/api/v1/scopes');
     check('get', '/api/v1/scopes', 200, scopes.response.headers.get('content-type')!, scopes.data);

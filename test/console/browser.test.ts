@@ -50,7 +50,7 @@ async function signIn(page: Page, base: string, secret: string): Promise<void> {
   await page.goto(`${base}/#/tokens`);
   await page.getByLabel('API token').fill(secret);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Tokens' }).waitFor();
+  await page.getByRole('heading', { name: 'All tokens' }).waitFor();
 }
 
 const row = (page: Page, name: string) => page.locator('tbody tr').filter({ has: page.locator('.token-name', { hasText: new RegExp(`^${name}$`) }) });
@@ -89,7 +89,7 @@ describe('web console in headless Chromium', () => {
 
       await page.getByLabel('API token').fill(admin.secret);
       await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByRole('heading', { name: 'Tokens' }).waitFor();
+      await page.getByRole('heading', { name: 'All tokens' }).waitFor();
       assert.equal(await row(page, 'operator').locator('.badge').textContent(), 'this session');
       assert.equal(await page.locator('header .who').textContent(), 'Signed in as operator');
       assert.equal(await page.evaluate(() => sessionStorage.getItem('infracat.token')), admin.secret);
@@ -348,7 +348,7 @@ describe('web console in headless Chromium', () => {
     await page.getByRole('link', { name: 'Sign in with an API token' }).click();
     await page.getByLabel('API token').fill(admin.secret);
     await page.keyboard.press('Enter');
-    await page.getByRole('heading', { name: 'Tokens' }).waitFor();
+    await page.getByRole('heading', { name: 'All tokens' }).waitFor();
     await page.getByRole('link', { name: 'Plans' }).click();
     await page.locator('tbody tr[data-plan]').first().waitFor();
     await page.getByRole('link', { name: 'API tokens' }).click();

@@ -76,7 +76,7 @@ describe('request ids and logs', () => {
     assert.equal(redactSecrets('/api/v1/api-tokens/tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H'), '/api/v1/api-tokens/tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H', 'ids stay readable');
     // Each pattern alone, and all at once (the quick pre-checks must not skip any).
     assert.equal(redactSecrets(`/p/${SECRET}`), '/p/icat_[REDACTED]');
-    assert.equal(redactSecrets('basic\tdXNlcjpwYXNz'), 'basic [REDACTED]');
+    assert.equal(redactSecrets('basic\tdXNlcjpwYXNz'), 'basic\t[REDACTED]');
     assert.equal(redactSecrets('/p?secret=s'), '/p?secret=[REDACTED]');
     assert.equal(redactSecrets(`Bearer b ${SECRET} /p?x=1&password=p`), 'Bearer [REDACTED] icat_[REDACTED] /p?x=1&password=[REDACTED]');
     assert.equal(redactSecrets('/api/v1/plans'), '/api/v1/plans');

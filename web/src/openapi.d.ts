@@ -311,16 +311,19 @@ export interface components {
             /** @example the token request is invalid; see errors */
             detail: string;
             /** @description Stable error code; see docs/errors.md */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INSUFFICIENT_SCOPE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "VALIDATION_FAILED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INSUFFICIENT_SCOPE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE";
             /** @example /api/v1/api-tokens */
             instance?: string;
             /** @description Also in the X-Request-Id header and the server log */
             request_id?: string;
+            /** @description Field errors, at most 20 */
             errors?: {
                 /** @description RFC 6901 JSON pointer to the field (query parameters: `querystring:/name`) */
                 pointer: string;
                 detail: string;
             }[];
+            /** @description How many more field errors there were, left out of `errors` */
+            errors_omitted?: number;
         } & {
             [key: string]: unknown;
         };
@@ -1434,8 +1437,16 @@ export interface operations {
         parameters: {
             query?: {
                 type?: "general" | "cpu-optimized" | "memory-optimized";
-                min_vcpus?: number;
-                min_memory_mb?: number;
+                /**
+                 * @description At least this many vCPUs: a whole number from 1, in plain decimal digits
+                 * @example 4
+                 */
+                min_vcpus?: string;
+                /**
+                 * @description At least this much memory, in MB: a whole number from 1, in plain decimal digits
+                 * @example 8192
+                 */
+                min_memory_mb?: string;
                 /** @description e.g. 24 or 24.50 */
                 max_price_monthly?: string;
             };

@@ -34,7 +34,7 @@ async function loadList(section: HTMLElement, shell: Shell): Promise<void> {
   const notice = noticeArea();
   const refresh = h('button', { type: 'button', class: 'secondary' }, 'Refresh');
   const body = h('div', {}, loading('tokens'));
-  replace(section, h('div', { class: 'section-head' }, h('h2', { id: 'list-heading' }, 'Tokens'), refresh), notice, body);
+  replace(section, h('div', { class: 'section-head' }, h('h2', { id: 'list-heading' }, 'All tokens'), refresh), notice, body);
   refresh.addEventListener('click', () => {
     void loadList(section, shell).then(() => announce('Token list refreshed'));
   });

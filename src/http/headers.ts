@@ -1,0 +1,16 @@
+// Node keeps only the first of some repeated request headers (Host, Authorization,
+// Content-Type, ...) and drops the rest without a word, where a proxy in front may have
+// acted on another one. Where that matters, the raw list tells.
+
+/** Whether the header `lowerName` occurs more than once; stops at the second. */
+export function repeatedHeader(rawHeaders: readonly string[], lowerName: string): boolean {
+  let seen = false;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === lowerName.length && name.toLowerCase() === lowerName) {
+      if (seen) return true;
+      seen = true;
+    }
+  }
+  return false;
+}
