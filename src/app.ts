@@ -96,9 +96,16 @@ export function buildApp(deps: AppDeps): App {
       });
     }
   });
+  // A flush retries every LAST_USED_FLUSH_MS: while storage is down or read-only, one
+  // warning a minute (with the count) says it all, instead of one a second.
+  let flushFailures = 0;
+  let flushWarnedAt = Number.NEGATIVE_INFINITY;
   const tokens = createTokenDomain(config, store, (err) => {
     countStorageError();
-    app.log.warn({ err }, 'last_used_at flush failed; will retry');
+    flushFailures += 1;
+    if (Date.now() - flushWarnedAt < 60_000) return;
+    flushWarnedAt = Date.now();
+    app.log.warn({ err, failures: flushFailures }, 'last_used_at flush failed; will retry (this warning repeats at most once a minute)');
   }, deps.now);
   const catalog = new CatalogService(store.catalog, {
     refreshMs: config.catalogRefreshMs,

@@ -26,6 +26,7 @@ export const ERRORS = {
   HEADERS_TOO_LARGE: { status: 431, title: 'Request headers too large' },
   INTERNAL: { status: 500, title: 'Internal server error' },
   SERVICE_UNAVAILABLE: { status: 503, title: 'Service unavailable' },
+  STORAGE_UNAVAILABLE: { status: 503, title: 'Storage unavailable' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

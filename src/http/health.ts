@@ -32,7 +32,8 @@ function healthRoutesIn(app: App, options: HealthOptions): void {
     try {
       await withTimeout(options.store.ping(), options.timeoutMs);
     } catch {
-      throw new AppError('SERVICE_UNAVAILABLE', 'storage is not reachable', {
+      // Unreachable, or reachable but refusing writes (a read-only file, a standby).
+      throw new AppError('STORAGE_UNAVAILABLE', 'storage is not reachable or not writable', {
         headers: { 'retry-after': String(RETRY_AFTER_SECONDS), 'cache-control': 'no-store' },
       });
     }

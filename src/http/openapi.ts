@@ -92,7 +92,7 @@ export function documentRoute(schema: RouteSchema, url: string, auth: RouteAuth 
   }
   add(429, problem('Over the rate limit, or too many failed authentications (RATE_LIMITED)', { 'Retry-After': header('Seconds to wait', 'integer'), ...RATE_HEADERS }));
   add(500, problem('Unexpected error; quote the request_id (INTERNAL)'));
-  add(503, problem('Storage unreachable or shutting down (SERVICE_UNAVAILABLE)', { 'Retry-After': header('Seconds to wait', 'integer') }));
+  add(503, problem('Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE)', { 'Retry-After': header('Seconds to wait', 'integer') }));
   const description = [schema.description, note].filter((s) => s !== undefined && s !== '').join('\n\n');
   return { ...schema, response: responses, security, ...(description !== '' ? { description } : {}) };
 }

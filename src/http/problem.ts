@@ -94,7 +94,8 @@ const BY_STATUS: Partial<Record<number, ErrorCode>> = {
 export function classify(error: FastifyError | Error, bodyLimit: number): AppError {
   if (error instanceof AppError) return error;
   if (error instanceof StorageUnavailableError) {
-    return new AppError('SERVICE_UNAVAILABLE', 'storage is unavailable; retry shortly', {
+    // Unreachable, locked, read-only or out of space: nothing a retry elsewhere can't fix.
+    return new AppError('STORAGE_UNAVAILABLE', 'storage is unavailable (unreachable or read-only); retry shortly', {
       headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
     });
   }
@@ -144,7 +145,7 @@ export interface ProblemOptions {
 export function installProblemHandlers(app: App, options: ProblemOptions): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const problem = classify(error, options.bodyLimit);
-    if (problem.status >= 500 && problem.code !== 'SERVICE_UNAVAILABLE') {
+    if (problem.status >= 500 && problem.status !== 503) {
       request.log.error({ err: error }, 'unhandled error');
     } else if (error instanceof StorageUnavailableError) {
       options.onStorageError?.();

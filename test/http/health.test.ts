@@ -46,7 +46,7 @@ describe('health endpoints', () => {
     assert.equal(res.headers['content-type'], PROBLEM_TYPE);
     assert.equal(res.headers['retry-after'], '5');
     const body = res.json<{ code: string; detail: string }>();
-    assert.equal(body.code, 'SERVICE_UNAVAILABLE');
+    assert.equal(body.code, 'STORAGE_UNAVAILABLE');
     assert.ok(!res.body.includes(String(port)), 'no connection details in the body');
     const alive = await app.inject({ method: 'GET', url: '/healthz' });
     assert.equal(alive.statusCode, 200, 'liveness does not depend on storage');

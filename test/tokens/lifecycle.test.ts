@@ -172,7 +172,7 @@ describe('token verification fails closed', () => {
     assert.ok(Date.now() - started < 3000);
     assert.equal(res.statusCode, 503);
     assert.equal(res.headers['retry-after'], '5');
-    assert.equal(res.json<{ code: string }>().code, 'SERVICE_UNAVAILABLE');
+    assert.equal(res.json<{ code: string }>().code, 'STORAGE_UNAVAILABLE');
   });
 });
 
