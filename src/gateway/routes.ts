@@ -60,10 +60,13 @@ const CheckAllowed = Type.Object({
   scopes: Type.Array(Type.String()),
 });
 
-const IntrospectBody = Type.Object({
-  token: Type.String({ maxLength: 512 }),
-  token_type_hint: Type.Optional(Type.String({ maxLength: 64 })),
-});
+const IntrospectBody = Type.Object(
+  {
+    token: Type.String({ maxLength: 512 }),
+    token_type_hint: Type.Optional(Type.String({ maxLength: 64 })),
+  },
+  { examples: [{ token: 'icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB' }] },
+);
 
 const IntrospectResponse = Type.Object({
   active: Type.Boolean(),

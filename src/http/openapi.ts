@@ -9,6 +9,7 @@
 //
 // Routes state only their success shapes and config.auth; the error responses every
 // route can give (problem+json) are derived here from what the route takes.
+import { STATUS_CODES } from 'node:http';
 import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
@@ -61,12 +62,25 @@ interface RouteSchema {
   [key: string]: unknown;
 }
 
+const SUCCESS_DESCRIPTIONS: Record<string, string> = {
+  200: 'OK',
+  201: 'Created; `Location` names the new resource',
+  204: 'No Content: done',
+  304: 'Not Modified: the copy named by If-None-Match is current',
+};
+
 /** Adds the problem responses, security and scope notes a route's declaration implies. */
 export function documentRoute(schema: RouteSchema, url: string, auth: RouteAuth | undefined, problems: Record<number, string> = {}): RouteSchema {
   const responses: Record<string, unknown> = { ...(schema.response ?? {}) };
   const add = (status: number, value: unknown): void => {
     if (!(String(status) in responses)) responses[String(status)] = value;
   };
+  // Swagger UI labels a response without a description "Default Response".
+  for (const [status, value] of Object.entries(responses)) {
+    if (typeof value === 'object' && value !== null && !('description' in value)) {
+      responses[status] = { ...value, description: SUCCESS_DESCRIPTIONS[status] ?? STATUS_CODES[Number(status)] ?? 'Response' };
+    }
+  }
   for (const [status, description] of Object.entries(problems)) add(Number(status), problem(description));
   if (schema.body !== undefined) {
     add(400, problem('Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST)'));
@@ -201,7 +215,9 @@ async function loadDocs(app: App): Promise<FastifyInstance> {
     // images; nothing here loads from elsewhere, so allow only this origin.
     transformStaticCSP: () =>
       "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self'",
-    uiConfig: { validatorUrl: null, deepLinking: true, persistAuthorization: false, tryItOutEnabled: true },
+    // BaseLayout: no top bar, whose logo SVG carries an inline <style> (a CSP violation under
+    // style-src 'self') and whose URL box would let the page explore other documents.
+    uiConfig: { layout: 'BaseLayout', validatorUrl: null, deepLinking: true, persistAuthorization: false, tryItOutEnabled: true },
   });
   await docs.ready();
   return docs;

@@ -3,16 +3,16 @@
 // record can never reach a list body by accident.
 import { Type, type Static } from 'typebox';
 
-const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 UTC timestamp' });
+const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 UTC timestamp', examples: ['2026-11-21T19:00:00.000Z'] });
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
-const Scopes = Type.Array(Type.String(), { description: '`<resource>:<action>` scopes' });
+const Scopes = Type.Array(Type.String(), { description: '`<resource>:<action>` scopes', examples: [['apps:read', 'apps:write']] });
 
 export const TokenId = Type.String({ description: 'Token id, `tok_` + ULID', examples: ['tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H'] });
 
 export const CreateTokenBody = Type.Object(
   {
-    name: Type.String({ maxLength: 1000, description: 'Label, 1-100 characters after trimming spaces; no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end' }),
-    scopes: Type.Array(Type.String({ maxLength: 200 }), { minItems: 1, maxItems: 100 }),
+    name: Type.String({ minLength: 1, maxLength: 100, description: 'Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end', examples: ['ci deploy'] }),
+    scopes: Type.Array(Type.String({ maxLength: 200 }), { minItems: 1, maxItems: 100, examples: [['apps:read', 'apps:write']] }),
     expires_at: Type.Optional(
       Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
         description:
@@ -20,14 +20,15 @@ export const CreateTokenBody = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  // The example leaves expires_at out (an example date would go stale, then be refused).
+  { additionalProperties: false, examples: [{ name: 'ci deploy', scopes: ['apps:read', 'apps:write'] }] },
 );
 export type CreateTokenBody = Static<typeof CreateTokenBody>;
 
 export const CreatedToken = Type.Object({
   id: TokenId,
-  name: Type.String(),
-  token: Type.String({ description: 'The secret. Shown in this response only.' }),
+  name: Type.String({ examples: ['ci deploy'] }),
+  token: Type.String({ description: 'The secret. Shown in this response only.', examples: ['icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB'] }),
   scopes: Scopes,
   created_at: Timestamp,
   expires_at: NullableTimestamp,
@@ -35,7 +36,7 @@ export const CreatedToken = Type.Object({
 
 export const TokenView = Type.Object({
   id: TokenId,
-  name: Type.String(),
+  name: Type.String({ examples: ['ci deploy'] }),
   scopes: Scopes,
   created_at: Timestamp,
   last_used_at: NullableTimestamp,

@@ -318,6 +318,19 @@ describe('web console in headless Chromium', () => {
       await page.screenshot({ path: artifactPath('token-expired.png'), fullPage: true });
     });
 
+    await t.test('/docs: no console error (its CSP holds), real examples, labelled responses', async (t) => {
+      // open() fails the test on any console error, CSP violations included.
+      const { page } = await open(t, browser, base);
+      await page.goto(`${base}/docs/`);
+      await page.locator('#operations-tokens-createApiToken').click();
+      const body = JSON.parse(await page.locator('#operations-tokens-createApiToken textarea.body-param__text').inputValue()) as Record<string, unknown>;
+      assert.deepEqual(body, { name: 'ci deploy', scopes: ['apps:read', 'apps:write'] }, 'the example body, not "string" placeholders');
+      const labels = await page.locator('#operations-tokens-createApiToken .response-col_description').allInnerTexts();
+      assert.ok(labels.some((l) => l.startsWith('Created')), labels.join(' | '));
+      assert.ok(!labels.some((l) => l.includes('Default Response')));
+      await page.screenshot({ path: artifactPath('docs.png'), fullPage: false });
+    });
+
     await t.test('sign out forgets the token', async (t) => {
       const { page } = await open(t, browser, base);
       await signIn(page, base, admin.secret);

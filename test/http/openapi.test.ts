@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { build } from '../helpers/app.js';
+import { build, mintToken } from '../helpers/app.js';
 
 type Doc = {
   openapi: string;
@@ -80,6 +80,41 @@ describe('OpenAPI document', () => {
     const plans = doc.paths['/api/v1/plans']!.get!.responses;
     assert.ok(plans['200'] && plans['304'] && plans['400']);
     assert.ok(!plans['403'], 'public catalogs never answer 403');
+  });
+
+  it('labels every response (never Swagger UI\'s "Default Response") and states the real limits', async (t) => {
+    const { app } = await build(t);
+    const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        for (const [status, response] of Object.entries(op.responses)) {
+          const description = (response as { description?: string }).description;
+          assert.ok(description !== undefined && description !== '' && description !== 'Default Response', `${method} ${path} ${status}`);
+        }
+      }
+    }
+    assert.match((doc.paths['/api/v1/api-tokens']!.post!.responses['201'] as { description: string }).description, /^Created/);
+    const body = (doc.paths['/api/v1/api-tokens']!.post! as unknown as { requestBody: { content: Record<string, { schema: { properties: Record<string, { maxLength?: number }> } }> } }).requestBody;
+    assert.equal(body.content['application/json']!.schema.properties.name!.maxLength, 100, 'the documented limit is the enforced one');
+  });
+
+  it('the example request bodies are real: sent as they are, they succeed', async (t) => {
+    const { app } = await build(t);
+    const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
+    const admin = await mintToken(app, ['api-tokens:write', 'apps:write']);
+    // @fastify/swagger turns the body schema's `examples` into the media type's `example`.
+    const create = (doc.paths['/api/v1/api-tokens']!.post! as unknown as { requestBody: { content: Record<string, { example?: unknown }> } }).requestBody;
+    const example = create.content['application/json']!.example;
+    assert.ok(example !== undefined, 'POST /api-tokens has a whole-body example');
+    const res = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload: example as object });
+    assert.equal(res.statusCode, 201, res.body);
+    // Every operation with a body has one.
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        const rb = (op as { requestBody?: { content: Record<string, { example?: unknown }> } }).requestBody;
+        if (rb !== undefined) assert.ok(Object.values(rb.content).every((c) => c.example !== undefined), `${method} ${path} has an example body`);
+      }
+    }
   });
 
   it('carries examples', async (t) => {
