@@ -11,7 +11,7 @@ export const TokenId = Type.String({ description: 'Token id, `tok_` + ULID', exa
 
 export const CreateTokenBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 100, description: 'Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end', examples: ['ci deploy'] }),
+    name: Type.String({ maxLength: 100, description: 'Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end', examples: ['ci deploy'] }),
     scopes: Type.Array(Type.String({ maxLength: 200 }), { minItems: 1, maxItems: 100, examples: [['apps:read', 'apps:write']] }),
     expires_at: Type.Optional(
       Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {

@@ -311,7 +311,7 @@ export interface components {
             /** @example the token request is invalid; see errors */
             detail: string;
             /** @description Stable error code; see docs/errors.md */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INSUFFICIENT_SCOPE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INSUFFICIENT_SCOPE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
             /** @example /api/v1/api-tokens */
             instance?: string;
             /** @description Also in the X-Request-Id header and the server log */
@@ -345,7 +345,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -380,7 +380,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
@@ -402,7 +402,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -438,7 +438,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
@@ -460,7 +460,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -472,12 +472,20 @@ export interface operations {
                          * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
                          */
                         id: string;
+                        /** @example ci deploy */
                         name: string;
-                        /** @description `<resource>:<action>` scopes */
+                        /**
+                         * @description `<resource>:<action>` scopes
+                         * @example [
+                         *       "apps:read",
+                         *       "apps:write"
+                         *     ]
+                         */
                         scopes: string[];
                         /**
                          * Format: date-time
                          * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
                          */
                         created_at: string;
                         last_used_at: string | null;
@@ -531,7 +539,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
@@ -553,9 +561,27 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "ci deploy",
+                 *       "scopes": [
+                 *         "apps:read",
+                 *         "apps:write"
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
-                    /** @description Label, 1-100 characters after trimming spaces; no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
+                    /**
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @example ci deploy
+                     */
                     name: string;
+                    /**
+                     * @example [
+                     *       "apps:read",
+                     *       "apps:write"
+                     *     ]
+                     */
                     scopes: string[];
                     /** @description RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token's expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token's expiry is 422. */
                     expires_at?: string | null;
@@ -563,7 +589,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
                     [name: string]: unknown;
@@ -575,14 +601,25 @@ export interface operations {
                          * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
                          */
                         id: string;
+                        /** @example ci deploy */
                         name: string;
-                        /** @description The secret. Shown in this response only. */
+                        /**
+                         * @description The secret. Shown in this response only.
+                         * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
+                         */
                         token: string;
-                        /** @description `<resource>:<action>` scopes */
+                        /**
+                         * @description `<resource>:<action>` scopes
+                         * @example [
+                         *       "apps:read",
+                         *       "apps:write"
+                         *     ]
+                         */
                         scopes: string[];
                         /**
                          * Format: date-time
                          * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
                          */
                         created_at: string;
                         expires_at: string | null;
@@ -680,7 +717,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
@@ -702,7 +739,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -714,12 +751,20 @@ export interface operations {
                          * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
                          */
                         id: string;
+                        /** @example ci deploy */
                         name: string;
-                        /** @description `<resource>:<action>` scopes */
+                        /**
+                         * @description `<resource>:<action>` scopes
+                         * @example [
+                         *       "apps:read",
+                         *       "apps:write"
+                         *     ]
+                         */
                         scopes: string[];
                         /**
                          * Format: date-time
                          * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
                          */
                         created_at: string;
                         last_used_at: string | null;
@@ -762,7 +807,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
@@ -786,7 +831,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -798,12 +843,20 @@ export interface operations {
                          * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
                          */
                         id: string;
+                        /** @example ci deploy */
                         name: string;
-                        /** @description `<resource>:<action>` scopes */
+                        /**
+                         * @description `<resource>:<action>` scopes
+                         * @example [
+                         *       "apps:read",
+                         *       "apps:write"
+                         *     ]
+                         */
                         scopes: string[];
                         /**
                          * Format: date-time
                          * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
                          */
                         created_at: string;
                         last_used_at: string | null;
@@ -866,7 +919,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
@@ -952,7 +1005,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
@@ -974,7 +1027,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1012,7 +1065,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
@@ -1037,7 +1090,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1105,7 +1158,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
@@ -1127,6 +1180,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "token": "icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB"
+                 *     }
+                 */
                 "application/json": {
                     token: string;
                     token_type_hint?: string;
@@ -1134,7 +1192,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1232,7 +1290,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
@@ -1258,7 +1316,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1327,7 +1385,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
@@ -1351,7 +1409,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1420,7 +1478,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
@@ -1456,7 +1514,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1531,7 +1589,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
@@ -1555,7 +1613,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1630,7 +1688,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
@@ -1656,7 +1714,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1722,7 +1780,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
@@ -1746,7 +1804,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1812,7 +1870,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Storage unreachable or shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     /** @description Seconds to wait */
