@@ -9,6 +9,16 @@ export interface Migration {
   postgres: string[];
 }
 
+const META_TABLE = [
+  `CREATE TABLE infracat_meta (
+     key   TEXT PRIMARY KEY,
+     value TEXT NOT NULL
+   )`,
+  `INSERT INTO infracat_meta (key, value)
+   SELECT 'bootstrap_admin', 'in use before migration 3'
+    WHERE EXISTS (SELECT 1 FROM api_tokens) OR EXISTS (SELECT 1 FROM catalog_revisions)`,
+];
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -68,24 +78,9 @@ export const MIGRATIONS: readonly Migration[] = [
     // decided again, so deleting every token cannot make a restart mint a new admin.
     // A database from before this version that shows signs of use (a token, or the
     // catalog every started server seeds) is taken as already bootstrapped.
-    sqlite: [
-      `CREATE TABLE infracat_meta (
-         key   TEXT PRIMARY KEY,
-         value TEXT NOT NULL
-       )`,
-      `INSERT INTO infracat_meta (key, value)
-       SELECT 'bootstrap_admin', 'in use before migration 3'
-        WHERE EXISTS (SELECT 1 FROM api_tokens) OR EXISTS (SELECT 1 FROM catalog_revisions)`,
-    ],
-    postgres: [
-      `CREATE TABLE infracat_meta (
-         key   TEXT PRIMARY KEY,
-         value TEXT NOT NULL
-       )`,
-      `INSERT INTO infracat_meta (key, value)
-       SELECT 'bootstrap_admin', 'in use before migration 3'
-        WHERE EXISTS (SELECT 1 FROM api_tokens) OR EXISTS (SELECT 1 FROM catalog_revisions)`,
-    ],
+    // The same plain SQL in both dialects.
+    sqlite: META_TABLE,
+    postgres: META_TABLE,
   },
 ];
 
