@@ -35,8 +35,11 @@ const CREDENTIAL = '[A-Za-z0-9\\-._~+/=]+';
 const PROSE_AFTER_SCHEME = new Set(['scheme', 'token', 'tokens', 'realm']);
 const WHITESPACE_OR_PLUS = /[\s+]/;
 
+/** The shape of an infracat secret (and GitHub's): `<prefix>_` then 30+ base62 characters. */
+export const SECRET_SHAPE = /_([A-Za-z0-9]{30,})/g;
+
 const RULES: readonly Rule[] = [
-  { pattern: /_([A-Za-z0-9]{30,})/g, possible: (t) => t.includes('_') },
+  { pattern: SECRET_SHAPE, possible: (t) => t.includes('_') },
   {
     // '+' separates too: it is a space in a query string.
     pattern: new RegExp(`(?<![A-Za-z0-9])(?:bearer|basic)[\\s+]+(${CREDENTIAL})`, 'gi'),

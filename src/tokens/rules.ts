@@ -1,6 +1,7 @@
 // What makes a create request valid, beyond what the JSON schema can say.
 // Pure functions: no HTTP, no storage.
 import type { FieldError } from '../errors.js';
+import { SECRET_SHAPE } from '../redact.js';
 import type { ScopeRegistry } from './scopes.js';
 
 export const NAME_MAX = 100;
@@ -97,6 +98,11 @@ export function validateName(raw: string, pointer = '/name'): { name: string } |
   if (!isVisible(first)) return { error: { pointer, detail: `must not begin with ${codePointLabel(first)}, which shows nothing on its own` } };
   if (!isVisible(last) && !MARK.test(last)) return { error: { pointer, detail: `must not end with ${codePointLabel(last)}, which shows nothing on its own` } };
   if (chars.length > NAME_MAX) return { error: { pointer, detail: `must be at most ${NAME_MAX} characters (got ${chars.length})` } };
+  // A name is shown to everyone who lists tokens and sent to services in X-Token-Name: a
+  // pasted secret must not end up there (the detail does not quote it).
+  if (name.includes('_') && new RegExp(SECRET_SHAPE.source).test(name)) {
+    return { error: { pointer, detail: 'must not contain a secret (something shaped like <prefix>_ and 30 or more letters and digits)' } };
+  }
   return { name };
 }
 

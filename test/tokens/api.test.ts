@@ -226,12 +226,19 @@ for (const backend of backends()) {
         { name: 'line\nbreak', scopes: ['apps:read'] },
         { name: 'rtl\u202Eoverride', scopes: ['apps:read'] },
         { name: 42, scopes: ['apps:read'] },
+        { name: generateSecret('icat'), scopes: ['apps:read'] },
+        { name: `ci ${generateSecret('ghp')} key`, scopes: ['apps:read'] },
       ];
       for (const payload of bad) {
         const res = await post(payload);
         assert.equal(res.statusCode, 422, JSON.stringify(payload));
         assert.deepEqual(res.json<{ errors: { pointer: string }[] }>().errors.map((e) => e.pointer), ['/name'], JSON.stringify(payload));
       }
+      const pasted = generateSecret('icat');
+      const refusedSecret = await post({ name: pasted, scopes: ['apps:read'] });
+      assert.match(refusedSecret.json<{ errors: { detail: string }[] }>().errors[0]!.detail, /must not contain a secret/);
+      assert.ok(!refusedSecret.body.includes(pasted.slice(5)), 'the secret is not quoted back');
+      assert.equal((await post({ name: 'deploy_bot v2', scopes: ['apps:read'] })).statusCode, 201, 'an underscore alone is fine');
       const max = await post({ name: 'é'.repeat(100), scopes: ['apps:read'] });
       assert.equal(max.statusCode, 201);
       assert.equal(max.json<{ name: string }>().name, 'é'.repeat(100));
