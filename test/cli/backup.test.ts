@@ -14,13 +14,15 @@ interface Ledger {
   created: Map<string, string>;
   deleteSent: Set<string>;
   deleted: Set<string>;
+  /** Never deleted: creates acknowledged before the backup, to find in it. */
+  keep: Set<string>;
 }
 
 async function load(url: string, admin: string, ledger: Ledger, stop: { now: boolean }): Promise<void> {
   const auth = { authorization: `Bearer ${admin}` };
   const worker = async (w: number): Promise<void> => {
     for (let i = 0; !stop.now; i++) {
-      const candidates = [...ledger.created.keys()].filter((id) => !ledger.deleteSent.has(id));
+      const candidates = [...ledger.created.keys()].filter((id) => !ledger.deleteSent.has(id) && !ledger.keep.has(id));
       if (i % 3 === 2 && candidates.length > 0) {
         const id = candidates[(w * 7919 + i) % candidates.length]!;
         ledger.deleteSent.add(id);
@@ -55,7 +57,7 @@ describe('infracat backup', () => {
     const admin = (JSON.parse(made.stdout) as { token: string }).token;
 
     const { child, url } = await serve(env);
-    const ledger: Ledger = { created: new Map(), deleteSent: new Set(), deleted: new Set() };
+    const ledger: Ledger = { created: new Map(), deleteSent: new Set(), deleted: new Set(), keep: new Set() };
     const stop = { now: false };
     const running = load(url, admin, ledger, stop);
     // Enough acknowledged writes before the backup to check, however slow the machine is.
@@ -63,6 +65,8 @@ describe('infracat backup', () => {
     // What was acknowledged before the backup began.
     const createdBefore = new Map(ledger.created);
     const deletedBefore = new Set(ledger.deleted);
+    // However long the backup takes, the load keeps writing but never deletes these.
+    for (const id of createdBefore.keys()) if (!ledger.deleteSent.has(id)) ledger.keep.add(id);
     const file = tmp.file('backup.sqlite');
     const backup = await cli(['backup', file], { env });
     stop.now = true;
