@@ -9,31 +9,14 @@ import { createLogger, requestIdFrom } from '../../src/logging.js';
 import { redactDeep, redactSecrets } from '../../src/redact.js';
 import { generateSecret } from '../../src/tokens/format.js';
 import { LogCapture } from '../helpers/app.js';
+import { secretPieceIn } from '../helpers/secrets.js';
 
 const SECRET = 'icat_4Rk9zQ2mXc7LpW1vB8nT5yH3jD6fG0sAeKq2Zx';
 const RANDOM = SECRET.slice(5);
 const hex = (c: string) => c.charCodeAt(0).toString(16).padStart(2, '0');
 const escapeAll = (s: string, upper = true) => [...s].map((c) => `%${upper ? hex(c).toUpperCase() : hex(c)}`).join('');
 
-/** The text and each successive percent-decoding of it. */
-function decodings(text: string): string[] {
-  const out = [text];
-  for (let t = text, i = 0; i < 8; i++) {
-    const next = t.replace(/%([0-9A-Fa-f]{2})/g, (_m, h: string) => String.fromCharCode(parseInt(h, 16)));
-    if (next === t) break;
-    out.push(next);
-    t = next;
-  }
-  return out;
-}
-
-function showsPartOf(text: string, secret: string): boolean {
-  const random = secret.slice(secret.indexOf('_') + 1);
-  return decodings(text).some((view) => {
-    for (let i = 0; i + 12 <= random.length; i++) if (view.includes(random.slice(i, i + 12))) return true;
-    return false;
-  });
-}
+const showsPartOf = (text: string, secret: string): boolean => secretPieceIn(text, secret) !== undefined;
 
 describe('redactSecrets', () => {
   it('replaces the secret part of a token-shaped string, whatever precedes it', () => {
