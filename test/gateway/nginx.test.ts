@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { build, mintToken } from '../helpers/app.js';
@@ -20,16 +21,39 @@ interface Seen {
   headers: http.IncomingHttpHeaders;
 }
 
-async function waitForPort(port: number, timeoutMs: number): Promise<void> {
-  const started = Date.now();
-  for (;;) {
-    try {
-      await fetch(`http://127.0.0.1:${port}/`);
-      return;
-    } catch {
-      if (Date.now() - started > timeoutMs) throw new Error(`nothing listening on ${port}`);
+/**
+ * Starts nginx on a free port and waits until nginx itself answers there. A port that
+ * freePort() handed out can be taken by another test file's server before nginx binds
+ * it; a check that only waited for "something listening" would then talk to that
+ * server (an infracat answering 404). So a reply counts only with nginx's Server header,
+ * and a bind failure picks another port.
+ */
+async function startNginx(t: TestContext, nginx: string, dir: string, confFor: (port: number) => string): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const conf = path.join(dir, `nginx-${attempt}.conf`);
+    writeFileSync(conf, confFor(port));
+    const proc: ChildProcess = spawn(nginx, ['-p', dir, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    proc.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+    let exited = false;
+    proc.on('exit', () => (exited = true));
+    t.after(() => {
+      proc.kill('SIGTERM');
+    });
+    const started = Date.now();
+    for (;;) {
+      if (exited) break;
+      const server = await fetch(`http://127.0.0.1:${port}/`).then(
+        (res) => res.headers.get('server') ?? '',
+        () => '',
+      );
+      if (server.startsWith('nginx')) return port;
+      if (Date.now() - started > 10_000) throw new Error(`nginx did not answer on ${port}\n${stderr}`);
       await new Promise((r) => setTimeout(r, 50));
     }
+    const log = readFileSync(path.join(dir, 'logs/error.log'), 'utf8');
+    if (attempt >= 5 || !/Address already in use/.test(stderr + log)) throw new Error(`nginx exited\n${stderr}\n${log}`);
   }
 }
 
@@ -37,11 +61,12 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
 async function startStack(t: TestContext, nginx: string, env: Record<string, string> = {}) {
   const tmp = tempDir('infracat-nginx-');
   t.after(() => tmp.remove());
-  const [infracatPort, upstreamPort, nginxPort] = [await freePort(), await freePort(), await freePort()];
 
-  // infracat, listening for real; nginx is the only client, so trust it for X-Forwarded-For.
+  // infracat, listening for real on a port the kernel picks; nginx is the only client,
+  // so trust it for X-Forwarded-For.
   const { app } = await build(t, { env: { TRUST_PROXY: '127.0.0.1', LAST_USED_FLUSH_MS: '600000', ...env } });
-  await app.listen({ port: infracatPort, host: '127.0.0.1' });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const infracatPort = (app.server.address() as AddressInfo).port;
 
   // The protected service: records what reaches it.
   const seen: Seen[] = [];
@@ -50,18 +75,17 @@ async function startStack(t: TestContext, nginx: string, env: Record<string, str
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify({ ok: true }));
   });
-  await new Promise<void>((r) => upstream.listen(upstreamPort, '127.0.0.1', r));
+  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   t.after(() => new Promise<void>((r) => upstream.close(() => r())));
+  const upstreamPort = (upstream.address() as AddressInfo).port;
 
-  const snippet = nginxSnippet()
-    .replace('server 127.0.0.1:8080;', `server 127.0.0.1:${infracatPort};`)
-    .replace('server 127.0.0.1:3000;', `server 127.0.0.1:${upstreamPort};`)
-    .replace('listen 127.0.0.1:80;', `listen 127.0.0.1:${nginxPort};`);
   for (const dir of ['logs', 'tmp']) mkdirSync(path.join(tmp.dir, dir));
-  const conf = tmp.file('nginx.conf');
-  writeFileSync(
-    conf,
-    `user root;
+  const port = await startNginx(t, nginx, tmp.dir, (nginxPort) => {
+    const snippet = nginxSnippet()
+      .replace('server 127.0.0.1:8080;', `server 127.0.0.1:${infracatPort};`)
+      .replace('server 127.0.0.1:3000;', `server 127.0.0.1:${upstreamPort};`)
+      .replace('listen 127.0.0.1:80;', `listen 127.0.0.1:${nginxPort};`);
+    return `user root;
 worker_processes 1;
 daemon off;
 pid ${tmp.file('nginx.pid')};
@@ -76,19 +100,10 @@ http {
   scgi_temp_path ${tmp.file('tmp/scgi')};
 ${snippet}
 }
-`,
-  );
-  const proc: ChildProcess = spawn(nginx, ['-p', tmp.dir, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let nginxErr = '';
-  proc.stderr?.on('data', (c: Buffer) => (nginxErr += c.toString()));
-  t.after(() => {
-    proc.kill('SIGTERM');
+`;
   });
-  await waitForPort(nginxPort, 10_000).catch((err: unknown) => {
-    throw new Error(`${(err as Error).message}\n${nginxErr}\n${readFileSync(tmp.file('logs/error.log'), 'utf8')}`);
-  });
-  const base = `http://127.0.0.1:${nginxPort}`;
-  return { app, seen, base, port: nginxPort };
+  const base = `http://127.0.0.1:${port}`;
+  return { app, seen, base, port };
 }
 
 describe('forward auth behind a real nginx', () => {
