@@ -1,63 +1,103 @@
-// The verification cache: SHA-256 -> token record, bounded (LRU) and short-lived.
-// An entry is trusted for `ttlMs` after it was read from storage; after that the next
-// verification re-reads it, so a delete made on another instance takes effect within
-// `ttlMs`. Deletes on this instance evict at once.
+// The verification cache: SHA-256 -> token record, bounded (least recently used go first)
+// and short-lived, over lru-cache. An entry is trusted for `ttlMs` from when its storage
+// read began; after that the next verification reads again, so a delete made on another
+// instance takes effect within `ttlMs`. Deletes on this instance evict at once.
+//
+// Loads go through lru-cache's fetch(): concurrent verifications of one hash share one
+// storage read (when a busy token's entry expires, its burst costs one round trip). Only
+// found tokens are kept: an unknown hash is not cached (a flood of made-up secrets must
+// not push real tokens out; the failure limiter remembers unknown hashes per window).
+import { LRUCache } from 'lru-cache';
 import type { TokenRecord } from '../storage/types.js';
 
-interface Entry {
-  token: TokenRecord;
-  fetchedAt: number;
-}
+/** A storage error, told apart from lru-cache's rejection of an aborted load (see load()). */
+class ReadFailed extends Error {}
 
 export class VerificationCache {
-  private readonly byHash = new Map<string, Entry>();
-  /** Bumped by every eviction, so a storage read that began before one is not cached after it. */
-  generation = 0;
   hits = 0;
   misses = 0;
+  private readonly lru: LRUCache<string, TokenRecord>;
 
+  /**
+   * `read` looks a hash up in storage (null: unknown). `ttlMs` 0 turns caching off but still
+   * lets concurrent loads share a read. `clock` (ms, monotonic by default) is for tests.
+   */
   constructor(
-    private readonly maxEntries: number,
+    max: number,
     private readonly ttlMs: number,
-  ) {}
+    read: (hash: string) => Promise<TokenRecord | null>,
+    clock: () => number = () => performance.now(),
+  ) {
+    this.lru = new LRUCache<string, TokenRecord>({
+      max,
+      // lru-cache reads ttl 0 as "never expires": with caching off nothing is served (get()
+      // answers a miss, loads force a read), and entries kept meanwhile are never trusted.
+      ttl: ttlMs,
+      // Staleness is checked against a fresh clock reading (the default caches it for 1 ms
+      // with a timer): no timer on the verification path.
+      ttlResolution: 0,
+      perf: { now: clock },
+      // A load whose key is deleted or evicted while its read runs still answers the
+      // verifications that were waiting for it (they began before the delete), but its
+      // result is not cached, and later loads do not join it: lru-cache drops the key, so
+      // a delete is never undone by a read that began before it.
+      ignoreFetchAbort: true,
+      fetchMethod: async (hash, _stale, { options }) => {
+        const started = clock();
+        let token: TokenRecord | null;
+        try {
+          token = await read(hash);
+        } catch (err) {
+          throw new ReadFailed('storage read failed', { cause: err });
+        }
+        // Trusted for ttlMs from when the read began, as a delete it missed may be that old.
+        if (ttlMs > 0) options.ttl = Math.max(1, ttlMs - (clock() - started));
+        // undefined: lru-cache keeps nothing for the key.
+        return token ?? undefined;
+      },
+    });
+  }
 
-  get(hash: string, now: number): TokenRecord | undefined {
-    const entry = this.byHash.get(hash);
-    if (entry === undefined || now - entry.fetchedAt >= this.ttlMs) {
-      if (entry !== undefined) this.byHash.delete(hash);
-      this.misses += 1;
-      return undefined;
+  /** The cached token of `hash`, counted as a hit or a miss (metrics). */
+  get(hash: string): TokenRecord | undefined {
+    const token = this.ttlMs > 0 ? this.lru.get(hash) : undefined;
+    if (token === undefined) this.misses += 1;
+    else this.hits += 1;
+    return token;
+  }
+
+  /**
+   * The token of `hash`, from memory when fresh (a load that waited at the failure
+   * limiter's gate may find it there), else from the storage read in flight for it, or
+   * from a new one. Storage errors propagate.
+   */
+  async load(hash: string): Promise<TokenRecord | null> {
+    try {
+      const token = await (this.ttlMs > 0 ? this.lru.fetch(hash) : this.lru.fetch(hash, { forceRefresh: true }));
+      return token ?? null;
+    } catch (err) {
+      if (err instanceof ReadFailed) throw err.cause;
+      // With ignoreFetchAbort, lru-cache rejects an aborted load only when its read found
+      // nothing: the hash was unknown.
+      return null;
     }
-    // Re-insert to mark as most recently used (Map keeps insertion order).
-    this.byHash.delete(hash);
-    this.byHash.set(hash, entry);
-    this.hits += 1;
-    return entry.token;
   }
 
-  /** Like get(), but neither counted as a hit or miss nor marked as used (a re-check). */
-  peek(hash: string, now: number): TokenRecord | undefined {
-    const entry = this.byHash.get(hash);
-    return entry === undefined || now - entry.fetchedAt >= this.ttlMs ? undefined : entry.token;
-  }
-
-  set(hash: string, token: TokenRecord, now: number): void {
-    this.byHash.delete(hash);
-    this.byHash.set(hash, { token, fetchedAt: now });
-    while (this.byHash.size > this.maxEntries) {
-      const oldest = this.byHash.keys().next().value;
-      if (oldest === undefined) break;
-      this.byHash.delete(oldest);
+  /**
+   * Forgets a deleted token: the entry of `hash` and any load of it in flight, or, when
+   * the hash is not known (storage had already lost the token), every entry of `id`.
+   */
+  evict(id: string, hash: string | undefined): void {
+    if (hash !== undefined) {
+      this.lru.delete(hash);
+      return;
     }
-  }
-
-  /** Drops every entry of the token id (after a delete on this instance). */
-  evictId(id: string): void {
-    this.generation += 1;
-    for (const [hash, entry] of this.byHash) if (entry.token.id === id) this.byHash.delete(hash);
+    const hashes: string[] = [];
+    for (const [key, token] of this.lru.entries()) if (token.id === id) hashes.push(key);
+    for (const key of hashes) this.lru.delete(key);
   }
 
   get size(): number {
-    return this.byHash.size;
+    return this.lru.size;
   }
 }

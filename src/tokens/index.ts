@@ -18,7 +18,10 @@ export function createTokenDomain(
   onFlushError?: (err: unknown) => void,
   now?: () => number,
 ): TokenDomain {
-  const cache = new VerificationCache(config.tokenCacheMax, config.tokenCacheTtlMs);
+  // Read through store.tokens at each call (not a bound method): tests wrap findByHash to hold a read.
+  const read = (hash: string) => store.tokens.findByHash(hash);
+  // An injected clock (tests) drives the cache's TTL too, as it drives token expiry.
+  const cache = new VerificationCache(config.tokenCacheMax, config.tokenCacheTtlMs, read, now);
   const lastUsed = new LastUsedTracker(store.tokens, { intervalMs: config.lastUsedFlushMs, ...(onFlushError ? { onError: onFlushError } : {}) });
   const service = new TokenService(store.tokens, {
     prefix: config.tokenPrefix,

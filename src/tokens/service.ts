@@ -48,7 +48,6 @@ export class TokenService {
   /** Verification outcomes since start (metrics). */
   readonly verifications: Record<VerifyFailure | 'ok' | 'error', number> = { ok: 0, format: 0, checksum: 0, unknown: 0, expired: 0, error: 0 };
   private readonly now: () => number;
-  private readonly lookups = new Map<string, { generation: number; read: Promise<TokenRecord | null> }>();
 
   constructor(
     private readonly store: TokenStore,
@@ -149,18 +148,21 @@ export class TokenService {
    * or null for the operator (CLI). As for creation, a token may delete only tokens
    * whose scopes it holds (itself included): otherwise INSUFFICIENT_SCOPE. An unknown
    * id is false before any scope is compared, so it answers alike whoever asks.
-   * (Between the read and the delete the target cannot change: scopes are immutable.)
+   * (Between the read and the delete the target cannot change: scopes and secret hash
+   * are immutable.)
    */
   async delete(id: string, caller: Caller | null): Promise<boolean> {
     if (!PLAUSIBLE_ID.test(id)) return false;
+    const target = await this.store.get(id);
     if (caller !== null) {
-      const target = await this.store.get(id);
       if (target === null) return false;
       refuseUnheld(caller, target.scopes, 'a token can only delete tokens whose scopes it holds itself; it lacks');
     }
     const deleted = await this.store.delete(id);
-    // Evict even when already gone from storage: this instance may still cache it.
-    this.options.cache.evictId(id);
+    // After the storage delete, so a verification that reads storage later finds nothing,
+    // and one whose read began earlier is neither cached nor joined (cache.ts). Evicted
+    // even when already gone from storage: this instance may still cache it.
+    this.options.cache.evict(id, target?.secretHash);
     this.options.tracker.forget(id);
     return deleted;
   }
@@ -188,45 +190,16 @@ export class TokenService {
     if (!shape.ok) return { ok: false, reason: shape.reason };
     const hash = hashSecret(secret);
     const now = this.now();
-    let token = this.options.cache.get(hash, now);
+    let token = this.options.cache.get(hash);
     if (token === undefined) {
-      token = (await (gate === undefined ? this.lookup(hash, now) : gate(hash, () => this.lookupAfterWait(hash)))) ?? undefined;
+      const { cache } = this.options;
+      // At the gate the load may wait its turn; it then finds in the cache what others learnt meanwhile.
+      token = (await (gate === undefined ? cache.load(hash) : gate(hash, () => cache.load(hash)))) ?? undefined;
       if (token === undefined) return { ok: false, reason: 'unknown' };
     }
     // The clock is read again: a gated lookup may have waited its turn.
     if (this.isExpired(token, gate === undefined ? now : this.now())) return { ok: false, reason: 'expired' };
     return { ok: true, token };
-  }
-
-  /** A lookup that may have waited at a gate: what the cache learnt meanwhile answers it. */
-  private async lookupAfterWait(hash: string): Promise<TokenRecord | null> {
-    const now = this.now();
-    return this.options.cache.peek(hash, now) ?? (await this.lookup(hash, now));
-  }
-
-  /**
-   * One storage read per hash at a time: when a busy token's cache entry expires, the
-   * burst of requests that find it stale share one read instead of each making its own
-   * (on PostgreSQL: one round trip instead of one per connection). A request arriving
-   * after an eviction (a delete here) never joins a read that began before it, and such
-   * a read's result is not cached.
-   */
-  private lookup(hash: string, now: number): Promise<TokenRecord | null> {
-    const generation = this.options.cache.generation;
-    const inFlight = this.lookups.get(hash);
-    if (inFlight !== undefined && inFlight.generation === generation) return inFlight.read;
-    const read = this.store.findByHash(hash).then((token) => {
-      if (token !== null && this.options.cache.generation === generation) this.options.cache.set(hash, token, now);
-      return token;
-    });
-    const entry = { generation, read };
-    this.lookups.set(hash, entry);
-    // Only this read's own entry is removed (a newer one may have replaced it).
-    const done = () => {
-      if (this.lookups.get(hash) === entry) this.lookups.delete(hash);
-    };
-    read.then(done, done);
-    return read;
   }
 
   /** Counts a successful authentication towards last_used_at (written in batches). */

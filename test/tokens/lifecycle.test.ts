@@ -114,7 +114,7 @@ for (const backend of backends()) {
       assert.ok((await Promise.all(burst)).every((r) => r.ok));
       assert.equal(reads, 1, '20 concurrent verifications, one storage read');
 
-      domain.cache.evictId(token.id);
+      domain.cache.evict(token.id, token.secretHash);
       hold();
       const before = domain.service.verify(secret); // its read finds the token, then waits
       await new Promise((r) => setTimeout(r, 20));
@@ -125,6 +125,19 @@ for (const backend of backends()) {
       assert.deepEqual(await after, { ok: false, reason: 'unknown' });
       assert.deepEqual(await domain.service.verify(secret), { ok: false, reason: 'unknown' }, 'the stale read was not cached');
       assert.equal(reads, 4);
+    });
+
+    it('TOKEN_CACHE_TTL_MS=0 turns the verification cache off: a delete elsewhere is refused at once', async (t) => {
+      const db = await backend.fresh(t);
+      const env = { DATABASE_URL: db.url, TOKEN_CACHE_TTL_MS: '0' };
+      const { app, store } = await build(t, { store: db.open(), env });
+      const victim = await mintToken(app, ['apps:read']);
+      const current = () => app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth });
+      assert.equal((await current()).statusCode, 200);
+      assert.equal((await current()).statusCode, 200);
+      assert.equal(app.infracat.tokens.cache.hits, 0, 'nothing answered from memory');
+      assert.equal(await store.tokens.delete(victim.id), true); // as another instance would, behind this one's back
+      assert.equal((await current()).statusCode, 401);
     });
 
     it('a malformed or checksum-failing token is refused without a storage lookup', async (t) => {

@@ -117,30 +117,118 @@ describe('create rules: a new token never outlives its creator', () => {
 
 describe('verification cache', () => {
   const token = (id: string): TokenRecord => ({ id, name: id, scopes: [], secretHash: id, createdAt: 0, expiresAt: null, lastUsedAt: null });
+  /** A storage stand-in by hash: reads are counted; `hold()` makes the next reads wait for `release()`. */
+  function storage(records: Record<string, TokenRecord | null>) {
+    let reads = 0;
+    let gate: Promise<void> = Promise.resolve();
+    let release = (): void => undefined;
+    const read = async (hash: string): Promise<TokenRecord | null> => {
+      reads += 1;
+      const found = records[hash] ?? null;
+      await gate;
+      return found;
+    };
+    const hold = (): void => {
+      gate = new Promise<void>((r) => (release = r));
+    };
+    return { read, hold, release: () => release(), reads: () => reads };
+  }
+  // lru-cache takes a start time of 0 for "no TTL": the test clock starts later.
+  const clock = (t: number) => ({ t, now(): number { return this.t; } });
 
-  it('serves entries for ttl, then forgets them', () => {
-    const c = new VerificationCache(10, 100);
-    c.set('h1', token('a'), 1000);
-    assert.equal(c.get('h1', 1099)?.id, 'a');
-    assert.equal(c.get('h1', 1100), undefined);
+  it('serves an entry for ttl counted from when its read began, then reads again', async () => {
+    const c0 = clock(1000);
+    const s = storage({ h1: token('a') });
+    const c = new VerificationCache(10, 100, s.read, () => c0.now());
+    assert.equal(c.get('h1'), undefined);
+    s.hold();
+    const loading = c.load('h1');
+    c0.t = 1050; // the read took 50 ms
+    s.release();
+    assert.equal((await loading)?.id, 'a');
+    c0.t = 1099;
+    assert.equal(c.get('h1')?.id, 'a');
+    c0.t = 1101;
+    assert.equal(c.get('h1'), undefined, 'a delete the read missed is at most ttl old');
+    assert.equal((await c.load('h1'))?.id, 'a');
+    assert.equal(s.reads(), 2);
+    assert.deepEqual({ hits: c.hits, misses: c.misses }, { hits: 1, misses: 2 });
   });
 
-  it('is bounded, evicting the least recently used', () => {
-    const c = new VerificationCache(2, 10_000);
-    c.set('h1', token('a'), 0);
-    c.set('h2', token('b'), 0);
-    c.get('h1', 1);
-    c.set('h3', token('c'), 2);
+  it('is bounded, evicting the least recently used', async () => {
+    const c0 = clock(1000);
+    const s = storage({ h1: token('a'), h2: token('b'), h3: token('c') });
+    const c = new VerificationCache(2, 10_000, s.read, () => c0.now());
+    await c.load('h1');
+    await c.load('h2');
+    c.get('h1');
+    await c.load('h3');
     assert.equal(c.size, 2);
-    assert.equal(c.get('h2', 3), undefined, 'b was least recently used');
-    assert.equal(c.get('h1', 3)?.id, 'a');
+    assert.equal(c.get('h2'), undefined, 'b was least recently used');
+    assert.equal(c.get('h1')?.id, 'a');
   });
 
-  it('evicts by token id', () => {
-    const c = new VerificationCache(10, 10_000);
-    c.set('h1', token('a'), 0);
-    c.evictId('a');
-    assert.equal(c.get('h1', 1), undefined);
+  it('concurrent loads of one hash share one read; unknown hashes and failed reads are not kept', async () => {
+    const s = storage({ h1: token('a') });
+    const c = new VerificationCache(10, 10_000, s.read);
+    s.hold();
+    const loads = [c.load('h1'), c.load('h1'), c.load('nope'), c.load('nope')];
+    s.release();
+    assert.deepEqual((await Promise.all(loads)).map((t) => t?.id ?? null), ['a', 'a', null, null]);
+    assert.equal(s.reads(), 2);
+    assert.equal(c.size, 1, 'the unknown hash is not cached');
+    assert.equal(await c.load('nope'), null);
+    assert.equal(s.reads(), 3);
+    let fail = true;
+    const flaky = new VerificationCache(10, 10_000, async () => {
+      if (fail) throw new Error('storage down');
+      return token('b');
+    });
+    await assert.rejects(flaky.load('h2'), /storage down/, 'a storage error propagates');
+    fail = false;
+    assert.equal((await flaky.load('h2'))?.id, 'b', 'and is not remembered');
+  });
+
+  it('a load pushed out while its read runs still answers: the token, or null if unknown (not an error)', async () => {
+    const s = storage({ h1: token('a') });
+    const c = new VerificationCache(1, 10_000, s.read);
+    s.hold();
+    const found = c.load('h1');
+    const unknown = c.load('nope'); // evicts the load of h1 (max 1)
+    const other = c.load('h1'); // evicts the load of nope
+    s.release();
+    assert.equal((await found)?.id, 'a');
+    assert.equal(await unknown, null);
+    assert.equal((await other)?.id, 'a');
+  });
+
+  it('evicts a token by hash, its load in flight included, or by id when the hash is unknown', async () => {
+    const s = storage({ h1: token('a'), h2: token('b') });
+    const c = new VerificationCache(10, 10_000, s.read);
+    await c.load('h1');
+    c.evict('a', undefined);
+    assert.equal(c.get('h1'), undefined);
+    s.hold();
+    const before = c.load('h2');
+    c.evict('b', 'h2');
+    const after = c.load('h2');
+    s.release();
+    assert.equal((await before)?.id, 'b');
+    assert.equal((await after)?.id, 'b');
+    assert.equal(s.reads(), 3, 'the load after the eviction made its own read');
+  });
+
+  it('ttl 0 turns caching off; concurrent loads still share one read', async () => {
+    const s = storage({ h1: token('a') });
+    const c = new VerificationCache(10, 0, s.read);
+    s.hold();
+    const loads = [c.load('h1'), c.load('h1')];
+    s.release();
+    assert.deepEqual((await Promise.all(loads)).map((t) => t?.id), ['a', 'a']);
+    assert.equal(s.reads(), 1);
+    assert.equal(c.get('h1'), undefined, 'never served from memory');
+    assert.equal((await c.load('h1'))?.id, 'a');
+    assert.equal(s.reads(), 2, 'every load reads storage');
   });
 });
 
