@@ -16,10 +16,12 @@
 //   the limit with 429 + Retry-After, which tells a misbehaving client to back off.
 // Addresses are counted as addressKey() says: IPv6 by /64 (see there).
 // Memory is bounded: at most `maxKeys` addresses and `maxUnknown` hashes are tracked
-// (oldest dropped first); a gate exists only while lookups of its address are in flight
-// or waiting, and each waiter is a request the server is already holding.
+// (oldest dropped first: lru-cache, read with peek() so that only a new window or a new
+// unknown hash counts as recent); a gate exists only while lookups of its address are in
+// flight or waiting, and each waiter is a request the server is already holding.
 
 import { isIP } from 'node:net';
+import { LRUCache } from 'lru-cache';
 import type { TokenRecord } from '../storage/types.js';
 import type { LookupGate } from '../tokens/service.js';
 
@@ -36,21 +38,26 @@ interface Gate {
 }
 
 export class FailureLimiter {
-  private readonly windows = new Map<string, Window>();
+  // Windows and remembered hashes expire by the `now` each call is given (tests drive it),
+  // so lru-cache only bounds them; its own clock-based ttl is not used.
+  private readonly windows: LRUCache<string, Window>;
   private readonly gates = new Map<string, Gate>();
   /** Hash -> when to forget that storage did not know it. */
-  private readonly unknown = new Map<string, number>();
+  private readonly unknown: LRUCache<string, number>;
 
   constructor(
     private readonly limit: number,
     private readonly windowMs: number,
-    private readonly maxKeys = 100_000,
-    private readonly maxUnknown = 10_000,
-  ) {}
+    maxKeys = 100_000,
+    maxUnknown = 10_000,
+  ) {
+    this.windows = new LRUCache({ max: maxKeys });
+    this.unknown = new LRUCache({ max: maxUnknown });
+  }
 
   /** Seconds to wait when `key` is over the limit, else 0. */
   retryAfter(key: string, now: number): number {
-    const w = this.windows.get(key);
+    const w = this.windows.peek(key);
     if (w === undefined || now >= w.resetAt || w.failures < this.limit) return 0;
     return Math.max(1, Math.ceil((w.resetAt - now) / 1000));
   }
@@ -61,12 +68,10 @@ export class FailureLimiter {
    */
   fail(key: string, now: number): number {
     const wait = this.retryAfter(key, now);
-    let w = this.windows.get(key);
+    let w = this.windows.peek(key);
     if (w === undefined || now >= w.resetAt) {
       w = { failures: 0, resetAt: now + this.windowMs };
-      this.windows.delete(key);
       this.windows.set(key, w);
-      evictOldest(this.windows, this.maxKeys);
     }
     w.failures += 1;
     return wait;
@@ -96,7 +101,7 @@ export class FailureLimiter {
 
   /** Lookups `key` may have in flight: the failures it has left in its window, at least one. */
   private allowance(key: string, now: number): number {
-    const w = this.windows.get(key);
+    const w = this.windows.peek(key);
     const failures = w === undefined || now >= w.resetAt ? 0 : w.failures;
     return Math.max(1, this.limit - failures);
   }
@@ -138,7 +143,7 @@ export class FailureLimiter {
   }
 
   private knownUnknown(hash: string, now: number): boolean {
-    const until = this.unknown.get(hash);
+    const until = this.unknown.peek(hash);
     if (until === undefined) return false;
     if (now < until) return true;
     this.unknown.delete(hash);
@@ -146,18 +151,7 @@ export class FailureLimiter {
   }
 
   private rememberUnknown(hash: string, now: number): void {
-    this.unknown.delete(hash);
     this.unknown.set(hash, now + this.windowMs);
-    evictOldest(this.unknown, this.maxUnknown);
-  }
-}
-
-/** Drops the oldest entries (Map keeps insertion order) until `map` holds at most `max`. */
-function evictOldest(map: Map<string, unknown>, max: number): void {
-  while (map.size > max) {
-    const oldest = map.keys().next().value;
-    if (oldest === undefined) break;
-    map.delete(oldest);
   }
 }
 
