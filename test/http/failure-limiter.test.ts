@@ -131,6 +131,17 @@ describe('failure limiter gate', () => {
     assert.equal(reads, 1, 'the newest is still remembered');
   });
 
+  it('the oldest window is dropped first, however recently its address was checked', () => {
+    const l = new FailureLimiter(1, 60_000, 2);
+    l.fail('a', 0);
+    l.fail('b', 1);
+    assert.ok(l.retryAfter('a', 2) > 0, 'a is checked (and still over its limit)');
+    l.fail('c', 3);
+    assert.equal(l.retryAfter('a', 4), 0, 'a had the oldest window');
+    assert.ok(l.retryAfter('b', 4) > 0);
+    assert.ok(l.retryAfter('c', 4) > 0);
+  });
+
   it('fail() says whether the address had already used up its failures (429) or not (401)', () => {
     const l = new FailureLimiter(2, 10_000);
     assert.equal(l.fail('ip', 0), 0);
