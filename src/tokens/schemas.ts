@@ -1,17 +1,21 @@
-// Wire shapes of the token endpoints. Response schemas list every field that may leave
-// the service: Fastify's serialiser drops anything else, so a secret or hash on a
-// record can never reach a list body by accident.
+// Wire shapes of the token endpoints, each declared once: its TypeScript type is its
+// Static (views.ts builds it), Fastify validates and serialises by it, and the OpenAPI
+// document shows it. Response schemas list every field that may leave the service:
+// Fastify's serialiser drops anything else, so a secret or hash on a record can never
+// reach a list body by accident.
 import { Type, type Static } from 'typebox';
+import { NAME_MAX } from './rules.js';
 
 const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 UTC timestamp', examples: ['2026-11-21T19:00:00.000Z'] });
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 const Scopes = Type.Array(Type.String(), { description: '`<resource>:<action>` scopes', examples: [['apps:read', 'apps:write']] });
 
 export const TokenId = Type.String({ description: 'Token id, `tok_` + ULID', examples: ['tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H'] });
+const TokenName = Type.String({ examples: ['ci deploy'] });
 
 export const CreateTokenBody = Type.Object(
   {
-    name: Type.String({ maxLength: 100, description: 'Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end', examples: ['ci deploy'] }),
+    name: Type.String({ maxLength: NAME_MAX, description: `Label, at most ${NAME_MAX} characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end`, examples: ['ci deploy'] }),
     scopes: Type.Array(Type.String({ maxLength: 200 }), { minItems: 1, maxItems: 100, examples: [['apps:read', 'apps:write']] }),
     expires_at: Type.Optional(
       Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
@@ -25,18 +29,20 @@ export const CreateTokenBody = Type.Object(
 );
 export type CreateTokenBody = Static<typeof CreateTokenBody>;
 
+/** The create response: the only place a secret is ever shown. No last_used_at. */
 export const CreatedToken = Type.Object({
   id: TokenId,
-  name: Type.String({ examples: ['ci deploy'] }),
+  name: TokenName,
   token: Type.String({ description: 'The secret. Shown in this response only.', examples: ['icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB'] }),
   scopes: Scopes,
   created_at: Timestamp,
   expires_at: NullableTimestamp,
 });
+export type CreatedToken = Static<typeof CreatedToken>;
 
 export const TokenView = Type.Object({
   id: TokenId,
-  name: Type.String({ examples: ['ci deploy'] }),
+  name: TokenName,
   scopes: Scopes,
   created_at: Timestamp,
   last_used_at: NullableTimestamp,
@@ -46,13 +52,14 @@ export type TokenView = Static<typeof TokenView>;
 
 export const TokenList = Type.Array(TokenView);
 
-export const ScopeList = Type.Array(
-  Type.Object({
-    scope: Type.String(),
-    resource: Type.String(),
-    action: Type.Union([Type.Literal('read'), Type.Literal('write')]),
-    description: Type.String(),
-  }),
-);
+export const ScopeView = Type.Object({
+  scope: Type.String(),
+  resource: Type.String(),
+  action: Type.Union([Type.Literal('read'), Type.Literal('write')]),
+  description: Type.String(),
+});
+export type ScopeView = Static<typeof ScopeView>;
+
+export const ScopeList = Type.Array(ScopeView);
 
 export const IdParams = Type.Object({ id: Type.String({ maxLength: 200 }) });

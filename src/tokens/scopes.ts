@@ -3,6 +3,7 @@
 // anything outside it is rejected, never stored.
 import { redactSecrets } from '../redact.js';
 import type { FieldError } from '../errors.js';
+import type { ScopeView } from './schemas.js';
 
 export const ACTIONS = ['read', 'write'] as const;
 export type Action = (typeof ACTIONS)[number];
@@ -19,20 +20,13 @@ const DESCRIPTIONS: Record<string, Record<Action, string>> = {
   regions: { read: 'Read the region catalog.', write: 'Manage the region catalog.' },
 };
 
-export interface ScopeInfo {
-  scope: string;
-  resource: string;
-  action: Action;
-  description: string;
-}
-
 export function parseScope(scope: string): { resource: string; action: Action } | null {
   const m = SCOPE_PATTERN.exec(scope);
   return m === null ? null : { resource: m[1]!, action: m[2] as Action };
 }
 
 export class ScopeRegistry {
-  private readonly infos: ScopeInfo[];
+  private readonly infos: ScopeView[];
   private readonly known: Set<string>;
 
   constructor(resources: readonly string[] = DEFAULT_RESOURCES) {
@@ -48,7 +42,7 @@ export class ScopeRegistry {
     this.known = new Set(this.infos.map((i) => i.scope));
   }
 
-  all(): readonly ScopeInfo[] {
+  all(): readonly ScopeView[] {
     return this.infos;
   }
 

@@ -1,28 +1,12 @@
-// Token records -> the JSON the API (and `infracat tokens --json`) shows.
+// Token records -> the JSON the API (and `infracat tokens --json`) shows. The shapes are
+// the response schemas' (schemas.ts); here only how each field is made from a record.
 import type { TokenRecord } from '../storage/types.js';
+import type { CreatedToken, TokenView } from './schemas.js';
 import type { IssuedToken } from './service.js';
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
-export interface TokenViewJson {
-  id: string;
-  name: string;
-  scopes: string[];
-  created_at: string;
-  last_used_at: string | null;
-  expires_at: string | null;
-}
-
-export interface CreatedTokenJson {
-  id: string;
-  name: string;
-  token: string;
-  scopes: string[];
-  created_at: string;
-  expires_at: string | null;
-}
-
-export function tokenView(t: TokenRecord): TokenViewJson {
+export function tokenView(t: TokenRecord): TokenView {
   return {
     id: t.id,
     name: t.name,
@@ -33,8 +17,7 @@ export function tokenView(t: TokenRecord): TokenViewJson {
   };
 }
 
-/** The create response: the only place a secret is ever shown. No last_used_at. */
-export function createdView({ token, secret }: IssuedToken): CreatedTokenJson {
+export function createdView({ token, secret }: IssuedToken): CreatedToken {
   return {
     id: token.id,
     name: token.name,

@@ -1,11 +1,14 @@
 // The token domain's building blocks, without HTTP or storage.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { Value } from 'typebox/value';
 import { VerificationCache } from '../../src/tokens/cache.js';
 import { CHECKSUM_CHARS, checkSecret, generateSecret, hashSecret, RANDOM_CHARS } from '../../src/tokens/format.js';
 import { newTokenId, TOKEN_ID_PATTERN } from '../../src/tokens/ids.js';
 import { validateCreate, type Caller } from '../../src/tokens/rules.js';
+import { CreatedToken, ScopeView, TokenView } from '../../src/tokens/schemas.js';
 import { grants, missingScopes, parseScope, ScopeRegistry } from '../../src/tokens/scopes.js';
+import { createdView, tokenView } from '../../src/tokens/views.js';
 import { FailureLimiter } from '../../src/http/failure-limiter.js';
 import type { TokenRecord } from '../../src/storage/types.js';
 
@@ -112,6 +115,39 @@ describe('create rules: a new token never outlives its creator', () => {
     for (const at of [now + 1, now + 4999, now + 5000]) assert.deepEqual(ask(iso(at), expiring), { value: { name: 'x', scopes: ['apps:read'], expiresAt: at } });
     assert.deepEqual(ask(null, null), { value: { name: 'x', scopes: ['apps:read'], expiresAt: null } });
     assert.deepEqual(ask(null, { scopes: [], expiresAt: null }), { value: { name: 'x', scopes: ['apps:read'], expiresAt: null } });
+  });
+});
+
+describe('token views', () => {
+  const fields = (schema: { properties: object }) => Object.keys(schema.properties);
+  const record: TokenRecord = {
+    id: 'tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H',
+    name: 'ci',
+    scopes: ['apps:read'],
+    secretHash: 'a'.repeat(64),
+    createdAt: Date.UTC(2026, 10, 21, 19),
+    expiresAt: null,
+    lastUsedAt: null,
+  };
+
+  it('carry exactly the fields of their response schemas, in order, and no secret hash', () => {
+    for (const t of [record, { ...record, expiresAt: record.createdAt + 1000, lastUsedAt: record.createdAt + 1 }]) {
+      const view = tokenView(t);
+      assert.ok(Value.Check(TokenView, view), JSON.stringify(view));
+      assert.deepEqual(Object.keys(view), fields(TokenView));
+      const created = createdView({ token: t, secret: 'icat_secret' });
+      assert.ok(Value.Check(CreatedToken, created), JSON.stringify(created));
+      assert.deepEqual(Object.keys(created), fields(CreatedToken));
+      assert.ok(!JSON.stringify([view, created]).includes(t.secretHash));
+    }
+    assert.equal(tokenView(record).created_at, '2026-11-21T19:00:00.000Z');
+  });
+
+  it('the scope registry lists entries of the scope schema', () => {
+    for (const entry of new ScopeRegistry().all()) {
+      assert.ok(Value.Check(ScopeView, entry), entry.scope);
+      assert.deepEqual(Object.keys(entry), fields(ScopeView));
+    }
   });
 });
 
