@@ -9,7 +9,7 @@ export const TOKEN_ID_PATTERN = /^tok_[0-9A-HJKMNP-TV-Z]{26}$/;
 let lastTime = -1;
 let lastRandom: bigint = 0n;
 
-export function newTokenId(now: number = Date.now()): string {
+export function newTokenId(now: number): string {
   let random: bigint;
   if (now <= lastTime) {
     random = (lastRandom + 1n) & ((1n << 80n) - 1n);

@@ -63,7 +63,7 @@ const MARK = /^\p{M}$/u;
 const BLANK_GLYPHS: ReadonlySet<number> = new Set([0x2800, 0x1d159]);
 
 /** U+XXXX: how a refused character is named in an error (the character itself may not show). */
-export function codePointLabel(c: string): string {
+function codePointLabel(c: string): string {
   return `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
 }
 
@@ -80,7 +80,8 @@ export function isVisible(c: string): boolean {
  * + U+3164 would look like `admin`). A trailing combining mark is fine: it sits on
  * the character before it (as U+FE0F does on an emoji).
  */
-export function validateName(raw: string, pointer = '/name'): { name: string } | { error: FieldError } {
+export function validateName(raw: string): { name: string } | { error: FieldError } {
+  const pointer = '/name';
   if (!raw.isWellFormed()) return { error: { pointer, detail: 'must be valid Unicode text' } };
   const refused = REFUSED.exec(raw)?.[0];
   if (refused !== undefined) {
@@ -146,7 +147,8 @@ export function parseTimestamp(text: string): { at: number } | { error: string }
   return { at: date.getTime() - offsetMs };
 }
 
-function validateExpiry(asked: string | null | undefined, ctx: RuleContext, pointer = '/expires_at'): { expiresAt: number | null } | { error: FieldError } {
+function validateExpiry(asked: string | null | undefined, ctx: RuleContext): { expiresAt: number | null } | { error: FieldError } {
+  const pointer = '/expires_at';
   // A new token never outlives the token that creates it.
   const limit = ctx.caller?.expiresAt ?? null;
   if (asked === undefined) return { expiresAt: limit };

@@ -55,11 +55,11 @@ export class ScopeRegistry {
   }
 
   /** One error per bad entry of a requested scope list (pointer `/scopes/<i>`). */
-  validate(scopes: readonly string[], pointer = '/scopes'): FieldError[] {
+  validate(scopes: readonly string[]): FieldError[] {
     const errors: FieldError[] = [];
     const seen = new Set<string>();
     scopes.forEach((scope, i) => {
-      const at = `${pointer}/${i}`;
+      const at = `/scopes/${i}`;
       if (parseScope(scope) === null) errors.push({ pointer: at, detail: `"${truncate(scope)}" is not of the form <resource>:<read|write>` });
       else if (!this.known.has(scope)) errors.push({ pointer: at, detail: `unknown scope "${scope}"` });
       else if (seen.has(scope)) errors.push({ pointer: at, detail: `duplicate scope "${scope}"` });
