@@ -9,12 +9,13 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from './types.js';
 import { AppError, ERRORS, toProblem, type ErrorCode, type FieldError } from '../errors.js';
 import { StorageUnavailableError } from '../storage/types.js';
+import { ROUTED_METHODS } from './methods.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 export const RETRY_AFTER_SECONDS = 5;
 // OPTIONS is not looked for: with CORS on, a catch-all OPTIONS route answers preflights
 // for every path, and it made unknown paths answer 405 "allowed: OPTIONS" instead of 404.
-const ROUTABLE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+const ALLOW_CANDIDATES = ROUTED_METHODS.filter((m) => m !== 'OPTIONS');
 /** Query parameters named in an INVALID_QUERY detail; the rest are counted. */
 const NAMED_PARAMETERS = 5;
 
@@ -156,7 +157,7 @@ export function installProblemHandlers(app: App, options: ProblemOptions): void 
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
-    const allowed = ROUTABLE_METHODS.filter((m) => m !== request.method && app.findRoute({ method: m, url: path }) !== null);
+    const allowed = ALLOW_CANDIDATES.filter((m) => m !== request.method && app.findRoute({ method: m, url: path }) !== null);
     if (allowed.length > 0) {
       return sendProblem(
         request,
