@@ -13,7 +13,7 @@ export { redactSecrets } from './redact.js';
 // Exact paths only: wildcard paths made redaction cost ~6% of the server's CPU on
 // every access-log line (profiled in BENCHMARKS.md), and the serialisers below never
 // emit headers anyway.
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'authorization',
   'token',
   'secret',
@@ -27,7 +27,6 @@ interface LoggedRequest {
   method?: string;
   url?: string;
   ip?: string;
-  id?: string;
 }
 
 export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {

@@ -26,7 +26,7 @@ export const CONSOLE_CSP = [
 ].join('; ');
 
 /** Where the build puts the assets: two levels up from src/console/ and from the bundle, dist/cli/. */
-export const DEFAULT_ASSET_DIR = fileURLToPath(new URL('../../dist/web/', import.meta.url));
+const DEFAULT_ASSET_DIR = fileURLToPath(new URL('../../dist/web/', import.meta.url));
 
 const ASSETS: Record<string, { file: string; type: string }> = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },

@@ -79,7 +79,7 @@ const IntrospectResponse = Type.Object({
 });
 
 /** Header-safe token name: printable ASCII as is, anything else percent-encoded (UTF-8). */
-export function headerSafe(value: string): string {
+function headerSafe(value: string): string {
   return /^[\x20-\x7e]*$/.test(value) && !value.includes('%') ? value : encodeURIComponent(value);
 }
 

@@ -18,8 +18,8 @@ import { bearerChallenge, type RouteAuth } from './auth.js';
 import { policyField, RATE_LIMIT_POLICIES, stateField, type RateLimitOptions } from './rate-limit.js';
 import type { App } from './types.js';
 
-export const OPENAPI_PATH = '/api/v1/openapi.json';
-export const DOCS_PREFIX = '/docs';
+const OPENAPI_PATH = '/api/v1/openapi.json';
+const DOCS_PREFIX = '/docs';
 
 const header = (description: string, type: 'string' | 'integer' = 'string') => ({ description, schema: { type } });
 

@@ -11,7 +11,7 @@ import { AppError, ERRORS, toProblem, type ErrorCode, type FieldError } from '..
 import { StorageUnavailableError } from '../storage/types.js';
 import { ROUTED_METHODS } from './methods.js';
 
-export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
+const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 export const RETRY_AFTER_SECONDS = 5;
 // OPTIONS is not looked for: with CORS on, a catch-all OPTIONS route answers preflights
 // for every path, and it made unknown paths answer 405 "allowed: OPTIONS" instead of 404.
@@ -19,7 +19,7 @@ const ALLOW_CANDIDATES = ROUTED_METHODS.filter((m) => m !== 'OPTIONS');
 /** Query parameters named in an INVALID_QUERY detail; the rest are counted. */
 const NAMED_PARAMETERS = 5;
 
-export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
+function sendProblem(request: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
   for (const [name, value] of Object.entries(err.extras.headers ?? {})) reply.header(name, value);
   // Also set by the app's first onRequest hook, but a problem may be answered before it ran.
   reply.header('x-request-id', request.id);
@@ -92,7 +92,7 @@ const BY_STATUS: Partial<Record<number, ErrorCode>> = {
 };
 
 /** Turns whatever was thrown into the AppError to answer with. */
-export function classify(error: FastifyError | Error, bodyLimit: number): AppError {
+function classify(error: FastifyError | Error, bodyLimit: number): AppError {
   if (error instanceof AppError) return error;
   if (error instanceof StorageUnavailableError) {
     // Unreachable, locked, read-only or out of space: nothing a retry elsewhere can't fix.
