@@ -131,7 +131,10 @@ export function buildApp(deps: AppDeps): App {
   });
   app.decorateRequest('token', null);
   installRouteAuth(app, auth);
-  const rateLimit = { quotas: { token: config.rateLimit, anonymous: config.rateLimitAnonymous }, windowS: config.rateLimitWindowS };
+  const rateLimit = {
+    quotas: { token: config.rateLimit, anonymous: config.rateLimitAnonymous },
+    windowS: config.rateLimitWindowS,
+  };
   if (rateLimit.quotas.token > 0 || rateLimit.quotas.anonymous > 0) installRateLimit(app, rateLimit);
   installMetrics(app, config.metricsAccess, { tokens, catalog, storageErrors: () => storageErrors, storageQueries: () => store.stats.queries });
   app.addHook('onRequest', auth.refuseQueryTokens);

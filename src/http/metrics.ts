@@ -49,7 +49,7 @@ function totalCounter(registry: Registry, name: string, help: string, read: () =
   });
 }
 
-export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', sources: MetricsSources): Registry {
+export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', sources: MetricsSources): void {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -67,7 +67,8 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
     registers: [registry],
   });
   app.addHook('onResponse', async (request: FastifyRequest, reply) => {
-    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
+    const route = request.routeOptions.url ?? 'unmatched';
+    const labels = { method: request.method, route, status: String(reply.statusCode) };
     requests.inc(labels);
     duration.observe(labels, reply.elapsedTime / 1000);
   });
@@ -127,5 +128,4 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
       return registry.metrics();
     });
   });
-  return registry;
 }

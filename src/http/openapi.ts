@@ -4,8 +4,8 @@
 //
 // The /docs plugin is loaded on the first request for it, in an instance of its own that
 // the /docs routes forward to: @fastify/swagger-ui with @fastify/static, glob and a YAML
-// parser was ~110 ms of a ~440 ms cold start (BENCHMARKS.md), for a page most
-// processes never serve.
+// parser was ~110 ms of a ~440 ms cold start, and measured again for #19, x1.28 CPU to the
+// first answer and +4.5 MB idle (BENCHMARKS.md), for a page most processes never serve.
 //
 // Routes state only their success shapes and config.auth; the error responses every
 // route can give (problem+json) are derived here from what the route takes.
@@ -57,7 +57,9 @@ function rateLimitHeaders({ quotas, windowS }: RateLimitOptions): Record<string,
   const states = on.map((p) => `\`${stateField(p, quotas[p] - 1, windowS)}\``).join(' or ');
   const policies = on.map((p) => `\`${policyField(p, quotas[p], windowS)}\` (${RATE_LIMIT_POLICIES[p]})`).join('; ');
   return {
-    RateLimit: header(`Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): ${states}`),
+    RateLimit: header(
+      `Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): ${states}`,
+    ),
     'RateLimit-Policy': header(`Quota of requests per window of seconds: ${policies}`),
   };
 }
@@ -84,7 +86,8 @@ function documentRoute(schema: RouteSchema, url: string, route: RouteConfig, fac
   }
   if (schema.querystring !== undefined) add(400, problem('Unknown query parameter or bad value, named in `detail` (INVALID_QUERY)'));
   if (url.includes(':') || url.includes('*')) add(404, problem('No such resource (NOT_FOUND)'));
-  const challenge = header(`\`${bearerChallenge()}\`, with \`error="invalid_token"\` or \`error="insufficient_scope", scope="..."\``);
+  const errors = '`error="invalid_token"` or `error="insufficient_scope", scope="..."`';
+  const challenge = header(`\`${bearerChallenge()}\`, with ${errors}`);
   let security: unknown[] = [];
   let note = '';
   if (auth === 'optional') {
@@ -145,7 +148,9 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
           bearer: {
             type: 'http',
             scheme: 'bearer',
-            bearerFormat: `${options.tokenPrefix}_<${RANDOM_CHARS} base62 characters><${CHECKSUM_CHARS}-character base62 CRC32>`,
+            // TOKEN_PREFIX and the lengths src/tokens/format.ts checks.
+            bearerFormat: `${options.tokenPrefix}_<${RANDOM_CHARS} base62 characters>` +
+              `<${CHECKSUM_CHARS}-character base62 CRC32>`,
             description: 'An infracat API token in `Authorization: Bearer <token>`. Never in the query string.',
           },
         },
@@ -163,7 +168,8 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
     // flag, the one mechanism), checked after this transform.
     transform: ({ schema, url, route }) => {
       if (schema?.hide === true) return { schema, url };
-      return { schema: documentRoute((schema ?? {}) as RouteSchema, url, route.config ?? {}, options) as typeof schema, url };
+      const documented = documentRoute((schema ?? {}) as RouteSchema, url, route.config ?? {}, options);
+      return { schema: documented as typeof schema, url };
     },
   });
 
@@ -196,7 +202,9 @@ function registerDocs(app: App): void {
     return reply.code(res.statusCode).send(res.rawPayload.length > 0 ? res.rawPayload : undefined);
   };
   void app.register(async (plugin) => {
-    for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/*`]) plugin.get(url, { schema: { hide: true }, config: { rateLimit: false } }, forward);
+    for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/*`]) {
+      plugin.get(url, { schema: { hide: true }, config: { rateLimit: false } }, forward);
+    }
   });
   app.addHook('onClose', async () => {
     if (docs !== undefined) await (await docs.catch(() => undefined))?.close();

@@ -41,10 +41,10 @@ interface AjvIssue {
  * Ajv issues -> one entry per offending field, located by an RFC 6901 JSON pointer.
  * A failed union (anyOf) reports one "must be X or Y" instead of one line per branch.
  */
-export function fieldErrors(issues: readonly AjvIssue[], prefix = ''): FieldError[] {
+function fieldErrors(issues: readonly AjvIssue[]): FieldError[] {
   const byPointer = new Map<string, { details: string[]; types: string[]; union: boolean }>();
   for (const issue of issues) {
-    let pointer = prefix + (issue.instancePath ?? '');
+    let pointer = issue.instancePath ?? '';
     let detail = issue.message ?? 'is invalid';
     const p = issue.params ?? {};
     if (issue.keyword === 'required' && typeof p.missingProperty === 'string') {

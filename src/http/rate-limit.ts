@@ -91,7 +91,8 @@ export function installRateLimit(app: App, options: RateLimitOptions): void {
 
   app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.routeOptions.config?.rateLimit === false) return;
-    const [policy, key]: [RateLimitPolicy, string] = request.token !== null ? ['token', `t:${request.token.id}`] : ['anonymous', `a:${request.ip}`];
+    const [policy, key]: [RateLimitPolicy, string] =
+      request.token !== null ? ['token', `t:${request.token.id}`] : ['anonymous', `a:${request.ip}`];
     const quota = quotas[policy];
     if (quota === 0) return;
     const now = Date.now();
@@ -110,9 +111,8 @@ export function installRateLimit(app: App, options: RateLimitOptions): void {
       taken.set(request, { key, policy, remaining, resetS, held: null });
       return;
     }
-    const refusal = new AppError('RATE_LIMITED', `rate limit of ${quota} requests per ${windowS} s reached; retry after ${resetS} s`, {
-      headers: { 'retry-after': String(resetS) },
-    });
+    const detail = `rate limit of ${quota} requests per ${windowS} s reached; retry after ${resetS} s`;
+    const refusal = new AppError('RATE_LIMITED', detail, { headers: { 'retry-after': String(resetS) } });
     const revalidation = request.routeOptions.config?.revalidates === true &&
       (request.method === 'GET' || request.method === 'HEAD') && request.headers['if-none-match'] !== undefined;
     if (!revalidation) throw refusal;
