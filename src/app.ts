@@ -131,9 +131,11 @@ export function buildApp(deps: AppDeps): App {
   });
   app.decorateRequest('token', null);
   installRouteAuth(app, auth);
-  if (config.rateLimit > 0 || config.rateLimitAnonymous > 0) {
-    installRateLimit(app, { perToken: config.rateLimit, perAddress: config.rateLimitAnonymous, windowMs: config.rateLimitWindowS * 1000 });
-  }
+  const rateLimit = {
+    quotas: { token: config.rateLimit, anonymous: config.rateLimitAnonymous },
+    windowS: config.rateLimitWindowS,
+  };
+  if (rateLimit.quotas.token > 0 || rateLimit.quotas.anonymous > 0) installRateLimit(app, rateLimit);
   installMetrics(app, config.metricsAccess, { tokens, catalog, storageErrors: () => storageErrors, storageQueries: () => store.stats.queries });
   app.addHook('onRequest', auth.refuseQueryTokens);
 
@@ -161,7 +163,7 @@ export function buildApp(deps: AppDeps): App {
   });
 
   // Before the routes: @fastify/swagger collects them as they are registered.
-  registerOpenApi(app, { version: VERSION });
+  registerOpenApi(app, { version: VERSION, bodyLimit: BODY_LIMIT_BYTES, tokenPrefix: config.tokenPrefix, rateLimit });
   healthRoutes(app, { store, timeoutMs: config.databaseTimeoutMs });
   tokenRoutes(app, { service: tokens.service });
   gatewayRoutes(app, { service: tokens.service, auth, rules: config.authCheckRules, gateway: config.authCheckGateway });

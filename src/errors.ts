@@ -1,3 +1,4 @@
+import { Type, type Static, type TLiteral } from 'typebox';
 import { redactDeep, redactSecrets } from './redact.js';
 
 // The one catalog of error codes. Every error the service answers is one of these,
@@ -32,10 +33,11 @@ export const ERRORS = {
 export type ErrorCode = keyof typeof ERRORS;
 
 /** One invalid field of a request, located by an RFC 6901 JSON pointer. */
-export interface FieldError {
-  pointer: string;
-  detail: string;
-}
+export const FieldErrorSchema = Type.Object({
+  pointer: Type.String({ description: 'RFC 6901 JSON pointer to the field (query parameters: `querystring:/name`)' }),
+  detail: Type.String(),
+});
+export type FieldError = Static<typeof FieldErrorSchema>;
 
 export interface ProblemExtras {
   /** Field-level errors (validation). */
@@ -66,25 +68,37 @@ export function problemType(code: ErrorCode): string {
   return `urn:problem-type:infracat:${code.toLowerCase().replaceAll('_', '-')}`;
 }
 
-export interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail: string;
-  code: ErrorCode;
-  instance?: string;
-  request_id?: string;
-  errors?: FieldError[];
-  /** How many field errors were left out of `errors` (present only when some were). */
-  errors_omitted?: number;
-  [member: string]: unknown;
-}
-
 // A problem stays small whatever the request held: 3,000 unknown query parameters
 // (14 KB) made a 238 KB answer. The first field errors say what is wrong; the count
 // says how much more there is.
 export const MAX_FIELD_ERRORS = 20;
 export const MAX_DETAIL_CHARS = 500;
+
+/**
+ * The body of every error answer, declared once: the Problem type, the OpenAPI
+ * components.schemas.Problem (src/http/openapi.ts) and toProblem() below, which builds
+ * every problem the service sends, all come from it. Extension members (`missing_scopes`,
+ * `valid_scopes`, ...) are allowed beside the listed ones.
+ */
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String({ examples: ['urn:problem-type:infracat:validation-failed'] }),
+    title: Type.String({ examples: ['Validation failed'] }),
+    status: Type.Integer({ examples: [422] }),
+    detail: Type.String({ examples: ['the token request is invalid; see errors'] }),
+    // A tuple type, so that Static reads the union (it reads a plain array's as never).
+    code: Type.Union((Object.keys(ERRORS) as ErrorCode[]).map((c) => Type.Literal(c)) as [TLiteral<ErrorCode>], {
+      description: 'Stable error code; see docs/errors.md',
+    }),
+    instance: Type.Optional(Type.String({ examples: ['/api/v1/api-tokens'] })),
+    request_id: Type.Optional(Type.String({ description: 'Also in the X-Request-Id header and the server log' })),
+    errors: Type.Optional(Type.Array(FieldErrorSchema, { description: `Field errors, at most ${MAX_FIELD_ERRORS}` })),
+    errors_omitted: Type.Optional(Type.Integer({ description: 'How many more field errors there were, left out of `errors`' })),
+  },
+  { additionalProperties: true, description: 'RFC 9457 problem details' },
+);
+/** The schema's fields, and the extension members it allows (Static leaves those out). */
+export type Problem = Static<typeof ProblemSchema> & { [member: string]: unknown };
 
 /** At most MAX_DETAIL_CHARS characters, an ellipsis marking a cut (never inside a surrogate pair). */
 function clip(text: string): string {

@@ -13,7 +13,7 @@ export { redactSecrets } from './redact.js';
 // Exact paths only: wildcard paths made redaction cost ~6% of the server's CPU on
 // every access-log line (profiled in BENCHMARKS.md), and the serialisers below never
 // emit headers anyway.
-export const REDACT_PATHS = [
+const REDACT_PATHS = [
   'authorization',
   'token',
   'secret',
@@ -23,24 +23,10 @@ export const REDACT_PATHS = [
   'headers.authorization',
 ];
 
-// pino's isoTime formats a new Date for every line (~3% of the server's CPU under load);
-// at thousands of lines a second most share their millisecond, so reuse the string.
-let lastMs = -1;
-let lastTime = '';
-export function isoTimestamp(): string {
-  const now = Date.now();
-  if (now !== lastMs) {
-    lastMs = now;
-    lastTime = `,"time":"${new Date(now).toISOString()}"`;
-  }
-  return lastTime;
-}
-
 interface LoggedRequest {
   method?: string;
   url?: string;
   ip?: string;
-  id?: string;
 }
 
 export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
@@ -48,7 +34,7 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
     {
       level,
       base: { service: 'infracat' },
-      timestamp: isoTimestamp,
+      timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
       formatters: { level: (label) => ({ level: label }) },
       serializers: {
@@ -73,7 +59,5 @@ export function createLogger(level: LogLevel, destination?: DestinationStream): 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function requestIdFrom(header: string | string[] | undefined): string {
-  if (typeof header !== 'string' || !REQUEST_ID.test(header)) return randomUUID();
-  // Only '_' can start a secret in this alphabet: the look costs nothing for most ids.
-  return header.includes('_') && holdsSecret(header) ? randomUUID() : header;
+  return typeof header === 'string' && REQUEST_ID.test(header) && !holdsSecret(header) ? header : randomUUID();
 }

@@ -26,7 +26,7 @@ export const CONSOLE_CSP = [
 ].join('; ');
 
 /** Where the build puts the assets: two levels up from src/console/ and from the bundle, dist/cli/. */
-export const DEFAULT_ASSET_DIR = fileURLToPath(new URL('../../dist/web/', import.meta.url));
+const DEFAULT_ASSET_DIR = fileURLToPath(new URL('../../dist/web/', import.meta.url));
 
 const ASSETS: Record<string, { file: string; type: string }> = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
@@ -55,9 +55,9 @@ export function consoleRoutes(app: App, options: { dir?: string } = {}): void {
   const assets = load(options.dir ?? DEFAULT_ASSET_DIR);
   if (assets === null) app.log.warn({ dir: options.dir ?? DEFAULT_ASSET_DIR }, 'web console assets not found (run `npm run build`); / answers 404');
 
-  void app.register(async (scope) => {
+  void app.register(async (plugin) => {
     for (const url of Object.keys(ASSETS)) {
-      scope.get(url, { schema: { hide: true }, config: { rateLimit: false } }, async (request, reply) => {
+      plugin.get(url, { schema: { hide: true }, config: { rateLimit: false } }, async (request, reply) => {
         const asset = assets?.get(url);
         if (asset === undefined) throw new AppError('NOT_FOUND', 'the web console is not built on this server; run `npm run build`');
         // Revalidated on every load (cheap: 304 by ETag), so an upgrade shows at once.

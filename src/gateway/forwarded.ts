@@ -12,7 +12,7 @@
 // (in any spelling), or any family header alongside the path form is refused, so no
 // client-sent header can change what is checked.
 import { normalisePath } from './path.js';
-import { HTTP_METHODS } from './rules.js';
+import { HTTP_METHODS, isHttpMethod } from '../http/methods.js';
 
 export const GATEWAYS = ['auto', 'nginx', 'traefik', 'envoy'] as const;
 export type Gateway = (typeof GATEWAYS)[number];
@@ -63,7 +63,7 @@ function quote(value: string): string {
 }
 
 function checkMethod(method: string, source: string): Target | null {
-  return (HTTP_METHODS as readonly string[]).includes(method) ? null : refuse(`${source} ${quote(method)} is not one HTTP method name (${HTTP_METHODS.join(', ')})`);
+  return isHttpMethod(method) ? null : refuse(`${source} ${quote(method)} is not one HTTP method name (${HTTP_METHODS.join(', ')})`);
 }
 
 function target(method: string, uri: string, methodSource: string, uriSource: string): Target {

@@ -16,8 +16,10 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { AppError } from '../errors.js';
-import type { Auth } from '../http/auth.js';
+import { bearerChallenge, type Auth } from '../http/auth.js';
 import { readTextBody } from '../http/body-encoding.js';
+import { ROUTED_METHODS } from '../http/methods.js';
+import { noStore } from '../http/no-store.js';
 import type { App } from '../http/types.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { TokenService } from '../tokens/service.js';
@@ -44,10 +46,9 @@ declare module 'fastify' {
 // No CORS on the check: the CORS plugin answers a preflight (OPTIONS with Origin and
 // Access-Control-Request-Method) with 204 before any authentication, and a gateway that
 // forwards an OPTIONS request to the check would take that 2xx for an approval.
-const CHECK_CONFIG = { auth: 'custom', cors: false } as const;
+// No rate limit: the gateway calls it once per request it forwards (limit at the gateway).
+const CHECK_CONFIG = { auth: 'custom', cors: false, rateLimit: false } as const;
 
-/** The methods the check itself answers (gateways call it with GET, or mirror the client's). */
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 const CHECK_PATH = '/api/v1/auth/check';
 
 const CheckQuery = Type.Object({
@@ -78,7 +79,7 @@ const IntrospectResponse = Type.Object({
 });
 
 /** Header-safe token name: printable ASCII as is, anything else percent-encoded (UTF-8). */
-export function headerSafe(value: string): string {
+function headerSafe(value: string): string {
   return /^[\x20-\x7e]*$/.test(value) && !value.includes('%') ? value : encodeURIComponent(value);
 }
 
@@ -91,21 +92,8 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
     return { id: token.id, name: token.name, scopes: token.scopes };
   }
 
-  // A gateway sends the same few `scope` values on every check: remember the parsed,
-  // validated list per distinct value (bounded), instead of splitting and checking each time.
-  const parsedScopes = new Map<string, readonly string[]>();
-  function scopesFromQuery(values: string[]): readonly string[] {
-    const key = values.join('\n');
-    const known = parsedScopes.get(key);
-    if (known !== undefined) return known;
-    const scopes = parseScopesFromQuery(values);
-    if (parsedScopes.size >= 256) parsedScopes.clear();
-    parsedScopes.set(key, scopes);
-    return scopes;
-  }
-
   /** Scopes named by `scope` parameters (each may hold several, space-separated). */
-  function parseScopesFromQuery(values: string[]): readonly string[] {
+  function scopesFromQuery(values: string[]): readonly string[] {
     const lists = values.map((v) => v.split(/[\s,]+/).filter((s) => s !== ''));
     // An empty parameter must not mean "any valid token": that is a config mistake.
     if (lists.some((l) => l.length === 0)) {
@@ -131,7 +119,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
       // Fail closed: still tell a caller with a bad token that the token is the problem.
       await auth.authenticate(request, []);
       throw new AppError('INSUFFICIENT_SCOPE', `no rule grants access to ${target.method} ${target.path}`, {
-        headers: { 'www-authenticate': 'Bearer realm="infracat", error="insufficient_scope"' },
+        headers: { 'www-authenticate': bearerChallenge({ error: 'insufficient_scope' }) },
       });
     }
     await auth.authenticate(request, required);
@@ -139,21 +127,19 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
   }
 
   void app.register(async (plugin) => {
-    const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
+    const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
     const bodyLimit = plugin.initialConfig.bodyLimit ?? 1024 * 1024;
     // Gateways may forward the client's body (nginx does unless told not to); it is
     // irrelevant to the decision, so a body of any type is read, counted against the
     // body limit (413 past it) and dropped.
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', (request, payload, done) => {
+    api.removeAllContentTypeParsers();
+    api.addContentTypeParser('*', (request, payload, done) => {
       discardBody(payload, request.headers['content-length'], bodyLimit).then(() => done(null, undefined), (err: Error) => done(err, undefined));
     });
-    scope.addHook('onRequest', async (_request, reply) => {
-      reply.header('cache-control', 'no-store');
-    });
+    api.addHook('onRequest', noStore);
     // Fastify never reads a GET or HEAD body (Traefik's forwardBody sends one with GET):
     // read it here under the same limit, or Node would drain it after the answer.
-    scope.addHook('preValidation', async (request, reply) => {
+    api.addHook('preValidation', async (request, reply) => {
       if (request.method !== 'GET' && request.method !== 'HEAD') return;
       const length = request.headers['content-length'];
       if (request.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return;
@@ -176,7 +162,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
       return decide(request, reply, readForwardedHeaders(gateway, request.raw.rawHeaders));
     };
 
-    scope.route({
+    api.route({
       method: 'GET',
       url: CHECK_PATH,
       config: CHECK_CONFIG,
@@ -193,19 +179,20 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
     });
     // The same check for the other methods gateways may use (nginx mirrors the client's
     // method in some set-ups); documented once, under GET.
-    scope.route({
-      method: METHODS.filter((m) => m !== 'GET' && m !== 'HEAD'),
+    api.route({
+      method: ROUTED_METHODS.filter((m) => m !== 'GET' && m !== 'HEAD'),
       url: CHECK_PATH,
       config: CHECK_CONFIG,
       schema: { hide: true, querystring: CheckQuery },
       handler: check,
     });
 
-    scope.route({
-      method: [...METHODS],
+    api.route({
+      method: [...ROUTED_METHODS],
       url: `${CHECK_PATH}/*`,
       config: CHECK_CONFIG,
-      schema: { response: { 200: CheckAllowed } },
+      // Documented once, under GET /api/v1/auth/check (its description names this form).
+      schema: { hide: true, response: { 200: CheckAllowed } },
       handler: async (request, reply) => {
         // Envoy ext_authz (HTTP): the original target follows the prefix, exactly as sent
         // (the raw URL, not the router's decoded parameter, so nothing is decoded twice);
@@ -220,17 +207,15 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
   });
 
   void app.register(async (plugin) => {
-    const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
+    const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
     // RFC 7662 clients send application/x-www-form-urlencoded; JSON is accepted too.
     // Either is read as UTF-8 exactly or refused (src/http/body-encoding.ts).
-    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
+    api.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
       done(null, Object.fromEntries(new URLSearchParams(readTextBody(request, body, 'BAD_REQUEST'))));
     });
-    scope.addHook('onRequest', async (_request, reply) => {
-      reply.header('cache-control', 'no-store');
-    });
+    api.addHook('onRequest', noStore);
 
-    scope.post(
+    api.post(
       '/api/v1/api-tokens/introspect',
       {
         config: { auth: { scopes: ['api-tokens:read'] } },

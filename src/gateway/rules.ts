@@ -7,11 +7,9 @@
 //
 // `method` may be a string or a list (absent: any method); `scopes: []` admits any
 // valid token. Paths are matched after src/gateway/path.ts has read them strictly.
+import { HTTP_METHODS, isHttpMethod } from '../http/methods.js';
 import { parseScope } from '../tokens/scopes.js';
 import { normalisePath } from './path.js';
-
-/** The request methods a forwarded request (and a rule) may name: RFC 9110's and PATCH. */
-export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT'] as const;
 
 export interface Rule {
   methods: readonly string[] | null;
@@ -60,7 +58,7 @@ export function compileRules(json: string): Rule[] {
     if (method !== undefined) {
       const list = Array.isArray(method) ? method : [method];
       // A rule for a method the check refuses to read could never match: say so at start.
-      if (list.length === 0 || list.some((m) => typeof m !== 'string' || !(HTTP_METHODS as readonly string[]).includes(m.toUpperCase()))) {
+      if (list.length === 0 || list.some((m) => typeof m !== 'string' || !isHttpMethod(m.toUpperCase()))) {
         throw new Error(`rule ${i}: method must be one of ${HTTP_METHODS.join(', ')} or a list of them`);
       }
       methods = (list as string[]).map((m) => m.toUpperCase());

@@ -28,7 +28,7 @@ declare module 'fastify' {
   }
 }
 
-export const REALM = 'infracat';
+const REALM = 'infracat';
 
 const FAILURE_TEXT: Record<VerifyFailure | 'scheme', string> = {
   format: 'the token is malformed',
@@ -62,7 +62,11 @@ export interface AuthOptions {
   now?: () => number;
 }
 
-function challenge(params: Record<string, string> = {}): string {
+/**
+ * The `WWW-Authenticate` challenge (RFC 6750 section 3) of every 401, and of the 400s and
+ * 403s about a token: the one place that spells it.
+ */
+export function bearerChallenge(params: { error?: string; error_description?: string; scope?: string } = {}): string {
   const extra = Object.entries(params).map(([k, v]) => `, ${k}="${v}"`).join('');
   return `Bearer realm="${REALM}"${extra}`;
 }
@@ -78,13 +82,13 @@ export function createAuth(options: AuthOptions): Auth {
     // one did the client (or a proxy) mean? Refused, as RFC 6750 section 3.1 says.
     if (header !== undefined && repeatedHeader(request.raw.rawHeaders, 'authorization')) {
       throw new AppError('BAD_REQUEST', 'send exactly one Authorization header', {
-        headers: { 'www-authenticate': challenge({ error: 'invalid_request' }) },
+        headers: { 'www-authenticate': bearerChallenge({ error: 'invalid_request' }) },
       });
     }
     if (header === undefined || header === '') {
       if (required === null) return;
       throw new AppError('UNAUTHORIZED', 'this endpoint needs a token: Authorization: Bearer <token>', {
-        headers: { 'www-authenticate': challenge() },
+        headers: { 'www-authenticate': bearerChallenge() },
       });
     }
     const client = addressKey(request.ip);
@@ -102,7 +106,7 @@ export function createAuth(options: AuthOptions): Auth {
       throw new AppError(result.reason === 'scheme' ? 'UNAUTHORIZED' : 'INVALID_TOKEN', description, {
         headers: {
           'www-authenticate':
-            result.reason === 'scheme' ? challenge() : challenge({ error: 'invalid_token', error_description: description }),
+            result.reason === 'scheme' ? bearerChallenge() : bearerChallenge({ error: 'invalid_token', error_description: description }),
         },
       });
     }
@@ -112,7 +116,7 @@ export function createAuth(options: AuthOptions): Auth {
       const missing = missingScopes(result.token.scopes, required);
       if (missing.length > 0) {
         throw new AppError('INSUFFICIENT_SCOPE', `this request needs the scope ${missing.join(', ')}`, {
-          headers: { 'www-authenticate': challenge({ error: 'insufficient_scope', scope: required.join(' ') }) },
+          headers: { 'www-authenticate': bearerChallenge({ error: 'insufficient_scope', scope: required.join(' ') }) },
           members: { required_scopes: required, missing_scopes: missing },
         });
       }
@@ -129,7 +133,7 @@ export function createAuth(options: AuthOptions): Auth {
       const found = Object.keys(query).find((k) => QUERY_CREDENTIALS.has(k.toLowerCase()));
       if (found !== undefined) {
         throw new AppError('TOKEN_IN_QUERY', `credentials are not accepted in the query string (${found}); use the Authorization header`, {
-          headers: { 'www-authenticate': challenge({ error: 'invalid_request' }) },
+          headers: { 'www-authenticate': bearerChallenge({ error: 'invalid_request' }) },
         });
       }
     },

@@ -44,7 +44,7 @@ function quote(raw: string): string {
 }
 
 /** Throws the problem when the headers say the body is not plain UTF-8 text. */
-export function checkBodyHeaders(request: FastifyRequest): void {
+function checkBodyHeaders(request: FastifyRequest): void {
   const { headers } = request;
   if (repeatedHeader(request.raw.rawHeaders, 'content-type')) throw new AppError('BAD_REQUEST', 'send exactly one Content-Type header');
   const found = charsets(headers['content-type'] ?? '');

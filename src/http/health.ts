@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import type { App } from './types.js';
 import { AppError } from '../errors.js';
 import type { Store } from '../storage/types.js';
+import { noStore } from './no-store.js';
 import { RETRY_AFTER_SECONDS } from './problem.js';
 
 const Health = Type.Object({ status: Type.String() });
@@ -17,24 +18,25 @@ export interface HealthOptions {
 }
 
 export function healthRoutes(app: App, options: HealthOptions): void {
-  void app.register(async (scope) => healthRoutesIn(scope as App, options));
+  void app.register(async (plugin) => {
+    plugin.addHook('onRequest', noStore);
+    healthRoutesIn(plugin, options);
+  });
 }
 
 function healthRoutesIn(app: App, options: HealthOptions): void {
   const tags = ['operations'];
-  app.get('/healthz', { config: { rateLimit: false }, schema: { tags, operationId: 'healthz', summary: 'Liveness: the process answers', response: { 200: Health } } }, async (_request, reply) => {
-    reply.header('cache-control', 'no-store');
+  app.get('/healthz', { config: { rateLimit: false }, schema: { tags, operationId: 'healthz', summary: 'Liveness: the process answers', response: { 200: Health } } }, async () => {
     return { status: 'ok' };
   });
 
-  app.get('/readyz', { config: { rateLimit: false }, schema: { tags, operationId: 'readyz', summary: 'Readiness: storage answers too (else 503)', response: { 200: Ready } } }, async (_request, reply) => {
-    reply.header('cache-control', 'no-store');
+  app.get('/readyz', { config: { rateLimit: false }, schema: { tags, operationId: 'readyz', summary: 'Readiness: storage answers too (else 503)', response: { 200: Ready } } }, async () => {
     try {
       await withTimeout(options.store.ping(), options.timeoutMs);
     } catch {
       // Unreachable, or reachable but refusing writes (a read-only file, a standby).
       throw new AppError('STORAGE_UNAVAILABLE', 'storage is not reachable or not writable', {
-        headers: { 'retry-after': String(RETRY_AFTER_SECONDS), 'cache-control': 'no-store' },
+        headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
       });
     }
     return { status: 'ready', storage: options.store.kind };

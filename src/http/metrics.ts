@@ -7,6 +7,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { CatalogService } from '../catalog/service.js';
 import { AppError } from '../errors.js';
 import type { TokenDomain } from '../tokens/index.js';
+import { noStore } from './no-store.js';
 import type { App } from './types.js';
 
 export interface MetricsSources {
@@ -48,7 +49,7 @@ function totalCounter(registry: Registry, name: string, help: string, read: () =
   });
 }
 
-export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', sources: MetricsSources): Registry {
+export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', sources: MetricsSources): void {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -65,20 +66,11 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   });
-  // Label children cached per (method, route, status): prom-client hashes the label set
-  // on every inc()/observe() otherwise.
-  const children = new Map<string, { count: ReturnType<typeof requests.labels>; time: ReturnType<typeof duration.labels> }>();
   app.addHook('onResponse', async (request: FastifyRequest, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
-    const key = `${request.method} ${route} ${reply.statusCode}`;
-    let child = children.get(key);
-    if (child === undefined) {
-      const labels = { method: request.method, route, status: String(reply.statusCode) };
-      child = { count: requests.labels(labels), time: duration.labels(labels) };
-      children.set(key, child);
-    }
-    child.count.inc();
-    child.time.observe(reply.elapsedTime / 1000);
+    const labels = { method: request.method, route, status: String(reply.statusCode) };
+    requests.inc(labels);
+    duration.observe(labels, reply.elapsedTime / 1000);
   });
 
   const { service, cache, lastUsed } = sources.tokens;
@@ -125,15 +117,15 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
     },
   });
 
-  void app.register(async (scope) => {
-    scope.get('/metrics', { config: { rateLimit: false }, schema: { hide: true } }, async (request, reply) => {
+  void app.register(async (plugin) => {
+    plugin.addHook('onRequest', noStore);
+    plugin.get('/metrics', { config: { rateLimit: false }, schema: { hide: true } }, async (request, reply) => {
       // The socket's peer, never request.ip: with TRUST_PROXY a header could claim loopback.
       if (access === 'off' || (access === 'loopback' && !isLoopback(request.socket.remoteAddress))) {
         throw new AppError('NOT_FOUND', 'no resource at /metrics');
       }
-      reply.header('cache-control', 'no-store').type(registry.contentType);
+      reply.type(registry.contentType);
       return registry.metrics();
     });
   });
-  return registry;
 }

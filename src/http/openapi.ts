@@ -4,48 +4,24 @@
 //
 // The /docs plugin is loaded on the first request for it, in an instance of its own that
 // the /docs routes forward to: @fastify/swagger-ui with @fastify/static, glob and a YAML
-// parser was ~110 ms of a ~440 ms cold start (BENCHMARKS.md), for a page most
-// processes never serve.
+// parser was ~110 ms of a ~440 ms cold start, and measured again for #19, x1.28 CPU to the
+// first answer and +4.5 MB idle (BENCHMARKS.md), for a page most processes never serve.
 //
 // Routes state only their success shapes and config.auth; the error responses every
 // route can give (problem+json) are derived here from what the route takes.
 import { STATUS_CODES } from 'node:http';
 import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
-import { AppError, ERRORS } from '../errors.js';
-import type { RouteAuth } from './auth.js';
+import { AppError, ProblemSchema } from '../errors.js';
+import { CHECKSUM_CHARS, RANDOM_CHARS } from '../tokens/format.js';
+import { bearerChallenge, type RouteAuth } from './auth.js';
+import { policyField, RATE_LIMIT_POLICIES, stateField, type RateLimitOptions } from './rate-limit.js';
 import type { App } from './types.js';
 
-export const OPENAPI_PATH = '/api/v1/openapi.json';
-export const DOCS_PREFIX = '/docs';
-
-const FieldError = Type.Object({
-  pointer: Type.String({ description: 'RFC 6901 JSON pointer to the field (query parameters: `querystring:/name`)' }),
-  detail: Type.String(),
-});
-
-export const ProblemSchema = Type.Object(
-  {
-    type: Type.String({ examples: ['urn:problem-type:infracat:validation-failed'] }),
-    title: Type.String({ examples: ['Validation failed'] }),
-    status: Type.Integer({ examples: [422] }),
-    detail: Type.String({ examples: ['the token request is invalid; see errors'] }),
-    code: Type.Union(Object.keys(ERRORS).map((c) => Type.Literal(c)), { description: 'Stable error code; see docs/errors.md' }),
-    instance: Type.Optional(Type.String({ examples: ['/api/v1/api-tokens'] })),
-    request_id: Type.Optional(Type.String({ description: 'Also in the X-Request-Id header and the server log' })),
-    errors: Type.Optional(Type.Array(FieldError, { description: 'Field errors, at most 20' })),
-    errors_omitted: Type.Optional(Type.Integer({ description: 'How many more field errors there were, left out of `errors`' })),
-  },
-  { additionalProperties: true, description: 'RFC 9457 problem details' },
-);
+const OPENAPI_PATH = '/api/v1/openapi.json';
+const DOCS_PREFIX = '/docs';
 
 const header = (description: string, type: 'string' | 'integer' = 'string') => ({ description, schema: { type } });
-
-const RATE_HEADERS = {
-  RateLimit: header('Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers)'),
-  'RateLimit-Policy': header('Quota policy: `"default";q=600;w=60`'),
-};
 
 function problem(description: string, headers: Record<string, unknown> = {}) {
   return { description, headers, content: { 'application/problem+json': { schema: { $ref: 'Problem#' } } } };
@@ -69,8 +45,28 @@ const SUCCESS_DESCRIPTIONS: Record<string, string> = {
   304: 'Not Modified: the copy named by If-None-Match is current',
 };
 
+/** `16 KiB`, or the bytes when not whole KiB. */
+function size(bytes: number): string {
+  return bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} bytes`;
+}
+
+/** The RateLimit fields, stated with the policies, quotas and window the server sends. */
+function rateLimitHeaders({ quotas, windowS }: RateLimitOptions): Record<string, unknown> {
+  const on = (Object.keys(RATE_LIMIT_POLICIES) as (keyof typeof RATE_LIMIT_POLICIES)[]).filter((p) => quotas[p] > 0);
+  if (on.length === 0) return {};
+  const states = on.map((p) => `\`${stateField(p, quotas[p] - 1, windowS)}\``).join(' or ');
+  const policies = on.map((p) => `\`${policyField(p, quotas[p], windowS)}\` (${RATE_LIMIT_POLICIES[p]})`).join('; ');
+  return {
+    RateLimit: header(
+      `Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): ${states}`,
+    ),
+    'RateLimit-Policy': header(`Quota of requests per window of seconds: ${policies}`),
+  };
+}
+
 /** Adds the problem responses, security and scope notes a route's declaration implies. */
-export function documentRoute(schema: RouteSchema, url: string, auth: RouteAuth | undefined, problems: Record<number, string> = {}): RouteSchema {
+function documentRoute(schema: RouteSchema, url: string, route: RouteConfig, facts: OpenApiOptions): RouteSchema {
+  const { auth, problems = {} } = route;
   const responses: Record<string, unknown> = { ...(schema.response ?? {}) };
   const add = (status: number, value: unknown): void => {
     if (!(String(status) in responses)) responses[String(status)] = value;
@@ -84,13 +80,14 @@ export function documentRoute(schema: RouteSchema, url: string, auth: RouteAuth 
   for (const [status, description] of Object.entries(problems)) add(Number(status), problem(description));
   if (schema.body !== undefined) {
     add(400, problem('Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST)'));
-    add(413, problem('Body over 16 KiB (PAYLOAD_TOO_LARGE)'));
+    add(413, problem(`Body over ${size(facts.bodyLimit)} (PAYLOAD_TOO_LARGE)`));
     add(415, problem('Body is not application/json (UNSUPPORTED_MEDIA_TYPE)'));
     add(422, problem('The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED)'));
   }
   if (schema.querystring !== undefined) add(400, problem('Unknown query parameter or bad value, named in `detail` (INVALID_QUERY)'));
   if (url.includes(':') || url.includes('*')) add(404, problem('No such resource (NOT_FOUND)'));
-  const challenge = header('`Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."`');
+  const errors = '`error="invalid_token"` or `error="insufficient_scope", scope="..."`';
+  const challenge = header(`\`${bearerChallenge()}\`, with ${errors}`);
   let security: unknown[] = [];
   let note = '';
   if (auth === 'optional') {
@@ -104,7 +101,7 @@ export function documentRoute(schema: RouteSchema, url: string, auth: RouteAuth 
     add(401, problem('Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN)', { 'WWW-Authenticate': challenge }));
     if (auth === 'custom' || scopes.length > 0) add(403, problem('The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them', { 'WWW-Authenticate': challenge }));
   }
-  add(429, problem('Over the rate limit, or too many failed authentications (RATE_LIMITED)', { 'Retry-After': header('Seconds to wait', 'integer'), ...RATE_HEADERS }));
+  add(429, problem('Over the rate limit, or too many failed authentications (RATE_LIMITED)', { 'Retry-After': header('Seconds to wait', 'integer'), ...rateLimitHeaders(facts.rateLimit) }));
   add(500, problem('Unexpected error; quote the request_id (INTERNAL)'));
   add(503, problem('Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE)', { 'Retry-After': header('Seconds to wait', 'integer') }));
   const description = [schema.description, note].filter((s) => s !== undefined && s !== '').join('\n\n');
@@ -118,8 +115,19 @@ declare module 'fastify' {
   }
 }
 
+interface RouteConfig {
+  auth?: RouteAuth;
+  problems?: Record<number, string>;
+}
+
+/** What the document states that the code and settings decide, so that it says what the server does. */
 export interface OpenApiOptions {
   version: string;
+  /** Largest request body, in bytes. */
+  bodyLimit: number;
+  /** TOKEN_PREFIX. */
+  tokenPrefix: string;
+  rateLimit: RateLimitOptions;
 }
 
 export function registerOpenApi(app: App, options: OpenApiOptions): void {
@@ -140,7 +148,9 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
           bearer: {
             type: 'http',
             scheme: 'bearer',
-            bearerFormat: 'icat_<30 base62 characters><6-character base62 CRC32>',
+            // TOKEN_PREFIX and the lengths src/tokens/format.ts checks.
+            bearerFormat: `${options.tokenPrefix}_<${RANDOM_CHARS} base62 characters>` +
+              `<${CHECKSUM_CHARS}-character base62 CRC32>`,
             description: 'An infracat API token in `Authorization: Bearer <token>`. Never in the query string.',
           },
         },
@@ -154,15 +164,17 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
     },
     // Shared schemas keep their $id as their name: components.schemas.Problem.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    // A route leaves the document with `schema: { hide: true }` (@fastify/swagger's own
+    // flag, the one mechanism), checked after this transform.
     transform: ({ schema, url, route }) => {
-      const hidden = url === OPENAPI_PATH || url.startsWith(DOCS_PREFIX) || url === '/metrics' || url.startsWith('/api/v1/auth/check/');
-      if (hidden) return { schema: { ...schema, hide: true }, url };
-      return { schema: documentRoute((schema ?? {}) as RouteSchema, url, route.config?.auth, route.config?.problems) as typeof schema, url };
+      if (schema?.hide === true) return { schema, url };
+      const documented = documentRoute((schema ?? {}) as RouteSchema, url, route.config ?? {}, options);
+      return { schema: documented as typeof schema, url };
     },
   });
 
-  void app.register(async (scope) => {
-    scope.get(OPENAPI_PATH, { schema: { hide: true } }, async (_request, reply) => {
+  void app.register(async (plugin) => {
+    plugin.get(OPENAPI_PATH, { schema: { hide: true } }, async (_request, reply) => {
       reply.header('cache-control', 'public, max-age=300');
       return app.swagger();
     });
@@ -189,8 +201,10 @@ function registerDocs(app: App): void {
     // No body (redirect, 304): send none, rather than an empty application/octet-stream.
     return reply.code(res.statusCode).send(res.rawPayload.length > 0 ? res.rawPayload : undefined);
   };
-  void app.register(async (scope) => {
-    for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/*`]) scope.get(url, { schema: { hide: true } }, forward);
+  void app.register(async (plugin) => {
+    for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/*`]) {
+      plugin.get(url, { schema: { hide: true }, config: { rateLimit: false } }, forward);
+    }
   });
   app.addHook('onClose', async () => {
     if (docs !== undefined) await (await docs.catch(() => undefined))?.close();

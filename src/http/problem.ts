@@ -9,16 +9,17 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from './types.js';
 import { AppError, ERRORS, toProblem, type ErrorCode, type FieldError } from '../errors.js';
 import { StorageUnavailableError } from '../storage/types.js';
+import { ROUTED_METHODS } from './methods.js';
 
-export const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
+const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 export const RETRY_AFTER_SECONDS = 5;
 // OPTIONS is not looked for: with CORS on, a catch-all OPTIONS route answers preflights
 // for every path, and it made unknown paths answer 405 "allowed: OPTIONS" instead of 404.
-const ROUTABLE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+const ALLOW_CANDIDATES = ROUTED_METHODS.filter((m) => m !== 'OPTIONS');
 /** Query parameters named in an INVALID_QUERY detail; the rest are counted. */
 const NAMED_PARAMETERS = 5;
 
-export function sendProblem(request: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
+function sendProblem(request: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
   for (const [name, value] of Object.entries(err.extras.headers ?? {})) reply.header(name, value);
   // Also set by the app's first onRequest hook, but a problem may be answered before it ran.
   reply.header('x-request-id', request.id);
@@ -40,10 +41,10 @@ interface AjvIssue {
  * Ajv issues -> one entry per offending field, located by an RFC 6901 JSON pointer.
  * A failed union (anyOf) reports one "must be X or Y" instead of one line per branch.
  */
-export function fieldErrors(issues: readonly AjvIssue[], prefix = ''): FieldError[] {
+function fieldErrors(issues: readonly AjvIssue[]): FieldError[] {
   const byPointer = new Map<string, { details: string[]; types: string[]; union: boolean }>();
   for (const issue of issues) {
-    let pointer = prefix + (issue.instancePath ?? '');
+    let pointer = issue.instancePath ?? '';
     let detail = issue.message ?? 'is invalid';
     const p = issue.params ?? {};
     if (issue.keyword === 'required' && typeof p.missingProperty === 'string') {
@@ -91,7 +92,7 @@ const BY_STATUS: Partial<Record<number, ErrorCode>> = {
 };
 
 /** Turns whatever was thrown into the AppError to answer with. */
-export function classify(error: FastifyError | Error, bodyLimit: number): AppError {
+function classify(error: FastifyError | Error, bodyLimit: number): AppError {
   if (error instanceof AppError) return error;
   if (error instanceof StorageUnavailableError) {
     // Unreachable, locked, read-only or out of space: nothing a retry elsewhere can't fix.
@@ -156,7 +157,7 @@ export function installProblemHandlers(app: App, options: ProblemOptions): void 
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
-    const allowed = ROUTABLE_METHODS.filter((m) => m !== request.method && app.findRoute({ method: m, url: path }) !== null);
+    const allowed = ALLOW_CANDIDATES.filter((m) => m !== request.method && app.findRoute({ method: m, url: path }) !== null);
     if (allowed.length > 0) {
       return sendProblem(
         request,

@@ -14,7 +14,7 @@ import { repeatedHeader } from './headers.js';
 import type { App } from './types.js';
 
 /** Different query parameter names a request may use (a repeated name counts once). */
-export const MAX_QUERY_NAMES = 100;
+const MAX_QUERY_NAMES = 100;
 
 function queryProblem(query: unknown): AppError | null {
   let names = 0;
@@ -29,7 +29,7 @@ function isHttp11(req: IncomingMessage): boolean {
 }
 
 /** The problem with the request's framing headers, or null. */
-export function protocolProblem(req: IncomingMessage): AppError | null {
+function protocolProblem(req: IncomingMessage): AppError | null {
   if (isHttp11(req)) {
     if (req.headers.host === undefined) return new AppError('BAD_REQUEST', 'an HTTP/1.1 request needs a Host header');
     if (repeatedHeader(req.rawHeaders, 'host')) {

@@ -1,30 +1,39 @@
 // Request rate limits, per instance, in fixed windows: per token for authenticated
 // requests, per client address otherwise. Every counted answer carries the
-// draft-ietf-httpapi-ratelimit-headers fields:
+// draft-ietf-httpapi-ratelimit-headers fields (policyField and stateField below spell them):
 //   RateLimit-Policy: "token";q=600;w=60
 //   RateLimit: "token";r=599;t=42
 // Over the limit: 429 RATE_LIMITED with Retry-After. A revalidation costs nothing: a 304
 // gives its unit back, and over the limit a GET/HEAD with If-None-Match to a route that
 // declares `revalidates` is let through without one, to be answered 304 if the client's
 // copy is current and refused with the 429 otherwise (the route calls refuseOverLimit()
-// before any other answer; if it does not, onSend refuses anyway). Operational routes
-// (health, metrics, docs) and the forward-auth check (a gateway's per-request call; limit
-// at the gateway) are exempt.
+// before any other answer; if it does not, onSend refuses anyway).
+// A route opts out with `config: { rateLimit: false }`, the one exemption mechanism:
+// operational routes (health, metrics, docs, console) and the forward-auth check (a
+// gateway's per-request call; limit at the gateway) do.
+//
+// Not @fastify/rate-limit: its headers are the x-ratelimit-* or draft-03 ratelimit-limit/
+// -remaining/-reset fields, not these structured fields with a policy name, and it has no
+// way to give a 304's unit back or to let an over-limit revalidation through.
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { LRUCache } from 'lru-cache';
 import { AppError } from '../errors.js';
 import type { App } from './types.js';
 
-export interface RateLimitOptions {
-  perToken: number;
-  perAddress: number;
-  windowMs: number;
-  maxKeys?: number;
-  now?: () => number;
-}
+/** The policies the RateLimit fields name, and whose budget each is. */
+export const RATE_LIMIT_POLICIES = {
+  token: 'per token, for authenticated requests',
+  anonymous: 'per client address, for anonymous requests',
+} as const;
+export type RateLimitPolicy = keyof typeof RATE_LIMIT_POLICIES;
 
-interface Window {
-  used: number;
-  resetAt: number;
+export interface RateLimitOptions {
+  /** Requests per window and policy (RATE_LIMIT, RATE_LIMIT_ANONYMOUS); 0 turns a policy off. */
+  quotas: Record<RateLimitPolicy, number>;
+  /** RATE_LIMIT_WINDOW_S. */
+  windowS: number;
+  /** Most windows (tokens and addresses) tracked at once; the least recently used go first. */
+  maxKeys?: number;
 }
 
 declare module 'fastify' {
@@ -39,12 +48,32 @@ declare module 'fastify' {
   }
 }
 
-const EXEMPT_PREFIXES = ['/docs', '/api/v1/auth/check'];
-const COUNTED = Symbol('rateLimitCounted');
-/** The 429 held back while an over-limit revalidation runs. */
-const HELD = Symbol('rateLimitHeld');
+/** `RateLimit-Policy`: the quota of requests per window of seconds. */
+export function policyField(policy: RateLimitPolicy, quota: number, windowS: number): string {
+  return `"${policy}";q=${quota};w=${windowS}`;
+}
 
-type Marked = Record<symbol, unknown>;
+/** `RateLimit`: the requests remaining and the seconds until the window resets. */
+export function stateField(policy: RateLimitPolicy, remaining: number, resetS: number): string {
+  return `"${policy}";r=${remaining};t=${resetS}`;
+}
+
+interface Window {
+  used: number;
+  resetAt: number;
+}
+
+/** What the limiter did with a request: the unit it took (to give back on a 304), or the 429 it holds back. */
+interface Taken {
+  key: string;
+  policy: RateLimitPolicy;
+  remaining: number;
+  resetS: number;
+  /** Set when over the limit: the refusal a revalidation was spared, unless it ends in a 304. */
+  held: AppError | null;
+}
+
+const taken = new WeakMap<FastifyRequest, Taken>();
 
 /**
  * For routes that declare `revalidates`: when the request came in over the rate limit,
@@ -52,90 +81,61 @@ type Marked = Record<symbol, unknown>;
  * not to be a 304, before any other answer (or header) is made.
  */
 export function refuseOverLimit(request: FastifyRequest): void {
-  const held = (request as unknown as Marked)[HELD];
-  if (held instanceof AppError) throw held;
+  const held = taken.get(request)?.held;
+  if (held) throw held;
 }
 
-export class RateLimiter {
-  private readonly windows = new Map<string, Window>();
-  constructor(private readonly options: RateLimitOptions) {}
-
-  /** Takes one unit; returns what the headers should say and whether it was allowed. */
-  take(key: string, quota: number, now: number): { allowed: boolean; remaining: number; resetS: number } {
-    let w = this.windows.get(key);
-    if (w === undefined || now >= w.resetAt) {
-      w = { used: 0, resetAt: now + this.options.windowMs };
-      this.windows.delete(key);
-      this.windows.set(key, w);
-      const max = this.options.maxKeys ?? 100_000;
-      while (this.windows.size > max) {
-        const oldest = this.windows.keys().next().value;
-        if (oldest === undefined) break;
-        this.windows.delete(oldest);
-      }
-    }
-    const resetS = Math.max(1, Math.ceil((w.resetAt - now) / 1000));
-    if (w.used >= quota) return { allowed: false, remaining: 0, resetS };
-    w.used += 1;
-    return { allowed: true, remaining: quota - w.used, resetS };
-  }
-
-  giveBack(key: string): void {
-    const w = this.windows.get(key);
-    if (w !== undefined && w.used > 0) w.used -= 1;
-  }
-}
-
-export function installRateLimit(app: App, options: RateLimitOptions): RateLimiter {
-  const limiter = new RateLimiter(options);
-  const now = options.now ?? Date.now;
-  const windowS = Math.round(options.windowMs / 1000);
-
-  function keyOf(request: FastifyRequest): { key: string; quota: number; policy: string } {
-    return request.token !== null
-      ? { key: `t:${request.token.id}`, quota: options.perToken, policy: 'token' }
-      : { key: `a:${request.ip}`, quota: options.perAddress, policy: 'anonymous' };
-  }
+export function installRateLimit(app: App, options: RateLimitOptions): void {
+  const { quotas, windowS } = options;
+  const windows = new LRUCache<string, Window>({ max: options.maxKeys ?? 100_000 });
 
   app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.routeOptions.config?.rateLimit === false) return;
-    const url = request.routeOptions.url ?? request.url;
-    if (EXEMPT_PREFIXES.some((p) => url.startsWith(p))) return;
-    const { key, quota, policy } = keyOf(request);
+    const [policy, key]: [RateLimitPolicy, string] =
+      request.token !== null ? ['token', `t:${request.token.id}`] : ['anonymous', `a:${request.ip}`];
+    const quota = quotas[policy];
     if (quota === 0) return;
-    const r = limiter.take(key, quota, now());
-    reply.header('ratelimit-policy', `"${policy}";q=${quota};w=${windowS}`);
-    reply.header('ratelimit', `"${policy}";r=${r.remaining};t=${r.resetS}`);
-    if (r.allowed) {
-      (request as unknown as Marked)[COUNTED] = key;
+    const now = Date.now();
+    let window = windows.get(key);
+    if (window === undefined || now >= window.resetAt) {
+      window = { used: 0, resetAt: now + windowS * 1000 };
+      windows.set(key, window);
+    }
+    const resetS = Math.max(1, Math.ceil((window.resetAt - now) / 1000));
+    const allowed = window.used < quota;
+    if (allowed) window.used += 1;
+    const remaining = quota - window.used;
+    reply.header('ratelimit-policy', policyField(policy, quota, windowS));
+    reply.header('ratelimit', stateField(policy, remaining, resetS));
+    if (allowed) {
+      taken.set(request, { key, policy, remaining, resetS, held: null });
       return;
     }
-    const refusal = new AppError('RATE_LIMITED', `rate limit of ${quota} requests per ${windowS} s reached; retry after ${r.resetS} s`, {
-      headers: { 'retry-after': String(r.resetS) },
-    });
+    const detail = `rate limit of ${quota} requests per ${windowS} s reached; retry after ${resetS} s`;
+    const refusal = new AppError('RATE_LIMITED', detail, { headers: { 'retry-after': String(resetS) } });
     const revalidation = request.routeOptions.config?.revalidates === true &&
       (request.method === 'GET' || request.method === 'HEAD') && request.headers['if-none-match'] !== undefined;
     if (!revalidation) throw refusal;
-    (request as unknown as Marked)[HELD] = refusal;
+    taken.set(request, { key, policy, remaining, resetS, held: refusal });
   });
 
   app.addHook('onSend', async (request, reply, payload) => {
-    const marked = request as unknown as Marked;
-    const held = marked[HELD];
-    if (held instanceof AppError && reply.statusCode !== 304 && reply.statusCode !== 429) {
-      // The route answered something else over the limit without refusing: fail closed.
-      // (Thrown from onSend, the error goes to the problem handler; this hook sees its 429.)
-      marked[HELD] = undefined;
-      reply.removeHeader('etag').removeHeader('cache-control').removeHeader('last-modified');
-      throw held;
-    }
-    const key = marked[COUNTED];
-    if (typeof key === 'string' && reply.statusCode === 304) {
-      limiter.giveBack(key);
-      const header = reply.getHeader('ratelimit');
-      if (typeof header === 'string') reply.header('ratelimit', header.replace(/;r=(\d+)/, (_m, r: string) => `;r=${Number(r) + 1}`));
+    const took = taken.get(request);
+    if (took === undefined) return payload;
+    if (took.held !== null) {
+      if (reply.statusCode !== 304 && reply.statusCode !== 429) {
+        // The route answered something else over the limit without refusing: fail closed.
+        // (Thrown from onSend, the error goes to the problem handler; this hook sees its 429.)
+        const refusal = took.held;
+        took.held = null;
+        reply.removeHeader('etag').removeHeader('cache-control').removeHeader('last-modified');
+        throw refusal;
+      }
+    } else if (reply.statusCode === 304) {
+      const window = windows.get(took.key);
+      if (window !== undefined && window.used > 0) window.used -= 1;
+      reply.header('ratelimit', stateField(took.policy, took.remaining + 1, took.resetS));
     }
     return payload;
   });
-  return limiter;
 }

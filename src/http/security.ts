@@ -7,7 +7,7 @@ import type { App } from './types.js';
 
 const API_CSP = "default-src 'none'; frame-ancestors 'none'";
 
-export const SECURITY_HEADERS: Record<string, string> = {
+const SECURITY_HEADERS: Record<string, string> = {
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'referrer-policy': 'no-referrer',
@@ -19,10 +19,9 @@ const ALL_HEADERS = { ...SECURITY_HEADERS, 'content-security-policy': API_CSP };
 
 export function installSecurityHeaders(app: App): void {
   app.addHook('onSend', async (_request, reply, payload) => {
-    // One call when nothing was set before (every API answer); the /docs and console pages keep theirs.
-    if (reply.hasHeader('content-security-policy')) {
-      for (const [name, value] of Object.entries(SECURITY_HEADERS)) if (!reply.hasHeader(name)) reply.header(name, value);
-    } else reply.headers(ALL_HEADERS);
+    // The /docs and console pages set their own policy (and may set others): theirs stay.
+    const headers = reply.hasHeader('content-security-policy') ? SECURITY_HEADERS : ALL_HEADERS;
+    for (const [name, value] of Object.entries(headers)) if (!reply.hasHeader(name)) reply.header(name, value);
     return payload;
   });
 }

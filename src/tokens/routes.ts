@@ -2,7 +2,8 @@
 // and GET /scopes. Every response here carries Cache-Control: no-store.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { AppError } from '../errors.js';
-import { REALM } from '../http/auth.js';
+import { bearerChallenge } from '../http/auth.js';
+import { noStore } from '../http/no-store.js';
 import type { App } from '../http/types.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { Caller } from './rules.js';
@@ -19,9 +20,7 @@ export interface TokenRouteOptions {
 export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
   void app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
-    scope.addHook('onRequest', async (_request, reply) => {
-      reply.header('cache-control', 'no-store');
-    });
+    scope.addHook('onRequest', noStore);
 
     scope.post(
       '/api/v1/api-tokens',
@@ -87,7 +86,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
 /** The authenticated token as the domain's caller. These routes all require a token; without one, refuse. */
 function callerOf(token: TokenRecord | null): Caller {
   if (token === null) {
-    throw new AppError('UNAUTHORIZED', 'this endpoint needs a token: Authorization: Bearer <token>', { headers: { 'www-authenticate': `Bearer realm="${REALM}"` } });
+    throw new AppError('UNAUTHORIZED', 'this endpoint needs a token: Authorization: Bearer <token>', { headers: { 'www-authenticate': bearerChallenge() } });
   }
   return { scopes: token.scopes, expiresAt: token.expiresAt };
 }

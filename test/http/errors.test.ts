@@ -4,9 +4,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Type } from 'typebox';
-import { ERRORS, problemType } from '../../src/errors.js';
+import { Value } from 'typebox/value';
+import { ERRORS, ProblemSchema, problemType, type Problem } from '../../src/errors.js';
 import type { App } from '../../src/http/types.js';
-import { build, PROBLEM_TYPE } from '../helpers/app.js';
+import { build, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
 
 const Body = Type.Object({ name: Type.String({ minLength: 1 }), count: Type.Optional(Type.Integer()) }, { additionalProperties: false });
 
@@ -18,12 +19,12 @@ function testRoutes(app: App): void {
   app.get('/test/query', { schema: { querystring: Type.Object({ n: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }) } }, async (r) => ({ n: r.query.n }));
 }
 
-type Problem = Record<string, unknown> & { code: string; status: number; title: string; type: string; detail: string };
-
 function assertProblem(res: { statusCode: number; headers: Record<string, unknown>; body: string }, status: number, code: keyof typeof ERRORS): Problem {
   assert.equal(res.statusCode, status, res.body);
   assert.equal(res.headers['content-type'], PROBLEM_TYPE);
   const body = JSON.parse(res.body) as Problem;
+  // The one declaration of a problem: what is sent is what the OpenAPI document describes.
+  assert.ok(Value.Check(ProblemSchema, body), `${res.body} fits ProblemSchema: ${JSON.stringify([...Value.Errors(ProblemSchema, body)])}`);
   assert.equal(body.status, status);
   assert.equal(body.code, code);
   assert.equal(body.title, ERRORS[code].title);
@@ -133,6 +134,13 @@ describe('problem+json error model', () => {
     assert.ok(logged, 'the error is logged');
     assert.equal(logged.request_id, body.request_id);
     assert.match(JSON.stringify(logged.err), /ECONNREFUSED/);
+  });
+
+  it('a missing scope: 403 INSUFFICIENT_SCOPE, its extension members within the one Problem schema', async (t) => {
+    const { app } = await build(t);
+    const tok = await mintToken(app, ['apps:read']);
+    const body = assertProblem(await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: tok.auth }), 403, 'INSUFFICIENT_SCOPE');
+    assert.deepEqual(body.missing_scopes, ['api-tokens:read']);
   });
 
   it('a HEAD request to an unknown path gets 404 without a body', async (t) => {

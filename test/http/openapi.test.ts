@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { build, mintToken } from '../helpers/app.js';
+import { build, mintToken, type Built } from '../helpers/app.js';
 
 type Doc = {
   openapi: string;
@@ -123,6 +123,66 @@ describe('OpenAPI document', () => {
     for (const example of ['tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H', 's-1vcpu-1gb', 'ubuntu-24-04', 'nyc3', 'urn:problem-type:infracat:validation-failed']) {
       assert.ok(text.includes(example), example);
     }
+  });
+});
+
+describe('OpenAPI prose states what the server does', () => {
+  const get = async (app: Built['app']) => (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
+  const described = (doc: Doc, name: string) =>
+    String((doc.paths['/api/v1/api-tokens']!.post!.responses['429']!.headers![name] as { description?: string } | undefined)?.description ?? '');
+
+  it('the RateLimit policies documented are those the server sends, with their quotas and window', async (t) => {
+    const { app } = await build(t, { env: { RATE_LIMIT: '7', RATE_LIMIT_ANONYMOUS: '5', RATE_LIMIT_WINDOW_S: '30' } });
+    const tok = await mintToken(app, ['api-tokens:read']);
+    const sent = new Set<string>();
+    for (const res of [await app.inject({ url: '/api/v1/plans' }), await app.inject({ url: '/api/v1/api-tokens', headers: tok.auth })]) {
+      sent.add(String(res.headers['ratelimit-policy']));
+    }
+    const doc = await get(app);
+    const documented = new Set([...described(doc, 'RateLimit-Policy').matchAll(/"[^"]+";q=\d+;w=\d+/g)].map((m) => m[0]));
+    assert.deepEqual(documented, sent);
+    assert.deepEqual(sent, new Set(['"anonymous";q=5;w=30', '"token";q=7;w=30']));
+    const names = new Set([...described(doc, 'RateLimit').matchAll(/"([^"]+)";r=\d+;t=\d+/g)].map((m) => m[1]));
+    assert.deepEqual(names, new Set(['anonymous', 'token']));
+    // A policy that is off is not documented.
+    const tokenOnly = await build(t, { env: { RATE_LIMIT_ANONYMOUS: '0' } });
+    assert.equal((await tokenOnly.app.inject({ url: '/api/v1/plans' })).headers['ratelimit-policy'], undefined);
+    const doc2 = await get(tokenOnly.app);
+    assert.doesNotMatch(described(doc2, 'RateLimit-Policy'), /anonymous/);
+    assert.match(described(doc2, 'RateLimit-Policy'), /"token";q=600;w=60/);
+  });
+
+  it('the token format documented carries the configured TOKEN_PREFIX and the real length', async (t) => {
+    const { app } = await build(t, { env: { TOKEN_PREFIX: 'acme' } });
+    const format = (await get(app)).components.securitySchemes.bearer as unknown as { bearerFormat: string };
+    const m = /^acme_<(\d+) base62 characters><(\d+)-character base62 CRC32>$/.exec(format.bearerFormat);
+    assert.ok(m, format.bearerFormat);
+    const { secret } = await mintToken(app, ['apps:read']);
+    assert.equal(secret.length, 'acme_'.length + Number(m[1]) + Number(m[2]), secret.replace(/_.*/, '_...'));
+    assert.ok(secret.startsWith('acme_'));
+  });
+
+  it('the body limit documented is the one enforced', async (t) => {
+    const { app } = await build(t);
+    const tok = await mintToken(app, ['api-tokens:write']);
+    const res = await app.inject({
+      method: 'POST', url: '/api/v1/api-tokens', headers: { ...tok.auth, 'content-type': 'application/json' }, payload: `"${'x'.repeat(64 * 1024)}"`,
+    });
+    assert.equal(res.statusCode, 413);
+    const enforced = Number(/limited to (\d+) bytes/.exec(res.json<{ detail: string }>().detail)?.[1]);
+    const doc = await get(app);
+    const text = String((doc.paths['/api/v1/api-tokens']!.post!.responses['413'] as { description?: string }).description);
+    const m = /over (\d+) (KiB|bytes)/.exec(text);
+    assert.ok(m, text);
+    assert.equal(Number(m[1]) * (m[2] === 'KiB' ? 1024 : 1), enforced);
+  });
+
+  it('the WWW-Authenticate challenge documented is the one sent', async (t) => {
+    const { app } = await build(t);
+    const sent = String((await app.inject({ url: '/api/v1/api-tokens' })).headers['www-authenticate']);
+    const doc = await get(app);
+    const text = String((doc.paths['/api/v1/api-tokens']!.get!.responses['401']!.headers!['WWW-Authenticate'] as { description: string }).description);
+    assert.ok(text.startsWith(`\`${sent}\``), `${text} / ${sent}`);
   });
 });
 

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import Fastify from 'fastify';
+import type { App } from '../../src/http/types.js';
+import { installRateLimit } from '../../src/http/rate-limit.js';
 import { build, mintToken } from '../helpers/app.js';
 
 const POLICY = /^"(token|anonymous)";q=(\d+);w=(\d+)$/;
@@ -52,6 +55,57 @@ describe('rate limits', () => {
     }
     assert.equal((await app.inject({ method: 'GET', url: '/api/v1/images' })).statusCode, 200);
     assert.equal((await app.inject({ method: 'GET', url: '/api/v1/images' })).statusCode, 429);
+  });
+
+  it('operational routes and the forward-auth check are exempt (config.rateLimit false); paths beside them are not', async (t) => {
+    const { app } = await build(t, { env: { RATE_LIMIT: '1', RATE_LIMIT_ANONYMOUS: '1' } });
+    const tok = await mintToken(app, ['apps:read']);
+    const exempt: { method?: 'GET' | 'POST'; url: string; headers?: Record<string, string> }[] = [
+      { url: '/healthz' },
+      { url: '/readyz' },
+      { url: '/metrics' },
+      { url: '/docs/' },
+      { url: '/docs/json' },
+      { url: '/' },
+      { url: '/console/console.css' },
+      { url: '/api/v1/auth/check?scope=apps:read' },
+      { url: '/api/v1/auth/check?scope=apps:read', headers: tok.auth },
+      { method: 'POST', url: '/api/v1/auth/check?scope=apps:read', headers: tok.auth },
+      { url: '/api/v1/auth/check/apps/1', headers: tok.auth },
+    ];
+    for (const request of exempt) {
+      for (let i = 0; i < 3; i++) {
+        const res = await app.inject({ method: request.method ?? 'GET', url: request.url, headers: request.headers ?? {}, remoteAddress: '127.0.0.1' });
+        assert.notEqual(res.statusCode, 429, `${request.url} ${res.body}`);
+        assert.equal(res.headers['ratelimit-policy'], undefined, request.url);
+      }
+    }
+    // Neither the address's nor the token's budget was touched.
+    assert.equal((await app.inject({ url: '/api/v1/plans', remoteAddress: '127.0.0.1' })).statusCode, 200);
+    assert.equal((await app.inject({ url: '/api/v1/plans', headers: tok.auth })).statusCode, 200);
+    // Unknown paths that merely start like an exempt one are counted like any other.
+    for (const url of ['/docsx', '/api/v1/auth/checkx', '/healthzz']) {
+      const remoteAddress = `10.9.9.${url.length}`;
+      const first = await app.inject({ url, remoteAddress });
+      assert.equal(first.statusCode, 404, url);
+      assert.equal(first.headers['ratelimit-policy'], '"anonymous";q=1;w=60', url);
+      assert.equal((await app.inject({ url, remoteAddress })).statusCode, 429, url);
+    }
+  });
+
+  it('tracks a bounded number of windows: past maxKeys the least recently used is forgotten', async (t) => {
+    const app = Fastify() as unknown as App;
+    t.after(() => app.close());
+    app.decorateRequest('token', null);
+    installRateLimit(app, { quotas: { token: 0, anonymous: 1 }, windowS: 60, maxKeys: 2 });
+    app.get('/x', async () => 'ok');
+    const status = async (remoteAddress: string) => (await app.inject({ url: '/x', remoteAddress })).statusCode;
+    assert.equal(await status('10.0.0.1'), 200);
+    assert.equal(await status('10.0.0.1'), 429, 'the budget of one is spent');
+    assert.equal(await status('10.0.0.2'), 200);
+    assert.equal(await status('10.0.0.3'), 200);
+    assert.equal(await status('10.0.0.1'), 200, 'two newer addresses pushed the first out: a fresh window');
+    assert.equal(await status('10.0.0.3'), 429, 'a tracked address keeps its count');
   });
 
   it('RATE_LIMIT=0 and RATE_LIMIT_ANONYMOUS=0 turn limiting off', async (t) => {

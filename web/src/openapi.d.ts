@@ -361,9 +361,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -419,9 +419,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -520,9 +520,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -698,9 +698,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -788,9 +788,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -900,9 +900,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -986,9 +986,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1046,9 +1046,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1139,9 +1139,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1271,9 +1271,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1366,9 +1366,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1459,9 +1459,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1570,9 +1570,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1669,9 +1669,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1761,9 +1761,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1851,9 +1851,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Remaining quota and seconds to reset: `"default";r=42;t=17` (draft-ietf-httpapi-ratelimit-headers) */
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota policy: `"default";q=600;w=60` */
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
