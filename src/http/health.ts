@@ -37,7 +37,7 @@ function healthRoutesIn(app: App, options: HealthOptions): void {
         headers: { 'retry-after': String(RETRY_AFTER_SECONDS), 'cache-control': 'no-store' },
       });
     }
-    return { status: 'ready', storage: options.store.kind };
+    return { status: 'ready', storage: options.store.backend };
   });
 }
 
