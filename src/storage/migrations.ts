@@ -16,7 +16,7 @@ export interface Migration {
   steps: readonly Step[];
 }
 
-export const MIGRATIONS: readonly Migration[] = [
+const MIGRATIONS: readonly Migration[] = [
   {
     // The bookkeeping itself, run idempotently by every migrate() before anything else
     // and never recorded: the table of applied versions, and on PostgreSQL the lock rows
