@@ -216,14 +216,19 @@ class SqlTokenStore implements TokenStore {
   }
 
   async touch(entries: readonly LastUsed[]): Promise<void> {
-    if (entries.length === 0) return;
+    const latest = latestPerId(entries);
     // One statement per token inside one transaction, rather than one statement for the
     // batch: the same text on both backends whatever the batch size (prepared once), one
     // commit for the batch, and it runs off the request path (a batch holds the tokens
     // used on this instance within LAST_USED_FLUSH_MS). Ids in order: instances flushing
     // overlapping batches take the row locks in the same order and never deadlock.
+    // A batch of one (the usual case) is one statement, without BEGIN/COMMIT round trips.
+    if (latest.length <= 1) {
+      for (const [id, at] of latest) await this.db.run(SQL.touch, [at, id, at]);
+      return;
+    }
     await this.transaction(async (tx) => {
-      for (const [id, at] of latestPerId(entries)) await tx.run(SQL.touch, [at, id, at]);
+      for (const [id, at] of latest) await tx.run(SQL.touch, [at, id, at]);
     });
   }
 
