@@ -9,7 +9,7 @@ import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logging.js';
 import { SqliteStore } from '../src/storage/sqlite/store.js';
 import { LogCapture } from './helpers/app.js';
-import { createTestDatabase, requirePostgres } from './helpers/pg.js';
+import { backends } from './helpers/backends.js';
 import { serve } from './helpers/process.js';
 import { tempDir } from './helpers/sqlite.js';
 
@@ -26,19 +26,21 @@ describe('infracat serve', () => {
     assert.ok(existsSync(path.join(cwd.dir, 'data/infracat.sqlite')));
   });
 
-  it('with DATABASE_URL=postgres://...: migrates and answers on PostgreSQL', async (t) => {
-    const admin = requirePostgres(t);
-    if (admin === undefined) return;
-    const db = await createTestDatabase(admin);
-    t.after(() => db.drop());
-    const { child, url } = await serve({ DATABASE_URL: db.url });
-    t.after(() => child.proc.kill('SIGKILL'));
-    const ready = await fetch(`${url}/readyz`);
-    assert.deepEqual(await ready.json(), { status: 'ready', storage: 'postgres' });
-    const logs = child.stdout.join('\n');
-    assert.match(logs, /"storage":"postgres:\/\/postgres:\*\*\*@/);
-    assert.ok(!logs.includes('infracat-test'), 'the database password is not logged');
-  });
+  for (const backend of backends()) {
+    it(`with DATABASE_URL of a new ${backend.name} database: migrates, answers, logs where (no password)`, async (t) => {
+      const db = await backend.create();
+      t.after(() => db.drop());
+      const { child, url } = await serve({ DATABASE_URL: db.url });
+      t.after(() => child.proc.kill('SIGKILL'));
+      const ready = await fetch(`${url}/readyz`);
+      assert.deepEqual(await ready.json(), { status: 'ready', storage: backend.name });
+      const logs = child.stdout.join('\n');
+      const password = new URL(db.url).password;
+      const where = password === '' ? db.url : db.url.replace(`:${password}@`, ':***@');
+      assert.ok(logs.includes(`"storage":"${where}"`), `the start is logged with ${where}`);
+      if (password !== '') assert.ok(!logs.includes(password), 'the database password is not logged');
+    });
+  }
 
   it('SIGTERM: stops, closes storage cleanly (no WAL left behind) and exits 0', async (t) => {
     const tmp = tempDir();

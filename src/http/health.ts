@@ -39,7 +39,7 @@ function healthRoutesIn(app: App, options: HealthOptions): void {
         headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
       });
     }
-    return { status: 'ready', storage: options.store.kind };
+    return { status: 'ready', storage: options.store.backend };
   });
 }
 

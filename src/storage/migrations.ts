@@ -1,30 +1,47 @@
-// Schema migrations, one entry per version, each written for both dialects. They only
-// ever get appended: a released migration is never edited. Plain SQL that PostgreSQL
-// and its distributed relatives (CockroachDB, YugabyteDB) understand.
+// Schema migrations: one list for both dialects, run by the shared store (sql-store.ts).
+// They only ever get appended: a released migration never changes what it does to a
+// database. Plain SQL that SQLite, PostgreSQL and its distributed relatives
+// (CockroachDB, YugabyteDB) understand. A step is written once; only the released steps
+// whose text differed between dialects (INTEGER vs BIGINT columns) keep one text per
+// dialect, so databases they already ran on and new ones have the same schema. New
+// migrations are written once: BIGINT is a valid SQLite column type (INTEGER affinity)
+// and holds epoch milliseconds in PostgreSQL.
+
+/** One statement: the same text everywhere, or one text per dialect (absent: not run there). */
+export type Step = string | { sqlite?: string; postgres?: string };
 
 export interface Migration {
   version: number;
   name: string;
-  sqlite: string[];
-  postgres: string[];
+  steps: readonly Step[];
 }
 
-const META_TABLE = [
-  `CREATE TABLE infracat_meta (
-     key   TEXT PRIMARY KEY,
-     value TEXT NOT NULL
-   )`,
-  `INSERT INTO infracat_meta (key, value)
-   SELECT 'bootstrap_admin', 'in use before migration 3'
-    WHERE EXISTS (SELECT 1 FROM api_tokens) OR EXISTS (SELECT 1 FROM catalog_revisions)`,
-];
-
-export const MIGRATIONS: readonly Migration[] = [
+const MIGRATIONS: readonly Migration[] = [
+  {
+    // The bookkeeping itself, run idempotently by every migrate() before anything else
+    // and never recorded: the table of applied versions, and on PostgreSQL the lock rows
+    // that serialise migrations (`migrate`) and token count-then-insert (`tokens`)
+    // across instances. Row locks, not advisory locks: distributed PostgreSQL engines
+    // honour them. SQLite's write lock is the database file's (BEGIN IMMEDIATE).
+    version: 0,
+    name: 'bookkeeping',
+    steps: [
+      {
+        sqlite: `CREATE TABLE IF NOT EXISTS infracat_schema_migrations (
+        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`,
+        postgres: `CREATE TABLE IF NOT EXISTS infracat_schema_migrations (
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`,
+      },
+      { postgres: 'CREATE TABLE IF NOT EXISTS infracat_locks (name TEXT PRIMARY KEY)' },
+      { postgres: `INSERT INTO infracat_locks (name) VALUES ('migrate'), ('tokens') ON CONFLICT DO NOTHING` },
+    ],
+  },
   {
     version: 1,
     name: 'api_tokens',
-    sqlite: [
-      `CREATE TABLE api_tokens (
+    steps: [
+      {
+        sqlite: `CREATE TABLE api_tokens (
          id           TEXT PRIMARY KEY,
          name         TEXT NOT NULL,
          scopes       TEXT NOT NULL,
@@ -33,10 +50,7 @@ export const MIGRATIONS: readonly Migration[] = [
          expires_at   INTEGER,
          last_used_at INTEGER
        )`,
-      `CREATE INDEX api_tokens_created ON api_tokens (created_at, id)`,
-    ],
-    postgres: [
-      `CREATE TABLE api_tokens (
+        postgres: `CREATE TABLE api_tokens (
          id           TEXT PRIMARY KEY,
          name         TEXT NOT NULL,
          scopes       TEXT NOT NULL,
@@ -45,9 +59,10 @@ export const MIGRATIONS: readonly Migration[] = [
          expires_at   BIGINT,
          last_used_at BIGINT
        )`,
+      },
       `CREATE INDEX api_tokens_created ON api_tokens (created_at, id)`,
-      // Row lock that serialises "count then insert" across instances (token cap, bootstrap).
-      `INSERT INTO infracat_locks (name) VALUES ('tokens') ON CONFLICT DO NOTHING`,
+      // (On PostgreSQL this migration also inserted the `tokens` lock row; migration 0
+      // now does, before this one runs, so every database ends up with the same rows.)
     ],
   },
   {
@@ -55,19 +70,19 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'catalog_revisions',
     // Every applied catalog is one row; the highest version is live. Instances poll
     // MAX(version), a primary-key lookup, to notice a change.
-    sqlite: [
-      `CREATE TABLE catalog_revisions (
+    steps: [
+      {
+        sqlite: `CREATE TABLE catalog_revisions (
          version    INTEGER PRIMARY KEY,
          document   TEXT NOT NULL,
          applied_at INTEGER NOT NULL
        )`,
-    ],
-    postgres: [
-      `CREATE TABLE catalog_revisions (
+        postgres: `CREATE TABLE catalog_revisions (
          version    INTEGER PRIMARY KEY,
          document   TEXT NOT NULL,
          applied_at BIGINT NOT NULL
        )`,
+      },
     ],
   },
   {
@@ -78,13 +93,30 @@ export const MIGRATIONS: readonly Migration[] = [
     // decided again, so deleting every token cannot make a restart mint a new admin.
     // A database from before this version that shows signs of use (a token, or the
     // catalog every started server seeds) is taken as already bootstrapped.
-    // The same plain SQL in both dialects.
-    sqlite: META_TABLE,
-    postgres: META_TABLE,
+    steps: [
+      `CREATE TABLE infracat_meta (
+     key   TEXT PRIMARY KEY,
+     value TEXT NOT NULL
+   )`,
+      `INSERT INTO infracat_meta (key, value)
+   SELECT 'bootstrap_admin', 'in use before migration 3'
+    WHERE EXISTS (SELECT 1 FROM api_tokens) OR EXISTS (SELECT 1 FROM catalog_revisions)`,
+    ],
   },
 ];
 
-export const LATEST_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);
+/** Migration 0: run by every migrate(), never recorded. */
+export const BOOKKEEPING: Migration = MIGRATIONS[0]!;
+
+/** The migrations recorded in infracat_schema_migrations, in order. */
+export const VERSIONED: readonly Migration[] = MIGRATIONS.filter((m) => m.version > 0);
+
+export const LATEST_VERSION = VERSIONED.reduce((max, m) => Math.max(max, m.version), 0);
+
+/** The text of `step` for `dialect`, or undefined when the step is not run there. */
+export function stepSql(step: Step, dialect: 'sqlite' | 'postgres'): string | undefined {
+  return typeof step === 'string' ? step : step[dialect];
+}
 
 export class SchemaTooNewError extends Error {
   constructor(found: number) {
@@ -100,7 +132,7 @@ export class SchemaTooNewError extends Error {
 export function pendingMigrations(applied: ReadonlySet<number>, upTo = LATEST_VERSION): Migration[] {
   const newest = Math.max(0, ...applied);
   if (newest > LATEST_VERSION) throw new SchemaTooNewError(newest);
-  return MIGRATIONS.filter((m) => !applied.has(m.version) && m.version <= upTo).sort((a, b) => a.version - b.version);
+  return VERSIONED.filter((m) => !applied.has(m.version) && m.version <= upTo).sort((a, b) => a.version - b.version);
 }
 
 /** The schema version once `applied` versions and the newly applied ones are in place. */

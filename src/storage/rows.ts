@@ -1,28 +1,34 @@
-// Row <-> record mapping shared by both backends (column names are the same in both).
-import type { TokenRecord } from './types.js';
+// Row <-> record mapping, declared once for both backends (the column names are the same).
+import type { Param } from './driver.js';
+import type { CatalogRevision, TokenRecord } from './types.js';
 
+// BIGINT columns come back from PostgreSQL as strings (SQLite: numbers); epoch
+// milliseconds fit a double exactly.
+type Int64 = number | string;
+
+/** The columns of api_tokens, in the order of TOKEN_COLUMNS and tokenParams(). */
 export interface TokenRow {
   id: string;
   name: string;
   scopes: string;
   secret_hash: string;
-  created_at: number | string;
-  expires_at: number | string | null;
-  last_used_at: number | string | null;
+  created_at: Int64;
+  expires_at: Int64 | null;
+  last_used_at: Int64 | null;
 }
-
-/**
- * A real write that changes nothing: proves at start that the database accepts writes
- * (a read-only file or a standby would otherwise serve reads and fail every write).
- */
-export const WRITE_PROBE_SQL =
-  'UPDATE infracat_schema_migrations SET applied_at = applied_at WHERE version = (SELECT MAX(version) FROM infracat_schema_migrations)';
 
 export const TOKEN_COLUMNS = 'id, name, scopes, secret_hash, created_at, expires_at, last_used_at';
 
-// PostgreSQL returns BIGINT as a string; epoch milliseconds fit a double exactly.
-const num = (v: number | string): number => (typeof v === 'number' ? v : Number(v));
-const numOrNull = (v: number | string | null): number | null => (v === null ? null : num(v));
+export interface CatalogRow {
+  version: number;
+  document: string;
+  applied_at: Int64;
+}
+
+export const CATALOG_COLUMNS = 'version, document, applied_at';
+
+const num = (v: Int64): number => (typeof v === 'number' ? v : Number(v));
+const numOrNull = (v: Int64 | null): number | null => (v === null ? null : num(v));
 
 export function tokenFromRow(row: TokenRow): TokenRecord {
   return {
@@ -36,18 +42,25 @@ export function tokenFromRow(row: TokenRow): TokenRecord {
   };
 }
 
-export function tokenParams(t: TokenRecord): [string, string, string, string, number, number | null, number | null] {
+export function tokenParams(t: TokenRecord): Param[] {
   return [t.id, t.name, JSON.stringify(t.scopes), t.secretHash, t.createdAt, t.expiresAt, t.lastUsedAt];
 }
 
-/** Collapses repeated ids to their latest time, so one batch writes each row once. */
-export function latestPerId(entries: readonly { id: string; at: number }[]): Map<string, number> {
+export function catalogFromRow(row: CatalogRow): CatalogRevision {
+  return { version: row.version, document: row.document, appliedAt: num(row.applied_at) };
+}
+
+/**
+ * Collapses repeated ids to their latest time, so one batch writes each row once; in id
+ * order, so instances flushing overlapping batches lock rows in the same order.
+ */
+export function latestPerId(entries: readonly { id: string; at: number }[]): [string, number][] {
   const latest = new Map<string, number>();
   for (const { id, at } of entries) {
     const prev = latest.get(id);
     if (prev === undefined || at > prev) latest.set(id, at);
   }
-  return latest;
+  return [...latest].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 /** The value recorded under the bootstrap key: what the one bootstrap decision was. */

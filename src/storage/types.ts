@@ -1,5 +1,6 @@
-// The narrow storage interface. Domain code and routes see only this; each backend
-// (sqlite/, postgres/) implements it and passes test/storage/contract.ts.
+// The narrow storage interface. Domain code and routes see only this; sql-store.ts
+// implements it once over each backend's driver (sqlite/, postgres/), and every backend
+// passes test/storage/contract.test.ts.
 //
 // Conventions both backends keep:
 // - Timestamps are integer milliseconds since the epoch (UTC); formatting is the API's job.
@@ -86,7 +87,11 @@ export interface MigrationReport {
 }
 
 export interface Store {
-  readonly kind: 'sqlite' | 'postgres';
+  /**
+   * Short name of the engine ('sqlite', 'postgres'), for /readyz and logs. Code outside
+   * src/storage/ never branches on it: every backend behaves as this interface says.
+   */
+  readonly backend: string;
   /** Human description for logs, with any password redacted. */
   readonly description: string;
   /**
@@ -113,7 +118,12 @@ export interface Store {
   close(): Promise<void>;
   readonly tokens: TokenStore;
   readonly catalog: CatalogStore;
-  /** Statements sent to storage since start (metrics; proves what never touches storage). */
+  /**
+   * Statements this store sent to the database since it opened (metrics; proves what
+   * never touches storage): each statement counts one, inside a transaction or not,
+   * readiness probes included; transaction control (BEGIN, COMMIT, ROLLBACK, the lock)
+   * does not. So the same calls count the same on every backend.
+   */
   readonly stats: { queries: number };
 }
 

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { copyFileSync, statSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { createTestDatabase, requirePostgres } from '../helpers/pg.js';
+import { postgresBackend } from '../helpers/backends.js';
 import { cli, serve } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite.js';
 
@@ -126,9 +126,9 @@ describe('infracat backup', () => {
   });
 
   it('PostgreSQL: points at pg_dump / pg_restore (exit 69), writes nothing', async (t) => {
-    const adminUrl = requirePostgres(t);
-    if (adminUrl === undefined) return;
-    const db = await createTestDatabase(adminUrl);
+    const pg = postgresBackend(t);
+    if (pg === undefined) return;
+    const db = await pg.create();
     t.after(() => db.drop());
     const tmp = tempDir();
     t.after(() => tmp.remove());

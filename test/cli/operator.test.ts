@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import Database from '../../src/storage/sqlite/driver.js';
-import { createTestDatabase, requirePostgres } from '../helpers/pg.js';
+import { postgresBackend } from '../helpers/backends.js';
 import { CLI, cli } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite.js';
 
@@ -69,9 +69,9 @@ describe('operator commands never create a database', () => {
   });
 
   it('PostgreSQL: a database without the infracat schema is refused; the password is never printed', async (t) => {
-    const admin = requirePostgres(t);
-    if (admin === undefined) return;
-    const db = await createTestDatabase(admin);
+    const pg = postgresBackend(t);
+    if (pg === undefined) return;
+    const db = await pg.create();
     t.after(() => db.drop());
     const password = decodeURIComponent(new URL(db.url).password);
     const res = await cli(['tokens', 'list', '--database-url', db.url]);

@@ -8,7 +8,7 @@ import type { TestContext } from 'node:test';
 import { describe, it } from 'node:test';
 import { isCI } from '../helpers/apt.js';
 import { freePort } from '../helpers/embedded-pg.js';
-import { createTestDatabase, requirePostgres } from '../helpers/pg.js';
+import { admin as asAdmin, postgresBackend } from '../helpers/backends.js';
 import { cli } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite.js';
 
@@ -75,8 +75,9 @@ describe('start-up failures', () => {
     assert.match(unknown.stderr, /ENOTFOUND db\.invalid.*does not resolve/);
     for (const r of [refused, unknown]) assert.ok(!r.stderr.includes('s3cret-pw'), 'the password never appears');
 
-    const admin = requirePostgres(t);
-    if (admin === undefined) return;
+    const pg = postgresBackend(t);
+    if (pg === undefined) return;
+    const admin = pg.adminUrl;
     const wrong = new URL(admin);
     wrong.password = 'not-the-password';
     const login = await cli(['serve'], { env: { ...BASE, DATABASE_URL: wrong.toString() } });
@@ -108,20 +109,13 @@ describe('start-up failures', () => {
   });
 
   it('PostgreSQL read-only (a standby): exit 74 at start', async (t) => {
-    const admin = requirePostgres(t);
-    if (admin === undefined) return;
-    const db = await createTestDatabase(admin);
+    const pg = postgresBackend(t);
+    if (pg === undefined) return;
+    const db = await pg.create();
     t.after(() => db.drop());
     assert.equal((await cli(['migrate'], { env: { DATABASE_URL: db.url } })).code, 0);
     const name = new URL(db.url).pathname.slice(1);
-    const pg = (await import('pg')).default;
-    const c = new pg.Client({ connectionString: admin });
-    await c.connect();
-    try {
-      await c.query(`ALTER DATABASE ${name} SET default_transaction_read_only = on`);
-    } finally {
-      await c.end();
-    }
+    await asAdmin(pg.adminUrl, `ALTER DATABASE ${name} SET default_transaction_read_only = on`);
     const res = await cli(['serve', '--port', '0'], { env: { ...BASE, DATABASE_URL: db.url } });
     assert.equal(res.code, 74, res.stderr);
     assert.match(res.stderr, /is read-only .*Point DATABASE_URL at the primary/);

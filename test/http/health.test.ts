@@ -4,7 +4,7 @@ import { PostgresStore } from '../../src/storage/postgres/store.js';
 import { SqliteStore } from '../../src/storage/sqlite/store.js';
 import { build, PROBLEM_TYPE } from '../helpers/app.js';
 import { freePort } from '../helpers/embedded-pg.js';
-import { createTestDatabase, requirePostgres } from '../helpers/pg.js';
+import { backends } from '../helpers/backends.js';
 import { tempDir } from '../helpers/sqlite.js';
 
 describe('health endpoints', () => {
@@ -16,24 +16,15 @@ describe('health endpoints', () => {
     assert.equal(res.headers['cache-control'], 'no-store');
   });
 
-  it('GET /readyz answers 200 on SQLite', async (t) => {
-    const { app } = await build(t);
-    const res = await app.inject({ method: 'GET', url: '/readyz' });
-    assert.equal(res.statusCode, 200);
-    assert.deepEqual(res.json(), { status: 'ready', storage: 'sqlite' });
-  });
-
-  it('GET /readyz answers 200 on PostgreSQL', async (t) => {
-    const admin = requirePostgres(t);
-    if (admin === undefined) return;
-    const db = await createTestDatabase(admin);
-    t.after(() => db.drop());
-    const store = new PostgresStore({ url: db.url, poolMax: 2, timeoutMs: 2000 });
-    const { app } = await build(t, { store });
-    const res = await app.inject({ method: 'GET', url: '/readyz' });
-    assert.equal(res.statusCode, 200);
-    assert.deepEqual(res.json(), { status: 'ready', storage: 'postgres' });
-  });
+  for (const backend of backends()) {
+    it(`GET /readyz answers 200 on ${backend.name}, naming it`, async (t) => {
+      const db = await backend.fresh(t);
+      const { app } = await build(t, { store: db.open({ timeoutMs: 2000 }) });
+      const res = await app.inject({ method: 'GET', url: '/readyz' });
+      assert.equal(res.statusCode, 200);
+      assert.deepEqual(res.json(), { status: 'ready', storage: backend.name });
+    });
+  }
 
   it('GET /readyz answers 503 + Retry-After, promptly, when PostgreSQL is unreachable', async (t) => {
     const port = await freePort(); // nothing listens there

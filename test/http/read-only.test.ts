@@ -3,29 +3,18 @@
 // so a balancer stops sending traffic, reads keep working, and all recovers by itself.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import pg from 'pg';
-import { PostgresStore } from '../../src/storage/postgres/store.js';
 import { build, mintToken } from '../helpers/app.js';
-import { createTestDatabase, requirePostgres } from '../helpers/pg.js';
-
-async function admin(url: string, sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
+import { admin, postgresBackend } from '../helpers/backends.js';
 
 describe('storage turning read-only while running', () => {
   it('PostgreSQL: writes 503 STORAGE_UNAVAILABLE, /readyz 503, reads served, flush failures logged once a minute; recovers when writable again', async (t) => {
-    const adminUrl = requirePostgres(t);
-    if (adminUrl === undefined) return;
-    const db = await createTestDatabase(adminUrl);
-    t.after(() => db.drop());
+    // PostgreSQL only: a session can be made read-only under a running server.
+    const pg = postgresBackend(t);
+    if (pg === undefined) return;
+    const { adminUrl } = pg;
+    const db = await pg.fresh(t);
     const name = new URL(db.url).pathname.slice(1);
-    const store = new PostgresStore({ url: db.url, poolMax: 4, timeoutMs: 3000 });
+    const store = db.open({ timeoutMs: 3000 });
     const { app, logs } = await build(t, { store, env: { DATABASE_URL: db.url, TOKEN_CACHE_TTL_MS: '600000', LAST_USED_FLUSH_MS: '600000' } });
     const writer = await mintToken(app, ['api-tokens:write']);
     const create = () =>

@@ -51,11 +51,10 @@ describe('unlisted fields are never serialised', () => {
   });
 });
 
-const pg = backends().find((b) => b.name === 'postgres');
-if (pg !== undefined) {
-  describe('a deleted token, everywhere', () => {
-    it('is refused by every endpoint kind on another instance within TOKEN_CACHE_TTL_MS', async (t) => {
-      const db = await pg.fresh(t);
+for (const backend of backends()) {
+  describe(`a deleted token, everywhere (${backend.name})`, () => {
+    it('is refused at once where deleted, and by every endpoint kind on another instance within TOKEN_CACHE_TTL_MS', async (t) => {
+      const db = await backend.fresh(t);
       const env = { DATABASE_URL: db.url, TOKEN_CACHE_TTL_MS: '500' };
       const a = await build(t, { store: db.open(), env });
       const b = await build(t, { store: db.open(), env });
@@ -72,8 +71,10 @@ if (pg !== undefined) {
       const introspect = () => b.app.inject({ method: 'POST', url: '/api/v1/api-tokens/introspect', headers: service.auth, payload: { token: victim.secret } });
       assert.equal((await introspect()).json<{ active: boolean }>().active, true);
 
+      assert.equal((await a.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth })).statusCode, 200, 'cached where it will be deleted too');
       assert.equal((await a.app.inject({ method: 'DELETE', url: `/api/v1/api-tokens/${victim.id}`, headers: admin.auth })).statusCode, 204);
       const deletedAt = Date.now();
+      assert.equal((await a.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth })).statusCode, 401, 'refused at once where deleted');
       await new Promise((r) => setTimeout(r, 500 + 100));
       for (const probe of probes) assert.equal((await probe()).statusCode, 401, 'refused after the bound');
       assert.equal((await introspect()).body, '{"active":false}');

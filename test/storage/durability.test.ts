@@ -4,12 +4,9 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import Database from '../../src/storage/sqlite/driver.js';
-import { PostgresStore } from '../../src/storage/postgres/store.js';
-import { SqliteStore } from '../../src/storage/sqlite/store.js';
 import type { Store } from '../../src/storage/types.js';
-import { createTestDatabase, requirePostgres } from '../helpers/pg.js';
+import { backends } from '../helpers/backends.js';
 import { runTs } from '../helpers/process.js';
-import { tempDir } from '../helpers/sqlite.js';
 
 const WRITER = path.resolve(import.meta.dirname, '../fixtures/writer.ts');
 
@@ -34,24 +31,18 @@ async function killMidStream(databaseUrl: string, rounds: number, open: () => St
 }
 
 describe('acknowledged writes survive kill -9', () => {
-  it('SQLite (synchronous=FULL), and the file passes integrity_check', async (t) => {
-    const tmp = tempDir();
-    t.after(() => tmp.remove());
-    const file = tmp.file();
-    await killMidStream(`sqlite:${file}`, 3, () => new SqliteStore({ path: file, busyTimeoutMs: 2000 }));
-    const db = new Database(file, { readonly: true });
-    try {
-      assert.equal(db.pragma('integrity_check', { simple: true }), 'ok');
-    } finally {
-      db.close();
-    }
-  });
-
-  it('PostgreSQL', async (t) => {
-    const admin = requirePostgres(t);
-    if (admin === undefined) return;
-    const db = await createTestDatabase(admin);
-    t.after(() => db.drop());
-    await killMidStream(db.url, 3, () => new PostgresStore({ url: db.url, poolMax: 2, timeoutMs: 5000 }));
-  });
+  for (const backend of backends()) {
+    it(`${backend.name} (SQLite: synchronous=FULL, and the file passes integrity_check)`, async (t) => {
+      const db = await backend.create();
+      t.after(() => db.drop());
+      await killMidStream(db.url, 3, () => db.open());
+      if (backend.name !== 'sqlite') return;
+      const file = new Database(db.url.slice('sqlite:'.length), { readonly: true });
+      try {
+        assert.equal(file.pragma('integrity_check', { simple: true }), 'ok');
+      } finally {
+        file.close();
+      }
+    });
+  }
 });

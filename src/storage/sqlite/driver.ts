@@ -11,7 +11,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 const require = createRequire(import.meta.url);
 const major = Number(process.versions.node.split('.')[0]);
 
-export const DRIVER_PACKAGE = major >= 22 ? 'better-sqlite3-napi' : 'better-sqlite3';
+const DRIVER_PACKAGE = major >= 22 ? 'better-sqlite3-napi' : 'better-sqlite3';
 
 // require(): both packages are CommonJS, and only the chosen one may be loaded (the
 // other one's native binary would not work on this runtime).

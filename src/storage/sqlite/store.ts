@@ -1,23 +1,14 @@
-// The embedded default: one SQLite file through better-sqlite3, in WAL mode.
-// Every committed write is fsync'd (synchronous=FULL), so a 201/204 survives kill -9.
-// better-sqlite3 is synchronous; methods are async only to share the Store interface.
+// The embedded default: one SQLite file through better-sqlite3, in WAL mode. Every
+// committed write is fsync'd (synchronous=FULL), so a 201/204 survives kill -9.
+// This file is the SQLite Driver (../driver.ts) and SqliteStore, the shared store over it;
+// the SQL itself is in ../sql-store.ts and ../migrations.ts.
 import { accessSync, chmodSync, closeSync, constants, existsSync, fsyncSync, linkSync, openSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import Database, { type SqliteDatabase, type SqliteStatement } from './driver.js';
-import { BOOTSTRAP_KEY, pendingMigrations, schemaVersion } from '../migrations.js';
 import { preparePrivateFile, type StorageWarning } from './files.js';
-import { TOKEN_COLUMNS, WRITE_PROBE_SQL, bootstrapOutcome, latestPerId, tokenFromRow, tokenParams, type TokenRow } from '../rows.js';
-import {
-  StorageUnavailableError,
-  type BackupReport,
-  type CatalogRevision,
-  type CatalogStore,
-  type CreateTokenResult,
-  type MigrationReport,
-  type Store,
-  type TokenRecord,
-  type TokenStore,
-} from '../types.js';
+import type { Driver, Param, Queries } from '../driver.js';
+import { SqlStore } from '../sql-store.js';
+import { StorageUnavailableError, type BackupReport } from '../types.js';
 
 export interface SqliteOptions {
   path: string;
@@ -27,21 +18,44 @@ export interface SqliteOptions {
   onWarning?: StorageWarning;
 }
 
+/** The shared store on a SQLite file. */
+export class SqliteStore extends SqlStore {
+  constructor(options: SqliteOptions) {
+    super(new SqliteDriver(options));
+  }
+}
+
 // Errors that mean "storage cannot serve right now" (locked by another process, disk
 // trouble, a read-only file or filesystem, closed during shutdown) rather than a bug:
 // they become 503, not 500.
 const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|PROTOCOL|READONLY)/;
 
-export class SqliteStore implements Store {
-  readonly kind = 'sqlite' as const;
-  readonly description: string;
-  readonly tokens: TokenStore;
-  readonly catalog: CatalogStore;
-  readonly stats = STATS;
-  private readonly db: SqliteDatabase;
-  private closed = false;
+/**
+ * The transaction open in this process, if any: it settles when that transaction ends.
+ * better-sqlite3 is synchronous, and a transaction's body awaits between its statements.
+ * Meanwhile any other statement of this process waits here: on the same connection it
+ * would land inside the transaction and share its commit or rollback; on another
+ * connection (several stores on one file, as tests and tools open them) a write would
+ * block the whole process in busy_timeout waiting for a lock that only this process's
+ * next microtask can release. Other processes wait in busy_timeout as they always do.
+ */
+const open: { now: Promise<void> | undefined } = { now: undefined };
 
+class SqliteDriver implements Driver {
+  readonly backend = 'sqlite';
+  readonly dialect = 'sqlite' as const;
+  readonly description: string;
+  private readonly db: SqliteDatabase;
   private readonly path: string;
+  // Prepared once per SQL text, then reused (the texts are the store's constants).
+  private readonly statements = new Map<string, SqliteStatement>();
+  private closed = false;
+  /** Statements of the open transaction: they skip the wait that everything else does. */
+  private readonly tx: Queries = {
+    run: (sql, params = []) => attempt(() => this.prepared(sql).run(...params).changes),
+    get: <R>(sql: string, params: readonly Param[] = []) => attempt(() => this.prepared(sql).get(...params) as R | undefined),
+    all: <R>(sql: string, params: readonly Param[] = []) => attempt(() => this.prepared(sql).all(...params) as R[]),
+  };
 
   constructor(options: SqliteOptions) {
     this.path = options.path;
@@ -57,35 +71,75 @@ export class SqliteStore implements Store {
     // acknowledged writes on power loss.
     this.db.pragma('synchronous = FULL');
     this.db.pragma('foreign_keys = ON');
-    this.tokens = new SqliteTokenStore(this.db);
-    this.catalog = new SqliteCatalogStore(this.db);
   }
 
-  migrate(options: { upTo?: number } = {}): Promise<MigrationReport> {
-    return run(() => {
-      this.db.exec(`CREATE TABLE IF NOT EXISTS infracat_schema_migrations (
-        version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
-      // IMMEDIATE takes the write lock first, so two processes never both decide to apply.
-      const apply = this.db.transaction((): MigrationReport => {
-        const rows = this.db.prepare('SELECT version FROM infracat_schema_migrations').all() as { version: number }[];
-        const before = new Set(rows.map((r) => r.version));
-        const pending = pendingMigrations(before, options.upTo);
-        const record = this.db.prepare('INSERT INTO infracat_schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
-        for (const m of pending) {
-          for (const sql of m.sqlite) this.db.exec(sql);
-          record.run(m.version, m.name, Date.now());
-        }
-        return { applied: pending.map((m) => m.version), version: schemaVersion(before, pending) };
-      });
-      return apply.immediate();
-    });
+  private prepared(sql: string): SqliteStatement {
+    let stmt = this.statements.get(sql);
+    if (stmt === undefined) {
+      stmt = this.db.prepare(sql);
+      this.statements.set(sql, stmt);
+    }
+    return stmt;
   }
 
-  schemaVersion(): Promise<number> {
-    return run(() => {
-      const table = this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'infracat_schema_migrations'`).get();
-      if (table === undefined) return 0;
-      return (this.db.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM infracat_schema_migrations').get() as { v: number }).v;
+  // Outside a transaction a statement runs at once, unless one is open (see `open` below).
+  run(sql: string, params?: readonly Param[]): Promise<number> {
+    return open.now === undefined ? this.tx.run(sql, params) : open.now.then(() => this.run(sql, params));
+  }
+
+  get<R>(sql: string, params?: readonly Param[]): Promise<R | undefined> {
+    return open.now === undefined ? this.tx.get<R>(sql, params) : open.now.then(() => this.get<R>(sql, params));
+  }
+
+  all<R>(sql: string, params?: readonly Param[]): Promise<R[]> {
+    return open.now === undefined ? this.tx.all<R>(sql, params) : open.now.then(() => this.all<R>(sql, params));
+  }
+
+  /**
+   * BEGIN IMMEDIATE takes the database's write lock first (waiting up to busy_timeout for
+   * other processes), so two processes never both count and then insert. One lock for
+   * the whole file: the named lock adds nothing here.
+   */
+  async transaction<T>(body: (tx: Queries) => Promise<T>): Promise<T> {
+    while (open.now !== undefined) await open.now;
+    let end!: () => void;
+    open.now = new Promise((resolve) => (end = resolve));
+    try {
+      await this.tx.run('BEGIN IMMEDIATE');
+      try {
+        const result = await body(this.tx);
+        await this.tx.run('COMMIT');
+        return result;
+      } catch (err) {
+        // Undo what the body wrote; a failed COMMIT may leave nothing to undo.
+        if (this.db.open && this.db.inTransaction) await this.tx.run('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+    } finally {
+      open.now = undefined;
+      end();
+    }
+  }
+
+  async ensure(sql: string): Promise<void> {
+    await this.run(sql);
+  }
+
+  async tableExists(table: string): Promise<boolean> {
+    return (await this.get(`SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = ?`, [table])) !== undefined;
+  }
+
+  async ping(): Promise<void> {
+    await this.get('SELECT 1 AS ok');
+    // Reads work on a read-only file; writes need the file and its directory (-wal, -shm).
+    await attempt(() => {
+      try {
+        accessSync(this.path, constants.W_OK);
+        accessSync(path.dirname(this.path), constants.W_OK);
+      } catch (err) {
+        const why = `the database file or its directory is not writable (${(err as Error).message})`;
+        throw Object.assign(new Error(why), { code: 'SQLITE_READONLY' });
+      }
     });
   }
 
@@ -129,155 +183,12 @@ export class SqliteStore implements Store {
     }
   }
 
-  ping(): Promise<void> {
-    return run(() => {
-      this.db.prepare('SELECT 1').get();
-      // Reads work on a read-only file; writes need the file and its directory (-wal, -shm).
-      try {
-        accessSync(this.path, constants.W_OK);
-        accessSync(path.dirname(this.path), constants.W_OK);
-      } catch (err) {
-        throw Object.assign(new Error(`the database file or its directory is not writable (${(err as Error).message})`), { code: 'SQLITE_READONLY' });
-      }
-    });
-  }
-
-  checkWritable(): Promise<void> {
-    return run(() => {
-      this.db.prepare(WRITE_PROBE_SQL).run();
-    });
-  }
-
   close(): Promise<void> {
     if (!this.closed) {
       this.closed = true;
       this.db.close();
     }
     return Promise.resolve();
-  }
-}
-
-// SQL of the token store. Statements are prepared on first use and then reused:
-// the tables exist only after migrate(), which runs after the store opens.
-const SQL = {
-  insert: `INSERT INTO api_tokens (${TOKEN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-  countLive: 'SELECT COUNT(*) AS n FROM api_tokens WHERE expires_at IS NULL OR expires_at > ?',
-  count: 'SELECT COUNT(*) AS n FROM api_tokens',
-  list: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE expires_at IS NULL OR expires_at > ? ORDER BY created_at, id`,
-  get: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE id = ?`,
-  byHash: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE secret_hash = ?`,
-  delete: 'DELETE FROM api_tokens WHERE id = ?',
-  purgeExpired: 'DELETE FROM api_tokens WHERE expires_at IS NOT NULL AND expires_at <= ?',
-  // SQLite's two-argument MAX() is NULL if either side is NULL, hence the COALESCE.
-  touch: 'UPDATE api_tokens SET last_used_at = MAX(COALESCE(last_used_at, 0), ?) WHERE id = ?',
-  markBootstrap: 'INSERT INTO infracat_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING',
-} as const;
-
-class SqliteTokenStore implements TokenStore {
-  private readonly prepared = new Map<keyof typeof SQL, SqliteStatement>();
-
-  constructor(private readonly db: SqliteDatabase) {}
-
-  private q(name: keyof typeof SQL): SqliteStatement {
-    let stmt = this.prepared.get(name);
-    if (stmt === undefined) {
-      stmt = this.db.prepare(SQL[name]);
-      this.prepared.set(name, stmt);
-    }
-    return stmt;
-  }
-
-  create(token: TokenRecord, limits: { maxLive: number; now: number }): Promise<CreateTokenResult> {
-    return run(() =>
-      this.db
-        .transaction((): CreateTokenResult => {
-          const { n } = this.q('countLive').get(limits.now) as { n: number };
-          if (n >= limits.maxLive) return 'limit_reached';
-          this.q('insert').run(...tokenParams(token));
-          return 'created';
-        })
-        .immediate(),
-    );
-  }
-
-  bootstrap(token: TokenRecord | null): Promise<boolean> {
-    // IMMEDIATE: the write lock first, so racing processes decide one after the other.
-    return run(() =>
-      this.db
-        .transaction((): boolean => {
-          const { n } = this.q('count').get() as { n: number };
-          const mint = token !== null && n === 0;
-          if (this.q('markBootstrap').run(BOOTSTRAP_KEY, bootstrapOutcome(token, n)).changes === 0) return false;
-          if (mint) this.q('insert').run(...tokenParams(token));
-          return mint;
-        })
-        .immediate(),
-    );
-  }
-
-  list(expiredAfter: number): Promise<TokenRecord[]> {
-    return run(() => (this.q('list').all(expiredAfter) as TokenRow[]).map(tokenFromRow));
-  }
-
-  purgeExpired(before: number): Promise<number> {
-    return run(() => this.q('purgeExpired').run(before).changes);
-  }
-
-  get(id: string): Promise<TokenRecord | null> {
-    return run(() => {
-      const row = this.q('get').get(id) as TokenRow | undefined;
-      return row === undefined ? null : tokenFromRow(row);
-    });
-  }
-
-  findByHash(secretHash: string): Promise<TokenRecord | null> {
-    return run(() => {
-      const row = this.q('byHash').get(secretHash) as TokenRow | undefined;
-      return row === undefined ? null : tokenFromRow(row);
-    });
-  }
-
-  delete(id: string): Promise<boolean> {
-    return run(() => this.q('delete').run(id).changes > 0);
-  }
-
-  touch(entries: readonly { id: string; at: number }[]): Promise<void> {
-    if (entries.length === 0) return Promise.resolve();
-    return run(() => {
-      this.db.transaction(() => {
-        for (const [id, at] of latestPerId(entries)) this.q('touch').run(at, id);
-      })();
-    });
-  }
-
-  count(): Promise<number> {
-    return run(() => (this.q('count').get() as { n: number }).n);
-  }
-}
-
-class SqliteCatalogStore implements CatalogStore {
-  constructor(private readonly db: SqliteDatabase) {}
-
-  latestVersion(): Promise<number> {
-    return run(() => (this.db.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM catalog_revisions').get() as { v: number }).v);
-  }
-
-  current(): Promise<CatalogRevision | null> {
-    return run(() => {
-      const row = this.db
-        .prepare('SELECT version, document, applied_at FROM catalog_revisions ORDER BY version DESC LIMIT 1')
-        .get() as { version: number; document: string; applied_at: number } | undefined;
-      return row === undefined ? null : { version: row.version, document: row.document, appliedAt: row.applied_at };
-    });
-  }
-
-  apply(document: string, expectedVersion: number, now: number): Promise<boolean> {
-    return run(
-      () =>
-        this.db
-          .prepare('INSERT INTO catalog_revisions (version, document, applied_at) VALUES (?, ?, ?) ON CONFLICT (version) DO NOTHING')
-          .run(expectedVersion + 1, document, now).changes === 1,
-    );
   }
 }
 
@@ -302,12 +213,8 @@ function openFailure(file: string, err: unknown): Error {
   return original;
 }
 
-// One counter per process is enough for a metric; stores share it.
-const STATS = { queries: 0 };
-
 /** Runs a synchronous database step, turning lock time-outs into StorageUnavailableError. */
-function run<T>(step: () => T): Promise<T> {
-  STATS.queries += 1;
+function attempt<T>(step: () => T): Promise<T> {
   try {
     return Promise.resolve(step());
   } catch (err) {

@@ -1,19 +1,18 @@
-// The storage contract: every backend runs exactly these tests (sqlite.test.ts,
-// postgres.test.ts). A backend that fails one is not done.
+// The storage contract: every backend of test/helpers/backends.ts runs exactly these
+// tests. A backend that fails one is not done.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { LATEST_VERSION, MIGRATIONS } from '../../src/storage/migrations.js';
+import { LATEST_VERSION, VERSIONED } from '../../src/storage/migrations.js';
 import type { Store, TokenRecord } from '../../src/storage/types.js';
+import { backends, type Backend, type BackendDb } from '../helpers/backends.js';
 
-export interface TestBackend {
-  name: string;
-  /** A new, empty database. `open()` may be called several times: one Store per "instance". */
-  freshDatabase(): Promise<{ open(): Store; drop(): Promise<void> }>;
-}
+const ALL_VERSIONS = VERSIONED.map((m) => m.version);
 
 let seq = 0;
-export function sampleToken(over: Partial<TokenRecord> = {}): TokenRecord {
+function sampleToken(over: Partial<TokenRecord> = {}): TokenRecord {
   seq += 1;
   return {
     id: `tok_${String(seq).padStart(6, '0')}_${randomUUID().slice(0, 8)}`,
@@ -30,9 +29,12 @@ export function sampleToken(over: Partial<TokenRecord> = {}): TokenRecord {
 const NOW = 1_800_000_000_000;
 const NO_LIMIT = { maxLive: 1_000_000, now: NOW };
 
-export function runStoreContract(backend: TestBackend): void {
+for (const backend of backends()) runStoreContract(backend);
+
+function runStoreContract(backend: Backend): void {
+  // `open()` may be called several times on one database: one Store per "instance".
   describe(`storage contract: ${backend.name}`, () => {
-    let db: Awaited<ReturnType<TestBackend['freshDatabase']>>;
+    let db: BackendDb;
     let store: Store;
     const opened: Store[] = [];
     const open = (): Store => {
@@ -42,10 +44,10 @@ export function runStoreContract(backend: TestBackend): void {
     };
 
     before(async () => {
-      db = await backend.freshDatabase();
+      db = await backend.create();
       store = open();
       const report = await store.migrate();
-      assert.deepEqual(report.applied, MIGRATIONS.map((m) => m.version));
+      assert.deepEqual(report.applied, ALL_VERSIONS);
       assert.equal(report.version, LATEST_VERSION);
     });
 
@@ -81,7 +83,7 @@ export function runStoreContract(backend: TestBackend): void {
     });
 
     it('list returns live tokens oldest first and leaves expired ones out', async () => {
-      const fresh = await backend.freshDatabase();
+      const fresh = await backend.create();
       const s = fresh.open();
       try {
         await s.migrate();
@@ -100,7 +102,7 @@ export function runStoreContract(backend: TestBackend): void {
     });
 
     it('list takes the retention bound: tokens expired after it stay listed; purgeExpired deletes only those before it', async () => {
-      const fresh = await backend.freshDatabase();
+      const fresh = await backend.create();
       const s = fresh.open();
       try {
         await s.migrate();
@@ -160,7 +162,7 @@ export function runStoreContract(backend: TestBackend): void {
     });
 
     it('create refuses past maxLive live tokens; expired tokens do not count', async () => {
-      const fresh = await backend.freshDatabase();
+      const fresh = await backend.create();
       const s = fresh.open();
       try {
         await s.migrate();
@@ -177,7 +179,7 @@ export function runStoreContract(backend: TestBackend): void {
     });
 
     it('the live-token cap holds when several instances create at once', async () => {
-      const fresh = await backend.freshDatabase();
+      const fresh = await backend.create();
       const instances = [fresh.open(), fresh.open(), fresh.open()];
       try {
         await instances[0]!.migrate();
@@ -193,7 +195,7 @@ export function runStoreContract(backend: TestBackend): void {
     });
 
     it('bootstrap: mints on the first call for an empty database, never again, not even after every token is deleted', async () => {
-      const fresh = await backend.freshDatabase();
+      const fresh = await backend.create();
       const s = fresh.open();
       const other = fresh.open();
       try {
@@ -219,9 +221,9 @@ export function runStoreContract(backend: TestBackend): void {
     });
 
     it('bootstrap: decided by the first call even when it mints nothing (turned off, or tokens already stored)', async () => {
-      const off = await backend.freshDatabase();
+      const off = await backend.create();
       const s = off.open();
-      const had = await backend.freshDatabase();
+      const had = await backend.create();
       const h = had.open();
       try {
         await s.migrate();
@@ -248,7 +250,7 @@ export function runStoreContract(backend: TestBackend): void {
     });
 
     it('bootstrap: exactly one of several racing instances mints', async () => {
-      const fresh = await backend.freshDatabase();
+      const fresh = await backend.create();
       const instances = [fresh.open(), fresh.open(), fresh.open(), fresh.open()];
       try {
         await instances[0]!.migrate();
@@ -269,12 +271,12 @@ export function runStoreContract(backend: TestBackend): void {
         { name: 'untouched', use: async () => undefined, bootstraps: true },
       ];
       for (const c of cases) {
-        const fresh = await backend.freshDatabase();
+        const fresh = await backend.create();
         const s = fresh.open();
         try {
           assert.deepEqual(await s.migrate({ upTo: 2 }), { applied: [1, 2], version: 2 }, 'the schema of the release before');
           await c.use(s);
-          assert.deepEqual(await s.migrate(), { applied: MIGRATIONS.filter((m) => m.version > 2).map((m) => m.version), version: LATEST_VERSION });
+          assert.deepEqual(await s.migrate(), { applied: ALL_VERSIONS.filter((v) => v > 2), version: LATEST_VERSION });
           for (const t of await s.tokens.list(NOW)) await s.tokens.delete(t.id);
           assert.equal(await s.tokens.bootstrap(sampleToken()), c.bootstraps, c.name);
         } finally {
@@ -285,12 +287,12 @@ export function runStoreContract(backend: TestBackend): void {
     });
 
     it('migrations are safe when several instances start together on one database', async () => {
-      const fresh = await backend.freshDatabase();
+      const fresh = await backend.create();
       const instances = Array.from({ length: 5 }, () => fresh.open());
       try {
         const reports = await Promise.all(instances.map((s) => s.migrate()));
         const applied = reports.flatMap((r) => r.applied).sort((a, b) => a - b);
-        assert.deepEqual(applied, MIGRATIONS.map((m) => m.version), 'each migration applied exactly once');
+        assert.deepEqual(applied, ALL_VERSIONS, 'each migration applied exactly once');
         for (const r of reports) assert.equal(r.version, LATEST_VERSION);
         assert.equal(await instances[4]!.tokens.count(), 0);
       } finally {
@@ -310,7 +312,7 @@ export function runStoreContract(backend: TestBackend): void {
     });
 
     it('catalog: empty at first; apply stores version 1; current returns the document unchanged', async () => {
-      const fresh = await backend.freshDatabase();
+      const fresh = await backend.create();
       const s = fresh.open();
       try {
         await s.migrate();
@@ -327,7 +329,7 @@ export function runStoreContract(backend: TestBackend): void {
     });
 
     it('catalog: apply is optimistic: a stale expected version changes nothing', async () => {
-      const fresh = await backend.freshDatabase();
+      const fresh = await backend.create();
       const s = fresh.open();
       try {
         await s.migrate();
@@ -343,7 +345,7 @@ export function runStoreContract(backend: TestBackend): void {
     });
 
     it('catalog: of several instances applying at once on the same version, exactly one wins', async () => {
-      const fresh = await backend.freshDatabase();
+      const fresh = await backend.create();
       const instances = [fresh.open(), fresh.open(), fresh.open()];
       try {
         await instances[0]!.migrate();
@@ -354,6 +356,75 @@ export function runStoreContract(backend: TestBackend): void {
         for (const s of instances) await s.close();
         await fresh.drop();
       }
+    });
+
+    it('stats.queries counts each statement the store sends, the same on every backend', async () => {
+      const s = open();
+      const t = sampleToken();
+      const sent = async (call: () => Promise<unknown>): Promise<number> => {
+        const before = s.stats.queries;
+        await call();
+        return s.stats.queries - before;
+      };
+      assert.equal(await sent(() => s.tokens.create(t, NO_LIMIT)), 2, 'count, then insert (the lock is not a statement)');
+      assert.equal(await sent(() => s.tokens.bootstrap(null)), 2, 'count, then the marker');
+      assert.equal(await sent(() => s.tokens.get(t.id)), 1);
+      assert.equal(await sent(() => s.tokens.findByHash(t.secretHash)), 1);
+      assert.equal(await sent(() => s.tokens.list(NOW)), 1);
+      assert.equal(await sent(() => s.tokens.touch([{ id: t.id, at: 1 }, { id: 'tok_other', at: 2 }, { id: t.id, at: 3 }])), 2, 'one per token');
+      assert.equal(await sent(() => s.tokens.touch([])), 0);
+      assert.equal(await sent(() => s.tokens.delete(t.id)), 1);
+      assert.equal(await sent(() => s.catalog.latestVersion()), 1);
+      assert.equal(await sent(() => s.catalog.current()), 1);
+      assert.equal(await sent(() => s.ping()), 1);
+      assert.equal(await sent(() => s.checkWritable()), 1);
+      assert.equal(await sent(() => s.schemaVersion()), 2, 'whether the table exists, then its newest version');
+      assert.equal(open().stats.queries, 0, 'counted per store');
+    });
+
+    it('a statement sent while a transaction is open is not part of it (a rollback never takes it along)', async () => {
+      const kept = sampleToken();
+      const doomed = sampleToken();
+      await store.tokens.create(kept, NO_LIMIT);
+      await store.tokens.create(doomed, NO_LIMIT);
+      // The create rolls back (the hash is taken) while the delete and touch are sent.
+      const [refused, deleted] = await Promise.allSettled([
+        store.tokens.create(sampleToken({ secretHash: kept.secretHash }), NO_LIMIT),
+        store.tokens.delete(doomed.id),
+        store.tokens.touch([{ id: kept.id, at: 4242 }]),
+      ]);
+      assert.equal(refused.status, 'rejected');
+      assert.deepEqual(deleted, { status: 'fulfilled', value: true });
+      const other = open();
+      assert.equal(await other.tokens.get(doomed.id), null, 'the acknowledged delete stuck');
+      assert.equal((await other.tokens.get(kept.id))?.lastUsedAt, 4242);
+    });
+
+    it('schemaVersion: 0 for an empty database (nothing written), the latest once migrated', async () => {
+      const empty = await backend.create();
+      const s = empty.open();
+      try {
+        assert.equal(await s.schemaVersion(), 0);
+        assert.equal(await s.schemaVersion(), 0, 'asking created nothing');
+        await s.migrate();
+        assert.equal(await s.schemaVersion(), LATEST_VERSION);
+      } finally {
+        await s.close();
+        await empty.drop();
+      }
+    });
+
+    it('stores opened, used and closed many times, then garbage-collected: the process exits cleanly', () => {
+      // better-sqlite3 12 built against Node >= 24.19 headers aborted the process here.
+      const script = path.resolve(import.meta.dirname, '../fixtures/gc-stress.ts');
+      const res = spawnSync(process.execPath, ['--expose-gc', '--import', import.meta.resolve('tsx'), script], {
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, DATABASE_URL: db.url },
+      });
+      assert.equal(res.signal, null, `killed by ${String(res.signal)}: ${res.stderr.slice(0, 500)}`);
+      assert.equal(res.status, 0, res.stderr.slice(0, 500));
+      assert.equal(res.stdout.trim(), 'clean');
     });
 
     it('close is idempotent', async () => {

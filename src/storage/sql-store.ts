@@ -1,0 +1,255 @@
+// The one Store implementation: every statement of the token store, the catalog store,
+// the bootstrap marker and the migration bookkeeping, written once in plain SQL that
+// SQLite and PostgreSQL (and its distributed relatives) both accept, over a small Driver
+// (driver.ts) per backend. Lucia's adapter shape rather than a query builder (Kysely):
+// - Kysely's SQLite driver cannot BEGIN IMMEDIATE (kysely-org/kysely#1152, closed "Nope");
+//   the cross-process count-then-insert needs it: a deferred transaction that upgrades
+//   to a write lock gets SQLITE_BUSY at once instead of waiting for busy_timeout.
+// - Kysely's PostgreSQL Migrator locks with pg_advisory_xact_lock, which the distributed
+//   PostgreSQL-compatible engines (the scale-out path) do not honour; a row lock in a
+//   table does. Deployed databases also already carry infracat_schema_migrations.
+// - Its SQLite driver prepares every statement on each execution; ours prepares each
+//   SQL text once.
+// - infracat has about fifteen statements: a builder's types buy little over one row
+//   type declared once (rows.ts).
+import type { Driver, LockName, Param, Queries } from './driver.js';
+import { BOOKKEEPING, BOOTSTRAP_KEY, pendingMigrations, schemaVersion, stepSql } from './migrations.js';
+import {
+  CATALOG_COLUMNS,
+  TOKEN_COLUMNS,
+  bootstrapOutcome,
+  catalogFromRow,
+  latestPerId,
+  tokenFromRow,
+  tokenParams,
+  type CatalogRow,
+  type TokenRow,
+} from './rows.js';
+import type {
+  BackupReport,
+  CatalogRevision,
+  CatalogStore,
+  CreateTokenResult,
+  LastUsed,
+  MigrationReport,
+  Store,
+  TokenRecord,
+  TokenStore,
+} from './types.js';
+
+const SQL = {
+  insertToken: `INSERT INTO api_tokens (${TOKEN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  // CAST: COUNT(*) is a BIGINT in PostgreSQL, which its driver returns as a string.
+  countLive: 'SELECT CAST(COUNT(*) AS INTEGER) AS n FROM api_tokens WHERE expires_at IS NULL OR expires_at > ?',
+  count: 'SELECT CAST(COUNT(*) AS INTEGER) AS n FROM api_tokens',
+  list: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE expires_at IS NULL OR expires_at > ? ORDER BY created_at, id`,
+  getToken: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE id = ?`,
+  byHash: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE secret_hash = ?`,
+  deleteToken: 'DELETE FROM api_tokens WHERE id = ?',
+  purgeExpired: 'DELETE FROM api_tokens WHERE expires_at IS NOT NULL AND expires_at <= ?',
+  // last_used_at = max(stored, at), portably (SQLite's MAX(a, b) is PostgreSQL's GREATEST):
+  // only a later time is written, and a row already as recent is not written at all.
+  touch: 'UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
+  markBootstrap: 'INSERT INTO infracat_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING',
+  latestCatalog: 'SELECT COALESCE(MAX(version), 0) AS v FROM catalog_revisions',
+  currentCatalog: `SELECT ${CATALOG_COLUMNS} FROM catalog_revisions ORDER BY version DESC LIMIT 1`,
+  applyCatalog: `INSERT INTO catalog_revisions (${CATALOG_COLUMNS}) VALUES (?, ?, ?) ON CONFLICT (version) DO NOTHING`,
+  appliedVersions: 'SELECT version FROM infracat_schema_migrations',
+  schemaVersion: 'SELECT COALESCE(MAX(version), 0) AS v FROM infracat_schema_migrations',
+  recordMigration: 'INSERT INTO infracat_schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
+  // A real write that changes nothing: proves at start that the database accepts writes
+  // (a read-only file or a standby would otherwise serve reads and fail every write).
+  writeProbe:
+    'UPDATE infracat_schema_migrations SET applied_at = applied_at WHERE version = (SELECT MAX(version) FROM infracat_schema_migrations)',
+} as const;
+
+/**
+ * `stats.queries`, counted here and nowhere else: one per statement the store sends
+ * through the driver (in or out of a transaction, including readiness probes and table
+ * checks). Transaction control (BEGIN, COMMIT, ROLLBACK, PostgreSQL's lock-row SELECT)
+ * is the driver's and is not counted, so the same Store calls count the same on every backend.
+ */
+class Counted implements Queries {
+  constructor(
+    private readonly target: Queries,
+    private readonly stats: { queries: number },
+  ) {}
+
+  run(sql: string, params?: readonly Param[]): Promise<number> {
+    this.stats.queries += 1;
+    return this.target.run(sql, params);
+  }
+
+  get<R>(sql: string, params?: readonly Param[]): Promise<R | undefined> {
+    this.stats.queries += 1;
+    return this.target.get<R>(sql, params);
+  }
+
+  all<R>(sql: string, params?: readonly Param[]): Promise<R[]> {
+    this.stats.queries += 1;
+    return this.target.all<R>(sql, params);
+  }
+
+  /** A statement the driver sends on its own behalf (probe, table check, idempotent DDL). */
+  one<T>(send: () => Promise<T>): Promise<T> {
+    this.stats.queries += 1;
+    return send();
+  }
+}
+
+export class SqlStore implements Store {
+  readonly backend: string;
+  readonly description: string;
+  readonly tokens: TokenStore;
+  readonly catalog: CatalogStore;
+  readonly stats = { queries: 0 };
+  private readonly db: Counted;
+
+  constructor(private readonly driver: Driver) {
+    this.backend = driver.backend;
+    this.description = driver.description;
+    this.db = new Counted(driver, this.stats);
+    this.tokens = new SqlTokenStore(this.db, (body, lock) => this.transaction(body, lock));
+    this.catalog = new SqlCatalogStore(this.db);
+  }
+
+  /** A transaction whose statements are counted like any other. */
+  private transaction<T>(body: (tx: Queries) => Promise<T>, lock?: LockName): Promise<T> {
+    return this.driver.transaction((tx) => body(new Counted(tx, this.stats)), lock);
+  }
+
+  async migrate(options: { upTo?: number } = {}): Promise<MigrationReport> {
+    const dialect = this.driver.dialect;
+    // Several instances may run this at once: every step is idempotent and race-safe.
+    for (const step of BOOKKEEPING.steps) {
+      const sql = stepSql(step, dialect);
+      if (sql !== undefined) await this.db.one(() => this.driver.ensure(sql));
+    }
+    // Under the migrate lock, so two instances never both decide to apply a version:
+    // the second waits, then finds nothing pending.
+    return this.transaction(async (tx) => {
+      const rows = await tx.all<{ version: number }>(SQL.appliedVersions);
+      const before = new Set(rows.map((r) => r.version));
+      const pending = pendingMigrations(before, options.upTo);
+      for (const m of pending) {
+        for (const step of m.steps) {
+          const sql = stepSql(step, dialect);
+          if (sql !== undefined) await tx.run(sql);
+        }
+        await tx.run(SQL.recordMigration, [m.version, m.name, Date.now()]);
+      }
+      return { applied: pending.map((m) => m.version), version: schemaVersion(before, pending) };
+    }, 'migrate');
+  }
+
+  async schemaVersion(): Promise<number> {
+    if (!(await this.db.one(() => this.driver.tableExists('infracat_schema_migrations')))) return 0;
+    return (await this.db.get<{ v: number }>(SQL.schemaVersion))?.v ?? 0;
+  }
+
+  backup(file: string): Promise<BackupReport> {
+    return this.driver.backup(file);
+  }
+
+  ping(): Promise<void> {
+    return this.db.one(() => this.driver.ping());
+  }
+
+  async checkWritable(): Promise<void> {
+    await this.db.run(SQL.writeProbe);
+  }
+
+  close(): Promise<void> {
+    return this.driver.close();
+  }
+}
+
+type Transact = <T>(body: (tx: Queries) => Promise<T>, lock?: LockName) => Promise<T>;
+
+class SqlTokenStore implements TokenStore {
+  constructor(
+    private readonly db: Queries,
+    private readonly transaction: Transact,
+  ) {}
+
+  create(token: TokenRecord, limits: { maxLive: number; now: number }): Promise<CreateTokenResult> {
+    return this.transaction(async (tx) => {
+      const live = await tx.get<{ n: number }>(SQL.countLive, [limits.now]);
+      if ((live?.n ?? 0) >= limits.maxLive) return 'limit_reached';
+      await tx.run(SQL.insertToken, tokenParams(token));
+      return 'created';
+    }, 'tokens');
+  }
+
+  bootstrap(token: TokenRecord | null): Promise<boolean> {
+    // The tokens lock orders this after any create() in flight (the count is exact); the
+    // marker's primary key makes exactly one decision stick regardless.
+    return this.transaction(async (tx) => {
+      const n = (await tx.get<{ n: number }>(SQL.count))?.n ?? 0;
+      const mint = token !== null && n === 0;
+      if ((await tx.run(SQL.markBootstrap, [BOOTSTRAP_KEY, bootstrapOutcome(token, n)])) === 0) return false;
+      if (mint) await tx.run(SQL.insertToken, tokenParams(token));
+      return mint;
+    }, 'tokens');
+  }
+
+  async list(expiredAfter: number): Promise<TokenRecord[]> {
+    return (await this.db.all<TokenRow>(SQL.list, [expiredAfter])).map(tokenFromRow);
+  }
+
+  purgeExpired(before: number): Promise<number> {
+    return this.db.run(SQL.purgeExpired, [before]);
+  }
+
+  async get(id: string): Promise<TokenRecord | null> {
+    const row = await this.db.get<TokenRow>(SQL.getToken, [id]);
+    return row === undefined ? null : tokenFromRow(row);
+  }
+
+  async findByHash(secretHash: string): Promise<TokenRecord | null> {
+    const row = await this.db.get<TokenRow>(SQL.byHash, [secretHash]);
+    return row === undefined ? null : tokenFromRow(row);
+  }
+
+  async delete(id: string): Promise<boolean> {
+    return (await this.db.run(SQL.deleteToken, [id])) > 0;
+  }
+
+  async touch(entries: readonly LastUsed[]): Promise<void> {
+    const latest = latestPerId(entries);
+    // One statement per token inside one transaction, rather than one statement for the
+    // batch: the same text on both backends whatever the batch size (prepared once), one
+    // commit for the batch, and it runs off the request path (a batch holds the tokens
+    // used on this instance within LAST_USED_FLUSH_MS). Ids in order: instances flushing
+    // overlapping batches take the row locks in the same order and never deadlock.
+    // A batch of one (the usual case) is one statement, without BEGIN/COMMIT round trips.
+    if (latest.length <= 1) {
+      for (const [id, at] of latest) await this.db.run(SQL.touch, [at, id, at]);
+      return;
+    }
+    await this.transaction(async (tx) => {
+      for (const [id, at] of latest) await tx.run(SQL.touch, [at, id, at]);
+    });
+  }
+
+  async count(): Promise<number> {
+    return (await this.db.get<{ n: number }>(SQL.count))?.n ?? 0;
+  }
+}
+
+class SqlCatalogStore implements CatalogStore {
+  constructor(private readonly db: Queries) {}
+
+  async latestVersion(): Promise<number> {
+    return (await this.db.get<{ v: number }>(SQL.latestCatalog))?.v ?? 0;
+  }
+
+  async current(): Promise<CatalogRevision | null> {
+    const row = await this.db.get<CatalogRow>(SQL.currentCatalog);
+    return row === undefined ? null : catalogFromRow(row);
+  }
+
+  async apply(document: string, expectedVersion: number, now: number): Promise<boolean> {
+    return (await this.db.run(SQL.applyCatalog, [expectedVersion + 1, document, now])) === 1;
+  }
+}
