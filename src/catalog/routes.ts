@@ -9,7 +9,8 @@ import { matchesIfNoneMatch } from '../http/conditional.js';
 import { refuseOverLimit } from '../http/rate-limit.js';
 import type { App } from '../http/types.js';
 import type { Image, Kind, Plan, Region } from './model.js';
-import { Image as ImageSchema, ImageQuery, Plan as PlanSchema, PlanQuery, Region as RegionSchema, RegionQuery, SlugParams } from './schemas.js';
+import { parseMoney } from './money.js';
+import { ENTITIES, ImageQuery, PlanQuery, RegionQuery, SlugParams } from './schemas.js';
 import type { CatalogService } from './service.js';
 import { joinEntries } from './snapshot.js';
 
@@ -30,7 +31,10 @@ interface Filters {
   feature?: string[];
 }
 
-const toCents = (decimal: string): number => Math.round(Number(decimal) * 100);
+function notAmount(text: string): never {
+  const detail = `invalid query parameter max_price_monthly: ${JSON.stringify(text)} is not an amount such as 24.50`;
+  throw new AppError('INVALID_QUERY', detail);
+}
 
 const PREDICATES: Record<Kind, (f: Filters) => ((value: never) => boolean) | null> = {
   images: (f) => {
@@ -40,7 +44,10 @@ const PREDICATES: Record<Kind, (f: Filters) => ((value: never) => boolean) | nul
   },
   plans: (f) => {
     if (f.type === undefined && f.min_vcpus === undefined && f.min_memory_mb === undefined && f.max_price_monthly === undefined) return null;
-    const maxCents = f.max_price_monthly === undefined ? undefined : toCents(f.max_price_monthly);
+    // The schema's pattern is parseMoney's, so this converts exactly; were it ever to
+    // refuse, the filter is refused rather than dropped.
+    const maxCents =
+      f.max_price_monthly === undefined ? undefined : (parseMoney(f.max_price_monthly) ?? notAmount(f.max_price_monthly));
     // Digits only (the schema's pattern): Number() reads them exactly.
     const minVcpus = f.min_vcpus === undefined ? undefined : Number(f.min_vcpus);
     const minMemory = f.min_memory_mb === undefined ? undefined : Number(f.min_memory_mb);
@@ -57,9 +64,9 @@ const PREDICATES: Record<Kind, (f: Filters) => ((value: never) => boolean) | nul
 };
 
 const SCHEMAS: Record<Kind, { item: TSchema; query: TSchema; noun: string }> = {
-  images: { item: ImageSchema, query: ImageQuery, noun: 'image' },
-  plans: { item: PlanSchema, query: PlanQuery, noun: 'plan' },
-  regions: { item: RegionSchema, query: RegionQuery, noun: 'region' },
+  images: { item: ENTITIES.images, query: ImageQuery, noun: 'image' },
+  plans: { item: ENTITIES.plans, query: PlanQuery, noun: 'plan' },
+  regions: { item: ENTITIES.regions, query: RegionQuery, noun: 'region' },
 };
 
 const ORDER_NOTES: Record<Kind, string> = {
