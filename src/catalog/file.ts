@@ -64,8 +64,11 @@ export function validateCatalog(data: unknown): ParseResult {
   };
   const problems = problemsFromErrors(errors, label);
   if (!isObject(data)) return { ok: false, problems };
-  // Fields the schema refused, as `/plans/3/slug`: the rules below leave them alone.
-  const refused = new Set(errors.map((e) => `/${errorPath(e).slice(0, 3).join('/')}`));
+  // Values the schema refused, and what holds them (`/plans/3/slug`, `/plans/3`, `/plans`,
+  // `/extra_image_types` for one bad word): the rules below leave them alone.
+  const refused = new Set(
+    errors.flatMap((e) => errorPath(e).slice(0, 3).map((_, i, path) => `/${path.slice(0, i + 1).join('/')}`)),
+  );
   problems.push(...crossFieldProblems(data, refused, (kind, i) => label(kind, i) ?? kind));
   if (problems.length > 0) return { ok: false, problems };
   const catalog = toModel(CatalogFile, data) as Catalog;

@@ -10,7 +10,7 @@ import { explained } from './problems.js';
 // The catalog's own patterns, for any module that checks the same values.
 /** A region slug: 2-6 lowercase letters and up to 2 digits (`nyc3`). */
 export const REGION_SLUG_PATTERN = /^[a-z]{2,6}[0-9]{0,2}$/;
-/** A lowercase word (image types, region features; also the registry's resource names). */
+/** A lowercase word: an image type or a region feature (`extra_image_types`, `extra_region_features`). */
 export const WORD_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
 /** An ISO 4217 currency code. */
 export const CURRENCY_PATTERN = /^[A-Z]{3}$/;

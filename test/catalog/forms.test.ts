@@ -10,6 +10,7 @@ import { formatCatalog, parseCatalogText, validateCatalog } from '../../src/cata
 import { jsonText, toModel, toWire } from '../../src/catalog/forms.js';
 import { formatMoney, MAX_CENTS, Money, parseMoney } from '../../src/catalog/money.js';
 import { CatalogFile, Plan } from '../../src/catalog/schemas.js';
+import { decodeCatalog, EMPTY_CATALOG } from '../../src/catalog/service.js';
 import { buildSnapshot } from '../../src/catalog/snapshot.js';
 
 const plan = (over: Record<string, unknown> = {}) => ({
@@ -122,6 +123,15 @@ describe('forms derived from the schema', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('settings defaults come from the schema', () => {
+  it('the empty catalog is what a file with no settings and no entries means; old stored documents take the defaults', () => {
+    const empty = validateCatalog({ images: [], plans: [], regions: [] });
+    assert.ok(empty.ok);
+    assert.deepEqual(empty.catalog, EMPTY_CATALOG);
+    assert.deepEqual(decodeCatalog('{"images":[],"plans":[],"regions":[]}'), EMPTY_CATALOG);
   });
 });
 
