@@ -53,8 +53,10 @@ const GENERIC: Messages = {
   maximum: (e) => `must be <= ${String(e.params.limit)}`,
   multipleOf: (e) => `must be a multiple of ${String(e.params.multipleOf)}`,
   uniqueItems: (e) => `must not list ${JSON.stringify((e.data as unknown[])[e.params.j as number])} twice`,
-  anyOf: (e) =>
-    `must be one of ${(e.parentSchema as { anyOf: { const?: unknown }[] }).anyOf.map((s) => String(s.const)).join(', ')}`,
+  anyOf: (e) => {
+    const choices = (e.parentSchema as { anyOf: { const?: unknown }[] }).anyOf.map((s) => String(s.const));
+    return `must be one of ${choices.join(', ')}`;
+  },
 };
 
 const messagesOf = (schema: object | undefined): Messages | undefined => (schema as Schema | undefined)?.[MESSAGES];

@@ -37,8 +37,8 @@ const PREDICATES = {
     if (f.type === undefined && f.min_vcpus === undefined && f.min_memory_mb === undefined && f.max_price_monthly === undefined) return null;
     // The schema's pattern is parseMoney's, so this converts exactly; were it ever to
     // refuse, the filter is refused rather than dropped.
-    const maxCents =
-      f.max_price_monthly === undefined ? undefined : (parseMoney(f.max_price_monthly) ?? notAmount(f.max_price_monthly));
+    const maxPrice = f.max_price_monthly;
+    const maxCents = maxPrice === undefined ? undefined : (parseMoney(maxPrice) ?? notAmount(maxPrice));
     // Digits only (the schema's pattern): Number() reads them exactly.
     const minVcpus = f.min_vcpus === undefined ? undefined : Number(f.min_vcpus);
     const minMemory = f.min_memory_mb === undefined ? undefined : Number(f.min_memory_mb);

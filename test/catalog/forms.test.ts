@@ -127,7 +127,7 @@ describe('forms derived from the schema', () => {
 });
 
 describe('settings defaults come from the schema', () => {
-  it('the empty catalog is what a file with no settings and no entries means; old stored documents take the defaults', () => {
+  it('the empty catalog is what an empty file means; old stored documents take the defaults', () => {
     const empty = validateCatalog({ images: [], plans: [], regions: [] });
     assert.ok(empty.ok);
     assert.deepEqual(empty.catalog, EMPTY_CATALOG);
