@@ -1,6 +1,9 @@
 // What `catalog apply` would change: entries added, removed and changed (field by
 // field), per kind, plus catalog settings. Entries are matched by slug.
-import { centsToDecimal, KINDS, type Catalog, type Kind } from './model.js';
+import { toWire } from './forms.js';
+import { Amount } from './money.js';
+import { KINDS, type Catalog, type Kind } from './model.js';
+import { CatalogSettings, ENTITIES } from './schemas.js';
 
 export interface FieldChange {
   field: string;
@@ -15,8 +18,9 @@ export interface CatalogDiff {
   changed: Record<Kind, { slug: string; changes: FieldChange[] }[]>;
 }
 
-const display = (field: string, v: unknown): unknown => (field === 'price_cents' ? centsToDecimal(v as number) : v);
-const fieldName = (field: string): string => (field === 'price_cents' ? 'price_monthly' : field);
+// Fields are compared and shown in the file's form: price_monthly "6.00", as the operator wrote it.
+const display = (v: unknown): unknown => (v instanceof Amount ? v.toString() : v);
+const SETTINGS = Object.keys(CatalogSettings.properties) as (keyof typeof CatalogSettings.properties)[];
 
 export function diffCatalogs(before: Catalog | null, after: Catalog): CatalogDiff {
   const diff: CatalogDiff = {
@@ -25,13 +29,15 @@ export function diffCatalogs(before: Catalog | null, after: Catalog): CatalogDif
     removed: { images: [], plans: [], regions: [] },
     changed: { images: [], plans: [], regions: [] },
   };
-  for (const key of ['currency', 'extra_image_types', 'extra_region_features'] as const) {
+  for (const key of SETTINGS) {
     const from = before?.[key] ?? null;
     if (JSON.stringify(from) !== JSON.stringify(after[key])) diff.settings.push({ field: key, from, to: after[key] });
   }
   for (const kind of KINDS) {
-    const old = new Map<string, Record<string, unknown>>((before?.[kind] ?? []).map((e) => [e.slug, e as unknown as Record<string, unknown>]));
-    for (const entry of after[kind] as unknown as Record<string, unknown>[]) {
+    const wire = (entries: readonly unknown[]) =>
+      entries.map((e) => toWire(ENTITIES[kind], e) as Record<string, unknown>);
+    const old = new Map(wire(before?.[kind] ?? []).map((e) => [e.slug as string, e]));
+    for (const entry of wire(after[kind])) {
       const slug = entry.slug as string;
       const prev = old.get(slug);
       old.delete(slug);
@@ -41,9 +47,8 @@ export function diffCatalogs(before: Catalog | null, after: Catalog): CatalogDif
       }
       const changes: FieldChange[] = [];
       for (const field of Object.keys(entry)) {
-        if (JSON.stringify(prev[field]) !== JSON.stringify(entry[field])) {
-          changes.push({ field: fieldName(field), from: display(field, prev[field]), to: display(field, entry[field]) });
-        }
+        const [from, to] = [display(prev[field]), display(entry[field])];
+        if (JSON.stringify(from) !== JSON.stringify(to)) changes.push({ field, from, to });
       }
       if (changes.length > 0) diff.changed[kind].push({ slug, changes });
     }

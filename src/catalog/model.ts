@@ -1,55 +1,27 @@
 // The catalog: OS images, instance plans and regions, as the API shows them, plus
 // the settings that travel with them (currency, extensions of the known value sets).
-// Prices are integer cents everywhere inside the service; only the wire and the file
-// format show decimals.
+// Their shapes are declared in schemas.ts; here are the in-memory types derived from
+// them (prices in integer cents: only the wire and the file format show decimals) and
+// the domain rules: derived slugs and the documented order.
+import type { Model } from './forms.js';
+import { ENTITIES, type CatalogSettings, type Kind } from './schemas.js';
+import type { Image as ImageSchema, Plan as PlanSchema, Region as RegionSchema } from './schemas.js';
 
-export interface Image {
-  slug: string;
-  name: string;
-  distribution: string;
-  version: string;
-  type: string;
-  min_disk_gb: number;
-}
+export type Image = Model<typeof ImageSchema>;
+export type Plan = Model<typeof PlanSchema>;
+export type Region = Model<typeof RegionSchema>;
+export type PlanType = Plan['type'];
 
-export type PlanType = 'general' | 'cpu-optimized' | 'memory-optimized';
+/** A whole catalog in memory (and, as JSON, in storage): its settings and entity lists. */
+export type Catalog = CatalogSettings & { [K in Kind]: Model<(typeof ENTITIES)[K]>[] };
 
-export interface Plan {
-  id: string;
-  slug: string;
-  vcpus: number;
-  memory_mb: number;
-  disk_gb: number;
-  transfer_tb: number;
-  type: PlanType;
-  price_cents: number;
-}
-
-export interface Region {
-  slug: string;
-  name: string;
-  available: boolean;
-  features: string[];
-}
-
-export interface Catalog {
-  currency: string;
-  /** Image types allowed beyond the built-in ones. */
-  extra_image_types: string[];
-  /** Region features allowed beyond the built-in ones. */
-  extra_region_features: string[];
-  images: Image[];
-  plans: Plan[];
-  regions: Region[];
-}
-
-export type Kind = 'images' | 'plans' | 'regions';
-export const KINDS: readonly Kind[] = ['images', 'plans', 'regions'];
+export type { Kind };
+export const KINDS = Object.keys(ENTITIES) as readonly Kind[];
 
 export const BUILTIN_IMAGE_TYPES: readonly string[] = ['base'];
 export const BUILTIN_REGION_FEATURES: readonly string[] = ['backups', 'ipv6', 'storage'];
+/** The slug prefix of each plan type (the keys are checked against the schema's types). */
 export const PLAN_TYPES: Record<PlanType, string> = { general: 's', 'cpu-optimized': 'c', 'memory-optimized': 'm' };
-export const DEFAULT_CURRENCY = 'USD';
 
 /** `Ubuntu` + `24.04` -> `ubuntu-24-04`: lowercase, every non-alphanumeric run a dash. */
 export function imageSlug(distribution: string, version: string): string {
@@ -62,13 +34,6 @@ export function imageSlug(distribution: string, version: string): string {
 /** `general`, 2 vCPUs, 4096 MB -> `s-2vcpu-4gb`. */
 export function planSlug(type: PlanType, vcpus: number, memoryMb: number): string {
   return `${PLAN_TYPES[type]}-${vcpus}vcpu-${memoryMb / 1024}gb`;
-}
-
-/** 600 -> "6.00": the two-fraction-digit text the API and the file format use. */
-export function centsToDecimal(cents: number): string {
-  const sign = cents < 0 ? '-' : '';
-  const abs = Math.abs(cents);
-  return `${sign}${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, '0')}`;
 }
 
 const naturalCompare = new Intl.Collator('en', { numeric: true, sensitivity: 'base' }).compare;

@@ -3,13 +3,14 @@
 // Storage is never touched here.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Type, type TSchema } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
 import { AppError } from '../errors.js';
 import { matchesIfNoneMatch } from '../http/conditional.js';
 import { refuseOverLimit } from '../http/rate-limit.js';
 import type { App } from '../http/types.js';
 import type { Image, Kind, Plan, Region } from './model.js';
-import { Image as ImageSchema, ImageQuery, Plan as PlanSchema, PlanQuery, Region as RegionSchema, RegionQuery, SlugParams } from './schemas.js';
+import { parseMoney } from './money.js';
+import { ENTITIES, ImageQuery, PlanQuery, RegionQuery, SlugParams } from './schemas.js';
 import type { CatalogService } from './service.js';
 import { joinEntries } from './snapshot.js';
 
@@ -20,27 +21,24 @@ export interface CatalogRouteOptions {
   cacheControl: string;
 }
 
-interface Filters {
-  distribution?: string;
-  type?: string;
-  min_vcpus?: string;
-  min_memory_mb?: string;
-  max_price_monthly?: string;
-  available?: boolean;
-  feature?: string[];
+function notAmount(text: string): never {
+  const detail = `invalid query parameter max_price_monthly: ${JSON.stringify(text)} is not an amount such as 24.50`;
+  throw new AppError('INVALID_QUERY', detail);
 }
 
-const toCents = (decimal: string): number => Math.round(Number(decimal) * 100);
-
-const PREDICATES: Record<Kind, (f: Filters) => ((value: never) => boolean) | null> = {
-  images: (f) => {
+// Each kind's filters, typed by its query schema (which Fastify has already checked).
+const PREDICATES = {
+  images: (f: Static<typeof ImageQuery>) => {
     if (f.distribution === undefined && f.type === undefined) return null;
     const dist = f.distribution?.toLowerCase();
     return (i: Image) => (dist === undefined || i.distribution.toLowerCase() === dist) && (f.type === undefined || i.type === f.type);
   },
-  plans: (f) => {
+  plans: (f: Static<typeof PlanQuery>) => {
     if (f.type === undefined && f.min_vcpus === undefined && f.min_memory_mb === undefined && f.max_price_monthly === undefined) return null;
-    const maxCents = f.max_price_monthly === undefined ? undefined : toCents(f.max_price_monthly);
+    // The schema's pattern is parseMoney's, so this converts exactly; were it ever to
+    // refuse, the filter is refused rather than dropped.
+    const maxPrice = f.max_price_monthly;
+    const maxCents = maxPrice === undefined ? undefined : (parseMoney(maxPrice) ?? notAmount(maxPrice));
     // Digits only (the schema's pattern): Number() reads them exactly.
     const minVcpus = f.min_vcpus === undefined ? undefined : Number(f.min_vcpus);
     const minMemory = f.min_memory_mb === undefined ? undefined : Number(f.min_memory_mb);
@@ -50,16 +48,16 @@ const PREDICATES: Record<Kind, (f: Filters) => ((value: never) => boolean) | nul
       (minMemory === undefined || p.memory_mb >= minMemory) &&
       (maxCents === undefined || p.price_cents <= maxCents);
   },
-  regions: (f) => {
+  regions: (f: Static<typeof RegionQuery>) => {
     if (f.available === undefined && f.feature === undefined) return null;
     return (r: Region) => (f.available === undefined || r.available === f.available) && (f.feature ?? []).every((x) => r.features.includes(x));
   },
-};
+} satisfies Record<Kind, (f: never) => ((value: never) => boolean) | null>;
 
 const SCHEMAS: Record<Kind, { item: TSchema; query: TSchema; noun: string }> = {
-  images: { item: ImageSchema, query: ImageQuery, noun: 'image' },
-  plans: { item: PlanSchema, query: PlanQuery, noun: 'plan' },
-  regions: { item: RegionSchema, query: RegionQuery, noun: 'region' },
+  images: { item: ENTITIES.images, query: ImageQuery, noun: 'image' },
+  plans: { item: ENTITIES.plans, query: PlanQuery, noun: 'plan' },
+  regions: { item: ENTITIES.regions, query: RegionQuery, noun: 'region' },
 };
 
 const ORDER_NOTES: Record<Kind, string> = {
@@ -107,7 +105,7 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
       }, async (request, reply) => {
         const snap = catalog.snapshot;
         if (notModified(request, reply, snap.etag)) return reply;
-        const predicate = PREDICATES[kind](request.query as Filters) as ((v: unknown) => boolean) | null;
+        const predicate = PREDICATES[kind](request.query as never) as ((v: unknown) => boolean) | null;
         const entries: { value: unknown; json: string }[] = snap.entries[kind];
         const body = predicate === null ? snap.lists[kind] : joinEntries(entries.filter((e) => predicate(e.value)));
         // Pre-serialised bytes: the response schema documents their shape, and Fastify

@@ -1,33 +1,139 @@
-// Wire shapes of the catalog endpoints (documentation and OpenAPI; the bytes themselves
-// come pre-serialised from the snapshot) and their query filters.
-import { Type } from 'typebox';
+// The catalog, declared once. Each entity schema is its wire form (the spec's fields in
+// the spec's order: the routes document it in OpenAPI, the snapshot writes its bytes from
+// it) and, closed to unknown fields, its file form (what `catalog apply` validates). The
+// in-memory types derive from the same schemas (forms.ts), and each rule's problem
+// message sits beside it. Adding a field to an entity is adding it here.
+import { Type, type Static, type TObject, type TStringOptions } from 'typebox';
+import { Money, MONEY_TEXT_PATTERN } from './money.js';
+import { explained } from './problems.js';
+
+// The catalog's own patterns, for any module that checks the same values.
+/** A region slug: 2-6 lowercase letters and up to 2 digits (`nyc3`). */
+export const REGION_SLUG_PATTERN = /^[a-z]{2,6}[0-9]{0,2}$/;
+/** A lowercase word: an image type or a region feature (`extra_image_types`, `extra_region_features`). */
+export const WORD_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
+/** An ISO 4217 currency code. */
+export const CURRENCY_PATTERN = /^[A-Z]{3}$/;
+
+export const DEFAULT_CURRENCY = 'USD';
+
+/** Free text: not blank, at most `maxLength` characters, no control characters (PostgreSQL cannot even store NUL). */
+function Text(maxLength: number, options: TStringOptions = {}) {
+  const schema = Type.String({
+    minLength: 1,
+    maxLength,
+    pattern: '\\S',
+    not: { type: 'string', pattern: '\\p{Cc}' },
+    ...options,
+  });
+  return explained(schema, {
+    default: 'must be a non-empty string',
+    maxLength: `must be at most ${maxLength} characters`,
+    not: 'must not contain control characters',
+  });
+}
+
+const POSITIVE = 'must be a positive integer';
+const PositiveInteger = () => explained(Type.Integer({ minimum: 1 }), POSITIVE);
+
+const WORDS = 'must be a list of lowercase words (letters, digits, dashes)';
+const Words = (description: string) =>
+  explained(
+    Type.Array(explained(Type.String({ pattern: WORD_PATTERN.source }), WORDS), { description, default: [] }),
+    WORDS,
+  );
+
+export const PlanType = Type.Union([
+  Type.Literal('general'),
+  Type.Literal('cpu-optimized'),
+  Type.Literal('memory-optimized'),
+]);
 
 export const Image = Type.Object({
-  slug: Type.String({ examples: ['ubuntu-24-04'] }),
-  name: Type.String(),
-  distribution: Type.String(),
-  version: Type.String(),
-  type: Type.String({ examples: ['base'] }),
-  min_disk_gb: Type.Integer(),
+  slug: Text(80, { examples: ['ubuntu-24-04'] }),
+  name: Text(100),
+  distribution: Text(40),
+  version: explained(Text(40), {
+    type: (e) =>
+      typeof e.data === 'number'
+        ? `must be a string (quote it: "${e.data}"), so 24.10 is not read as 24.1`
+        : 'must be a non-empty string',
+  }),
+  type: Text(40, { examples: ['base'] }),
+  min_disk_gb: PositiveInteger(),
 });
 
 export const Plan = Type.Object({
-  id: Type.String({ description: 'Equal to slug' }),
-  slug: Type.String({ examples: ['s-1vcpu-1gb'] }),
-  vcpus: Type.Integer(),
-  memory_mb: Type.Integer(),
-  disk_gb: Type.Integer(),
-  transfer_tb: Type.Integer(),
-  type: Type.Union([Type.Literal('general'), Type.Literal('cpu-optimized'), Type.Literal('memory-optimized')]),
-  price_monthly: Type.Number({ description: 'Monthly price, written with exactly two fraction digits (6.00)', examples: [6] }),
+  id: Text(80, { description: 'Equal to slug' }),
+  slug: Text(80, { examples: ['s-1vcpu-1gb'] }),
+  vcpus: PositiveInteger(),
+  memory_mb: explained(Type.Integer({ minimum: 1, multipleOf: 1024 }), {
+    default: POSITIVE,
+    multipleOf: 'must be a multiple of 1024 (the slug states memory in whole GB)',
+  }),
+  disk_gb: PositiveInteger(),
+  transfer_tb: PositiveInteger(),
+  type: PlanType,
+  price_monthly: Money('price_cents', {
+    description: 'Monthly price, written with exactly two fraction digits (6.00)',
+    examples: [6],
+  }),
 });
 
 export const Region = Type.Object({
-  slug: Type.String({ examples: ['nyc3'] }),
-  name: Type.String(),
+  slug: explained(
+    Type.String({ pattern: REGION_SLUG_PATTERN.source, examples: ['nyc3'] }),
+    'must be a short lowercase code: 2-6 letters and up to 2 digits, e.g. nyc1',
+  ),
+  name: Text(100),
   available: Type.Boolean(),
-  features: Type.Array(Type.String()),
+  features: explained(
+    Type.Array(
+      explained(Type.String(), (e) => `must list feature names, not ${JSON.stringify(e.data)}`),
+      { uniqueItems: true },
+    ),
+    {
+      uniqueItems: (e) => `duplicate feature ${JSON.stringify((e.data as unknown[])[e.params.j as number])}`,
+    },
+  ),
 });
+
+/** The catalog's entity lists, by the name of the list (and of its endpoint). */
+export const ENTITIES = { images: Image, plans: Plan, regions: Region };
+export type Kind = keyof typeof ENTITIES;
+
+/** What travels with the entities in a catalog file; absent ones take their defaults. */
+export const CatalogSettings = Type.Object({
+  currency: Type.Optional(
+    explained(
+      Type.String({ pattern: CURRENCY_PATTERN.source, default: DEFAULT_CURRENCY, description: 'ISO 4217' }),
+      'must be a three-letter ISO 4217 code such as USD or EUR',
+    ),
+  ),
+  extra_image_types: Type.Optional(Words('Image types allowed beyond the built-in ones')),
+  extra_region_features: Type.Optional(Words('Region features allowed beyond the built-in ones')),
+});
+export type CatalogSettings = Required<Static<typeof CatalogSettings>>;
+
+/** The file form of an entity: its wire form, closed (a misspelt field is reported, not dropped). */
+const closed = <T extends TObject>(entity: T) => Type.Object(entity.properties, { additionalProperties: false });
+
+/** A catalog file (YAML or JSON): the settings and every entity list. */
+export const CatalogFile = explained(
+  Type.Object(
+    {
+      ...CatalogSettings.properties,
+      images: Type.Array(closed(Image)),
+      plans: Type.Array(closed(Plan)),
+      regions: Type.Array(closed(Region)),
+    },
+    { additionalProperties: false },
+  ),
+  {
+    type: 'the catalog must be a mapping with images, plans and regions',
+    additionalProperties: 'unknown top-level field',
+  },
+);
 
 const strict = { additionalProperties: false } as const;
 
@@ -35,11 +141,17 @@ const strict = { additionalProperties: false } as const;
 // integers, Ajv's coercion would read them as JavaScript does (0x10 is 16, 1e3 is 1000,
 // ' 5 ', '+5' and '5.0' are 5). Plain decimal digits, no sign, no leading zero.
 const wholeNumber = (maxDigits: number, description: string, example: string) =>
-  Type.String({ pattern: `^[1-9][0-9]{0,${maxDigits - 1}}$`, description: `${description}: a whole number from 1, in plain decimal digits`, examples: [example] });
+  Type.String({
+    pattern: `^[1-9][0-9]{0,${maxDigits - 1}}$`,
+    description: `${description}: a whole number from 1, in plain decimal digits`,
+    examples: [example],
+  });
 
 export const ImageQuery = Type.Object(
   {
-    distribution: Type.Optional(Type.String({ minLength: 1, maxLength: 40, description: 'Distribution name, case-insensitive' })),
+    distribution: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 40, description: 'Distribution name, case-insensitive' }),
+    ),
     type: Type.Optional(Type.String({ minLength: 1, maxLength: 40 })),
   },
   strict,
@@ -47,10 +159,12 @@ export const ImageQuery = Type.Object(
 
 export const PlanQuery = Type.Object(
   {
-    type: Type.Optional(Type.Union([Type.Literal('general'), Type.Literal('cpu-optimized'), Type.Literal('memory-optimized')])),
+    type: Type.Optional(PlanType),
     min_vcpus: Type.Optional(wholeNumber(6, 'At least this many vCPUs', '4')),
     min_memory_mb: Type.Optional(wholeNumber(9, 'At least this much memory, in MB', '8192')),
-    max_price_monthly: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}(\\.[0-9]{1,2})?$', description: 'e.g. 24 or 24.50' })),
+    max_price_monthly: Type.Optional(
+      Type.String({ pattern: MONEY_TEXT_PATTERN.source, description: 'e.g. 24 or 24.50' }),
+    ),
   },
   strict,
 );
@@ -58,7 +172,12 @@ export const PlanQuery = Type.Object(
 export const RegionQuery = Type.Object(
   {
     available: Type.Optional(Type.Boolean()),
-    feature: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 40 }), { maxItems: 10, description: 'Repeat to require several' })),
+    feature: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 40 }), {
+        maxItems: 10,
+        description: 'Repeat to require several',
+      }),
+    ),
   },
   strict,
 );

@@ -5,7 +5,8 @@
 import { AppError } from '../errors.js';
 import type { CatalogStore } from '../storage/types.js';
 import { diffCatalogs, type CatalogDiff } from './diff.js';
-import { sortCatalog, type Catalog } from './model.js';
+import { KINDS, sortCatalog, type Catalog } from './model.js';
+import { CatalogSettings } from './schemas.js';
 import { buildSnapshot, type CatalogSnapshot } from './snapshot.js';
 
 export interface CatalogServiceOptions {
@@ -14,7 +15,15 @@ export interface CatalogServiceOptions {
   now?: () => number;
 }
 
-export const EMPTY_CATALOG: Catalog = { currency: 'USD', extra_image_types: [], extra_region_features: [], images: [], plans: [], regions: [] };
+/**
+ * The catalog before any apply: every setting at its declared default, no entries. A stored
+ * document written before a setting existed takes the setting's default from here.
+ */
+const settings = Object.entries(CatalogSettings.properties) as [string, { default?: unknown }][];
+export const EMPTY_CATALOG = {
+  ...Object.fromEntries(settings.map(([key, schema]) => [key, structuredClone(schema.default)])),
+  ...Object.fromEntries(KINDS.map((kind) => [kind, []])),
+} as Catalog;
 
 export class CatalogService {
   private current: CatalogSnapshot = buildSnapshot(EMPTY_CATALOG, 0);

@@ -7,7 +7,8 @@ import { stringify } from 'yaml';
 import { DEFAULT_CATALOG_FILE, loadDefaultCatalog } from '../../src/catalog/default.js';
 import { diffCatalogs, formatDiff, isEmptyDiff } from '../../src/catalog/diff.js';
 import { formatCatalog, parseCatalogText, validateCatalog, type CatalogProblem } from '../../src/catalog/file.js';
-import { centsToDecimal, imageSlug } from '../../src/catalog/model.js';
+import { imageSlug } from '../../src/catalog/model.js';
+import { formatMoney } from '../../src/catalog/money.js';
 
 const image = (over: Record<string, unknown> = {}) => ({ slug: 'ubuntu-24-04', name: 'Ubuntu 24.04 LTS', distribution: 'Ubuntu', version: '24.04', type: 'base', min_disk_gb: 10, ...over });
 const plan = (over: Record<string, unknown> = {}) => ({ id: 's-1vcpu-1gb', slug: 's-1vcpu-1gb', vcpus: 1, memory_mb: 1024, disk_gb: 25, transfer_tb: 1, type: 'general', price_monthly: 6, ...over });
@@ -150,8 +151,8 @@ describe('catalog export format', () => {
   it('prices keep two fraction digits in both formats', () => {
     assert.match(formatCatalog(c, 'yaml'), /price_monthly: 6\.00$/m);
     assert.match(formatCatalog(c, 'json'), /"price_monthly": 6\.00,?$/m);
-    assert.equal(centsToDecimal(5), '0.05');
-    assert.equal(centsToDecimal(134499), '1344.99');
+    assert.equal(formatMoney(5), '0.05');
+    assert.equal(formatMoney(134499), '1344.99');
   });
 
   it('the shipped file and its JSON twin describe the same catalog', () => {
