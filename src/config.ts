@@ -1,16 +1,12 @@
 // The only reader of process.env. Every setting is declared once in SETTINGS (name,
 // default, parser, one-line description); README's configuration table mirrors it and
 // a test keeps the two in step. A bad value stops the start with one clear line.
-import { BlockList, isIP } from 'node:net';
-import path from 'node:path';
 import { GATEWAYS, type Gateway } from './gateway/forwarded.js';
 import { compileRules, DEFAULT_RULES_JSON, type Rule } from './gateway/rules.js';
+import { parseTrustProxy, type TrustProxy } from './http/trust-proxy.js';
+import { DEFAULT_SQLITE_PATH, parseDatabaseUrl, shownDatabaseUrl, type DatabaseConfig } from './storage/database-url.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-
-export type DatabaseConfig =
-  | { kind: 'sqlite'; path: string }
-  | { kind: 'postgres'; url: string };
 
 export interface Config {
   readonly port: number;
@@ -21,7 +17,7 @@ export interface Config {
   readonly databasePoolMax: number;
   readonly databaseTimeoutMs: number;
   readonly shutdownTimeoutMs: number;
-  readonly trustProxy: boolean | string[];
+  readonly trustProxy: TrustProxy;
   readonly tokenPrefix: string;
   readonly tokenMaxLive: number;
   readonly tokenMaxLifetimeDays: number;
@@ -100,96 +96,6 @@ function bad(name: string, raw: string, expected: string): ConfigError {
   return new ConfigError(`invalid ${name} ${JSON.stringify(shown)}: ${expected}`);
 }
 
-export const DEFAULT_SQLITE_PATH = './data/infracat.sqlite';
-
-export function parseDatabaseUrl(raw: string, name = 'DATABASE_URL'): DatabaseConfig {
-  const value = raw.trim();
-  if (value === '') return { kind: 'sqlite', path: path.resolve(DEFAULT_SQLITE_PATH) };
-  if (value.startsWith('sqlite:')) {
-    // sqlite:PATH, also tolerating sqlite://PATH for people used to URL forms.
-    const file = value.slice('sqlite:'.length).replace(/^\/\/(?=\/|\.)/, '');
-    if (file === '' || file === '//') throw bad(name, raw, 'sqlite: needs a file path, e.g. sqlite:./data/infracat.sqlite');
-    if (file === ':memory:') throw bad(name, raw, 'an in-memory database would lose every write; give a file path');
-    return { kind: 'sqlite', path: path.resolve(file) };
-  }
-  if (value.startsWith('postgres://') || value.startsWith('postgresql://')) {
-    let url: URL;
-    try {
-      url = new URL(value);
-    } catch {
-      throw bad(name, redactUrl(raw), 'not a valid postgres:// URL');
-    }
-    if (url.hostname === '' && !url.searchParams.has('host')) throw bad(name, redactUrl(raw), 'the postgres URL has no host');
-    return { kind: 'postgres', url: value };
-  }
-  // A bare file path is the likeliest slip: say exactly what to write instead.
-  if (/^(\/|\.{1,2}\/|~\/)|\.(sqlite3?|db)$/i.test(value) && !value.includes('://')) {
-    throw bad(name, raw, `a bare path is not a database URL; for a SQLite file write sqlite:${value}`);
-  }
-  throw bad(name, redactUrl(raw), 'expected unset, sqlite:PATH, postgres://... or postgresql://...');
-}
-
-/** A database URL fit for logs and messages: the password is replaced. */
-export function redactUrl(raw: string): string {
-  try {
-    const url = new URL(raw);
-    if (url.password !== '') url.password = '***';
-    return url.toString();
-  } catch {
-    return raw.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
-  }
-}
-
-/**
- * An IP address with an optional /prefix, exactly as the proxy matcher will read it (it
- * refuses /0, and a start must not fail later on what the config accepted); else null.
- */
-function parseCidr(entry: string): { family: 4 | 6; address: string; prefix: number } | null {
-  const m = /^([^/]+)(?:\/([0-9]{1,3}))?$/.exec(entry);
-  if (m === null) return null;
-  const family = isIP(m[1]!);
-  if (family === 0) return null;
-  const max = family === 4 ? 32 : 128;
-  const prefix = m[2] === undefined ? max : Number(m[2]);
-  if (prefix < 1 || prefix > max) return null;
-  return { family: family as 4 | 6, address: m[1]!, prefix };
-}
-
-// IPv4-mapped IPv6 ranges (::ffff:10.0.0.0/104) apply to IPv4 clients, with 96 fewer bits.
-const IPV4_MAPPED = new BlockList();
-IPV4_MAPPED.addSubnet('::ffff:0:0', 96, 'ipv6');
-
-/**
- * Whether a trusted range is wider than the widest private range of its family
- * (10.0.0.0/8, fc00::/7): no proxy fleet needs that, but half the Internet is in it.
- */
-function tooWide(entry: string): boolean {
-  const cidr = parseCidr(entry);
-  if (cidr === null) return false;
-  if (cidr.family === 4) return cidr.prefix < 8;
-  if (IPV4_MAPPED.check(cidr.address, 'ipv6') && cidr.prefix >= 96) return cidr.prefix - 96 < 8;
-  return cidr.prefix < 7;
-}
-
-/**
- * The start-up warning for a TRUST_PROXY that believes (nearly) any peer: `true`, or a
- * range wider than any private network. Then a client picks its own address with
- * X-Forwarded-For, dodging the per-address limits and charging its failures to others.
- * null when only a list of proxies is trusted (or none).
- */
-export function trustProxyWarning(trustProxy: Config['trustProxy']): string | null {
-  const wide = Array.isArray(trustProxy) ? trustProxy.filter(tooWide) : [];
-  if (trustProxy !== true && wide.length === 0) return null;
-  const what = trustProxy === true ? 'TRUST_PROXY=true trusts every peer' : `TRUST_PROXY trusts ${wide.join(', ')}, wider than any private network`;
-  return `${what}: any client can choose its own address with X-Forwarded-For, ` +
-    'evading the per-address limits (failed authentications, anonymous rate limit) and charging its failures to other addresses. ' +
-    'Set TRUST_PROXY to the list of your proxies\' addresses/CIDRs instead (e.g. TRUST_PROXY=10.0.0.5,10.0.1.0/24).';
-}
-
-export function describeDatabase(db: DatabaseConfig): string {
-  return db.kind === 'sqlite' ? `sqlite:${db.path}` : redactUrl(db.url);
-}
-
 // Declared in README order. `flag` is the matching `infracat serve` option.
 export const SETTINGS = [
   {
@@ -217,7 +123,13 @@ export const SETTINGS = [
   {
     env: 'DATABASE_URL', key: 'database', default: '',
     description: `Storage. Unset: SQLite file ${DEFAULT_SQLITE_PATH} (created on first start, readable by the service user only); sqlite:PATH: that SQLite file; postgres://... or postgresql://...: PostgreSQL.`,
-    parse: parseDatabaseUrl,
+    parse: (raw, name) => {
+      try {
+        return parseDatabaseUrl(raw);
+      } catch (err) {
+        throw bad(name, shownDatabaseUrl(raw), (err as Error).message);
+      }
+    },
   },
   {
     env: 'DATABASE_POOL_MAX', key: 'databasePoolMax', default: '10', description: 'PostgreSQL: most connections in the pool of each instance.',
@@ -237,14 +149,11 @@ export const SETTINGS = [
     env: 'TRUST_PROXY', key: 'trustProxy', default: 'false',
     description: 'Whether to take the client address from X-Forwarded-For: false; a comma-separated list of your proxies\' addresses/CIDRs (recommended); or true (any peer: then any client can choose its address, and a warning is logged at start).',
     parse: (raw, name) => {
-      const v = raw.trim();
-      if (v === 'false') return false;
-      if (v === 'true') return true;
-      const list = v.split(',').map((x) => x.trim()).filter((x) => x !== '');
-      if (list.length === 0 || list.some((x) => parseCidr(x) === null)) {
-        throw bad(name, raw, 'expected true, false or a comma-separated list of IP addresses or CIDRs (prefix 1-32 for IPv4, 1-128 for IPv6)');
+      try {
+        return parseTrustProxy(raw);
+      } catch (err) {
+        throw bad(name, raw, (err as Error).message);
       }
-      return list;
     },
   },
   {

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigError, DEFAULT_SQLITE_PATH, describeDatabase, loadConfig, SETTINGS } from '../src/config.js';
+import { ConfigError, loadConfig, SETTINGS } from '../src/config.js';
+import { DEFAULT_SQLITE_PATH, describeDatabase } from '../src/storage/database-url.js';
 
 function expectError(env: Record<string, string>, pattern: RegExp): void {
   assert.throws(() => loadConfig(env), (err: unknown) => {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `infracat` command: dispatches to one module per sub-command.
-import { ConfigError, describeDatabase, parseDatabaseUrl } from '../config.js';
+import { ConfigError } from '../config.js';
+import { describeDatabase, parseDatabaseUrl } from '../storage/database-url.js';
 import { explainFailure, type FailureContext } from './failure.js';
 import { VERSION } from '../version.js';
 import { UsageError, type Command } from './command.js';

@@ -16,7 +16,7 @@ import {
   type TokenRecord,
   type TokenStore,
 } from '../types.js';
-import { redactUrl } from '../../config.js';
+import { redactUrl } from '../database-url.js';
 
 export interface PostgresOptions {
   url: string;
