@@ -127,6 +127,8 @@ describe('configuration', () => {
     );
     expectError({ CORS_ORIGINS: 'ftp://b', HOST: ' ', PORT: 'x' }, /^invalid PORT "x"/);
     expectError({ CORS_ORIGINS: 'ftp://b', TOKEN_PREFIX: 'A' }, /^invalid TOKEN_PREFIX "A"/);
+    expectError({ DATABASE_POOL_MAX: '0', DATABASE_URL: 'mysql://x' }, /^invalid DATABASE_URL "mysql:\/\/x"/);
+    expectError({ PORT: '-1', DATABASE_URL: 'mysql://x' }, /^invalid PORT "-1"/);
   });
 
   it('cross-setting checks: headers within the request timeout, rule scopes within SCOPE_RESOURCES', () => {
