@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The `infracat` command: dispatches to one module per sub-command.
-import { ConfigError } from '../config.js';
-import { describeDatabase, parseDatabaseUrl } from '../storage/database-url.js';
+import { ConfigError, loadConfig, type SettingName } from '../config.js';
+import { describeDatabase } from '../storage/database-url.js';
 import { explainFailure, type FailureContext } from './failure.js';
 import { VERSION } from '../version.js';
 import { UsageError, type Command } from './command.js';
@@ -28,19 +28,21 @@ Options:
 Run 'infracat <command> --help' for a command's options.
 `;
 
-/** Where a failed command was working (flags win over the environment, as in loadConfig). */
+/** Where a failed command was working: its settings as loadConfig read them, flags included. */
 function failureContext(args: string[]): FailureContext {
-  const flag = (name: string): string | undefined => {
+  const overrides: Partial<Record<SettingName, string>> = {};
+  for (const [name, setting] of [['database-url', 'DATABASE_URL'], ['host', 'HOST'], ['port', 'PORT']] as const) {
     const i = args.indexOf(`--${name}`);
-    return i >= 0 ? args[i + 1] : args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-  };
-  let database: string;
-  try {
-    database = describeDatabase(parseDatabaseUrl(flag('database-url') ?? process.env.DATABASE_URL ?? ''));
-  } catch {
-    database = 'the configured database';
+    const value = i >= 0 ? args[i + 1] : args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+    if (value !== undefined) overrides[setting] = value;
   }
-  return { database, listen: `${flag('host') ?? process.env.HOST ?? '127.0.0.1'}:${flag('port') ?? process.env.PORT ?? '8080'}` };
+  try {
+    const config = loadConfig(process.env, overrides);
+    return { database: describeDatabase(config.database), listen: `${config.host}:${config.port}` };
+  } catch {
+    // The settings themselves are bad: the failure is a ConfigError, which needs no context.
+    return { database: 'the configured database' };
+  }
 }
 
 export async function main(argv: string[]): Promise<number> {
