@@ -157,11 +157,12 @@ export const SettingsSchema = Type.Object({
     description: 'How often each instance checks storage for a newly applied catalog: the bound on how stale a ' +
       'catalog read can be.',
   })),
-  // '' = chosen by access mode.
+  // '' = chosen by access mode. Only what can be sent as a header value (visible ASCII,
+  // space, tab): Node refuses anything else, and every catalog read would answer 500.
   catalogCacheControl: setting('CATALOG_CACHE_CONTROL', Type.String({
-    pattern: '^[^\\r\\n]{0,200}$', default: '',
+    pattern: '^[\\t\\x20-\\x7e]{0,200}$', default: '',
     description: 'Cache-Control of catalog responses. Unset: `public, max-age=60` when CATALOG_ACCESS=public, ' +
-      '`private, max-age=60` when token.',
+      '`private, max-age=60` when token. Visible ASCII, at most 200 characters.',
   }), { expected: 'expected a Cache-Control header value' }),
   authCheckRules: setting('AUTH_CHECK_RULES', Type.Decode(Type.String({
     default: DEFAULT_RULES_JSON,

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { validateHeaderValue } from 'node:http';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { ConfigError, loadConfig, SETTINGS } from '../src/config.js';
 import { DEFAULT_SQLITE_PATH, describeDatabase } from '../src/storage/database-url.js';
 
@@ -185,6 +187,26 @@ describe('configuration', () => {
       metricsAccess: 'loopback',
       console: true, requestTimeoutMs: 30000, headersTimeoutMs: 10000, keepAliveTimeoutMs: 65000, corsOrigins: [],
     });
+  });
+
+  it('CATALOG_CACHE_CONTROL takes only what can be sent as a header (else every catalog read would be a 500)', () => {
+    const refused = /^invalid CATALOG_CACHE_CONTROL ".*": expected a Cache-Control header value$/;
+    for (const v of ['max-age=60, \u0001', 'max-age=60, \u2603', 'max-age=60,\u007f', 'max-age=60, \u00e9', 'a\rb']) {
+      expectError({ CATALOG_CACHE_CONTROL: v }, refused);
+    }
+    const fine = 'private,\tmax-age=60, stale-while-revalidate=30, community="x"';
+    assert.equal(loadConfig({ CATALOG_CACHE_CONTROL: fine }).catalogCacheControl, fine);
+    // Whatever the value: refused at start, or sendable.
+    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (v) => {
+      let value: string;
+      try {
+        value = loadConfig({ CATALOG_CACHE_CONTROL: v }).catalogCacheControl;
+      } catch (err) {
+        assert.ok(err instanceof ConfigError);
+        return;
+      }
+      validateHeaderValue('cache-control', value);
+    }), { numRuns: 500 });
   });
 
   it('passwords never appear in messages or descriptions', () => {
