@@ -145,7 +145,8 @@ export const SettingsSchema = Type.Object({
   bootstrapAdminToken: setting('BOOTSTRAP_ADMIN_TOKEN', Type.Boolean({
     default: true,
     description: 'On the first start of a database holding no tokens, mint one admin token (every scope) and print ' +
-      'it once to stderr. Decided once per database: later starts never mint one.',
+      'it once to stderr. Decided once per database, ever: a later start never mints one, even with every token ' +
+      'deleted (it logs a warning instead); recover with `infracat tokens create --name NAME --all-scopes`.',
   })),
   catalogAccess: setting('CATALOG_ACCESS', Type.Enum(['public', 'token'], {
     default: 'public',

@@ -214,13 +214,11 @@ describe('configuration', () => {
     expectError({ DATABASE_URL: 'postgres://app:hunter2@' }, /^(?!.*hunter2)/);
   });
 
-  it('README documents every setting with its default', () => {
+  it('README\'s settings table is the schema\'s: every setting, in order, with its default and description', () => {
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    for (const s of SETTINGS) {
-      const row = readme.split('\n').find((l) => l.startsWith(`| \`${s.env}\``));
-      assert.ok(row, `README has a row for ${s.env}`);
-      assert.ok(row.includes(s.default === '' ? '(unset)' : `\`${s.default}\``), `README shows the default of ${s.env}`);
-    }
+    const rows = readme.split('\n').filter((l) => /^\| `[A-Z][A-Z0-9_]*` \|/.test(l));
+    const shown = (d: string): string => (d === '' ? '(unset)' : `\`${d}\``);
+    assert.deepEqual(rows, SETTINGS.map((s) => `| \`${s.env}\` | ${shown(s.default)} | ${s.description} |`));
   });
 });
 
