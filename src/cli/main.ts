@@ -6,7 +6,7 @@ import { explainFailure, type FailureContext } from './failure.js';
 import { VERSION } from '../version.js';
 import { UsageError, type Command } from './command.js';
 import { migrateCommand } from './migrate.js';
-import { serveCommand } from './serve.js';
+import { FLAGS, flagName, serveCommand } from './serve.js';
 import { tokensCommand } from './tokens.js';
 import { catalogCommand } from './catalog.js';
 import { backupCommand } from './backup.js';
@@ -28,13 +28,17 @@ Options:
 Run 'infracat <command> --help' for a command's options.
 `;
 
-/** Where a failed command was working: its settings as loadConfig read them, flags included. */
+/**
+ * Where a failed command was working: its settings as loadConfig read them, with the flags
+ * (serve's; the other commands take --database-url alone).
+ */
 function failureContext(args: string[]): FailureContext {
   const overrides: Partial<Record<SettingName, string>> = {};
-  for (const [name, setting] of [['database-url', 'DATABASE_URL'], ['host', 'HOST'], ['port', 'PORT']] as const) {
+  for (const { env } of FLAGS) {
+    const name = flagName(env);
     const i = args.indexOf(`--${name}`);
     const value = i >= 0 ? args[i + 1] : args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-    if (value !== undefined) overrides[setting] = value;
+    if (value !== undefined) overrides[env] = value;
   }
   try {
     const config = loadConfig(process.env, overrides);

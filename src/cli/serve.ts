@@ -24,14 +24,14 @@ const settingsHelp = SETTINGS.map((s) => {
 }).join('\n');
 
 // The settings `serve` also takes as flags: PORT is --port, LOG_LEVEL --log-level.
-const FLAGS = [
+export const FLAGS = [
   { env: 'PORT', arg: 'N', note: '' },
   { env: 'HOST', arg: 'ADDR', note: '' },
   { env: 'LOG_LEVEL', arg: 'LEVEL', note: '' },
   { env: 'DATABASE_URL', arg: 'URL', note: ' (sqlite:PATH, postgres://...)' },
 ] as const satisfies readonly { env: SettingName; arg: string; note: string }[];
 
-const flagName = (env: SettingName): string => env.toLowerCase().replaceAll('_', '-');
+export const flagName = (env: SettingName): string => env.toLowerCase().replaceAll('_', '-');
 
 export const serveCommand: Command = {
   name: 'serve',
