@@ -1,54 +1,20 @@
-// The only reader of process.env. Every setting is declared once in SETTINGS (name,
-// default, parser, one-line description); README's configuration table mirrors it and
-// a test keeps the two in step. A bad value stops the start with one clear line.
-import { BlockList, isIP } from 'node:net';
-import path from 'node:path';
-import { GATEWAYS, type Gateway } from './gateway/forwarded.js';
-import { compileRules, DEFAULT_RULES_JSON, type Rule } from './gateway/rules.js';
-
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
-
-export type DatabaseConfig =
-  | { kind: 'sqlite'; path: string }
-  | { kind: 'postgres'; url: string };
-
-export interface Config {
-  readonly port: number;
-  readonly host: string;
-  readonly logLevel: LogLevel;
-  readonly accessLog: 'all' | 'errors';
-  readonly database: DatabaseConfig;
-  readonly databasePoolMax: number;
-  readonly databaseTimeoutMs: number;
-  readonly shutdownTimeoutMs: number;
-  readonly trustProxy: boolean | string[];
-  readonly tokenPrefix: string;
-  readonly tokenMaxLive: number;
-  readonly tokenMaxLifetimeDays: number;
-  readonly tokenExpiredRetentionDays: number;
-  readonly tokenCacheTtlMs: number;
-  readonly tokenCacheMax: number;
-  readonly lastUsedFlushMs: number;
-  readonly authFailureLimit: number;
-  readonly authFailureWindowS: number;
-  readonly scopeResources: readonly string[];
-  readonly bootstrapAdminToken: boolean;
-  readonly catalogAccess: 'public' | 'token';
-  readonly catalogRefreshMs: number;
-  /** '' = chosen by access mode. */
-  readonly catalogCacheControl: string;
-  readonly authCheckRules: readonly Rule[];
-  readonly authCheckGateway: Gateway;
-  readonly rateLimit: number;
-  readonly rateLimitAnonymous: number;
-  readonly rateLimitWindowS: number;
-  readonly metricsAccess: 'public' | 'loopback' | 'off';
-  readonly requestTimeoutMs: number;
-  readonly headersTimeoutMs: number;
-  readonly keepAliveTimeoutMs: number;
-  readonly corsOrigins: readonly string[];
-  readonly console: boolean;
-}
+// The only reader of process.env. Every setting is declared once, in SettingsSchema: its
+// variable, default, description and constraints as JSON Schema (TypeBox), and, where
+// reading it takes more than JSON Schema can say (a database URL, a list of CIDRs, the
+// rule table), the transform beside it. `Config` is the schema's decoded type; the values
+// are checked and the defaults filled from the same schema; README's table and
+// `serve --help` are checked against it. A bad value stops the start with one clear line.
+//
+// TypeBox's own checker reads the schema directly: Ajv would first generate code for it,
+// 70-110 ms of every start (measured on a busy 2-core machine), against 3-5 ms here.
+import { Type, type StaticDecode, type TSchema } from 'typebox';
+import { Default, Errors } from 'typebox/value';
+import { GATEWAYS } from './gateway/forwarded.js';
+import { compileRules, DEFAULT_RULES_JSON } from './gateway/rules.js';
+import { parseTrustProxy } from './http/trust-proxy.js';
+import { DEFAULT_SQLITE_PATH, parseDatabaseUrl, shownDatabaseUrl } from './storage/database-url.js';
+import { PREFIX_PATTERN } from './tokens/format.js';
+import { DEFAULT_RESOURCES, RESOURCE_PATTERN } from './tokens/scopes.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -57,338 +23,260 @@ export class ConfigError extends Error {
   }
 }
 
-type Parser<T> = (raw: string, name: string) => T;
-
-interface Setting<K extends keyof Config> {
+/**
+ * What a setting adds to its JSON Schema. The variable's text is read by the schema's type:
+ * `integer` digits, `boolean` a yes/no word, `array` a comma-separated list, else trimmed text.
+ */
+interface Annotations {
+  /** The environment variable (and, lowercased with dashes, the `serve` flag if it has one). */
   env: string;
-  key: K;
-  /** '' means unset. */
-  default: string;
-  description: string;
-  parse: Parser<Config[K]>;
+  /** What a refusal says was expected; derived for integers, booleans and enums. */
+  expected?: string;
+  /** Read case-insensitively (the value is lowercased before it is checked). */
+  lowercase?: true;
+  /** How a message shows the value, for a setting that may hold a secret. */
+  shown?: (raw: string) => string;
 }
 
-const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-function integer(min: number, max: number): Parser<number> {
-  return (raw, name) => {
-    if (!/^\d+$/.test(raw.trim())) throw bad(name, raw, `expected an integer from ${min} to ${max}`);
-    const n = Number(raw.trim());
-    if (n < min || n > max) throw bad(name, raw, `expected an integer from ${min} to ${max}`);
-    return n;
-  };
+/** A setting: its variable, then its schema (default, description, constraints, transform). */
+function setting<const Env extends string, T extends TSchema>(
+  env: Env,
+  schema: T,
+  annotations: Omit<Annotations, 'env'> = {},
+): T & { readonly env: Env } {
+  return Object.assign(schema, { env, ...annotations });
 }
 
-/** One of a fixed set of words (trimmed; LOG_LEVEL-style settings also lowercased). */
-function oneOf<T extends string>(values: readonly T[], lower = false): Parser<T> {
-  return (raw, name) => {
-    const v = lower ? raw.trim().toLowerCase() : raw.trim();
-    if (!(values as readonly string[]).includes(v)) throw bad(name, raw, `expected one of ${values.join(', ')}`);
-    return v as T;
-  };
-}
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-function boolean(raw: string, name: string): boolean {
-  const v = raw.trim().toLowerCase();
-  if (['true', '1', 'yes', 'on'].includes(v)) return true;
-  if (['false', '0', 'no', 'off'].includes(v)) return false;
-  throw bad(name, raw, 'expected true or false');
-}
-
-function bad(name: string, raw: string, expected: string): ConfigError {
-  const shown = raw.length > 60 ? `${raw.slice(0, 57)}...` : raw;
-  return new ConfigError(`invalid ${name} ${JSON.stringify(shown)}: ${expected}`);
-}
-
-export const DEFAULT_SQLITE_PATH = './data/infracat.sqlite';
-
-export function parseDatabaseUrl(raw: string, name = 'DATABASE_URL'): DatabaseConfig {
-  const value = raw.trim();
-  if (value === '') return { kind: 'sqlite', path: path.resolve(DEFAULT_SQLITE_PATH) };
-  if (value.startsWith('sqlite:')) {
-    // sqlite:PATH, also tolerating sqlite://PATH for people used to URL forms.
-    const file = value.slice('sqlite:'.length).replace(/^\/\/(?=\/|\.)/, '');
-    if (file === '' || file === '//') throw bad(name, raw, 'sqlite: needs a file path, e.g. sqlite:./data/infracat.sqlite');
-    if (file === ':memory:') throw bad(name, raw, 'an in-memory database would lose every write; give a file path');
-    return { kind: 'sqlite', path: path.resolve(file) };
-  }
-  if (value.startsWith('postgres://') || value.startsWith('postgresql://')) {
-    let url: URL;
-    try {
-      url = new URL(value);
-    } catch {
-      throw bad(name, redactUrl(raw), 'not a valid postgres:// URL');
+/** Each origin `*` or http(s)://host[:port] in any case, which a JSON Schema pattern (no flags) cannot say. */
+function checkOrigins(list: string[]): string[] {
+  for (const o of list) {
+    if (o !== '*' && !/^https?:\/\/[a-z0-9.-]+(:\d+)?$/i.test(o)) {
+      throw new Error(`"${o}" is not an origin like https://console.example.com`);
     }
-    if (url.hostname === '' && !url.searchParams.has('host')) throw bad(name, redactUrl(raw), 'the postgres URL has no host');
-    return { kind: 'postgres', url: value };
   }
-  // A bare file path is the likeliest slip: say exactly what to write instead.
-  if (/^(\/|\.{1,2}\/|~\/)|\.(sqlite3?|db)$/i.test(value) && !value.includes('://')) {
-    throw bad(name, raw, `a bare path is not a database URL; for a SQLite file write sqlite:${value}`);
-  }
-  throw bad(name, redactUrl(raw), 'expected unset, sqlite:PATH, postgres://... or postgresql://...');
+  return list;
 }
 
-/** A database URL fit for logs and messages: the password is replaced. */
-export function redactUrl(raw: string): string {
-  try {
-    const url = new URL(raw);
-    if (url.password !== '') url.password = '***';
-    return url.toString();
-  } catch {
-    return raw.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
-  }
-}
-
-/**
- * An IP address with an optional /prefix, exactly as the proxy matcher will read it (it
- * refuses /0, and a start must not fail later on what the config accepted); else null.
- */
-function parseCidr(entry: string): { family: 4 | 6; address: string; prefix: number } | null {
-  const m = /^([^/]+)(?:\/([0-9]{1,3}))?$/.exec(entry);
-  if (m === null) return null;
-  const family = isIP(m[1]!);
-  if (family === 0) return null;
-  const max = family === 4 ? 32 : 128;
-  const prefix = m[2] === undefined ? max : Number(m[2]);
-  if (prefix < 1 || prefix > max) return null;
-  return { family: family as 4 | 6, address: m[1]!, prefix };
-}
-
-// IPv4-mapped IPv6 ranges (::ffff:10.0.0.0/104) apply to IPv4 clients, with 96 fewer bits.
-const IPV4_MAPPED = new BlockList();
-IPV4_MAPPED.addSubnet('::ffff:0:0', 96, 'ipv6');
-
-/**
- * Whether a trusted range is wider than the widest private range of its family
- * (10.0.0.0/8, fc00::/7): no proxy fleet needs that, but half the Internet is in it.
- */
-function tooWide(entry: string): boolean {
-  const cidr = parseCidr(entry);
-  if (cidr === null) return false;
-  if (cidr.family === 4) return cidr.prefix < 8;
-  if (IPV4_MAPPED.check(cidr.address, 'ipv6') && cidr.prefix >= 96) return cidr.prefix - 96 < 8;
-  return cidr.prefix < 7;
-}
-
-/**
- * The start-up warning for a TRUST_PROXY that believes (nearly) any peer: `true`, or a
- * range wider than any private network. Then a client picks its own address with
- * X-Forwarded-For, dodging the per-address limits and charging its failures to others.
- * null when only a list of proxies is trusted (or none).
- */
-export function trustProxyWarning(trustProxy: Config['trustProxy']): string | null {
-  const wide = Array.isArray(trustProxy) ? trustProxy.filter(tooWide) : [];
-  if (trustProxy !== true && wide.length === 0) return null;
-  const what = trustProxy === true ? 'TRUST_PROXY=true trusts every peer' : `TRUST_PROXY trusts ${wide.join(', ')}, wider than any private network`;
-  return `${what}: any client can choose its own address with X-Forwarded-For, ` +
-    'evading the per-address limits (failed authentications, anonymous rate limit) and charging its failures to other addresses. ' +
-    'Set TRUST_PROXY to the list of your proxies\' addresses/CIDRs instead (e.g. TRUST_PROXY=10.0.0.5,10.0.1.0/24).';
-}
-
-export function describeDatabase(db: DatabaseConfig): string {
-  return db.kind === 'sqlite' ? `sqlite:${db.path}` : redactUrl(db.url);
-}
-
-// Declared in README order. `flag` is the matching `infracat serve` option.
-export const SETTINGS = [
-  {
-    env: 'PORT', key: 'port', default: '8080', description: 'TCP port to listen on (0 picks a free one).',
-    parse: integer(0, 65535),
-  },
-  {
-    env: 'HOST', key: 'host', default: '127.0.0.1',
+// In README order.
+export const SettingsSchema = Type.Object({
+  port: setting('PORT', Type.Integer({
+    minimum: 0, maximum: 65535, default: 8080, description: 'TCP port to listen on (0 picks a free one).',
+  })),
+  host: setting('HOST', Type.String({
+    pattern: '^\\S+$', default: '127.0.0.1',
     description: 'Address to bind. Loopback by default; use 0.0.0.0 (or ::) in a container or behind a load balancer.',
-    parse: (raw, name) => {
-      const v = raw.trim();
-      if (v === '' || /\s/.test(v)) throw bad(name, raw, 'expected a host name or IP address');
-      return v;
-    },
-  },
-  {
-    env: 'LOG_LEVEL', key: 'logLevel', default: 'info', description: `Log level: ${LOG_LEVELS.join(', ')}.`,
-    parse: oneOf(LOG_LEVELS, true),
-  },
-  {
-    env: 'ACCESS_LOG', key: 'accessLog', default: 'all',
-    description: 'Access-log lines at info: `all` (one line per request) or `errors` (only answers of 400 and above; a line costs about a third of a catalog read\'s throughput, see BENCHMARKS.md).',
-    parse: oneOf(['all', 'errors'] as const),
-  },
-  {
-    env: 'DATABASE_URL', key: 'database', default: '',
-    description: `Storage. Unset: SQLite file ${DEFAULT_SQLITE_PATH} (created on first start, readable by the service user only); sqlite:PATH: that SQLite file; postgres://... or postgresql://...: PostgreSQL.`,
-    parse: parseDatabaseUrl,
-  },
-  {
-    env: 'DATABASE_POOL_MAX', key: 'databasePoolMax', default: '10', description: 'PostgreSQL: most connections in the pool of each instance.',
-    parse: integer(1, 1000),
-  },
-  {
-    env: 'DATABASE_TIMEOUT_MS', key: 'databaseTimeoutMs', default: '5000',
-    description: 'PostgreSQL: connect and statement timeout; SQLite: busy timeout. Past it a request fails with 503 instead of hanging.',
-    parse: integer(100, 600000),
-  },
-  {
-    env: 'SHUTDOWN_TIMEOUT_MS', key: 'shutdownTimeoutMs', default: '10000',
+  }), { expected: 'expected a host name or IP address' }),
+  logLevel: setting('LOG_LEVEL', Type.Enum(LOG_LEVELS, {
+    default: 'info', description: `Log level: ${LOG_LEVELS.join(', ')}.`,
+  }), { lowercase: true }),
+  accessLog: setting('ACCESS_LOG', Type.Enum(['all', 'errors'], {
+    default: 'all',
+    description: 'Access-log lines at info: `all` (one line per request) or `errors` (only answers of 400 and above; ' +
+      'a line costs about a third of a catalog read\'s throughput, see BENCHMARKS.md).',
+  })),
+  database: setting('DATABASE_URL', Type.Decode(Type.String({
+    default: '',
+    description: `Storage. Unset: SQLite file ${DEFAULT_SQLITE_PATH} (created on first start, readable by the ` +
+      'service user only); sqlite:PATH: that SQLite file; postgres://... or postgresql://...: PostgreSQL.',
+  }), parseDatabaseUrl), { shown: shownDatabaseUrl }),
+  databasePoolMax: setting('DATABASE_POOL_MAX', Type.Integer({
+    minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL: most connections in the pool of each instance.',
+  })),
+  databaseTimeoutMs: setting('DATABASE_TIMEOUT_MS', Type.Integer({
+    minimum: 100, maximum: 600_000, default: 5000,
+    description: 'PostgreSQL: connect and statement timeout; SQLite: busy timeout. ' +
+      'Past it a request fails with 503 instead of hanging.',
+  })),
+  shutdownTimeoutMs: setting('SHUTDOWN_TIMEOUT_MS', Type.Integer({
+    minimum: 0, maximum: 600_000, default: 10000,
     description: 'On SIGTERM/SIGINT: how long in-flight requests may take to finish before the process exits anyway.',
-    parse: integer(0, 600000),
-  },
-  {
-    env: 'TRUST_PROXY', key: 'trustProxy', default: 'false',
-    description: 'Whether to take the client address from X-Forwarded-For: false; a comma-separated list of your proxies\' addresses/CIDRs (recommended); or true (any peer: then any client can choose its address, and a warning is logged at start).',
-    parse: (raw, name) => {
-      const v = raw.trim();
-      if (v === 'false') return false;
-      if (v === 'true') return true;
-      const list = v.split(',').map((x) => x.trim()).filter((x) => x !== '');
-      if (list.length === 0 || list.some((x) => parseCidr(x) === null)) {
-        throw bad(name, raw, 'expected true, false or a comma-separated list of IP addresses or CIDRs (prefix 1-32 for IPv4, 1-128 for IPv6)');
-      }
-      return list;
-    },
-  },
-  {
-    env: 'TOKEN_PREFIX', key: 'tokenPrefix', default: 'icat',
-    description: 'Prefix of token secrets (`icat_...`), so secret scanners can recognise them. 2-16 lowercase letters/digits.',
-    parse: (raw, name) => {
-      const v = raw.trim();
-      if (!/^[a-z][a-z0-9]{1,15}$/.test(v)) throw bad(name, raw, 'expected 2-16 lowercase letters or digits, starting with a letter');
-      return v;
-    },
-  },
-  {
-    env: 'TOKEN_MAX_LIVE', key: 'tokenMaxLive', default: '1000', description: 'Most live (unexpired) tokens; creating one more answers 409.',
-    parse: integer(1, 1_000_000),
-  },
-  {
-    env: 'TOKEN_MAX_LIFETIME_DAYS', key: 'tokenMaxLifetimeDays', default: '366', description: 'Furthest `expires_at` a new token may have, in days from now.',
-    parse: integer(1, 36_500),
-  },
-  {
-    env: 'TOKEN_EXPIRED_RETENTION_DAYS', key: 'tokenExpiredRetentionDays', default: '30',
-    description: 'How long an expired token stays listed (so its owner can see that it expired) before it is purged, in days; 0 purges at expiry. Purged in the background, hourly.',
-    parse: integer(0, 3650),
-  },
-  {
-    env: 'TOKEN_CACHE_TTL_MS', key: 'tokenCacheTtlMs', default: '5000',
-    description: 'How long a verified token is trusted from memory before storage is asked again: the bound within which a delete on another instance takes effect. 0 disables the cache.',
-    parse: integer(0, 600_000),
-  },
-  {
-    env: 'TOKEN_CACHE_MAX', key: 'tokenCacheMax', default: '10000', description: 'Most tokens held in the verification cache (least recently used go first).',
-    parse: integer(1, 10_000_000),
-  },
-  {
-    env: 'LAST_USED_FLUSH_MS', key: 'lastUsedFlushMs', default: '1000', description: 'Interval of the batched `last_used_at` writes (at most one write per token per interval).',
-    parse: integer(10, 600_000),
-  },
-  {
-    env: 'AUTH_FAILURE_LIMIT', key: 'authFailureLimit', default: '20', description: 'Failed authentications allowed per client address (IPv6: per /64) per window; past it, failures answer 429 and the address\'s token lookups run one at a time (valid tokens are still accepted).',
-    parse: integer(1, 1_000_000),
-  },
-  {
-    env: 'AUTH_FAILURE_WINDOW_S', key: 'authFailureWindowS', default: '60', description: 'Length of the failed-authentication window, in seconds.',
-    parse: integer(1, 86_400),
-  },
-  {
-    env: 'SCOPE_RESOURCES', key: 'scopeResources', default: 'api-tokens,apps,images,plans,regions',
+  })),
+  trustProxy: setting('TRUST_PROXY', Type.Decode(Type.String({
+    default: 'false',
+    description: 'Whether to take the client address from X-Forwarded-For: false; a comma-separated list of your ' +
+      'proxies\' addresses/CIDRs (recommended); or true (any peer: then any client can choose its address, ' +
+      'and a warning is logged at start).',
+  }), parseTrustProxy)),
+  tokenPrefix: setting('TOKEN_PREFIX', Type.String({
+    pattern: PREFIX_PATTERN.source, default: 'icat',
+    description: 'Prefix of token secrets (`icat_...`), so secret scanners can recognise them. ' +
+      '2-16 lowercase letters/digits.',
+  }), { expected: 'expected 2-16 lowercase letters or digits, starting with a letter' }),
+  tokenMaxLive: setting('TOKEN_MAX_LIVE', Type.Integer({
+    minimum: 1, maximum: 1_000_000, default: 1000,
+    description: 'Most live (unexpired) tokens; creating one more answers 409.',
+  })),
+  tokenMaxLifetimeDays: setting('TOKEN_MAX_LIFETIME_DAYS', Type.Integer({
+    minimum: 1, maximum: 36_500, default: 366,
+    description: 'Furthest `expires_at` a new token may have, in days from now.',
+  })),
+  tokenExpiredRetentionDays: setting('TOKEN_EXPIRED_RETENTION_DAYS', Type.Integer({
+    minimum: 0, maximum: 3650, default: 30,
+    description: 'How long an expired token stays listed (so its owner can see that it expired) before it is ' +
+      'purged, in days; 0 purges at expiry. Purged in the background, hourly.',
+  })),
+  tokenCacheTtlMs: setting('TOKEN_CACHE_TTL_MS', Type.Integer({
+    minimum: 0, maximum: 600_000, default: 5000,
+    description: 'How long a verified token is trusted from memory before storage is asked again: the bound within ' +
+      'which a delete on another instance takes effect. 0 disables the cache.',
+  })),
+  tokenCacheMax: setting('TOKEN_CACHE_MAX', Type.Integer({
+    minimum: 1, maximum: 10_000_000, default: 10000,
+    description: 'Most tokens held in the verification cache (least recently used go first).',
+  })),
+  lastUsedFlushMs: setting('LAST_USED_FLUSH_MS', Type.Integer({
+    minimum: 10, maximum: 600_000, default: 1000,
+    description: 'Interval of the batched `last_used_at` writes (at most one write per token per interval).',
+  })),
+  authFailureLimit: setting('AUTH_FAILURE_LIMIT', Type.Integer({
+    minimum: 1, maximum: 1_000_000, default: 20,
+    description: 'Failed authentications allowed per client address (IPv6: per /64) per window; past it, failures ' +
+      'answer 429 and the address\'s token lookups run one at a time (valid tokens are still accepted).',
+  })),
+  authFailureWindowS: setting('AUTH_FAILURE_WINDOW_S', Type.Integer({
+    minimum: 1, maximum: 86_400, default: 60, description: 'Length of the failed-authentication window, in seconds.',
+  })),
+  scopeResources: setting('SCOPE_RESOURCES', Type.Decode(Type.Array(Type.String({ pattern: RESOURCE_PATTERN.source }), {
+    minItems: 1, default: [...DEFAULT_RESOURCES],
     description: 'Comma-separated resources of the scope registry; each gets `:read` and `:write`.',
-    parse: (raw, name) => {
-      const list = raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
-      if (list.length === 0 || list.some((x) => !/^[a-z][a-z0-9-]{0,39}$/.test(x))) throw bad(name, raw, 'expected a comma-separated list of lowercase resource names');
-      return [...new Set(list)];
-    },
-  },
-  {
-    env: 'BOOTSTRAP_ADMIN_TOKEN', key: 'bootstrapAdminToken', default: 'true',
-    description: 'On the first start of a database holding no tokens, mint one admin token (every scope) and print it once to stderr. Decided once per database: later starts never mint one.',
-    parse: boolean,
-  },
-  {
-    env: 'CATALOG_ACCESS', key: 'catalogAccess', default: 'public',
-    description: '`public`: catalogs are readable without a token; `token`: they need `images:read` / `plans:read` / `regions:read`. A bad token is refused either way.',
-    parse: oneOf(['public', 'token'] as const),
-  },
-  {
-    env: 'CATALOG_REFRESH_MS', key: 'catalogRefreshMs', default: '5000',
-    description: 'How often each instance checks storage for a newly applied catalog: the bound on how stale a catalog read can be.',
-    parse: integer(50, 3_600_000),
-  },
-  {
-    env: 'CATALOG_CACHE_CONTROL', key: 'catalogCacheControl', default: '',
-    description: 'Cache-Control of catalog responses. Unset: `public, max-age=60` when CATALOG_ACCESS=public, `private, max-age=60` when token.',
-    parse: (raw, name) => {
-      const v = raw.trim();
-      if (/[\r\n]/.test(v) || v.length > 200) throw bad(name, raw, 'expected a Cache-Control header value');
-      return v;
-    },
-  },
-  {
-    env: 'AUTH_CHECK_RULES', key: 'authCheckRules', default: DEFAULT_RULES_JSON,
-    description: 'Forward-auth rule table (JSON): which scopes a forwarded method and path need, first match wins, no match is denied. See docs/forward-auth.md.',
-    parse: (raw, name) => {
-      try {
-        return compileRules(raw);
-      } catch (err) {
-        throw bad(name, raw, (err as Error).message);
-      }
-    },
-  },
-  {
-    env: 'AUTH_CHECK_GATEWAY', key: 'authCheckGateway', default: 'auto',
-    description: 'Whose forwarded request `/api/v1/auth/check` reads: `nginx` (X-Original-Method/-URI), `traefik` (X-Forwarded-Method/-Uri), `envoy` (the `/api/v1/auth/check/<path>` form) or `auto` (any one of them). Set it to your gateway so only its headers count. See docs/forward-auth.md.',
-    parse: oneOf(GATEWAYS),
-  },
-  {
-    env: 'RATE_LIMIT', key: 'rateLimit', default: '600',
-    description: 'Requests per window per token (per instance); 0 turns rate limiting off. Answers carry RateLimit / RateLimit-Policy headers; over it, 429.',
-    parse: integer(0, 10_000_000),
-  },
-  {
-    env: 'RATE_LIMIT_ANONYMOUS', key: 'rateLimitAnonymous', default: '300',
-    description: 'Requests per window per client address for requests without a token (per instance); 0: no limit for them.',
-    parse: integer(0, 10_000_000),
-  },
-  {
-    env: 'RATE_LIMIT_WINDOW_S', key: 'rateLimitWindowS', default: '60', description: 'Length of the rate-limit window, in seconds.',
-    parse: integer(1, 86_400),
-  },
-  {
-    env: 'METRICS_ACCESS', key: 'metricsAccess', default: 'loopback',
-    description: 'Who may read Prometheus metrics at /metrics: `loopback` (connections from this machine: 127.0.0.0/8 or ::1), `public`, or `off` (404).',
-    parse: oneOf(['public', 'loopback', 'off'] as const),
-  },
-  {
-    env: 'CONSOLE', key: 'console', default: 'true',
-    description: 'Serve the web console at `/` (token management and catalog browsing in a browser, using only the public API). `false`: `/` answers 404.',
-    parse: boolean,
-  },
-  {
-    env: 'REQUEST_TIMEOUT_MS', key: 'requestTimeoutMs', default: '30000', description: 'Longest time to receive a whole request; past it the connection is closed (408).',
-    parse: integer(1000, 600_000),
-  },
-  {
-    env: 'HEADERS_TIMEOUT_MS', key: 'headersTimeoutMs', default: '10000', description: 'Longest time to receive the request headers (slow-loris guard).',
-    parse: integer(1000, 600_000),
-  },
-  {
-    env: 'KEEP_ALIVE_TIMEOUT_MS', key: 'keepAliveTimeoutMs', default: '65000', description: 'How long an idle keep-alive connection stays open (longer than a typical load balancer\'s 60 s).',
-    parse: integer(1000, 600_000),
-  },
-  {
-    env: 'CORS_ORIGINS', key: 'corsOrigins', default: '',
-    description: 'Comma-separated origins allowed to call the API from a browser (e.g. `https://console.example.com`), or `*`. Unset: CORS off.',
-    parse: (raw, name) => {
-      const list = raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
-      for (const o of list) {
-        if (o !== '*' && !/^https?:\/\/[a-z0-9.-]+(:\d+)?$/i.test(o)) throw bad(name, raw, `"${o}" is not an origin like https://console.example.com`);
-      }
-      return list;
-    },
-  },
-] as const satisfies readonly Setting<keyof Config>[];
+  }), (list) => [...new Set(list)]), { expected: 'expected a comma-separated list of lowercase resource names' }),
+  bootstrapAdminToken: setting('BOOTSTRAP_ADMIN_TOKEN', Type.Boolean({
+    default: true,
+    description: 'On the first start of a database holding no tokens, mint one admin token (every scope) and print ' +
+      'it once to stderr. Decided once per database, ever: a later start never mints one, even with every token ' +
+      'deleted (it logs a warning instead); recover with `infracat tokens create --name NAME --all-scopes`.',
+  })),
+  catalogAccess: setting('CATALOG_ACCESS', Type.Enum(['public', 'token'], {
+    default: 'public',
+    description: '`public`: catalogs are readable without a token; `token`: they need `images:read` / ' +
+      '`plans:read` / `regions:read`. A bad token is refused either way.',
+  })),
+  catalogRefreshMs: setting('CATALOG_REFRESH_MS', Type.Integer({
+    minimum: 50, maximum: 3_600_000, default: 5000,
+    description: 'How often each instance checks storage for a newly applied catalog: the bound on how stale a ' +
+      'catalog read can be.',
+  })),
+  // '' = chosen by access mode. Only what can be sent as a header value (visible ASCII,
+  // space, tab): Node refuses anything else, and every catalog read would answer 500.
+  catalogCacheControl: setting('CATALOG_CACHE_CONTROL', Type.String({
+    pattern: '^[\\t\\x20-\\x7e]{0,200}$', default: '',
+    description: 'Cache-Control of catalog responses. Unset: `public, max-age=60` when CATALOG_ACCESS=public, ' +
+      '`private, max-age=60` when token. Visible ASCII, at most 200 characters.',
+  }), { expected: 'expected a Cache-Control header value' }),
+  authCheckRules: setting('AUTH_CHECK_RULES', Type.Decode(Type.String({
+    default: DEFAULT_RULES_JSON,
+    description: 'Forward-auth rule table (JSON): which scopes a forwarded method and path need, first match wins, ' +
+      'no match is denied. See docs/forward-auth.md.',
+  }), compileRules)),
+  authCheckGateway: setting('AUTH_CHECK_GATEWAY', Type.Enum(GATEWAYS, {
+    default: 'auto',
+    description: 'Whose forwarded request `/api/v1/auth/check` reads: `nginx` (X-Original-Method/-URI), `traefik` ' +
+      '(X-Forwarded-Method/-Uri), `envoy` (the `/api/v1/auth/check/<path>` form) or `auto` (any one of them). ' +
+      'Set it to your gateway so only its headers count. See docs/forward-auth.md.',
+  })),
+  rateLimit: setting('RATE_LIMIT', Type.Integer({
+    minimum: 0, maximum: 10_000_000, default: 600,
+    description: 'Requests per window per token (per instance); 0 turns rate limiting off. Answers carry ' +
+      'RateLimit / RateLimit-Policy headers; over it, 429.',
+  })),
+  rateLimitAnonymous: setting('RATE_LIMIT_ANONYMOUS', Type.Integer({
+    minimum: 0, maximum: 10_000_000, default: 300,
+    description: 'Requests per window per client address for requests without a token (per instance); ' +
+      '0: no limit for them.',
+  })),
+  rateLimitWindowS: setting('RATE_LIMIT_WINDOW_S', Type.Integer({
+    minimum: 1, maximum: 86_400, default: 60, description: 'Length of the rate-limit window, in seconds.',
+  })),
+  metricsAccess: setting('METRICS_ACCESS', Type.Enum(['public', 'loopback', 'off'], {
+    default: 'loopback',
+    description: 'Who may read Prometheus metrics at /metrics: `loopback` (connections from this machine: ' +
+      '127.0.0.0/8 or ::1), `public`, or `off` (404).',
+  })),
+  console: setting('CONSOLE', Type.Boolean({
+    default: true,
+    description: 'Serve the web console at `/` (token management and catalog browsing in a browser, using only ' +
+      'the public API). `false`: `/` answers 404.',
+  })),
+  requestTimeoutMs: setting('REQUEST_TIMEOUT_MS', Type.Integer({
+    minimum: 1000, maximum: 600_000, default: 30000,
+    description: 'Longest time to receive a whole request; past it the connection is closed (408).',
+  })),
+  headersTimeoutMs: setting('HEADERS_TIMEOUT_MS', Type.Integer({
+    minimum: 1000, maximum: 600_000, default: 10000,
+    description: 'Longest time to receive the request headers (slow-loris guard).',
+  })),
+  keepAliveTimeoutMs: setting('KEEP_ALIVE_TIMEOUT_MS', Type.Integer({
+    minimum: 1000, maximum: 600_000, default: 65000,
+    description: 'How long an idle keep-alive connection stays open (longer than a typical load balancer\'s 60 s).',
+  })),
+  corsOrigins: setting('CORS_ORIGINS', Type.Decode(Type.Array(Type.String(), {
+    default: [],
+    description: 'Comma-separated origins allowed to call the API from a browser (e.g. ' +
+      '`https://console.example.com`), or `*`. Unset: CORS off.',
+  }), checkOrigins)),
+});
 
-export type SettingName = (typeof SETTINGS)[number]['env'];
+type Settings = typeof SettingsSchema.properties;
+export type Config = Readonly<StaticDecode<typeof SettingsSchema>>;
+export type LogLevel = Config['logLevel'];
+export type SettingName = Settings[keyof Settings]['env'];
+
+type SettingSchema = TSchema & Annotations & {
+  type?: string;
+  enum?: readonly string[];
+  minimum?: number;
+  maximum?: number;
+  default: unknown;
+  description: string;
+};
+const PROPERTIES = Object.entries(SettingsSchema.properties as object) as [keyof Config, SettingSchema][];
+
+/** A default as it is written in the environment (and shown by README and `serve --help`). */
+function asText(value: unknown): string {
+  return Array.isArray(value) ? value.join(',') : String(value);
+}
+
+/** Every setting as documented: README's table and `serve --help` list these. */
+export const SETTINGS = PROPERTIES.map(([key, s]) => ({
+  env: s.env as SettingName,
+  key,
+  /** '' means unset. */
+  default: asText(s.default),
+  description: s.description,
+}));
+
+/** A variable's text as the JSON value its schema checks; left as text when it cannot be one. */
+function fromText(schema: SettingSchema, raw: string): unknown {
+  const text = raw.trim();
+  switch (schema.type) {
+    case 'integer':
+      return /^\d+$/.test(text) ? Number(text) : raw;
+    case 'boolean':
+      if (['true', '1', 'yes', 'on'].includes(text.toLowerCase())) return true;
+      if (['false', '0', 'no', 'off'].includes(text.toLowerCase())) return false;
+      return raw;
+    case 'array':
+      return raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
+    default:
+      return schema.lowercase === true ? text.toLowerCase() : text;
+  }
+}
+
+function expectation(schema: SettingSchema): string {
+  if (schema.expected !== undefined) return schema.expected;
+  if (schema.type === 'integer') return `expected an integer from ${schema.minimum} to ${schema.maximum}`;
+  if (schema.type === 'boolean') return 'expected true or false';
+  if (schema.enum !== undefined) return `expected one of ${schema.enum.join(', ')}`;
+  return 'not a valid value';
+}
+
+function refusal(schema: SettingSchema, raw: string, expected: string): ConfigError {
+  const text = schema.shown?.(raw) ?? raw;
+  const shown = text.length > 60 ? `${text.slice(0, 57)}...` : text;
+  return new ConfigError(`invalid ${schema.env} ${JSON.stringify(shown)}: ${expected}`);
+}
 
 /**
  * Builds the validated, frozen config. `overrides` (from `serve` flags) win over `env`.
@@ -398,14 +286,29 @@ export function loadConfig(
   env: Record<string, string | undefined> = process.env,
   overrides: Partial<Record<SettingName, string>> = {},
 ): Config {
-  const out: Record<string, unknown> = {};
-  for (const s of SETTINGS as readonly Setting<keyof Config>[]) {
-    const fromFlag = overrides[s.env as SettingName];
-    const fromEnv = env[s.env];
-    const raw = fromFlag ?? (fromEnv !== undefined && fromEnv !== '' ? fromEnv : s.default);
-    out[s.key] = s.parse(raw, s.env);
+  const input: Record<string, unknown> = {};
+  const raws = new Map<keyof Config, string>();
+  for (const [key, schema] of PROPERTIES) {
+    const fromEnv = env[schema.env];
+    const raw = overrides[schema.env as SettingName] ?? (fromEnv !== undefined && fromEnv !== '' ? fromEnv : undefined);
+    if (raw === undefined) continue;
+    raws.set(key, raw);
+    input[key] = fromText(schema, raw);
   }
-  const config = out as unknown as Config;
+  Default(SettingsSchema, input);
+  const refused = new Set(Errors(SettingsSchema, input).map((e) => e.instancePath.split('/')[1]));
+  // In README order, so the first bad setting is the one named, whichever step refuses it.
+  for (const [key, schema] of PROPERTIES) {
+    const raw = raws.get(key) ?? asText(schema.default);
+    if (refused.has(key)) throw refusal(schema, raw, expectation(schema));
+    if (!Type.IsCodec(schema)) continue;
+    try {
+      input[key] = schema['~codec'].decode(input[key]);
+    } catch (err) {
+      throw refusal(schema, raw, (err as Error).message);
+    }
+  }
+  const config = input as Config;
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError('invalid HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS');
   }
@@ -413,7 +316,9 @@ export function loadConfig(
   for (const [i, rule] of config.authCheckRules.entries()) {
     const unknown = rule.scopes.find((sc) => !config.scopeResources.includes(sc.split(':')[0]!));
     if (unknown !== undefined) {
-      throw new ConfigError(`invalid AUTH_CHECK_RULES: rule ${i} needs ${unknown}, whose resource is not in SCOPE_RESOURCES`);
+      throw new ConfigError(
+        `invalid AUTH_CHECK_RULES: rule ${i} needs ${unknown}, whose resource is not in SCOPE_RESOURCES`,
+      );
     }
   }
   return Object.freeze(config);

@@ -5,7 +5,9 @@ import closeWithGrace from 'close-with-grace';
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
 import type { App } from './http/types.js';
-import { describeDatabase, trustProxyWarning, type Config } from './config.js';
+import type { Config } from './config.js';
+import { trustProxyWarning } from './http/trust-proxy.js';
+import { describeDatabase } from './storage/database-url.js';
 import { createLogger } from './logging.js';
 import { openStore } from './storage/index.js';
 

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { validateHeaderValue } from 'node:http';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { ConfigError, DEFAULT_SQLITE_PATH, describeDatabase, loadConfig, SETTINGS } from '../src/config.js';
+import fc from 'fast-check';
+import { ConfigError, loadConfig, SETTINGS } from '../src/config.js';
+import { DEFAULT_SQLITE_PATH, describeDatabase } from '../src/storage/database-url.js';
 
 function expectError(env: Record<string, string>, pattern: RegExp): void {
   assert.throws(() => loadConfig(env), (err: unknown) => {
@@ -62,18 +65,160 @@ describe('configuration', () => {
     expectError({ HOST: 'two words' }, /HOST/);
   });
 
+  // Every setting, one bad value each: the exact one line a start stops with. Pins how each
+  // value is read (trimming, case, ranges) whatever mechanism parses the environment.
+  const BAD: readonly [string, string, string][] = [
+    ['PORT', '1e3', 'expected an integer from 0 to 65535'],
+    ['HOST', ' a b ', 'expected a host name or IP address'],
+    ['LOG_LEVEL', 'LOUD', 'expected one of fatal, error, warn, info, debug, trace, silent'],
+    ['ACCESS_LOG', 'ALL', 'expected one of all, errors'],
+    ['DATABASE_URL', 'sqlite://', 'sqlite: needs a file path, e.g. sqlite:./data/infracat.sqlite'],
+    ['DATABASE_POOL_MAX', '1001', 'expected an integer from 1 to 1000'],
+    ['DATABASE_TIMEOUT_MS', '99', 'expected an integer from 100 to 600000'],
+    ['SHUTDOWN_TIMEOUT_MS', '600001', 'expected an integer from 0 to 600000'],
+    [
+      'TRUST_PROXY', 'yes',
+      'expected true, false or a comma-separated list of IP addresses or CIDRs (prefix 1-32 for IPv4, 1-128 for IPv6)',
+    ],
+    ['TOKEN_PREFIX', 'ICAT', 'expected 2-16 lowercase letters or digits, starting with a letter'],
+    ['TOKEN_MAX_LIVE', '0', 'expected an integer from 1 to 1000000'],
+    ['TOKEN_MAX_LIFETIME_DAYS', '36501', 'expected an integer from 1 to 36500'],
+    ['TOKEN_EXPIRED_RETENTION_DAYS', '3651', 'expected an integer from 0 to 3650'],
+    ['TOKEN_CACHE_TTL_MS', '0x10', 'expected an integer from 0 to 600000'],
+    ['TOKEN_CACHE_MAX', '0', 'expected an integer from 1 to 10000000'],
+    ['LAST_USED_FLUSH_MS', '9', 'expected an integer from 10 to 600000'],
+    ['AUTH_FAILURE_LIMIT', '99999999999999999999', 'expected an integer from 1 to 1000000'],
+    ['AUTH_FAILURE_WINDOW_S', '86401', 'expected an integer from 1 to 86400'],
+    ['SCOPE_RESOURCES', 'apps,Apps', 'expected a comma-separated list of lowercase resource names'],
+    ['BOOTSTRAP_ADMIN_TOKEN', 'maybe', 'expected true or false'],
+    ['CATALOG_ACCESS', 'private', 'expected one of public, token'],
+    ['CATALOG_REFRESH_MS', '49', 'expected an integer from 50 to 3600000'],
+    ['CATALOG_CACHE_CONTROL', 'a\nb', 'expected a Cache-Control header value'],
+    ['AUTH_CHECK_RULES', '{}', 'must be a JSON array of rules'],
+    ['AUTH_CHECK_GATEWAY', 'NGINX', 'expected one of auto, nginx, traefik, envoy'],
+    ['RATE_LIMIT', '10000001', 'expected an integer from 0 to 10000000'],
+    ['RATE_LIMIT_ANONYMOUS', '-1', 'expected an integer from 0 to 10000000'],
+    ['RATE_LIMIT_WINDOW_S', '0', 'expected an integer from 1 to 86400'],
+    ['METRICS_ACCESS', 'none', 'expected one of public, loopback, off'],
+    ['CONSOLE', '2', 'expected true or false'],
+    ['REQUEST_TIMEOUT_MS', '999', 'expected an integer from 1000 to 600000'],
+    ['HEADERS_TIMEOUT_MS', '600001', 'expected an integer from 1000 to 600000'],
+    ['KEEP_ALIVE_TIMEOUT_MS', '999', 'expected an integer from 1000 to 600000'],
+    ['CORS_ORIGINS', 'https://a.example, ftp://b', '"ftp://b" is not an origin like https://console.example.com'],
+  ];
+
+  it('every setting refuses a bad value with one line: the variable, the value, what was expected', () => {
+    const names = SETTINGS.map((s) => s.env);
+    assert.deepEqual(BAD.map(([name]) => name), names, 'one bad value per setting, in README order');
+    for (const [name, value, expected] of BAD) {
+      assert.throws(() => loadConfig({ [name]: value }), (err: unknown) => {
+        assert.ok(err instanceof ConfigError);
+        assert.equal(err.message, `invalid ${name} ${JSON.stringify(value)}: ${expected}`);
+        return true;
+      }, name);
+      // A flag is read exactly as the variable it overrides.
+      const message = `invalid ${name} ${JSON.stringify(value)}: ${expected}`;
+      assert.throws(() => loadConfig({}, { [name]: value }), { message }, name);
+    }
+  });
+
+  it('a long bad value is cut short in the message; with several bad values the first in README order is named', () => {
+    expectError(
+      { CATALOG_CACHE_CONTROL: 'x'.repeat(201) },
+      /^invalid CATALOG_CACHE_CONTROL "x{57}\.\.\.": expected a Cache-Control header value$/,
+    );
+    expectError({ CORS_ORIGINS: 'ftp://b', HOST: ' ', PORT: 'x' }, /^invalid PORT "x"/);
+    expectError({ CORS_ORIGINS: 'ftp://b', TOKEN_PREFIX: 'A' }, /^invalid TOKEN_PREFIX "A"/);
+    expectError({ DATABASE_POOL_MAX: '0', DATABASE_URL: 'mysql://x' }, /^invalid DATABASE_URL "mysql:\/\/x"/);
+    expectError({ PORT: '-1', DATABASE_URL: 'mysql://x' }, /^invalid PORT "-1"/);
+  });
+
+  it('cross-setting checks: headers within the request timeout, rule scopes within SCOPE_RESOURCES', () => {
+    expectError(
+      { HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '10000' },
+      /^invalid HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS$/,
+    );
+    assert.equal(loadConfig({ HEADERS_TIMEOUT_MS: '10000', REQUEST_TIMEOUT_MS: '10000' }).headersTimeoutMs, 10000);
+    const rules = '[{"path":"/billing/**","scopes":["billing:read"]}]';
+    expectError(
+      { AUTH_CHECK_RULES: rules },
+      /^invalid AUTH_CHECK_RULES: rule 0 needs billing:read, whose resource is not in SCOPE_RESOURCES$/,
+    );
+    const allowed = loadConfig({ AUTH_CHECK_RULES: rules, SCOPE_RESOURCES: 'apps,billing' });
+    assert.deepEqual(allowed.authCheckRules[0]!.scopes, ['billing:read']);
+  });
+
+  it('values are read as written: trimmed, any-case log level, boolean words, lists without blanks or repeats', () => {
+    const c = loadConfig({
+      PORT: ' 80 ', LOG_LEVEL: ' WARN ', TOKEN_PREFIX: ' acme ', BOOTSTRAP_ADMIN_TOKEN: ' OFF ', CONSOLE: 'yes',
+      TRUST_PROXY: ' 10.0.0.1 , ::1 ', SCOPE_RESOURCES: ' apps , apps,billing ', CATALOG_CACHE_CONTROL: ' no-store ',
+      CORS_ORIGINS: ' HTTPS://A.example:8443 , * ,', AUTH_CHECK_GATEWAY: ' nginx ', CATALOG_ACCESS: 'token',
+    });
+    assert.equal(c.port, 80);
+    assert.equal(c.logLevel, 'warn');
+    assert.equal(c.tokenPrefix, 'acme');
+    assert.equal(c.bootstrapAdminToken, false);
+    assert.equal(c.console, true);
+    assert.deepEqual(c.trustProxy, ['10.0.0.1', '::1']);
+    assert.deepEqual(c.scopeResources, ['apps', 'billing']);
+    assert.equal(c.catalogCacheControl, 'no-store');
+    assert.deepEqual(c.corsOrigins, ['HTTPS://A.example:8443', '*']);
+    assert.equal(c.authCheckGateway, 'nginx');
+    assert.equal(c.catalogAccess, 'token');
+    assert.equal(loadConfig({ TRUST_PROXY: ' true ' }).trustProxy, true);
+    const words = [['1', true], ['on', true], ['TRUE', true], ['no', false], ['0', false], ['False', false]] as const;
+    for (const [word, value] of words) {
+      assert.equal(loadConfig({ CONSOLE: word }).console, value, word);
+    }
+  });
+
+  it('every default, as README states it', () => {
+    const c = loadConfig({});
+    const rules = c.authCheckRules.map((r) => [r.methods, r.path, r.scopes]);
+    assert.deepEqual({ ...c, database: undefined, authCheckRules: rules }, {
+      port: 8080, host: '127.0.0.1', logLevel: 'info', accessLog: 'all', database: undefined, databasePoolMax: 10,
+      databaseTimeoutMs: 5000, shutdownTimeoutMs: 10000, trustProxy: false, tokenPrefix: 'icat', tokenMaxLive: 1000,
+      tokenMaxLifetimeDays: 366, tokenExpiredRetentionDays: 30, tokenCacheTtlMs: 5000, tokenCacheMax: 10000,
+      lastUsedFlushMs: 1000, authFailureLimit: 20, authFailureWindowS: 60,
+      scopeResources: ['api-tokens', 'apps', 'images', 'plans', 'regions'], bootstrapAdminToken: true,
+      catalogAccess: 'public', catalogRefreshMs: 5000, catalogCacheControl: '',
+      authCheckRules: [[['GET', 'HEAD'], '/apps/**', ['apps:read']], [null, '/apps/**', ['apps:write']]],
+      authCheckGateway: 'auto', rateLimit: 600, rateLimitAnonymous: 300, rateLimitWindowS: 60,
+      metricsAccess: 'loopback',
+      console: true, requestTimeoutMs: 30000, headersTimeoutMs: 10000, keepAliveTimeoutMs: 65000, corsOrigins: [],
+    });
+  });
+
+  it('CATALOG_CACHE_CONTROL takes only what can be sent as a header (else every catalog read would be a 500)', () => {
+    const refused = /^invalid CATALOG_CACHE_CONTROL ".*": expected a Cache-Control header value$/;
+    for (const v of ['max-age=60, \u0001', 'max-age=60, \u2603', 'max-age=60,\u007f', 'max-age=60, \u00e9', 'a\rb']) {
+      expectError({ CATALOG_CACHE_CONTROL: v }, refused);
+    }
+    const fine = 'private,\tmax-age=60, stale-while-revalidate=30, community="x"';
+    assert.equal(loadConfig({ CATALOG_CACHE_CONTROL: fine }).catalogCacheControl, fine);
+    // Whatever the value: refused at start, or sendable.
+    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (v) => {
+      let value: string;
+      try {
+        value = loadConfig({ CATALOG_CACHE_CONTROL: v }).catalogCacheControl;
+      } catch (err) {
+        assert.ok(err instanceof ConfigError);
+        return;
+      }
+      validateHeaderValue('cache-control', value);
+    }), { numRuns: 500 });
+  });
+
   it('passwords never appear in messages or descriptions', () => {
     assert.equal(describeDatabase(loadConfig({ DATABASE_URL: 'postgres://app:hunter2@db/ic' }).database), 'postgres://app:***@db/ic');
     expectError({ DATABASE_URL: 'postgres://app:hunter2@' }, /^(?!.*hunter2)/);
   });
 
-  it('README documents every setting with its default', () => {
+  it('README\'s settings table is the schema\'s: every setting, in order, with its default and description', () => {
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    for (const s of SETTINGS) {
-      const row = readme.split('\n').find((l) => l.startsWith(`| \`${s.env}\``));
-      assert.ok(row, `README has a row for ${s.env}`);
-      assert.ok(row.includes(s.default === '' ? '(unset)' : `\`${s.default}\``), `README shows the default of ${s.env}`);
-    }
+    const rows = readme.split('\n').filter((l) => /^\| `[A-Z][A-Z0-9_]*` \|/.test(l));
+    const shown = (d: string): string => (d === '' ? '(unset)' : `\`${d}\``);
+    assert.deepEqual(rows, SETTINGS.map((s) => `| \`${s.env}\` | ${shown(s.default)} | ${s.description} |`));
   });
 });
 

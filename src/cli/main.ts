@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // The `infracat` command: dispatches to one module per sub-command.
-import { ConfigError, describeDatabase, parseDatabaseUrl } from '../config.js';
+import { ConfigError, loadConfig, type SettingName } from '../config.js';
+import { describeDatabase } from '../storage/database-url.js';
 import { explainFailure, type FailureContext } from './failure.js';
 import { VERSION } from '../version.js';
 import { UsageError, type Command } from './command.js';
 import { migrateCommand } from './migrate.js';
-import { serveCommand } from './serve.js';
+import { FLAGS, flagName, serveCommand } from './serve.js';
 import { tokensCommand } from './tokens.js';
 import { catalogCommand } from './catalog.js';
 import { backupCommand } from './backup.js';
@@ -27,19 +28,25 @@ Options:
 Run 'infracat <command> --help' for a command's options.
 `;
 
-/** Where a failed command was working (flags win over the environment, as in loadConfig). */
+/**
+ * Where a failed command was working: its settings as loadConfig read them, with the flags
+ * (serve's; the other commands take --database-url alone).
+ */
 function failureContext(args: string[]): FailureContext {
-  const flag = (name: string): string | undefined => {
+  const overrides: Partial<Record<SettingName, string>> = {};
+  for (const { env } of FLAGS) {
+    const name = flagName(env);
     const i = args.indexOf(`--${name}`);
-    return i >= 0 ? args[i + 1] : args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
-  };
-  let database: string;
-  try {
-    database = describeDatabase(parseDatabaseUrl(flag('database-url') ?? process.env.DATABASE_URL ?? ''));
-  } catch {
-    database = 'the configured database';
+    const value = i >= 0 ? args[i + 1] : args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+    if (value !== undefined) overrides[env] = value;
   }
-  return { database, listen: `${flag('host') ?? process.env.HOST ?? '127.0.0.1'}:${flag('port') ?? process.env.PORT ?? '8080'}` };
+  try {
+    const config = loadConfig(process.env, overrides);
+    return { database: describeDatabase(config.database), listen: `${config.host}:${config.port}` };
+  } catch {
+    // The settings themselves are bad: the failure is a ConfigError, which needs no context.
+    return { database: 'the configured database' };
+  }
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -1,4 +1,4 @@
-import { describeDatabase } from '../config.js';
+import { describeDatabase } from '../storage/database-url.js';
 import type { Command } from './command.js';
 import { parseFlags } from './options.js';
 import { withStore } from './store.js';

@@ -12,9 +12,3 @@ export function parseFlags<O extends Options>(args: string[], options: O, allowP
   }
 }
 
-/** `--database-url` etc. as config overrides; only the flags actually given. */
-export function defined<T extends Record<string, string | boolean | undefined>>(values: T): Partial<Record<keyof T, string>> {
-  const out: Partial<Record<keyof T, string>> = {};
-  for (const [k, v] of Object.entries(values)) if (typeof v === 'string') out[k as keyof T] = v;
-  return out;
-}

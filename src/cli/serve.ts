@@ -1,4 +1,4 @@
-import { loadConfig, SETTINGS } from '../config.js';
+import { loadConfig, SETTINGS, type SettingName } from '../config.js';
 import { serve } from '../server.js';
 import type { Command } from './command.js';
 import { parseFlags } from './options.js';
@@ -23,6 +23,16 @@ const settingsHelp = SETTINGS.map((s) => {
   return `  ${s.env}=${shown}\n${wrap(s.description, '      ')}`;
 }).join('\n');
 
+// The settings `serve` also takes as flags: PORT is --port, LOG_LEVEL --log-level.
+export const FLAGS = [
+  { env: 'PORT', arg: 'N', note: '' },
+  { env: 'HOST', arg: 'ADDR', note: '' },
+  { env: 'LOG_LEVEL', arg: 'LEVEL', note: '' },
+  { env: 'DATABASE_URL', arg: 'URL', note: ' (sqlite:PATH, postgres://...)' },
+] as const satisfies readonly { env: SettingName; arg: string; note: string }[];
+
+export const flagName = (env: SettingName): string => env.toLowerCase().replaceAll('_', '-');
+
 export const serveCommand: Command = {
   name: 'serve',
   summary: 'run the HTTP server (migrates the schema first)',
@@ -32,28 +42,21 @@ Runs the HTTP API. Applies pending schema migrations first. Stops gracefully on
 SIGTERM/SIGINT. Flags override the matching environment variables.
 
 Options:
-  --port N              PORT
-  --host ADDR           HOST
-  --log-level LEVEL     LOG_LEVEL
-  --database-url URL    DATABASE_URL (sqlite:PATH, postgres://...)
+${FLAGS.map((f) => `  ${`--${flagName(f.env)} ${f.arg}`.padEnd(22)}${f.env}${f.note}`).join('\n')}
   -h, --help            show this help
 
 Environment (NAME=default):
 ${settingsHelp}
 `,
   async run(args) {
-    const { values } = parseFlags(args, {
-      port: { type: 'string' },
-      host: { type: 'string' },
-      'log-level': { type: 'string' },
-      'database-url': { type: 'string' },
-    });
-    const config = loadConfig(process.env, {
-      ...(values.port !== undefined ? { PORT: values.port } : {}),
-      ...(values.host !== undefined ? { HOST: values.host } : {}),
-      ...(values['log-level'] !== undefined ? { LOG_LEVEL: values['log-level'] } : {}),
-      ...(values['database-url'] !== undefined ? { DATABASE_URL: values['database-url'] } : {}),
-    });
+    const options = Object.fromEntries(FLAGS.map((f) => [flagName(f.env), { type: 'string' as const }]));
+    const { values } = parseFlags(args, options);
+    const overrides: Partial<Record<SettingName, string>> = {};
+    for (const { env } of FLAGS) {
+      const value = values[flagName(env)];
+      if (typeof value === 'string') overrides[env] = value;
+    }
+    const config = loadConfig(process.env, overrides);
     await serve(config);
     return 0;
   },

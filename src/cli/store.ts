@@ -6,7 +6,8 @@
 // Only `migrate` may create a database. The operator commands (tokens, catalog, backup)
 // open an existing one or fail naming the resolved location: a typo in a path must not
 // quietly produce a fresh database the running server knows nothing about.
-import { describeDatabase, loadConfig, type Config } from '../config.js';
+import { loadConfig, type Config } from '../config.js';
+import { describeDatabase } from '../storage/database-url.js';
 import { openExistingStore, openStore } from '../storage/index.js';
 import type { MigrationReport, Store } from '../storage/types.js';
 

@@ -5,7 +5,8 @@
 // loading pg was ~50 ms of a SQLite start on Node 20 (BENCHMARKS.md), and a PostgreSQL
 // deployment has no use for the SQLite addon.
 import { existsSync } from 'node:fs';
-import { describeDatabase, type Config } from '../config.js';
+import type { Config } from '../config.js';
+import { describeDatabase } from './database-url.js';
 import { DatabaseMissingError, type Store } from './types.js';
 
 export type { Store } from './types.js';

@@ -54,6 +54,16 @@ describe('infracat command', () => {
     assert.match(flag.stderr, /DATABASE_URL/);
   });
 
+  it('each serve flag sets its setting, over the variable, and is read as the variable would be', async () => {
+    const flags = [['--port', 'PORT', '0'], ['--host', 'HOST', '127.0.0.1'], ['--log-level', 'LOG_LEVEL', 'info'],
+      ['--database-url', 'DATABASE_URL', 'sqlite:./data/x.sqlite']] as const;
+    for (const [flag, name, good] of flags) {
+      const res = await cli(['serve', `${flag}=:memory: x`], { env: { [name]: good } });
+      assert.equal(res.code, 78, `${flag}: ${res.stderr}`);
+      assert.match(res.stderr, new RegExp(`^infracat: configuration error: invalid ${name} ":memory: x"`), flag);
+    }
+  });
+
   it('migrate creates and migrates a SQLite file, then reports it current', async (t) => {
     const tmp = tempDir();
     t.after(() => tmp.remove());

@@ -51,6 +51,24 @@ describe('start-up failures', () => {
     assert.match(res.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the port is already in use \\(.*EADDRINUSE.*\\)\\. .*PORT`));
   });
 
+  it('port in use: the address named is the one the settings gave, read as the server reads them', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const blocker = createServer();
+    const port = await new Promise<number>((resolve) => blocker.listen(0, '127.0.0.1', () => {
+      resolve((blocker.address() as { port: number }).port);
+    }));
+    t.after(() => blocker.close());
+    // An empty HOST counts as unset (the default address), a padded PORT is trimmed, a flag wins over both.
+    const env = { ...BASE, DATABASE_URL: `sqlite:${tmp.file()}`, HOST: '', PORT: ` ${port} ` };
+    const fromEnv = await cli(['serve'], { env });
+    assert.equal(fromEnv.code, 69, fromEnv.stderr);
+    assert.match(fromEnv.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the port is already in use`));
+    const fromFlag = await cli(['serve', `--port=${port}`], { env: { ...env, PORT: '1' } });
+    assert.equal(fromFlag.code, 69, fromFlag.stderr);
+    assert.match(fromFlag.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the port is already in use`));
+  });
+
   it('a HOST that is not an address of this machine: exit 78', async (t) => {
     const tmp = tempDir();
     t.after(() => tmp.remove());

@@ -8,7 +8,7 @@ import type { Driver, LockName, Param, Queries } from '../driver.js';
 import { SqlStore } from '../sql-store.js';
 import { NotSupportedError, StorageUnavailableError, type BackupReport } from '../types.js';
 import { numbered } from './placeholders.js';
-import { redactUrl } from '../../config.js';
+import { redactUrl } from '../database-url.js';
 
 export interface PostgresOptions {
   url: string;
