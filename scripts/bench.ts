@@ -35,7 +35,10 @@ interface Run {
   errors: number;
 }
 
-async function load(url: string, opts: { headers?: Record<string, string>; method?: 'GET' | 'POST'; body?: string; duration?: number } = {}): Promise<Run> {
+async function load(
+  url: string,
+  opts: { headers?: Record<string, string>; method?: 'GET' | 'POST'; body?: string; duration?: number } = {},
+): Promise<Run> {
   const r = await autocannon({
     url,
     connections: CONNECTIONS,
@@ -45,7 +48,13 @@ async function load(url: string, opts: { headers?: Record<string, string>; metho
     headers: opts.headers ?? {},
     ...(opts.body !== undefined ? { body: opts.body } : {}),
   });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors + r.timeouts };
+  return {
+    rps: r.requests.average,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+  };
 }
 
 function rssMb(pid: number): number {
@@ -86,7 +95,10 @@ async function baseline(body: Buffer): Promise<{ child: ChildProcess; url: strin
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length });
       res.end(body);
     }).listen(${port}, '127.0.0.1');`;
-  const child = spawn(process.execPath, ['-e', code], { env: { ...process.env, BODY: body.toString('base64') }, stdio: 'ignore' });
+  const child = spawn(process.execPath, ['-e', code], {
+    env: { ...process.env, BODY: body.toString('base64') },
+    stdio: 'ignore',
+  });
   const url = `http://127.0.0.1:${port}/`;
   await waitUntilUp(url);
   return { child, url };
@@ -117,10 +129,17 @@ async function infracat(databaseUrl: string): Promise<{ child: ChildProcess; url
 
 function cliJson(databaseUrl: string, args: string[]): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args, '--json'], { env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [CLI, ...args, '--json'], {
+      env: { ...process.env, DATABASE_URL: databaseUrl },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as Record<string, unknown>) : reject(new Error(`infracat ${args.join(' ')} exited ${code}`))));
+    child.on('exit', (code) =>
+      code === 0
+        ? resolve(JSON.parse(out) as Record<string, unknown>)
+        : reject(new Error(`infracat ${args.join(' ')} exited ${code}`)),
+    );
   });
 }
 
@@ -163,7 +182,16 @@ async function startBackend(name: string, dir: string): Promise<Backend> {
     databaseUrl = pg.url;
     stopPostgres = () => pg.destroy();
   } else if (name !== 'sqlite') throw new Error(`unknown backend ${name}`);
-  const admin = (await cliJson(databaseUrl, ['tokens', 'create', '--name', 'bench admin', '--scopes', 'api-tokens:write,apps:read,plans:read'])).token as string;
+  const admin = (
+    await cliJson(databaseUrl, [
+      'tokens',
+      'create',
+      '--name',
+      'bench admin',
+      '--scopes',
+      'api-tokens:write,apps:read,plans:read',
+    ])
+  ).token as string;
   // Cold start: spawn to the first 200 from /healthz, median of three.
   const starts: number[] = [];
   for (let i = 0; i < 3; i++) {
@@ -174,7 +202,16 @@ async function startBackend(name: string, dir: string): Promise<Backend> {
   const server = await infracat(databaseUrl);
   await new Promise((r) => setTimeout(r, 1000));
   const idleRss = rssMb(server.child.pid!);
-  return { name, databaseUrl, admin, coldStartMs: [...starts].sort((a, b) => a - b)[1]!, server, idleRss, peakRss: idleRss, ...(stopPostgres ? { stopPostgres } : {}) };
+  return {
+    name,
+    databaseUrl,
+    admin,
+    coldStartMs: [...starts].sort((a, b) => a - b)[1]!,
+    server,
+    idleRss,
+    peakRss: idleRss,
+    ...(stopPostgres ? { stopPostgres } : {}),
+  };
 }
 
 /** Token create rate, then the list with exactly 1,000 live tokens (no targets; sequential). */
@@ -188,9 +225,14 @@ async function tokenScenarios(b: Backend): Promise<{ created: Run; list: Run }> 
     duration: Math.max(3, Math.round(DURATION / 2)),
   });
   const live = (await (await fetch(`${url}/api/v1/api-tokens`, { headers: auth })).json()) as { id: string }[];
-  for (const t of live.slice(1000)) await fetch(`${url}/api/v1/api-tokens/${t.id}`, { method: 'DELETE', headers: auth });
+  for (const t of live.slice(1000))
+    await fetch(`${url}/api/v1/api-tokens/${t.id}`, { method: 'DELETE', headers: auth });
   for (let i = live.length; i < 1000; i++) {
-    await fetch(`${url}/api/v1/api-tokens`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"name":"fill","scopes":["apps:read"]}' });
+    await fetch(`${url}/api/v1/api-tokens`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: '{"name":"fill","scopes":["apps:read"]}',
+    });
   }
   return { created, list: await load(`${url}/api/v1/api-tokens`, { headers: auth }) };
 }
@@ -215,7 +257,9 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'infracat-bench-'));
   const machine = `${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
   const slice = Math.max(2, Math.round(DURATION / ROUNDS));
-  process.stdout.write(`bench: ${machine}; ${ROUNDS} interleaved rounds of ${slice} s per scenario, ${CONNECTIONS} connections, pipelining ${PIPELINING}\n`);
+  process.stdout.write(
+    `bench: ${machine}; ${ROUNDS} interleaved rounds of ${slice} s per scenario, ${CONNECTIONS} connections, pipelining ${PIPELINING}\n`,
+  );
 
   // The bytes infracat serves for GET /api/v1/plans, for the baseline to answer.
   const probe = await infracat(`sqlite:${path.join(dir, 'probe.sqlite')}`);
@@ -254,7 +298,12 @@ async function main(): Promise<void> {
     scenarios.push(
       { key: `${b.name}:catalog_anonymous`, url: `${b.server.url}/api/v1/plans`, headers: {}, backend: b },
       { key: `${b.name}:catalog_with_token`, url: `${b.server.url}/api/v1/plans`, headers: auth, backend: b },
-      { key: `${b.name}:auth_check`, url: `${b.server.url}/api/v1/auth/check?scope=apps:read`, headers: auth, backend: b },
+      {
+        key: `${b.name}:auth_check`,
+        url: `${b.server.url}/api/v1/auth/check?scope=apps:read`,
+        headers: auth,
+        backend: b,
+      },
     );
   }
   const runs = new Map<string, Run[]>();
@@ -285,8 +334,10 @@ async function main(): Promise<void> {
     const add = (key: string, value: number) => ratios.set(key, [...(ratios.get(key) ?? []), value]);
     const rps = (key: string) => thisRound.get(key)!.rps;
     for (const sc of scenarios) add(sc.key, rps(sc.key) / rps('baseline'));
-    for (const b of backends) add(`${b.name}:token_vs_anonymous`, rps(`${b.name}:catalog_with_token`) / rps(`${b.name}:catalog_anonymous`));
-    if (thisRound.has('postgres:auth_check') && thisRound.has('sqlite:auth_check')) add('postgres_vs_sqlite_auth_check', rps('postgres:auth_check') / rps('sqlite:auth_check'));
+    for (const b of backends)
+      add(`${b.name}:token_vs_anonymous`, rps(`${b.name}:catalog_with_token`) / rps(`${b.name}:catalog_anonymous`));
+    if (thisRound.has('postgres:auth_check') && thisRound.has('sqlite:auth_check'))
+      add('postgres_vs_sqlite_auth_check', rps('postgres:auth_check') / rps('sqlite:auth_check'));
   }
   clearInterval(sampler);
 
@@ -327,26 +378,94 @@ async function main(): Promise<void> {
   const rows: string[][] = [['scenario', ...results.map((r) => r.backend), 'target']];
   const fmt = (backend: string, key: string, r: Run) =>
     `${Math.round(r.rps)} rps = ${ratio(backend, key)}x (rounds ${spread(`${backend}:${key}`)}) p99 ${r.p99} ms${r.non2xx + r.errors > 0 ? ` !${r.non2xx + r.errors}` : ''}`;
-  rows.push(['baseline node:http', ...results.map(() => `${Math.round(baseRun.rps)} rps (1x) p99 ${baseRun.p99} ms`), '']);
-  rows.push(['catalog GET, anonymous', ...results.map((r) => fmt(r.backend, 'catalog_anonymous', r.catalog_anonymous)), '>= 0.9x']);
-  rows.push(['catalog GET, valid token', ...results.map((r) => fmt(r.backend, 'catalog_with_token', r.catalog_with_token)), '']);
-  rows.push(['valid token vs anonymous (same round)', ...results.map((r) => `${ratio(r.backend, 'token_vs_anonymous')}x (rounds ${spread(`${r.backend}:token_vs_anonymous`)})`), '>= 0.9x (<= 10% cost)']);
+  rows.push([
+    'baseline node:http',
+    ...results.map(() => `${Math.round(baseRun.rps)} rps (1x) p99 ${baseRun.p99} ms`),
+    '',
+  ]);
+  rows.push([
+    'catalog GET, anonymous',
+    ...results.map((r) => fmt(r.backend, 'catalog_anonymous', r.catalog_anonymous)),
+    '>= 0.9x',
+  ]);
+  rows.push([
+    'catalog GET, valid token',
+    ...results.map((r) => fmt(r.backend, 'catalog_with_token', r.catalog_with_token)),
+    '',
+  ]);
+  rows.push([
+    'valid token vs anonymous (same round)',
+    ...results.map(
+      (r) => `${ratio(r.backend, 'token_vs_anonymous')}x (rounds ${spread(`${r.backend}:token_vs_anonymous`)})`,
+    ),
+    '>= 0.9x (<= 10% cost)',
+  ]);
   rows.push(['auth check, valid token', ...results.map((r) => fmt(r.backend, 'auth_check', r.auth_check)), '']);
   if (ratios.has('postgres_vs_sqlite_auth_check')) {
-    rows.push(['auth check, PostgreSQL vs SQLite (same round)', ...results.map((r) => (r.backend === 'postgres' ? `${r3(median(ratios.get('postgres_vs_sqlite_auth_check')!))}x (rounds ${spread('postgres_vs_sqlite_auth_check')})` : '1x')), '>= 0.9x']);
+    rows.push([
+      'auth check, PostgreSQL vs SQLite (same round)',
+      ...results.map((r) =>
+        r.backend === 'postgres'
+          ? `${r3(median(ratios.get('postgres_vs_sqlite_auth_check')!))}x (rounds ${spread('postgres_vs_sqlite_auth_check')})`
+          : '1x',
+      ),
+      '>= 0.9x',
+    ]);
   }
-  rows.push(['token list, 1000 tokens', ...results.map((r) => `${Math.round(r.token_list_1000.rps)} rps p99 ${r.token_list_1000.p99} ms`), '']);
-  rows.push(['token create', ...results.map((r) => `${Math.round(r.token_create.rps)} rps p99 ${r.token_create.p99} ms`), '']);
-  rows.push(['cold start to first answer', ...results.map((r) => `${Math.round(r.cold_start_ms)} ms (node:http ${Math.round(coldBase)} ms)`), '< 500 ms']);
-  rows.push(['RSS idle / loaded', ...results.map((r) => `${r.idle_rss_mb.toFixed(0)} / ${r.loaded_rss_mb.toFixed(0)} MB (node:http ${baseRss.toFixed(0)} MB)`), 'idle < 100 MB']);
-  rows.push(['storage calls per 1000 catalog GETs', ...results.map((r) => String(r.storage_queries_per_1000_catalog_requests)), '~0 (background polls only)']);
-  rows.push(['storage calls per 1000 cached checks', ...results.map((r) => String(r.storage_queries_per_1000_cached_checks)), '~0 (batched last-used only)']);
+  rows.push([
+    'token list, 1000 tokens',
+    ...results.map((r) => `${Math.round(r.token_list_1000.rps)} rps p99 ${r.token_list_1000.p99} ms`),
+    '',
+  ]);
+  rows.push([
+    'token create',
+    ...results.map((r) => `${Math.round(r.token_create.rps)} rps p99 ${r.token_create.p99} ms`),
+    '',
+  ]);
+  rows.push([
+    'cold start to first answer',
+    ...results.map((r) => `${Math.round(r.cold_start_ms)} ms (node:http ${Math.round(coldBase)} ms)`),
+    '< 500 ms',
+  ]);
+  rows.push([
+    'RSS idle / loaded',
+    ...results.map(
+      (r) => `${r.idle_rss_mb.toFixed(0)} / ${r.loaded_rss_mb.toFixed(0)} MB (node:http ${baseRss.toFixed(0)} MB)`,
+    ),
+    'idle < 100 MB',
+  ]);
+  rows.push([
+    'storage calls per 1000 catalog GETs',
+    ...results.map((r) => String(r.storage_queries_per_1000_catalog_requests)),
+    '~0 (background polls only)',
+  ]);
+  rows.push([
+    'storage calls per 1000 cached checks',
+    ...results.map((r) => String(r.storage_queries_per_1000_cached_checks)),
+    '~0 (batched last-used only)',
+  ]);
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   process.stdout.write(`\n${rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')).join('\n')}\n`);
 
   const out = process.env.BENCH_JSON ?? 'bench-results.json';
   const ratioJson = Object.fromEntries([...ratios].map(([k, v]) => [k, { median: r3(median(v)), rounds: v.map(r3) }]));
-  writeFileSync(out, JSON.stringify({ machine, rounds: ROUNDS, slice_s: slice, connections: CONNECTIONS, pipelining: PIPELINING, baseline: { ...baseRun, cold_start_ms: coldBase, rss_mb: baseRss }, results, ratios: ratioJson }, null, 2));
+  writeFileSync(
+    out,
+    JSON.stringify(
+      {
+        machine,
+        rounds: ROUNDS,
+        slice_s: slice,
+        connections: CONNECTIONS,
+        pipelining: PIPELINING,
+        baseline: { ...baseRun, cold_start_ms: coldBase, rss_mb: baseRss },
+        results,
+        ratios: ratioJson,
+      },
+      null,
+      2,
+    ),
+  );
   process.stdout.write(`\nwrote ${out}\n`);
 }
 

@@ -32,7 +32,9 @@ await build({
   external: ['better-sqlite3', 'better-sqlite3-napi', '@fastify/swagger-ui', 'pg-native'],
   // Bundled CommonJS dependencies call require() for Node's built-ins; an ES module has
   // none, so give the bundle one.
-  banner: { js: "import { createRequire as __infracatCreateRequire } from 'node:module';\nconst require = __infracatCreateRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __infracatCreateRequire } from 'node:module';\nconst require = __infracatCreateRequire(import.meta.url);",
+  },
   logLevel: 'warning',
 });
 

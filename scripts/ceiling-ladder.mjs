@@ -78,7 +78,10 @@ try {
   const headers = JSON.stringify(Object.fromEntries([...probe.headers].filter(([k]) => !skip.has(k))));
   for (const [name, code] of Object.entries(RUNGS)) {
     const port = await freePort();
-    const child = spawn(process.execPath, ['-e', code], { env: { ...process.env, BODY: body, HEADERS: headers, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, ['-e', code], {
+      env: { ...process.env, BODY: body, HEADERS: headers, PORT: String(port) },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     const url = `http://127.0.0.1:${port}/api/v1/plans`;
     await waitUntilUp(url, child);
     servers.push({ name, child, url });
@@ -94,15 +97,22 @@ try {
     const order = servers.map((_, i) => i);
     if (round % 2 === 0) order.reverse();
     const rps = [];
-    for (const i of order) rps[i] = (await autocannon({ url: servers[i].url, connections: CONNECTIONS, duration: SECONDS })).requests.average;
+    for (const i of order)
+      rps[i] = (
+        await autocannon({ url: servers[i].url, connections: CONNECTIONS, duration: SECONDS })
+      ).requests.average;
     rps.forEach((v, i) => {
       rates[i].push(v);
       ratios[i].push(v / rps[0]);
     });
   }
-  process.stdout.write(`\nnode ${process.version}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; ratio to node:http within each round\n`);
+  process.stdout.write(
+    `\nnode ${process.version}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; ratio to node:http within each round\n`,
+  );
   servers.forEach((s, i) => {
-    process.stdout.write(`  ${s.name.padEnd(28)} median ${String(Math.round(median(rates[i]))).padStart(6)} rps  x${median(ratios[i]).toFixed(3)} (rounds ${Math.min(...ratios[i]).toFixed(2)}-${Math.max(...ratios[i]).toFixed(2)})\n`);
+    process.stdout.write(
+      `  ${s.name.padEnd(28)} median ${String(Math.round(median(rates[i]))).padStart(6)} rps  x${median(ratios[i]).toFixed(3)} (rounds ${Math.min(...ratios[i]).toFixed(2)}-${Math.max(...ratios[i]).toFixed(2)})\n`,
+    );
   });
 } finally {
   for (const s of servers) s.child.kill('SIGTERM');

@@ -14,10 +14,18 @@ const fns = new Map();
 const pkgs = new Map();
 for (const [id, us] of self) {
   const { functionName, url, lineNumber } = byId.get(id).callFrame;
-  const where = url.replace(/^file:\/\//, '').replace(/.*node_modules\//, 'node_modules/').replace(/.*\/(dist|src)\//, '$1/');
+  const where = url
+    .replace(/^file:\/\//, '')
+    .replace(/.*node_modules\//, 'node_modules/')
+    .replace(/.*\/(dist|src)\//, '$1/');
   const key = `${functionName || '(anonymous)'} ${where}:${lineNumber + 1}`;
   fns.set(key, (fns.get(key) ?? 0) + us);
-  const pkg = url === '' ? '(native/V8)' : url.startsWith('node:') ? 'node core' : /node_modules\/((@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? 'infracat';
+  const pkg =
+    url === ''
+      ? '(native/V8)'
+      : url.startsWith('node:')
+        ? 'node core'
+        : (/node_modules\/((@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? 'infracat');
   pkgs.set(pkg, (pkgs.get(pkg) ?? 0) + us);
 }
 const pct = (us) => `${((us / total) * 100).toFixed(1)}%`.padStart(6);

@@ -22,7 +22,8 @@ function findTests(dir: string): string[] {
 const args = process.argv.slice(2);
 const files = args.filter((a) => !a.startsWith('-'));
 const flags = args.filter((a) => a.startsWith('-'));
-const tests = files.length > 0 ? files.flatMap((f) => (statSync(f).isDirectory() ? findTests(f) : [f])) : findTests('test');
+const tests =
+  files.length > 0 ? files.flatMap((f) => (statSync(f).isDirectory() ? findTests(f) : [f])) : findTests('test');
 
 // The console's assets, fresh from web/ (the browser tests and the / route serve them).
 const web = spawnSync(process.execPath, ['scripts/build-web.mjs'], { stdio: 'inherit' });
@@ -49,11 +50,10 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-const child = spawn(
-  process.execPath,
-  ['--import', 'tsx', '--test', '--test-reporter=spec', ...flags, ...tests],
-  { stdio: 'inherit', env },
-);
+const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...flags, ...tests], {
+  stdio: 'inherit',
+  env,
+});
 const code: number = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
 await cleanup();
 process.exit(code);

@@ -5,7 +5,13 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Agent, request } from 'undici';
 
 const EXPECTED = { catalog: [200], revalidate: [304], current: [200], list: [200], create: [201], delete: [204, 404] };
-const CATALOGS = ['/api/v1/plans', '/api/v1/images', '/api/v1/regions', '/api/v1/plans?type=general', '/api/v1/regions/nyc3'];
+const CATALOGS = [
+  '/api/v1/plans',
+  '/api/v1/images',
+  '/api/v1/regions',
+  '/api/v1/plans?type=general',
+  '/api/v1/regions/nyc3',
+];
 
 async function runLoad(cfg) {
   const agent = new Agent({ connections: cfg.connections, keepAliveTimeout: 30_000 });
@@ -28,7 +34,10 @@ async function runLoad(cfg) {
       res = await request(`${cfg.base}/api/v1/plans`, { dispatcher: agent, headers: { 'if-none-match': etag } });
     } else if (pick < 13) {
       op = 'current';
-      res = await request(`${cfg.base}/api/v1/api-tokens/current`, { dispatcher: agent, headers: { authorization: `Bearer ${cfg.reader}` } });
+      res = await request(`${cfg.base}/api/v1/api-tokens/current`, {
+        dispatcher: agent,
+        headers: { authorization: `Bearer ${cfg.reader}` },
+      });
     } else if (pick < 15) {
       op = 'list';
       res = await request(`${cfg.base}/api/v1/api-tokens`, { dispatcher: agent, headers: admin });
@@ -42,7 +51,11 @@ async function runLoad(cfg) {
       });
     } else if (pick < 19) {
       op = 'delete';
-      res = await request(`${cfg.base}/api/v1/api-tokens/${created.shift()}`, { dispatcher: agent, method: 'DELETE', headers: admin });
+      res = await request(`${cfg.base}/api/v1/api-tokens/${created.shift()}`, {
+        dispatcher: agent,
+        method: 'DELETE',
+        headers: admin,
+      });
     } else {
       op = 'catalog';
       res = await request(`${cfg.base}/api/v1/images/ubuntu-24-04`, { dispatcher: agent });
@@ -52,8 +65,15 @@ async function runLoad(cfg) {
     report.requests += 1;
     report.byStatus[res.statusCode] = (report.byStatus[res.statusCode] ?? 0) + 1;
     if (op === 'create' && res.statusCode === 201) created.push(JSON.parse(body).id);
-    if (op === 'catalog' && etag === '' && CATALOGS[i % CATALOGS.length] === '/api/v1/plans' && typeof res.headers.etag === 'string') etag = res.headers.etag;
-    if (!EXPECTED[op].includes(res.statusCode) && report.unexpected.length < 20) report.unexpected.push({ op, status: res.statusCode, body: body.slice(0, 200) });
+    if (
+      op === 'catalog' &&
+      etag === '' &&
+      CATALOGS[i % CATALOGS.length] === '/api/v1/plans' &&
+      typeof res.headers.etag === 'string'
+    )
+      etag = res.headers.etag;
+    if (!EXPECTED[op].includes(res.statusCode) && report.unexpected.length < 20)
+      report.unexpected.push({ op, status: res.statusCode, body: body.slice(0, 200) });
   }
 
   let next = 0;
@@ -72,7 +92,10 @@ async function runLoad(cfg) {
     }),
   );
   // Delete what is left, so the store ends where it started.
-  for (const id of created) await request(`${cfg.base}/api/v1/api-tokens/${id}`, { dispatcher: agent, method: 'DELETE', headers: admin }).then((r) => r.body.dump());
+  for (const id of created)
+    await request(`${cfg.base}/api/v1/api-tokens/${id}`, { dispatcher: agent, method: 'DELETE', headers: admin }).then(
+      (r) => r.body.dump(),
+    );
   await agent.close();
   return report;
 }
@@ -85,4 +108,12 @@ function percentile(sorted, p) {
 }
 const { latenciesMs, ...rest } = await runLoad(workerData);
 const sorted = Float64Array.from(latenciesMs).sort();
-parentPort.postMessage({ ...rest, latencyMs: { p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted.at(-1) ?? 0 } });
+parentPort.postMessage({
+  ...rest,
+  latencyMs: {
+    p50: percentile(sorted, 50),
+    p95: percentile(sorted, 95),
+    p99: percentile(sorted, 99),
+    max: sorted.at(-1) ?? 0,
+  },
+});

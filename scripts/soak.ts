@@ -65,7 +65,17 @@ async function main(): Promise<number> {
   const { createLogger } = await import('../src/logging.js');
   // Production settings, except: no per-client limits (one client drives all the load)
   // and warnings-only logging (the access log of this much traffic is not the point).
-  const config = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT: '0', RATE_LIMIT_ANONYMOUS: '0', BOOTSTRAP_ADMIN_TOKEN: 'false', TOKEN_MAX_LIVE: '1000000' });
+  const config = loadConfig({
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT: '0',
+    RATE_LIMIT_ANONYMOUS: '0',
+    BOOTSTRAP_ADMIN_TOKEN: 'false',
+    TOKEN_MAX_LIVE: '1000000',
+  });
   const server = await startServer(config, createLogger('warn'));
   const tokens = server.app.infracat.tokens.service;
   const admin = (await tokens.create({ name: 'soak admin', scopes: ['api-tokens:write', 'apps:read'] }, null)).secret;
@@ -73,7 +83,9 @@ async function main(): Promise<number> {
   const base = server.url;
 
   const warmup = Math.max(2, Math.round(seconds / 10));
-  process.stdout.write(`soak: ${databaseUrl.split(':')[0]}, ${connections} connections, ${warmup} s warm-up + ${seconds} s\n`);
+  process.stdout.write(
+    `soak: ${databaseUrl.split(':')[0]}, ${connections} connections, ${warmup} s warm-up + ${seconds} s\n`,
+  );
   const warm = await drive({ base, seconds: warmup, connections, admin, reader });
   const heapBefore = await heapAfterGc();
   const report = await drive({ base, seconds, connections, admin, reader });
@@ -93,7 +105,12 @@ async function main(): Promise<number> {
     by_status: report.byStatus,
     unexpected: [...warm.unexpected, ...report.unexpected],
     latency_ms: report.latencyMs,
-    heap_after_gc_mb: { after_warmup: heapBefore / 1024 / 1024, at_end: heapAfter / 1024 / 1024, growth: growthMb, threshold: thresholdMb },
+    heap_after_gc_mb: {
+      after_warmup: heapBefore / 1024 / 1024,
+      at_end: heapAfter / 1024 / 1024,
+      growth: growthMb,
+      threshold: thresholdMb,
+    },
   };
   const f = (n: number) => n.toFixed(2);
   process.stdout.write(

@@ -34,7 +34,9 @@ const tmp = mkdtempSync(path.join(tmpdir(), 'infracat-startup-'));
 // another process takes the cores.
 const TICK_MS = 10; // USER_HZ is 100 on Linux
 function cpuMs(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /, '')
+    .split(' ');
   return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
 }
 
@@ -47,7 +49,14 @@ async function startOnce(dist, databaseUrl) {
   const port = await freePort();
   const started = performance.now();
   const child = spawn(process.execPath, [path.join(dist, 'cli/main.js'), 'serve'], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', BOOTSTRAP_ADMIN_TOKEN: 'false' },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: 'info',
+      BOOTSTRAP_ADMIN_TOKEN: 'false',
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -87,7 +96,9 @@ try {
 }
 
 const base = results[0];
-process.stdout.write(`node ${process.version}, ${RUNS} runs per build, interleaved; ${process.env.STARTUP_DATABASE_URL ? 'PostgreSQL' : 'SQLite'}\n`);
+process.stdout.write(
+  `node ${process.version}, ${RUNS} runs per build, interleaved; ${process.env.STARTUP_DATABASE_URL ? 'PostgreSQL' : 'SQLite'}\n`,
+);
 for (let i = 0; i < dists.length; i++) {
   const { ms, cpu, rss } = results[i];
   const ratio = (a, b) => (median(a) / median(b)).toFixed(2);

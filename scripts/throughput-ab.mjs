@@ -28,8 +28,17 @@ const tmp = mkdtempSync(path.join(tmpdir(), 'infracat-ab-'));
 async function start(dist, i) {
   const databaseUrl = `sqlite:${path.join(tmp, `ab-${i}.sqlite`)}`;
   const cli = path.join(dist, 'cli/main.js');
-  execFileSync(process.execPath, [cli, 'migrate'], { env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: 'ignore' });
-  const token = JSON.parse(execFileSync(process.execPath, [cli, 'tokens', 'create', '--name', 'ab', '--scopes', 'apps:read,plans:read', '--json'], { env: { ...process.env, DATABASE_URL: databaseUrl } }).toString()).token;
+  execFileSync(process.execPath, [cli, 'migrate'], {
+    env: { ...process.env, DATABASE_URL: databaseUrl },
+    stdio: 'ignore',
+  });
+  const token = JSON.parse(
+    execFileSync(
+      process.execPath,
+      [cli, 'tokens', 'create', '--name', 'ab', '--scopes', 'apps:read,plans:read', '--json'],
+      { env: { ...process.env, DATABASE_URL: databaseUrl } },
+    ).toString(),
+  ).token;
   const { child, url } = await startInfracat(cli, databaseUrl);
   return { child, url, auth: { authorization: `Bearer ${token}` } };
 }
@@ -63,12 +72,16 @@ try {
       });
     }
   }
-  process.stdout.write(`\nnode ${process.version}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; ratio to ${args[0]} within each round\n`);
+  process.stdout.write(
+    `\nnode ${process.version}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; ratio to ${args[0]} within each round\n`,
+  );
   for (let k = 0; k < scenarios.length; k++) {
     process.stdout.write(`${scenarios[k][0]}\n`);
     dists.forEach((_, i) => {
       const r = ratios[k][i];
-      process.stdout.write(`  ${args[i].padEnd(12)} median ${Math.round(median(rates[k][i]))} rps  x${median(r).toFixed(3)} (rounds ${Math.min(...r).toFixed(2)}-${Math.max(...r).toFixed(2)})\n`);
+      process.stdout.write(
+        `  ${args[i].padEnd(12)} median ${Math.round(median(rates[k][i]))} rps  x${median(r).toFixed(3)} (rounds ${Math.min(...r).toFixed(2)}-${Math.max(...r).toFixed(2)})\n`,
+      );
     });
   }
 } finally {

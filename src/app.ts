@@ -14,7 +14,12 @@ import { installMetrics } from './http/metrics.js';
 import { installCors, installSecurityHeaders } from './http/security.js';
 import { VERSION } from './version.js';
 import { RequestLog } from './http/request-log.js';
-import { clientErrorHandler, frameworkErrorHandler, installProblemHandlers, RETRY_AFTER_SECONDS } from './http/problem.js';
+import {
+  clientErrorHandler,
+  frameworkErrorHandler,
+  installProblemHandlers,
+  RETRY_AFTER_SECONDS,
+} from './http/problem.js';
 import { installProtocolChecks } from './http/protocol.js';
 import type { App } from './http/types.js';
 import { validatorCompiler } from './http/validation.js';
@@ -100,13 +105,21 @@ export function buildApp(deps: AppDeps): App {
   // warning a minute (with the count) says it all, instead of one a second.
   let flushFailures = 0;
   let flushWarnedAt = Number.NEGATIVE_INFINITY;
-  const tokens = createTokenDomain(config, store, (err) => {
-    countStorageError();
-    flushFailures += 1;
-    if (Date.now() - flushWarnedAt < 60_000) return;
-    flushWarnedAt = Date.now();
-    app.log.warn({ err, failures: flushFailures }, 'last_used_at flush failed; will retry (this warning repeats at most once a minute)');
-  }, deps.now);
+  const tokens = createTokenDomain(
+    config,
+    store,
+    (err) => {
+      countStorageError();
+      flushFailures += 1;
+      if (Date.now() - flushWarnedAt < 60_000) return;
+      flushWarnedAt = Date.now();
+      app.log.warn(
+        { err, failures: flushFailures },
+        'last_used_at flush failed; will retry (this warning repeats at most once a minute)',
+      );
+    },
+    deps.now,
+  );
   const catalog = new CatalogService(store.catalog, {
     refreshMs: config.catalogRefreshMs,
     onRefreshError: (err) => {
@@ -136,7 +149,12 @@ export function buildApp(deps: AppDeps): App {
     windowS: config.rateLimitWindowS,
   };
   if (rateLimit.quotas.token > 0 || rateLimit.quotas.anonymous > 0) installRateLimit(app, rateLimit);
-  installMetrics(app, config.metricsAccess, { tokens, catalog, storageErrors: () => storageErrors, storageQueries: () => store.stats.queries });
+  installMetrics(app, config.metricsAccess, {
+    tokens,
+    catalog,
+    storageErrors: () => storageErrors,
+    storageQueries: () => store.stats.queries,
+  });
   app.addHook('onRequest', auth.refuseQueryTokens);
 
   app.addHook('onReady', async () => {

@@ -61,161 +61,351 @@ function checkOrigins(list: string[]): string[] {
 
 // In README order.
 export const SettingsSchema = Type.Object({
-  port: setting('PORT', Type.Integer({
-    minimum: 0, maximum: 65535, default: 8080, description: 'TCP port to listen on (0 picks a free one).',
-  })),
-  host: setting('HOST', Type.String({
-    pattern: '^\\S+$', default: '127.0.0.1',
-    description: 'Address to bind. Loopback by default; use 0.0.0.0 (or ::) in a container or behind a load balancer.',
-  }), { expected: 'expected a host name or IP address' }),
-  logLevel: setting('LOG_LEVEL', Type.Enum(LOG_LEVELS, {
-    default: 'info', description: `Log level: ${LOG_LEVELS.join(', ')}.`,
-  }), { lowercase: true }),
-  accessLog: setting('ACCESS_LOG', Type.Enum(['all', 'errors'], {
-    default: 'all',
-    description: 'Access-log lines at info: `all` (one line per request) or `errors` (only answers of 400 and above; ' +
-      'a line costs about a third of a catalog read\'s throughput, see BENCHMARKS.md).',
-  })),
-  database: setting('DATABASE_URL', Type.Decode(Type.String({
-    default: '',
-    description: `Storage. Unset: SQLite file ${DEFAULT_SQLITE_PATH} (created on first start, readable by the ` +
-      'service user only); sqlite:PATH: that SQLite file; postgres://... or postgresql://...: PostgreSQL.',
-  }), parseDatabaseUrl), { shown: shownDatabaseUrl }),
-  databasePoolMax: setting('DATABASE_POOL_MAX', Type.Integer({
-    minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL: most connections in the pool of each instance.',
-  })),
-  databaseTimeoutMs: setting('DATABASE_TIMEOUT_MS', Type.Integer({
-    minimum: 100, maximum: 600_000, default: 5000,
-    description: 'PostgreSQL: connect and statement timeout; SQLite: busy timeout. ' +
-      'Past it a request fails with 503 instead of hanging.',
-  })),
-  shutdownTimeoutMs: setting('SHUTDOWN_TIMEOUT_MS', Type.Integer({
-    minimum: 0, maximum: 600_000, default: 10000,
-    description: 'On SIGTERM/SIGINT: how long in-flight requests may take to finish before the process exits anyway.',
-  })),
-  trustProxy: setting('TRUST_PROXY', Type.Decode(Type.String({
-    default: 'false',
-    description: 'Whether to take the client address from X-Forwarded-For: false; a comma-separated list of your ' +
-      'proxies\' addresses/CIDRs (recommended); or true (any peer: then any client can choose its address, ' +
-      'and a warning is logged at start).',
-  }), parseTrustProxy)),
-  tokenPrefix: setting('TOKEN_PREFIX', Type.String({
-    pattern: PREFIX_PATTERN.source, default: 'icat',
-    description: 'Prefix of token secrets (`icat_...`), so secret scanners can recognise them. ' +
-      '2-16 lowercase letters/digits.',
-  }), { expected: 'expected 2-16 lowercase letters or digits, starting with a letter' }),
-  tokenMaxLive: setting('TOKEN_MAX_LIVE', Type.Integer({
-    minimum: 1, maximum: 1_000_000, default: 1000,
-    description: 'Most live (unexpired) tokens; creating one more answers 409.',
-  })),
-  tokenMaxLifetimeDays: setting('TOKEN_MAX_LIFETIME_DAYS', Type.Integer({
-    minimum: 1, maximum: 36_500, default: 366,
-    description: 'Furthest `expires_at` a new token may have, in days from now.',
-  })),
-  tokenExpiredRetentionDays: setting('TOKEN_EXPIRED_RETENTION_DAYS', Type.Integer({
-    minimum: 0, maximum: 3650, default: 30,
-    description: 'How long an expired token stays listed (so its owner can see that it expired) before it is ' +
-      'purged, in days; 0 purges at expiry. Purged in the background, hourly.',
-  })),
-  tokenCacheTtlMs: setting('TOKEN_CACHE_TTL_MS', Type.Integer({
-    minimum: 0, maximum: 600_000, default: 5000,
-    description: 'How long a verified token is trusted from memory before storage is asked again: the bound within ' +
-      'which a delete on another instance takes effect. 0 disables the cache.',
-  })),
-  tokenCacheMax: setting('TOKEN_CACHE_MAX', Type.Integer({
-    minimum: 1, maximum: 10_000_000, default: 10000,
-    description: 'Most tokens held in the verification cache (least recently used go first).',
-  })),
-  lastUsedFlushMs: setting('LAST_USED_FLUSH_MS', Type.Integer({
-    minimum: 10, maximum: 600_000, default: 1000,
-    description: 'Interval of the batched `last_used_at` writes (at most one write per token per interval).',
-  })),
-  authFailureLimit: setting('AUTH_FAILURE_LIMIT', Type.Integer({
-    minimum: 1, maximum: 1_000_000, default: 20,
-    description: 'Failed authentications allowed per client address (IPv6: per /64) per window; past it, failures ' +
-      'answer 429 and the address\'s token lookups run one at a time (valid tokens are still accepted).',
-  })),
-  authFailureWindowS: setting('AUTH_FAILURE_WINDOW_S', Type.Integer({
-    minimum: 1, maximum: 86_400, default: 60, description: 'Length of the failed-authentication window, in seconds.',
-  })),
-  scopeResources: setting('SCOPE_RESOURCES', Type.Decode(Type.Array(Type.String({ pattern: RESOURCE_PATTERN.source }), {
-    minItems: 1, default: [...DEFAULT_RESOURCES],
-    description: 'Comma-separated resources of the scope registry; each gets `:read` and `:write`.',
-  }), (list) => [...new Set(list)]), { expected: 'expected a comma-separated list of lowercase resource names' }),
-  bootstrapAdminToken: setting('BOOTSTRAP_ADMIN_TOKEN', Type.Boolean({
-    default: true,
-    description: 'On the first start of a database holding no tokens, mint one admin token (every scope) and print ' +
-      'it once to stderr. Decided once per database, ever: a later start never mints one, even with every token ' +
-      'deleted (it logs a warning instead); recover with `infracat tokens create --name NAME --all-scopes`.',
-  })),
-  catalogAccess: setting('CATALOG_ACCESS', Type.Enum(['public', 'token'], {
-    default: 'public',
-    description: '`public`: catalogs are readable without a token; `token`: they need `images:read` / ' +
-      '`plans:read` / `regions:read`. A bad token is refused either way.',
-  })),
-  catalogRefreshMs: setting('CATALOG_REFRESH_MS', Type.Integer({
-    minimum: 50, maximum: 3_600_000, default: 5000,
-    description: 'How often each instance checks storage for a newly applied catalog: the bound on how stale a ' +
-      'catalog read can be.',
-  })),
+  port: setting(
+    'PORT',
+    Type.Integer({
+      minimum: 0,
+      maximum: 65535,
+      default: 8080,
+      description: 'TCP port to listen on (0 picks a free one).',
+    }),
+  ),
+  host: setting(
+    'HOST',
+    Type.String({
+      pattern: '^\\S+$',
+      default: '127.0.0.1',
+      description:
+        'Address to bind. Loopback by default; use 0.0.0.0 (or ::) in a container or behind a load balancer.',
+    }),
+    { expected: 'expected a host name or IP address' },
+  ),
+  logLevel: setting(
+    'LOG_LEVEL',
+    Type.Enum(LOG_LEVELS, {
+      default: 'info',
+      description: `Log level: ${LOG_LEVELS.join(', ')}.`,
+    }),
+    { lowercase: true },
+  ),
+  accessLog: setting(
+    'ACCESS_LOG',
+    Type.Enum(['all', 'errors'], {
+      default: 'all',
+      description:
+        'Access-log lines at info: `all` (one line per request) or `errors` (only answers of 400 and above; ' +
+        "a line costs about a third of a catalog read's throughput, see BENCHMARKS.md).",
+    }),
+  ),
+  database: setting(
+    'DATABASE_URL',
+    Type.Decode(
+      Type.String({
+        default: '',
+        description:
+          `Storage. Unset: SQLite file ${DEFAULT_SQLITE_PATH} (created on first start, readable by the ` +
+          'service user only); sqlite:PATH: that SQLite file; postgres://... or postgresql://...: PostgreSQL.',
+      }),
+      parseDatabaseUrl,
+    ),
+    { shown: shownDatabaseUrl },
+  ),
+  databasePoolMax: setting(
+    'DATABASE_POOL_MAX',
+    Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      default: 10,
+      description: 'PostgreSQL: most connections in the pool of each instance.',
+    }),
+  ),
+  databaseTimeoutMs: setting(
+    'DATABASE_TIMEOUT_MS',
+    Type.Integer({
+      minimum: 100,
+      maximum: 600_000,
+      default: 5000,
+      description:
+        'PostgreSQL: connect and statement timeout; SQLite: busy timeout. ' +
+        'Past it a request fails with 503 instead of hanging.',
+    }),
+  ),
+  shutdownTimeoutMs: setting(
+    'SHUTDOWN_TIMEOUT_MS',
+    Type.Integer({
+      minimum: 0,
+      maximum: 600_000,
+      default: 10000,
+      description: 'On SIGTERM/SIGINT: how long in-flight requests may take to finish before the process exits anyway.',
+    }),
+  ),
+  trustProxy: setting(
+    'TRUST_PROXY',
+    Type.Decode(
+      Type.String({
+        default: 'false',
+        description:
+          'Whether to take the client address from X-Forwarded-For: false; a comma-separated list of your ' +
+          "proxies' addresses/CIDRs (recommended); or true (any peer: then any client can choose its address, " +
+          'and a warning is logged at start).',
+      }),
+      parseTrustProxy,
+    ),
+  ),
+  tokenPrefix: setting(
+    'TOKEN_PREFIX',
+    Type.String({
+      pattern: PREFIX_PATTERN.source,
+      default: 'icat',
+      description:
+        'Prefix of token secrets (`icat_...`), so secret scanners can recognise them. ' +
+        '2-16 lowercase letters/digits.',
+    }),
+    { expected: 'expected 2-16 lowercase letters or digits, starting with a letter' },
+  ),
+  tokenMaxLive: setting(
+    'TOKEN_MAX_LIVE',
+    Type.Integer({
+      minimum: 1,
+      maximum: 1_000_000,
+      default: 1000,
+      description: 'Most live (unexpired) tokens; creating one more answers 409.',
+    }),
+  ),
+  tokenMaxLifetimeDays: setting(
+    'TOKEN_MAX_LIFETIME_DAYS',
+    Type.Integer({
+      minimum: 1,
+      maximum: 36_500,
+      default: 366,
+      description: 'Furthest `expires_at` a new token may have, in days from now.',
+    }),
+  ),
+  tokenExpiredRetentionDays: setting(
+    'TOKEN_EXPIRED_RETENTION_DAYS',
+    Type.Integer({
+      minimum: 0,
+      maximum: 3650,
+      default: 30,
+      description:
+        'How long an expired token stays listed (so its owner can see that it expired) before it is ' +
+        'purged, in days; 0 purges at expiry. Purged in the background, hourly.',
+    }),
+  ),
+  tokenCacheTtlMs: setting(
+    'TOKEN_CACHE_TTL_MS',
+    Type.Integer({
+      minimum: 0,
+      maximum: 600_000,
+      default: 5000,
+      description:
+        'How long a verified token is trusted from memory before storage is asked again: the bound within ' +
+        'which a delete on another instance takes effect. 0 disables the cache.',
+    }),
+  ),
+  tokenCacheMax: setting(
+    'TOKEN_CACHE_MAX',
+    Type.Integer({
+      minimum: 1,
+      maximum: 10_000_000,
+      default: 10000,
+      description: 'Most tokens held in the verification cache (least recently used go first).',
+    }),
+  ),
+  lastUsedFlushMs: setting(
+    'LAST_USED_FLUSH_MS',
+    Type.Integer({
+      minimum: 10,
+      maximum: 600_000,
+      default: 1000,
+      description: 'Interval of the batched `last_used_at` writes (at most one write per token per interval).',
+    }),
+  ),
+  authFailureLimit: setting(
+    'AUTH_FAILURE_LIMIT',
+    Type.Integer({
+      minimum: 1,
+      maximum: 1_000_000,
+      default: 20,
+      description:
+        'Failed authentications allowed per client address (IPv6: per /64) per window; past it, failures ' +
+        "answer 429 and the address's token lookups run one at a time (valid tokens are still accepted).",
+    }),
+  ),
+  authFailureWindowS: setting(
+    'AUTH_FAILURE_WINDOW_S',
+    Type.Integer({
+      minimum: 1,
+      maximum: 86_400,
+      default: 60,
+      description: 'Length of the failed-authentication window, in seconds.',
+    }),
+  ),
+  scopeResources: setting(
+    'SCOPE_RESOURCES',
+    Type.Decode(
+      Type.Array(Type.String({ pattern: RESOURCE_PATTERN.source }), {
+        minItems: 1,
+        default: [...DEFAULT_RESOURCES],
+        description: 'Comma-separated resources of the scope registry; each gets `:read` and `:write`.',
+      }),
+      (list) => [...new Set(list)],
+    ),
+    { expected: 'expected a comma-separated list of lowercase resource names' },
+  ),
+  bootstrapAdminToken: setting(
+    'BOOTSTRAP_ADMIN_TOKEN',
+    Type.Boolean({
+      default: true,
+      description:
+        'On the first start of a database holding no tokens, mint one admin token (every scope) and print ' +
+        'it once to stderr. Decided once per database, ever: a later start never mints one, even with every token ' +
+        'deleted (it logs a warning instead); recover with `infracat tokens create --name NAME --all-scopes`.',
+    }),
+  ),
+  catalogAccess: setting(
+    'CATALOG_ACCESS',
+    Type.Enum(['public', 'token'], {
+      default: 'public',
+      description:
+        '`public`: catalogs are readable without a token; `token`: they need `images:read` / ' +
+        '`plans:read` / `regions:read`. A bad token is refused either way.',
+    }),
+  ),
+  catalogRefreshMs: setting(
+    'CATALOG_REFRESH_MS',
+    Type.Integer({
+      minimum: 50,
+      maximum: 3_600_000,
+      default: 5000,
+      description:
+        'How often each instance checks storage for a newly applied catalog: the bound on how stale a ' +
+        'catalog read can be.',
+    }),
+  ),
   // '' = chosen by access mode. Only what can be sent as a header value (visible ASCII,
   // space, tab): Node refuses anything else, and every catalog read would answer 500.
-  catalogCacheControl: setting('CATALOG_CACHE_CONTROL', Type.String({
-    pattern: '^[\\t\\x20-\\x7e]{0,200}$', default: '',
-    description: 'Cache-Control of catalog responses. Unset: `public, max-age=60` when CATALOG_ACCESS=public, ' +
-      '`private, max-age=60` when token. Visible ASCII, at most 200 characters.',
-  }), { expected: 'expected a Cache-Control header value' }),
-  authCheckRules: setting('AUTH_CHECK_RULES', Type.Decode(Type.String({
-    default: DEFAULT_RULES_JSON,
-    description: 'Forward-auth rule table (JSON): which scopes a forwarded method and path need, first match wins, ' +
-      'no match is denied. See docs/forward-auth.md.',
-  }), compileRules)),
-  authCheckGateway: setting('AUTH_CHECK_GATEWAY', Type.Enum(GATEWAYS, {
-    default: 'auto',
-    description: 'Whose forwarded request `/api/v1/auth/check` reads: `nginx` (X-Original-Method/-URI), `traefik` ' +
-      '(X-Forwarded-Method/-Uri), `envoy` (the `/api/v1/auth/check/<path>` form) or `auto` (any one of them). ' +
-      'Set it to your gateway so only its headers count. See docs/forward-auth.md.',
-  })),
-  rateLimit: setting('RATE_LIMIT', Type.Integer({
-    minimum: 0, maximum: 10_000_000, default: 600,
-    description: 'Requests per window per token (per instance); 0 turns rate limiting off. Answers carry ' +
-      'RateLimit / RateLimit-Policy headers; over it, 429.',
-  })),
-  rateLimitAnonymous: setting('RATE_LIMIT_ANONYMOUS', Type.Integer({
-    minimum: 0, maximum: 10_000_000, default: 300,
-    description: 'Requests per window per client address for requests without a token (per instance); ' +
-      '0: no limit for them.',
-  })),
-  rateLimitWindowS: setting('RATE_LIMIT_WINDOW_S', Type.Integer({
-    minimum: 1, maximum: 86_400, default: 60, description: 'Length of the rate-limit window, in seconds.',
-  })),
-  metricsAccess: setting('METRICS_ACCESS', Type.Enum(['public', 'loopback', 'off'], {
-    default: 'loopback',
-    description: 'Who may read Prometheus metrics at /metrics: `loopback` (connections from this machine: ' +
-      '127.0.0.0/8 or ::1), `public`, or `off` (404).',
-  })),
-  console: setting('CONSOLE', Type.Boolean({
-    default: true,
-    description: 'Serve the web console at `/` (token management and catalog browsing in a browser, using only ' +
-      'the public API). `false`: `/` answers 404.',
-  })),
-  requestTimeoutMs: setting('REQUEST_TIMEOUT_MS', Type.Integer({
-    minimum: 1000, maximum: 600_000, default: 30000,
-    description: 'Longest time to receive a whole request; past it the connection is closed (408).',
-  })),
-  headersTimeoutMs: setting('HEADERS_TIMEOUT_MS', Type.Integer({
-    minimum: 1000, maximum: 600_000, default: 10000,
-    description: 'Longest time to receive the request headers (slow-loris guard).',
-  })),
-  keepAliveTimeoutMs: setting('KEEP_ALIVE_TIMEOUT_MS', Type.Integer({
-    minimum: 1000, maximum: 600_000, default: 65000,
-    description: 'How long an idle keep-alive connection stays open (longer than a typical load balancer\'s 60 s).',
-  })),
-  corsOrigins: setting('CORS_ORIGINS', Type.Decode(Type.Array(Type.String(), {
-    default: [],
-    description: 'Comma-separated origins allowed to call the API from a browser (e.g. ' +
-      '`https://console.example.com`), or `*`. Unset: CORS off.',
-  }), checkOrigins)),
+  catalogCacheControl: setting(
+    'CATALOG_CACHE_CONTROL',
+    Type.String({
+      pattern: '^[\\t\\x20-\\x7e]{0,200}$',
+      default: '',
+      description:
+        'Cache-Control of catalog responses. Unset: `public, max-age=60` when CATALOG_ACCESS=public, ' +
+        '`private, max-age=60` when token. Visible ASCII, at most 200 characters.',
+    }),
+    { expected: 'expected a Cache-Control header value' },
+  ),
+  authCheckRules: setting(
+    'AUTH_CHECK_RULES',
+    Type.Decode(
+      Type.String({
+        default: DEFAULT_RULES_JSON,
+        description:
+          'Forward-auth rule table (JSON): which scopes a forwarded method and path need, first match wins, ' +
+          'no match is denied. See docs/forward-auth.md.',
+      }),
+      compileRules,
+    ),
+  ),
+  authCheckGateway: setting(
+    'AUTH_CHECK_GATEWAY',
+    Type.Enum(GATEWAYS, {
+      default: 'auto',
+      description:
+        'Whose forwarded request `/api/v1/auth/check` reads: `nginx` (X-Original-Method/-URI), `traefik` ' +
+        '(X-Forwarded-Method/-Uri), `envoy` (the `/api/v1/auth/check/<path>` form) or `auto` (any one of them). ' +
+        'Set it to your gateway so only its headers count. See docs/forward-auth.md.',
+    }),
+  ),
+  rateLimit: setting(
+    'RATE_LIMIT',
+    Type.Integer({
+      minimum: 0,
+      maximum: 10_000_000,
+      default: 600,
+      description:
+        'Requests per window per token (per instance); 0 turns rate limiting off. Answers carry ' +
+        'RateLimit / RateLimit-Policy headers; over it, 429.',
+    }),
+  ),
+  rateLimitAnonymous: setting(
+    'RATE_LIMIT_ANONYMOUS',
+    Type.Integer({
+      minimum: 0,
+      maximum: 10_000_000,
+      default: 300,
+      description:
+        'Requests per window per client address for requests without a token (per instance); ' +
+        '0: no limit for them.',
+    }),
+  ),
+  rateLimitWindowS: setting(
+    'RATE_LIMIT_WINDOW_S',
+    Type.Integer({
+      minimum: 1,
+      maximum: 86_400,
+      default: 60,
+      description: 'Length of the rate-limit window, in seconds.',
+    }),
+  ),
+  metricsAccess: setting(
+    'METRICS_ACCESS',
+    Type.Enum(['public', 'loopback', 'off'], {
+      default: 'loopback',
+      description:
+        'Who may read Prometheus metrics at /metrics: `loopback` (connections from this machine: ' +
+        '127.0.0.0/8 or ::1), `public`, or `off` (404).',
+    }),
+  ),
+  console: setting(
+    'CONSOLE',
+    Type.Boolean({
+      default: true,
+      description:
+        'Serve the web console at `/` (token management and catalog browsing in a browser, using only ' +
+        'the public API). `false`: `/` answers 404.',
+    }),
+  ),
+  requestTimeoutMs: setting(
+    'REQUEST_TIMEOUT_MS',
+    Type.Integer({
+      minimum: 1000,
+      maximum: 600_000,
+      default: 30000,
+      description: 'Longest time to receive a whole request; past it the connection is closed (408).',
+    }),
+  ),
+  headersTimeoutMs: setting(
+    'HEADERS_TIMEOUT_MS',
+    Type.Integer({
+      minimum: 1000,
+      maximum: 600_000,
+      default: 10000,
+      description: 'Longest time to receive the request headers (slow-loris guard).',
+    }),
+  ),
+  keepAliveTimeoutMs: setting(
+    'KEEP_ALIVE_TIMEOUT_MS',
+    Type.Integer({
+      minimum: 1000,
+      maximum: 600_000,
+      default: 65000,
+      description: "How long an idle keep-alive connection stays open (longer than a typical load balancer's 60 s).",
+    }),
+  ),
+  corsOrigins: setting(
+    'CORS_ORIGINS',
+    Type.Decode(
+      Type.Array(Type.String(), {
+        default: [],
+        description:
+          'Comma-separated origins allowed to call the API from a browser (e.g. ' +
+          '`https://console.example.com`), or `*`. Unset: CORS off.',
+      }),
+      checkOrigins,
+    ),
+  ),
 });
 
 type Settings = typeof SettingsSchema.properties;
@@ -223,14 +413,15 @@ export type Config = Readonly<StaticDecode<typeof SettingsSchema>>;
 export type LogLevel = Config['logLevel'];
 export type SettingName = Settings[keyof Settings]['env'];
 
-type SettingSchema = TSchema & Annotations & {
-  type?: string;
-  enum?: readonly string[];
-  minimum?: number;
-  maximum?: number;
-  default: unknown;
-  description: string;
-};
+type SettingSchema = TSchema &
+  Annotations & {
+    type?: string;
+    enum?: readonly string[];
+    minimum?: number;
+    maximum?: number;
+    default: unknown;
+    description: string;
+  };
 const PROPERTIES = Object.entries(SettingsSchema.properties as object) as [keyof Config, SettingSchema][];
 
 /** A default as it is written in the environment (and shown by README and `serve --help`). */
@@ -258,7 +449,10 @@ function fromText(schema: SettingSchema, raw: string): unknown {
       if (['false', '0', 'no', 'off'].includes(text.toLowerCase())) return false;
       return raw;
     case 'array':
-      return raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
+      return raw
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '');
     default:
       return schema.lowercase === true ? text.toLowerCase() : text;
   }

@@ -93,7 +93,9 @@ export const ProblemSchema = Type.Object(
     instance: Type.Optional(Type.String({ examples: ['/api/v1/api-tokens'] })),
     request_id: Type.Optional(Type.String({ description: 'Also in the X-Request-Id header and the server log' })),
     errors: Type.Optional(Type.Array(FieldErrorSchema, { description: `Field errors, at most ${MAX_FIELD_ERRORS}` })),
-    errors_omitted: Type.Optional(Type.Integer({ description: 'How many more field errors there were, left out of `errors`' })),
+    errors_omitted: Type.Optional(
+      Type.Integer({ description: 'How many more field errors there were, left out of `errors`' }),
+    ),
   },
   { additionalProperties: true, description: 'RFC 9457 problem details' },
 );
@@ -129,7 +131,9 @@ export function toProblem(err: AppError, instance?: string, requestId?: string):
   if (requestId !== undefined) body.request_id = requestId;
   const errors = err.extras.errors;
   if (errors !== undefined) {
-    body.errors = errors.slice(0, MAX_FIELD_ERRORS).map((e) => ({ pointer: redactSecrets(e.pointer), detail: clip(redactSecrets(e.detail)) }));
+    body.errors = errors
+      .slice(0, MAX_FIELD_ERRORS)
+      .map((e) => ({ pointer: redactSecrets(e.pointer), detail: clip(redactSecrets(e.detail)) }));
     if (errors.length > MAX_FIELD_ERRORS) body.errors_omitted = errors.length - MAX_FIELD_ERRORS;
   }
   return body;

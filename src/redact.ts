@@ -46,7 +46,10 @@ const RULES: readonly Rule[] = [
     possible: (t) => WHITESPACE_OR_PLUS.test(t),
     exempt: (secret) => PROSE_AFTER_SCHEME.has(secret.toLowerCase()),
   },
-  { pattern: /[?&](?:access_token|token|api_key|apikey|key|secret|password|auth)=([^&#]+)/gi, possible: (t) => t.includes('=') },
+  {
+    pattern: /[?&](?:access_token|token|api_key|apikey|key|secret|password|auth)=([^&#]+)/gi,
+    possible: (t) => t.includes('='),
+  },
   { pattern: /\/\/[^/?#@\s:]*:([^/?#@\s]+)(?=@)/g, possible: (t) => t.includes('@') },
 ];
 
@@ -73,7 +76,8 @@ function secretSpans(view: string): Spans {
 }
 
 const UTF16 = new TextDecoder('utf-16le');
-const hexValue = (c: number): number => (c >= 48 && c <= 57 ? c - 48 : c >= 65 && c <= 70 ? c - 55 : c >= 97 && c <= 102 ? c - 87 : -1);
+const hexValue = (c: number): number =>
+  c >= 48 && c <= 57 ? c - 48 : c >= 65 && c <= 70 ? c - 55 : c >= 97 && c <= 102 ? c - 87 : -1;
 
 /**
  * The text with every percent-escape decoded, escapes of escapes included, in one pass:

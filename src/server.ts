@@ -18,7 +18,10 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function startServer(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+export async function startServer(
+  config: Config,
+  logger: Logger = createLogger(config.logLevel),
+): Promise<RunningServer> {
   const started = performance.now();
   const trustWarning = trustProxyWarning(config.trustProxy);
   if (trustWarning !== null) logger.warn({ trust_proxy: config.trustProxy }, trustWarning);
@@ -65,7 +68,10 @@ async function bootstrapAdminToken(app: App, logger: Logger, mint: boolean): Pro
     }
     return;
   }
-  logger.info({ token_id: issued.token.id, scopes: issued.token.scopes }, 'minted the bootstrap admin token (secret printed once to stderr)');
+  logger.info(
+    { token_id: issued.token.id, scopes: issued.token.scopes },
+    'minted the bootstrap admin token (secret printed once to stderr)',
+  );
   process.stderr.write(
     [
       '',

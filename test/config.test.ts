@@ -8,12 +8,15 @@ import { ConfigError, loadConfig, SETTINGS } from '../src/config.js';
 import { DEFAULT_SQLITE_PATH, describeDatabase } from '../src/storage/database-url.js';
 
 function expectError(env: Record<string, string>, pattern: RegExp): void {
-  assert.throws(() => loadConfig(env), (err: unknown) => {
-    assert.ok(err instanceof ConfigError);
-    assert.ok(!err.message.includes('\n'), 'one line');
-    assert.match(err.message, pattern);
-    return true;
-  });
+  assert.throws(
+    () => loadConfig(env),
+    (err: unknown) => {
+      assert.ok(err instanceof ConfigError);
+      assert.ok(!err.message.includes('\n'), 'one line');
+      assert.match(err.message, pattern);
+      return true;
+    },
+  );
 }
 
 describe('configuration', () => {
@@ -34,15 +37,29 @@ describe('configuration', () => {
   });
 
   it('DATABASE_URL selects the backend', () => {
-    assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite:/var/lib/ic.db' }).database, { kind: 'sqlite', path: '/var/lib/ic.db' });
-    assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite:rel/x.sqlite' }).database, { kind: 'sqlite', path: path.resolve('rel/x.sqlite') });
-    assert.deepEqual(loadConfig({ DATABASE_URL: 'postgres://u:p@db:5432/ic' }).database, { kind: 'postgres', url: 'postgres://u:p@db:5432/ic' });
+    assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite:/var/lib/ic.db' }).database, {
+      kind: 'sqlite',
+      path: '/var/lib/ic.db',
+    });
+    assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite:rel/x.sqlite' }).database, {
+      kind: 'sqlite',
+      path: path.resolve('rel/x.sqlite'),
+    });
+    assert.deepEqual(loadConfig({ DATABASE_URL: 'postgres://u:p@db:5432/ic' }).database, {
+      kind: 'postgres',
+      url: 'postgres://u:p@db:5432/ic',
+    });
     assert.equal(loadConfig({ DATABASE_URL: 'postgresql://db/ic' }).database.kind, 'postgres');
   });
 
   it('a bare path in DATABASE_URL is refused with the sqlite: form to write instead', () => {
     for (const p of ['/var/lib/infracat/ic.sqlite', './data/infracat.sqlite', '../x.db', 'infracat.sqlite3']) {
-      expectError({ DATABASE_URL: p }, new RegExp(`a bare path is not a database URL; for a SQLite file write sqlite:${p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+      expectError(
+        { DATABASE_URL: p },
+        new RegExp(
+          `a bare path is not a database URL; for a SQLite file write sqlite:${p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`,
+        ),
+      );
     }
     expectError({ DATABASE_URL: 'mysql://db/ic' }, /expected unset, sqlite:PATH, postgres/);
   });
@@ -77,7 +94,8 @@ describe('configuration', () => {
     ['DATABASE_TIMEOUT_MS', '99', 'expected an integer from 100 to 600000'],
     ['SHUTDOWN_TIMEOUT_MS', '600001', 'expected an integer from 0 to 600000'],
     [
-      'TRUST_PROXY', 'yes',
+      'TRUST_PROXY',
+      'yes',
       'expected true, false or a comma-separated list of IP addresses or CIDRs (prefix 1-32 for IPv4, 1-128 for IPv6)',
     ],
     ['TOKEN_PREFIX', 'ICAT', 'expected 2-16 lowercase letters or digits, starting with a letter'],
@@ -109,13 +127,21 @@ describe('configuration', () => {
 
   it('every setting refuses a bad value with one line: the variable, the value, what was expected', () => {
     const names = SETTINGS.map((s) => s.env);
-    assert.deepEqual(BAD.map(([name]) => name), names, 'one bad value per setting, in README order');
+    assert.deepEqual(
+      BAD.map(([name]) => name),
+      names,
+      'one bad value per setting, in README order',
+    );
     for (const [name, value, expected] of BAD) {
-      assert.throws(() => loadConfig({ [name]: value }), (err: unknown) => {
-        assert.ok(err instanceof ConfigError);
-        assert.equal(err.message, `invalid ${name} ${JSON.stringify(value)}: ${expected}`);
-        return true;
-      }, name);
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (err: unknown) => {
+          assert.ok(err instanceof ConfigError);
+          assert.equal(err.message, `invalid ${name} ${JSON.stringify(value)}: ${expected}`);
+          return true;
+        },
+        name,
+      );
       // A flag is read exactly as the variable it overrides.
       const message = `invalid ${name} ${JSON.stringify(value)}: ${expected}`;
       assert.throws(() => loadConfig({}, { [name]: value }), { message }, name);
@@ -150,9 +176,17 @@ describe('configuration', () => {
 
   it('values are read as written: trimmed, any-case log level, boolean words, lists without blanks or repeats', () => {
     const c = loadConfig({
-      PORT: ' 80 ', LOG_LEVEL: ' WARN ', TOKEN_PREFIX: ' acme ', BOOTSTRAP_ADMIN_TOKEN: ' OFF ', CONSOLE: 'yes',
-      TRUST_PROXY: ' 10.0.0.1 , ::1 ', SCOPE_RESOURCES: ' apps , apps,billing ', CATALOG_CACHE_CONTROL: ' no-store ',
-      CORS_ORIGINS: ' HTTPS://A.example:8443 , * ,', AUTH_CHECK_GATEWAY: ' nginx ', CATALOG_ACCESS: 'token',
+      PORT: ' 80 ',
+      LOG_LEVEL: ' WARN ',
+      TOKEN_PREFIX: ' acme ',
+      BOOTSTRAP_ADMIN_TOKEN: ' OFF ',
+      CONSOLE: 'yes',
+      TRUST_PROXY: ' 10.0.0.1 , ::1 ',
+      SCOPE_RESOURCES: ' apps , apps,billing ',
+      CATALOG_CACHE_CONTROL: ' no-store ',
+      CORS_ORIGINS: ' HTTPS://A.example:8443 , * ,',
+      AUTH_CHECK_GATEWAY: ' nginx ',
+      CATALOG_ACCESS: 'token',
     });
     assert.equal(c.port, 80);
     assert.equal(c.logLevel, 'warn');
@@ -166,7 +200,14 @@ describe('configuration', () => {
     assert.equal(c.authCheckGateway, 'nginx');
     assert.equal(c.catalogAccess, 'token');
     assert.equal(loadConfig({ TRUST_PROXY: ' true ' }).trustProxy, true);
-    const words = [['1', true], ['on', true], ['TRUE', true], ['no', false], ['0', false], ['False', false]] as const;
+    const words = [
+      ['1', true],
+      ['on', true],
+      ['TRUE', true],
+      ['no', false],
+      ['0', false],
+      ['False', false],
+    ] as const;
     for (const [word, value] of words) {
       assert.equal(loadConfig({ CONSOLE: word }).console, value, word);
     }
@@ -175,18 +216,48 @@ describe('configuration', () => {
   it('every default, as README states it', () => {
     const c = loadConfig({});
     const rules = c.authCheckRules.map((r) => [r.methods, r.path, r.scopes]);
-    assert.deepEqual({ ...c, database: undefined, authCheckRules: rules }, {
-      port: 8080, host: '127.0.0.1', logLevel: 'info', accessLog: 'all', database: undefined, databasePoolMax: 10,
-      databaseTimeoutMs: 5000, shutdownTimeoutMs: 10000, trustProxy: false, tokenPrefix: 'icat', tokenMaxLive: 1000,
-      tokenMaxLifetimeDays: 366, tokenExpiredRetentionDays: 30, tokenCacheTtlMs: 5000, tokenCacheMax: 10000,
-      lastUsedFlushMs: 1000, authFailureLimit: 20, authFailureWindowS: 60,
-      scopeResources: ['api-tokens', 'apps', 'images', 'plans', 'regions'], bootstrapAdminToken: true,
-      catalogAccess: 'public', catalogRefreshMs: 5000, catalogCacheControl: '',
-      authCheckRules: [[['GET', 'HEAD'], '/apps/**', ['apps:read']], [null, '/apps/**', ['apps:write']]],
-      authCheckGateway: 'auto', rateLimit: 600, rateLimitAnonymous: 300, rateLimitWindowS: 60,
-      metricsAccess: 'loopback',
-      console: true, requestTimeoutMs: 30000, headersTimeoutMs: 10000, keepAliveTimeoutMs: 65000, corsOrigins: [],
-    });
+    assert.deepEqual(
+      { ...c, database: undefined, authCheckRules: rules },
+      {
+        port: 8080,
+        host: '127.0.0.1',
+        logLevel: 'info',
+        accessLog: 'all',
+        database: undefined,
+        databasePoolMax: 10,
+        databaseTimeoutMs: 5000,
+        shutdownTimeoutMs: 10000,
+        trustProxy: false,
+        tokenPrefix: 'icat',
+        tokenMaxLive: 1000,
+        tokenMaxLifetimeDays: 366,
+        tokenExpiredRetentionDays: 30,
+        tokenCacheTtlMs: 5000,
+        tokenCacheMax: 10000,
+        lastUsedFlushMs: 1000,
+        authFailureLimit: 20,
+        authFailureWindowS: 60,
+        scopeResources: ['api-tokens', 'apps', 'images', 'plans', 'regions'],
+        bootstrapAdminToken: true,
+        catalogAccess: 'public',
+        catalogRefreshMs: 5000,
+        catalogCacheControl: '',
+        authCheckRules: [
+          [['GET', 'HEAD'], '/apps/**', ['apps:read']],
+          [null, '/apps/**', ['apps:write']],
+        ],
+        authCheckGateway: 'auto',
+        rateLimit: 600,
+        rateLimitAnonymous: 300,
+        rateLimitWindowS: 60,
+        metricsAccess: 'loopback',
+        console: true,
+        requestTimeoutMs: 30000,
+        headersTimeoutMs: 10000,
+        keepAliveTimeoutMs: 65000,
+        corsOrigins: [],
+      },
+    );
   });
 
   it('CATALOG_CACHE_CONTROL takes only what can be sent as a header (else every catalog read would be a 500)', () => {
@@ -197,28 +268,37 @@ describe('configuration', () => {
     const fine = 'private,\tmax-age=60, stale-while-revalidate=30, community="x"';
     assert.equal(loadConfig({ CATALOG_CACHE_CONTROL: fine }).catalogCacheControl, fine);
     // Whatever the value: refused at start, or sendable.
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (v) => {
-      let value: string;
-      try {
-        value = loadConfig({ CATALOG_CACHE_CONTROL: v }).catalogCacheControl;
-      } catch (err) {
-        assert.ok(err instanceof ConfigError);
-        return;
-      }
-      validateHeaderValue('cache-control', value);
-    }), { numRuns: 500 });
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (v) => {
+        let value: string;
+        try {
+          value = loadConfig({ CATALOG_CACHE_CONTROL: v }).catalogCacheControl;
+        } catch (err) {
+          assert.ok(err instanceof ConfigError);
+          return;
+        }
+        validateHeaderValue('cache-control', value);
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('passwords never appear in messages or descriptions', () => {
-    assert.equal(describeDatabase(loadConfig({ DATABASE_URL: 'postgres://app:hunter2@db/ic' }).database), 'postgres://app:***@db/ic');
+    assert.equal(
+      describeDatabase(loadConfig({ DATABASE_URL: 'postgres://app:hunter2@db/ic' }).database),
+      'postgres://app:***@db/ic',
+    );
     expectError({ DATABASE_URL: 'postgres://app:hunter2@' }, /^(?!.*hunter2)/);
   });
 
-  it('README\'s settings table is the schema\'s: every setting, in order, with its default and description', () => {
+  it("README's settings table is the schema's: every setting, in order, with its default and description", () => {
     const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
     const rows = readme.split('\n').filter((l) => /^\| `[A-Z][A-Z0-9_]*` \|/.test(l));
     const shown = (d: string): string => (d === '' ? '(unset)' : `\`${d}\``);
-    assert.deepEqual(rows, SETTINGS.map((s) => `| \`${s.env}\` | ${shown(s.default)} | ${s.description} |`));
+    assert.deepEqual(
+      rows,
+      SETTINGS.map((s) => `| \`${s.env}\` | ${shown(s.default)} | ${s.description} |`),
+    );
   });
 });
 

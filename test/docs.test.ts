@@ -6,7 +6,13 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const DOCS = ['README.md', 'BENCHMARKS.md', ...readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const DOCS = [
+  'README.md',
+  'BENCHMARKS.md',
+  ...readdirSync(path.join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 describe('documentation', () => {
   it('every relative link points at a file inside the repository', () => {
@@ -34,7 +40,14 @@ describe('documentation', () => {
 
   it('the contract is stated in docs/contract.md: the six core endpoints and the three secret rules', () => {
     const text = readFileSync(path.join(ROOT, 'docs/contract.md'), 'utf8');
-    for (const endpoint of ['GET | `/api/v1/api-tokens`', 'POST | `/api/v1/api-tokens`', 'DELETE | `/api/v1/api-tokens/{id}`', 'GET | `/api/v1/images`', 'GET | `/api/v1/plans`', 'GET | `/api/v1/regions`']) {
+    for (const endpoint of [
+      'GET | `/api/v1/api-tokens`',
+      'POST | `/api/v1/api-tokens`',
+      'DELETE | `/api/v1/api-tokens/{id}`',
+      'GET | `/api/v1/images`',
+      'GET | `/api/v1/plans`',
+      'GET | `/api/v1/regions`',
+    ]) {
       assert.ok(text.includes(endpoint), endpoint);
     }
     assert.match(text, /only\*\* response\s+that ever shows it/);

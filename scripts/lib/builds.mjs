@@ -16,9 +16,12 @@ export function buildDir(arg) {
   const dir = path.join(ROOT, '.bench/builds', rev);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  execSync(`git archive ${rev} src scripts catalog package.json tsconfig.json tsconfig.build.json | tar -x -C ${dir}`, { cwd: ROOT });
+  execSync(`git archive ${rev} src scripts catalog package.json tsconfig.json tsconfig.build.json | tar -x -C ${dir}`, {
+    cwd: ROOT,
+  });
   execFileSync(path.join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'inherit' });
-  if (existsSync(path.join(dir, 'scripts/bundle.mjs'))) execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: dir, stdio: 'inherit' });
+  if (existsSync(path.join(dir, 'scripts/bundle.mjs')))
+    execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: dir, stdio: 'inherit' });
   process.stdout.write(`built ${arg} (${rev}) in ${path.relative(process.cwd(), dir)}/dist\n`);
   return path.join(dir, 'dist');
 }
@@ -62,7 +65,17 @@ export async function waitUntilUp(url, child, timeoutMs = 20_000) {
 export async function startInfracat(cliPath, databaseUrl, env = {}) {
   const port = await freePort();
   const child = spawn(process.execPath, [cliPath, 'serve'], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', BOOTSTRAP_ADMIN_TOKEN: 'false', RATE_LIMIT: '10000000', RATE_LIMIT_ANONYMOUS: '10000000', ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: 'info',
+      BOOTSTRAP_ADMIN_TOKEN: 'false',
+      RATE_LIMIT: '10000000',
+      RATE_LIMIT_ANONYMOUS: '10000000',
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;

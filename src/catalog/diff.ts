@@ -63,7 +63,9 @@ export function removedCount(d: CatalogDiff): number {
 }
 
 export function isEmptyDiff(d: CatalogDiff): boolean {
-  return d.settings.length === 0 && KINDS.every((k) => d.added[k].length + d.removed[k].length + d.changed[k].length === 0);
+  return (
+    d.settings.length === 0 && KINDS.every((k) => d.added[k].length + d.removed[k].length + d.changed[k].length === 0)
+  );
 }
 
 /** The diff as lines an operator reads in a terminal or a CI log. */
@@ -75,10 +77,14 @@ export function formatDiff(d: CatalogDiff): string {
     for (const slug of d.added[kind]) lines.push(`+ ${kind} ${slug}`);
     for (const slug of d.removed[kind]) lines.push(`- ${kind} ${slug}`);
     for (const c of d.changed[kind]) {
-      lines.push(`~ ${kind} ${c.slug}: ${c.changes.map((f) => `${f.field} ${JSON.stringify(f.from)} -> ${JSON.stringify(f.to)}`).join(', ')}`);
+      lines.push(
+        `~ ${kind} ${c.slug}: ${c.changes.map((f) => `${f.field} ${JSON.stringify(f.from)} -> ${JSON.stringify(f.to)}`).join(', ')}`,
+      );
     }
   }
   const count = (r: Record<Kind, unknown[]>): number => KINDS.reduce((n, k) => n + r[k].length, 0);
-  lines.push(`${count(d.added)} added, ${count(d.changed)} changed, ${count(d.removed)} removed${d.settings.length > 0 ? `, ${d.settings.length} setting(s) changed` : ''}`);
+  lines.push(
+    `${count(d.added)} added, ${count(d.changed)} changed, ${count(d.removed)} removed${d.settings.length > 0 ? `, ${d.settings.length} setting(s) changed` : ''}`,
+  );
   return `${lines.join('\n')}\n`;
 }

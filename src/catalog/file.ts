@@ -67,7 +67,11 @@ export function validateCatalog(data: unknown): ParseResult {
   // Values the schema refused, and what holds them (`/plans/3/slug`, `/plans/3`, `/plans`,
   // `/extra_image_types` for one bad word): the rules below leave them alone.
   const refused = new Set(
-    errors.flatMap((e) => errorPath(e).slice(0, 3).map((_, i, path) => `/${path.slice(0, i + 1).join('/')}`)),
+    errors.flatMap((e) =>
+      errorPath(e)
+        .slice(0, 3)
+        .map((_, i, path) => `/${path.slice(0, i + 1).join('/')}`),
+    ),
   );
   problems.push(...crossFieldProblems(data, refused, (kind, i) => label(kind, i) ?? kind));
   if (problems.length > 0) return { ok: false, problems };

@@ -47,10 +47,14 @@ export function sortCatalog(c: Catalog): Catalog {
   return {
     ...c,
     images: [...c.images].sort(
-      (a, b) => naturalCompare(a.distribution, b.distribution) || naturalCompare(b.version, a.version) || (a.slug < b.slug ? -1 : 1),
+      (a, b) =>
+        naturalCompare(a.distribution, b.distribution) ||
+        naturalCompare(b.version, a.version) ||
+        (a.slug < b.slug ? -1 : 1),
     ),
     plans: [...c.plans].sort(
-      (a, b) => a.price_cents - b.price_cents || a.vcpus - b.vcpus || a.memory_mb - b.memory_mb || (a.slug < b.slug ? -1 : 1),
+      (a, b) =>
+        a.price_cents - b.price_cents || a.vcpus - b.vcpus || a.memory_mb - b.memory_mb || (a.slug < b.slug ? -1 : 1),
     ),
     regions: [...c.regions].sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0)),
   };

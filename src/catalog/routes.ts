@@ -31,10 +31,17 @@ const PREDICATES = {
   images: (f: Static<typeof ImageQuery>) => {
     if (f.distribution === undefined && f.type === undefined) return null;
     const dist = f.distribution?.toLowerCase();
-    return (i: Image) => (dist === undefined || i.distribution.toLowerCase() === dist) && (f.type === undefined || i.type === f.type);
+    return (i: Image) =>
+      (dist === undefined || i.distribution.toLowerCase() === dist) && (f.type === undefined || i.type === f.type);
   },
   plans: (f: Static<typeof PlanQuery>) => {
-    if (f.type === undefined && f.min_vcpus === undefined && f.min_memory_mb === undefined && f.max_price_monthly === undefined) return null;
+    if (
+      f.type === undefined &&
+      f.min_vcpus === undefined &&
+      f.min_memory_mb === undefined &&
+      f.max_price_monthly === undefined
+    )
+      return null;
     // The schema's pattern is parseMoney's, so this converts exactly; were it ever to
     // refuse, the filter is refused rather than dropped.
     const maxPrice = f.max_price_monthly;
@@ -50,7 +57,9 @@ const PREDICATES = {
   },
   regions: (f: Static<typeof RegionQuery>) => {
     if (f.available === undefined && f.feature === undefined) return null;
-    return (r: Region) => (f.available === undefined || r.available === f.available) && (f.feature ?? []).every((x) => r.features.includes(x));
+    return (r: Region) =>
+      (f.available === undefined || r.available === f.available) &&
+      (f.feature ?? []).every((x) => r.features.includes(x));
   },
 } satisfies Record<Kind, (f: never) => ((value: never) => boolean) | null>;
 
@@ -61,14 +70,17 @@ const SCHEMAS: Record<Kind, { item: TSchema; query: TSchema; noun: string }> = {
 };
 
 const ORDER_NOTES: Record<Kind, string> = {
-  images: 'Ordered by distribution (A-Z), newest version first. Served from memory with a strong ETag per catalog version.',
-  plans: 'Ordered by monthly price, then vCPUs, memory and slug. `price_monthly` is written with exactly two decimals, in the catalog currency (USD unless the operator set another).',
+  images:
+    'Ordered by distribution (A-Z), newest version first. Served from memory with a strong ETag per catalog version.',
+  plans:
+    'Ordered by monthly price, then vCPUs, memory and slug. `price_monthly` is written with exactly two decimals, in the catalog currency (USD unless the operator set another).',
   regions: 'Ordered by slug.',
 };
 
 export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
   const { catalog, access } = options;
-  const cacheControl = options.cacheControl !== '' ? options.cacheControl : `${access === 'public' ? 'public' : 'private'}, max-age=60`;
+  const cacheControl =
+    options.cacheControl !== '' ? options.cacheControl : `${access === 'public' ? 'public' : 'private'}, max-age=60`;
 
   /**
    * Answers 304 and returns true when the client's copy is current; otherwise sets the
@@ -89,49 +101,62 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
     for (const kind of ['images', 'plans', 'regions'] as const) {
       const { item, query, noun } = SCHEMAS[kind];
       // revalidates: over the rate limit, a current If-None-Match still gets its 304.
-      const config = { auth: access === 'public' ? ('optional' as const) : { scopes: [`${kind}:read`] }, revalidates: true };
+      const config = {
+        auth: access === 'public' ? ('optional' as const) : { scopes: [`${kind}:read`] },
+        revalidates: true,
+      };
 
-      const notModifiedDoc = { 304: { type: 'null', description: 'Not modified: the If-None-Match ETag is current' } } as const;
-      scope.get(`/api/v1/${kind}`, {
-        config,
-        schema: {
-          tags: ['catalogs'],
-          operationId: `list${noun[0]!.toUpperCase()}${noun.slice(1)}s`,
-          summary: `List ${kind} (a bare array, in the documented order)`,
-          description: ORDER_NOTES[kind],
-          querystring: query,
-          response: { 200: Type.Array(item), ...notModifiedDoc },
+      const notModifiedDoc = {
+        304: { type: 'null', description: 'Not modified: the If-None-Match ETag is current' },
+      } as const;
+      scope.get(
+        `/api/v1/${kind}`,
+        {
+          config,
+          schema: {
+            tags: ['catalogs'],
+            operationId: `list${noun[0]!.toUpperCase()}${noun.slice(1)}s`,
+            summary: `List ${kind} (a bare array, in the documented order)`,
+            description: ORDER_NOTES[kind],
+            querystring: query,
+            response: { 200: Type.Array(item), ...notModifiedDoc },
+          },
         },
-      }, async (request, reply) => {
-        const snap = catalog.snapshot;
-        if (notModified(request, reply, snap.etag)) return reply;
-        const predicate = PREDICATES[kind](request.query as never) as ((v: unknown) => boolean) | null;
-        const entries: { value: unknown; json: string }[] = snap.entries[kind];
-        const body = predicate === null ? snap.lists[kind] : joinEntries(entries.filter((e) => predicate(e.value)));
-        // Pre-serialised bytes: the response schema documents their shape, and Fastify
-        // passes Buffers through without serialising them again.
-        return reply.type('application/json; charset=utf-8').send(body as never);
-      });
+        async (request, reply) => {
+          const snap = catalog.snapshot;
+          if (notModified(request, reply, snap.etag)) return reply;
+          const predicate = PREDICATES[kind](request.query as never) as ((v: unknown) => boolean) | null;
+          const entries: { value: unknown; json: string }[] = snap.entries[kind];
+          const body = predicate === null ? snap.lists[kind] : joinEntries(entries.filter((e) => predicate(e.value)));
+          // Pre-serialised bytes: the response schema documents their shape, and Fastify
+          // passes Buffers through without serialising them again.
+          return reply.type('application/json; charset=utf-8').send(body as never);
+        },
+      );
 
-      scope.get(`/api/v1/${kind}/:slug`, {
-        config,
-        schema: {
-          tags: ['catalogs'],
-          operationId: `get${noun[0]!.toUpperCase()}${noun.slice(1)}`,
-          summary: `One ${noun} by slug`,
-          params: SlugParams,
-          response: { 200: item, ...notModifiedDoc },
+      scope.get(
+        `/api/v1/${kind}/:slug`,
+        {
+          config,
+          schema: {
+            tags: ['catalogs'],
+            operationId: `get${noun[0]!.toUpperCase()}${noun.slice(1)}`,
+            summary: `One ${noun} by slug`,
+            params: SlugParams,
+            response: { 200: item, ...notModifiedDoc },
+          },
         },
-      }, async (request, reply) => {
-        const snap = catalog.snapshot;
-        const body = snap.bySlug[kind].get(request.params.slug);
-        if (body === undefined) {
-          refuseOverLimit(request);
-          throw new AppError('NOT_FOUND', `no ${noun} with slug ${request.params.slug}`);
-        }
-        if (notModified(request, reply, snap.etag)) return reply;
-        return reply.type('application/json; charset=utf-8').send(body);
-      });
+        async (request, reply) => {
+          const snap = catalog.snapshot;
+          const body = snap.bySlug[kind].get(request.params.slug);
+          if (body === undefined) {
+            refuseOverLimit(request);
+            throw new AppError('NOT_FOUND', `no ${noun} with slug ${request.params.slug}`);
+          }
+          if (notModified(request, reply, snap.etag)) return reply;
+          return reply.type('application/json; charset=utf-8').send(body);
+        },
+      );
     }
   });
 }

@@ -88,7 +88,11 @@ export class CatalogService {
   /** Applies `next` atomically on top of `baseVersion`; 409 if another apply came first. */
   async apply(next: Catalog, baseVersion: number): Promise<number> {
     const ok = await this.store.apply(encodeCatalog(next), baseVersion, this.now());
-    if (!ok) throw new AppError('CONFLICT', 'the catalog was changed by someone else meanwhile; review the new diff and apply again');
+    if (!ok)
+      throw new AppError(
+        'CONFLICT',
+        'the catalog was changed by someone else meanwhile; review the new diff and apply again',
+      );
     await this.load();
     return baseVersion + 1;
   }

@@ -32,7 +32,9 @@ Options:
     return withStore(values['database-url'], async (store) => {
       try {
         const report = await store.backup(file);
-        process.stdout.write(`backed up ${store.description} to ${report.file} (${report.bytes} bytes, integrity ok)\n`);
+        process.stdout.write(
+          `backed up ${store.description} to ${report.file} (${report.bytes} bytes, integrity ok)\n`,
+        );
         return 0;
       } catch (err) {
         if (err instanceof NotSupportedError) {

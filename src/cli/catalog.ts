@@ -41,7 +41,12 @@ function readCatalogFile(file: string): ReturnType<typeof parseCatalogText> {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    return { ok: false, problems: [{ entry: 'file', message: `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}` }] };
+    return {
+      ok: false,
+      problems: [
+        { entry: 'file', message: `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}` },
+      ],
+    };
   }
   return parseCatalogText(text);
 }
@@ -54,7 +59,9 @@ function reportProblems(file: string, problems: CatalogProblem[]): number {
 }
 
 function withCatalog<T>(url: string | undefined, body: (svc: CatalogService) => Promise<T>): Promise<T> {
-  return withStore(url, (store, config) => body(new CatalogService(store.catalog, { refreshMs: config.catalogRefreshMs })));
+  return withStore(url, (store, config) =>
+    body(new CatalogService(store.catalog, { refreshMs: config.catalogRefreshMs })),
+  );
 }
 
 /** On a terminal, asks before removing entries; anywhere else (CI, pipes) the answer is no. */
@@ -62,7 +69,9 @@ async function confirmRemovals(count: number): Promise<boolean> {
   if (process.stdin.isTTY !== true || process.stdout.isTTY !== true) return false;
   const rl = createInterface({ input: process.stdin, output: process.stdout });
   try {
-    const answer = await rl.question(`Remove ${count} entr${count === 1 ? 'y' : 'ies'} from the live catalog? Type "yes" to apply: `);
+    const answer = await rl.question(
+      `Remove ${count} entr${count === 1 ? 'y' : 'ies'} from the live catalog? Type "yes" to apply: `,
+    );
     return answer.trim().toLowerCase() === 'yes';
   } finally {
     rl.close();
@@ -82,7 +91,9 @@ export const catalogCommand: Command = {
       const result = readCatalogFile(file);
       if (!result.ok) return reportProblems(file, result.problems);
       const c = result.catalog;
-      process.stdout.write(`${file}: ok (${c.images.length} images, ${c.plans.length} plans, ${c.regions.length} regions, ${c.currency})\n`);
+      process.stdout.write(
+        `${file}: ok (${c.images.length} images, ${c.plans.length} plans, ${c.regions.length} regions, ${c.currency})\n`,
+      );
       return 0;
     }
     if (sub === 'apply') {
@@ -128,7 +139,11 @@ export const catalogCommand: Command = {
       });
     }
     if (sub === 'export') {
-      const { values, positionals } = parseFlags(rest, { format: { type: 'string' }, 'database-url': { type: 'string' } }, true);
+      const { values, positionals } = parseFlags(
+        rest,
+        { format: { type: 'string' }, 'database-url': { type: 'string' } },
+        true,
+      );
       if (positionals.length > 0) throw new UsageError('export takes no FILE; redirect stdout');
       const format = values.format ?? 'yaml';
       if (format !== 'yaml' && format !== 'json') throw new UsageError('--format must be yaml or json');
@@ -138,6 +153,8 @@ export const catalogCommand: Command = {
         return 0;
       });
     }
-    throw new UsageError(sub === undefined ? 'missing sub-command: validate, apply or export' : `unknown sub-command '${sub}'`);
+    throw new UsageError(
+      sub === undefined ? 'missing sub-command: validate, apply or export' : `unknown sub-command '${sub}'`,
+    );
   },
 };

@@ -68,29 +68,50 @@ export function explainFailure(err: unknown, ctx: FailureContext): Explained {
   if (coded?.syscall === 'listen' || code === 'EADDRINUSE' || code === 'EADDRNOTAVAIL') {
     const where = ctx.listen ?? `${String(coded?.address)}:${String(coded?.port)}`;
     if (code === 'EADDRINUSE') {
-      return { message: `cannot listen on ${where}: the port is already in use (${cause}). Stop the other process (another infracat?) or set PORT / --port to a free port.`, exitCode: EXIT.unavailable };
+      return {
+        message: `cannot listen on ${where}: the port is already in use (${cause}). Stop the other process (another infracat?) or set PORT / --port to a free port.`,
+        exitCode: EXIT.unavailable,
+      };
     }
     if (code === 'EACCES') {
-      return { message: `cannot listen on ${where}: permission denied (${cause}). Ports below 1024 need privileges; use a port of 1024 or more and put a proxy in front.`, exitCode: EXIT.noPerm };
+      return {
+        message: `cannot listen on ${where}: permission denied (${cause}). Ports below 1024 need privileges; use a port of 1024 or more and put a proxy in front.`,
+        exitCode: EXIT.noPerm,
+      };
     }
     if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {
-      return { message: `cannot listen on ${where}: HOST is not an address of this machine (${cause}). Set HOST / --host to one of its addresses, 127.0.0.1 or 0.0.0.0.`, exitCode: EXIT.config };
+      return {
+        message: `cannot listen on ${where}: HOST is not an address of this machine (${cause}). Set HOST / --host to one of its addresses, 127.0.0.1 or 0.0.0.0.`,
+        exitCode: EXIT.config,
+      };
     }
     return { message: `cannot listen on ${where}: ${cause}`, exitCode: EXIT.unavailable };
   }
 
   // PostgreSQL refused us (SQLSTATE classes): credentials and names are settings to fix.
   if (/^28/.test(code)) {
-    return { message: `PostgreSQL at ${ctx.database} refused the login: ${cause}. Check the user and password in DATABASE_URL.`, exitCode: EXIT.config };
+    return {
+      message: `PostgreSQL at ${ctx.database} refused the login: ${cause}. Check the user and password in DATABASE_URL.`,
+      exitCode: EXIT.config,
+    };
   }
   if (code === '3D000') {
-    return { message: `PostgreSQL at ${ctx.database}: ${cause}. Create it (createdb) or fix the database name in DATABASE_URL.`, exitCode: EXIT.config };
+    return {
+      message: `PostgreSQL at ${ctx.database}: ${cause}. Create it (createdb) or fix the database name in DATABASE_URL.`,
+      exitCode: EXIT.config,
+    };
   }
   if (code === '42501') {
-    return { message: `PostgreSQL at ${ctx.database}: ${cause}. Grant the infracat user the right to create tables in its schema, or run 'infracat migrate' as an owner.`, exitCode: EXIT.noPerm };
+    return {
+      message: `PostgreSQL at ${ctx.database}: ${cause}. Grant the infracat user the right to create tables in its schema, or run 'infracat migrate' as an owner.`,
+      exitCode: EXIT.noPerm,
+    };
   }
   if (code === '25006') {
-    return { message: `PostgreSQL at ${ctx.database} is read-only (${cause}): a standby or a read-only transaction default. Point DATABASE_URL at the primary.`, exitCode: EXIT.io };
+    return {
+      message: `PostgreSQL at ${ctx.database} is read-only (${cause}): a standby or a read-only transaction default. Point DATABASE_URL at the primary.`,
+      exitCode: EXIT.io,
+    };
   }
 
   // SQLite and the filesystem.
@@ -100,7 +121,13 @@ export function explainFailure(err: unknown, ctx: FailureContext): Explained {
       exitCode: EXIT.io,
     };
   }
-  if (coded?.syscall === 'mkdir' || coded?.syscall === 'open' || code === 'SQLITE_CANTOPEN' || code === 'EACCES' || code === 'ENOTDIR') {
+  if (
+    coded?.syscall === 'mkdir' ||
+    coded?.syscall === 'open' ||
+    code === 'SQLITE_CANTOPEN' ||
+    code === 'EACCES' ||
+    code === 'ENOTDIR'
+  ) {
     const file = typeof coded?.path === 'string' ? coded.path : ctx.database;
     return {
       message: `cannot create or open ${file} for the database ${ctx.database} (${code !== '' && !cause.includes(code) ? `${code}: ` : ''}${cause}). Check that its directory exists or can be created, and that the user running infracat (uid ${process.getuid?.() ?? '?'}) may write there.`,
@@ -108,7 +135,10 @@ export function explainFailure(err: unknown, ctx: FailureContext): Explained {
     };
   }
   if (/^SQLITE_(IOERR|FULL|CORRUPT|NOTADB)/.test(code)) {
-    return { message: `the database ${ctx.database} cannot be used (${code}: ${cause}). Check the disk (space, errors); restore from a backup if the file is damaged.`, exitCode: EXIT.io };
+    return {
+      message: `the database ${ctx.database} cannot be used (${code}: ${cause}). Check the disk (space, errors); restore from a backup if the file is damaged.`,
+      exitCode: EXIT.io,
+    };
   }
 
   // Unreachable database server.
@@ -119,7 +149,10 @@ export function explainFailure(err: unknown, ctx: FailureContext): Explained {
         : code === 'ECONNREFUSED'
           ? 'nothing accepts connections there; check that PostgreSQL runs and listens on that host and port'
           : 'check that PostgreSQL runs, is reachable from here, and that DATABASE_TIMEOUT_MS is long enough';
-    return { message: `cannot reach the database ${ctx.database}: ${cause}. ${hint[0]!.toUpperCase()}${hint.slice(1)}.`, exitCode: EXIT.unavailable };
+    return {
+      message: `cannot reach the database ${ctx.database}: ${cause}. ${hint[0]!.toUpperCase()}${hint.slice(1)}.`,
+      exitCode: EXIT.unavailable,
+    };
   }
   return { message: cause, exitCode: 1 };
 }

@@ -77,7 +77,9 @@ export async function main(argv: string[]): Promise<number> {
     return await command.run(rest);
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(`infracat ${command.name}: ${err.message}\nRun 'infracat ${command.name} --help' for usage.\n`);
+      process.stderr.write(
+        `infracat ${command.name}: ${err.message}\nRun 'infracat ${command.name} --help' for usage.\n`,
+      );
       return 2;
     }
     const { message, exitCode } = explainFailure(err, failureContext(rest));

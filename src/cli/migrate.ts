@@ -18,10 +18,14 @@ Options:
 `,
   async run(args) {
     const { values } = parseFlags(args, { 'database-url': { type: 'string' } });
-    return withStore(values['database-url'], async (_store, config, report) => {
-      const what = report.applied.length === 0 ? 'already current' : `applied ${report.applied.join(', ')}`;
-      process.stdout.write(`${describeDatabase(config.database)}: schema at version ${report.version} (${what})\n`);
-      return 0;
-    }, { create: true });
+    return withStore(
+      values['database-url'],
+      async (_store, config, report) => {
+        const what = report.applied.length === 0 ? 'already current' : `applied ${report.applied.join(', ')}`;
+        process.stdout.write(`${describeDatabase(config.database)}: schema at version ${report.version} (${what})\n`);
+        return 0;
+      },
+      { create: true },
+    );
   },
 };

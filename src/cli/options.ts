@@ -6,9 +6,13 @@ type Options = NonNullable<ParseArgsConfig['options']>;
 
 export function parseFlags<O extends Options>(args: string[], options: O, allowPositionals = false) {
   try {
-    return parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals, strict: true });
+    return parseArgs({
+      args,
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals,
+      strict: true,
+    });
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
 }
-

@@ -38,7 +38,16 @@ function fail(err: unknown): number {
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((r) =>
+        r
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }
 
 export const tokensCommand: Command = {
@@ -60,16 +69,24 @@ export const tokensCommand: Command = {
       if (values.name === undefined || (values.scopes === undefined) === !all) {
         throw new UsageError('create needs --name and one of --scopes or --all-scopes');
       }
-      const requested = (values.scopes ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+      const requested = (values.scopes ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
       return withStore(values['database-url'], async (store, config) => {
         const { service } = createTokenDomain(config, store);
         const scopes = all ? service.registry.names() : requested;
         try {
-          const issued = await service.create({ name: values.name!, scopes, expires_at: values['expires-at'] ?? null }, null);
+          const issued = await service.create(
+            { name: values.name!, scopes, expires_at: values['expires-at'] ?? null },
+            null,
+          );
           const view = createdView(issued);
           if (values.json === true) process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
           else {
-            process.stdout.write(`created ${view.id} "${view.name}" with ${view.scopes.join(', ')}${view.expires_at ? `, expires ${view.expires_at}` : ''}\n`);
+            process.stdout.write(
+              `created ${view.id} "${view.name}" with ${view.scopes.join(', ')}${view.expires_at ? `, expires ${view.expires_at}` : ''}\n`,
+            );
             process.stdout.write(`token: ${view.token}\n(shown this once: store it now)\n`);
           }
           return 0;
@@ -86,7 +103,15 @@ export const tokensCommand: Command = {
         else if (views.length === 0) process.stdout.write('no tokens\n');
         else {
           const rows = [['ID', 'NAME', 'SCOPES', 'CREATED', 'LAST USED', 'EXPIRES']];
-          for (const v of views) rows.push([v.id, v.name, v.scopes.join(','), v.created_at, v.last_used_at ?? 'never', v.expires_at ?? 'never']);
+          for (const v of views)
+            rows.push([
+              v.id,
+              v.name,
+              v.scopes.join(','),
+              v.created_at,
+              v.last_used_at ?? 'never',
+              v.expires_at ?? 'never',
+            ]);
           process.stdout.write(table(rows));
         }
         return 0;
@@ -105,6 +130,8 @@ export const tokensCommand: Command = {
         return 1;
       });
     }
-    throw new UsageError(sub === undefined ? 'missing sub-command: create, list or delete' : `unknown sub-command '${sub}'`);
+    throw new UsageError(
+      sub === undefined ? 'missing sub-command: create, list or delete' : `unknown sub-command '${sub}'`,
+    );
   },
 };

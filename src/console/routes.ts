@@ -53,16 +53,22 @@ function load(dir: string): Map<string, Asset> | null {
 
 export function consoleRoutes(app: App, options: { dir?: string } = {}): void {
   const assets = load(options.dir ?? DEFAULT_ASSET_DIR);
-  if (assets === null) app.log.warn({ dir: options.dir ?? DEFAULT_ASSET_DIR }, 'web console assets not found (run `npm run build`); / answers 404');
+  if (assets === null)
+    app.log.warn(
+      { dir: options.dir ?? DEFAULT_ASSET_DIR },
+      'web console assets not found (run `npm run build`); / answers 404',
+    );
 
   void app.register(async (plugin) => {
     for (const url of Object.keys(ASSETS)) {
       plugin.get(url, { schema: { hide: true }, config: { rateLimit: false } }, async (request, reply) => {
         const asset = assets?.get(url);
-        if (asset === undefined) throw new AppError('NOT_FOUND', 'the web console is not built on this server; run `npm run build`');
+        if (asset === undefined)
+          throw new AppError('NOT_FOUND', 'the web console is not built on this server; run `npm run build`');
         // Revalidated on every load (cheap: 304 by ETag), so an upgrade shows at once.
         reply.header('cache-control', 'no-cache').header('etag', asset.etag);
-        if (url === '/') reply.header('content-security-policy', CONSOLE_CSP).header('cross-origin-opener-policy', 'same-origin');
+        if (url === '/')
+          reply.header('content-security-policy', CONSOLE_CSP).header('cross-origin-opener-policy', 'same-origin');
         if (matchesIfNoneMatch(request.headers['if-none-match'], asset.etag)) return reply.code(304).send();
         return reply.type(asset.type).send(asset.body);
       });

@@ -63,7 +63,9 @@ function quote(value: string): string {
 }
 
 function checkMethod(method: string, source: string): Target | null {
-  return isHttpMethod(method) ? null : refuse(`${source} ${quote(method)} is not one HTTP method name (${HTTP_METHODS.join(', ')})`);
+  return isHttpMethod(method)
+    ? null
+    : refuse(`${source} ${quote(method)} is not one HTTP method name (${HTTP_METHODS.join(', ')})`);
 }
 
 function target(method: string, uri: string, methodSource: string, uriSource: string): Target {
@@ -79,26 +81,34 @@ function target(method: string, uri: string, methodSource: string, uriSource: st
  */
 export function readForwardedHeaders(gateway: Gateway, rawHeaders: readonly string[]): Target {
   if (gateway === 'envoy') {
-    return refuse('AUTH_CHECK_GATEWAY=envoy reads only the path form /api/v1/auth/check/<original path>, not forwarded headers');
+    return refuse(
+      'AUTH_CHECK_GATEWAY=envoy reads only the path form /api/v1/auth/check/<original path>, not forwarded headers',
+    );
   }
   const found = familyHeaders(rawHeaders);
   const families = present(found);
   if (families.length > 1) {
-    return refuse(`the check carries both ${label(FAMILIES[0]!)} (nginx) and ${label(FAMILIES[1]!)} (Traefik) headers: the gateway sends one family, so the other came from the client`);
+    return refuse(
+      `the check carries both ${label(FAMILIES[0]!)} (nginx) and ${label(FAMILIES[1]!)} (Traefik) headers: the gateway sends one family, so the other came from the client`,
+    );
   }
   const family = families[0];
   if (family === undefined) {
-    const wanted = gateway === 'auto' ? FAMILIES.map(label).join(' or ') : label(FAMILIES.find((f) => f.gateway === gateway)!);
+    const wanted =
+      gateway === 'auto' ? FAMILIES.map(label).join(' or ') : label(FAMILIES.find((f) => f.gateway === gateway)!);
     return refuse(`say what to check: scope query parameters, or ${wanted} headers`);
   }
   if (gateway !== 'auto' && family.gateway !== gateway) {
-    return refuse(`AUTH_CHECK_GATEWAY=${gateway} reads only ${label(FAMILIES.find((f) => f.gateway === gateway)!)}; this check carries ${label(family)}`);
+    return refuse(
+      `AUTH_CHECK_GATEWAY=${gateway} reads only ${label(FAMILIES.find((f) => f.gateway === gateway)!)}; this check carries ${label(family)}`,
+    );
   }
   const values: string[] = [];
   for (const name of [family.method, family.uri]) {
     const sent = found.get(name.toLowerCase()) ?? [];
     const other = name === family.method ? family.uri : family.method;
-    if (sent.length === 0) return refuse(`${other} without ${name}: the gateway sends both, and neither is ever assumed`);
+    if (sent.length === 0)
+      return refuse(`${other} without ${name}: the gateway sends both, and neither is ever assumed`);
     if (sent.length > 1) return refuse(`${name} is sent ${sent.length} times: the gateway sends it once`);
     values.push(sent[0]!);
   }
@@ -109,14 +119,21 @@ export function readForwardedHeaders(gateway: Gateway, rawHeaders: readonly stri
  * The path form (Envoy's path_prefix): `/api/v1/auth/check<original target>` with the
  * original method. `original` is the raw request target after the prefix.
  */
-export function readPathForm(gateway: Gateway, rawHeaders: readonly string[], method: string, original: string): Target {
+export function readPathForm(
+  gateway: Gateway,
+  rawHeaders: readonly string[],
+  method: string,
+  original: string,
+): Target {
   if (gateway === 'nginx' || gateway === 'traefik') {
     const family = FAMILIES.find((f) => f.gateway === gateway)!;
     return refuse(`AUTH_CHECK_GATEWAY=${gateway} reads ${label(family)} at /api/v1/auth/check, not the path form`);
   }
   const families = present(familyHeaders(rawHeaders));
   if (families.length > 0) {
-    return refuse(`the path form takes the original path from the URL; it must not carry ${families.map(label).join(' or ')} headers`);
+    return refuse(
+      `the path form takes the original path from the URL; it must not carry ${families.map(label).join(' or ')} headers`,
+    );
   }
   return target(method, original, 'the method', 'the original path');
 }

@@ -50,7 +50,8 @@ export function normalisePath(target: string): PathResult {
   if (target.startsWith('//')) return refuse('starts with // (an authority to URL parsers, not a path)');
   for (let i = 0; i < target.length; i++) {
     const c = target.charCodeAt(i);
-    if (c <= 0x20 || c >= 0x7f) return refuse('contains a space, a control character or a raw non-ASCII byte (percent-encode it)');
+    if (c <= 0x20 || c >= 0x7f)
+      return refuse('contains a space, a control character or a raw non-ASCII byte (percent-encode it)');
     if (c === 0x5c) return refuse('contains a backslash');
     if (c === 0x23) return refuse('contains # (a fragment has no place in a request)');
   }
@@ -90,7 +91,8 @@ export function normalisePath(target: string): PathResult {
     if (/[^\x20-\x7e]/.test(segment)) {
       if (/[\x80-\x9f]/.test(segment)) return refuse('encodes a control character');
       const compat = segment.normalize('NFKC');
-      if (/[/\\%]/.test(compat) || isDotSegment(compat)) return refuse('has characters that Unicode normalisation turns into /, \\, % or a dot segment');
+      if (/[/\\%]/.test(compat) || isDotSegment(compat))
+        return refuse('has characters that Unicode normalisation turns into /, \\, % or a dot segment');
     }
     out.push(segment);
   }

@@ -52,7 +52,12 @@ const CHECK_CONFIG = { auth: 'custom', cors: false, rateLimit: false } as const;
 const CHECK_PATH = '/api/v1/auth/check';
 
 const CheckQuery = Type.Object({
-  scope: Type.Optional(Type.Array(Type.String({ maxLength: 500 }), { maxItems: 20, description: 'Required scopes; repeat or space-separate' })),
+  scope: Type.Optional(
+    Type.Array(Type.String({ maxLength: 500 }), {
+      maxItems: 20,
+      description: 'Required scopes; repeat or space-separate',
+    }),
+  ),
 });
 
 const CheckAllowed = Type.Object({
@@ -97,9 +102,13 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
     const lists = values.map((v) => v.split(/[\s,]+/).filter((s) => s !== ''));
     // An empty parameter must not mean "any valid token": that is a config mistake.
     if (lists.some((l) => l.length === 0)) {
-      throw new AppError('INVALID_QUERY', 'invalid query parameter scope: each scope parameter must name at least one scope', {
-        members: { valid_scopes: service.registry.names() },
-      });
+      throw new AppError(
+        'INVALID_QUERY',
+        'invalid query parameter scope: each scope parameter must name at least one scope',
+        {
+          members: { valid_scopes: service.registry.names() },
+        },
+      );
     }
     const scopes = lists.flat();
     const bad = scopes.filter((s) => parseScope(s) === null || !service.registry.has(s));
@@ -134,7 +143,10 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
     // body limit (413 past it) and dropped.
     api.removeAllContentTypeParsers();
     api.addContentTypeParser('*', (request, payload, done) => {
-      discardBody(payload, request.headers['content-length'], bodyLimit).then(() => done(null, undefined), (err: Error) => done(err, undefined));
+      discardBody(payload, request.headers['content-length'], bodyLimit).then(
+        () => done(null, undefined),
+        (err: Error) => done(err, undefined),
+      );
     });
     api.addHook('onRequest', noStore);
     // Fastify never reads a GET or HEAD body (Traefik's forwardBody sends one with GET):
@@ -210,9 +222,13 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
     const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
     // RFC 7662 clients send application/x-www-form-urlencoded; JSON is accepted too.
     // Either is read as UTF-8 exactly or refused (src/http/body-encoding.ts).
-    api.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
-      done(null, Object.fromEntries(new URLSearchParams(readTextBody(request, body, 'BAD_REQUEST'))));
-    });
+    api.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'buffer' },
+      (request, body: Buffer, done) => {
+        done(null, Object.fromEntries(new URLSearchParams(readTextBody(request, body, 'BAD_REQUEST'))));
+      },
+    );
     api.addHook('onRequest', noStore);
 
     api.post(
@@ -223,7 +239,8 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
           tags: ['gateway'],
           operationId: 'introspectApiToken',
           summary: 'RFC 7662 token introspection',
-          description: 'Form-encoded (`token=...`) or JSON body. Anything but an active token gives exactly `{"active": false}`.',
+          description:
+            'Form-encoded (`token=...`) or JSON body. Anything but an active token gives exactly `{"active": false}`.',
           body: IntrospectBody,
           response: { 200: IntrospectResponse },
         },

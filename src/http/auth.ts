@@ -67,7 +67,9 @@ export interface AuthOptions {
  * 403s about a token: the one place that spells it.
  */
 export function bearerChallenge(params: { error?: string; error_description?: string; scope?: string } = {}): string {
-  const extra = Object.entries(params).map(([k, v]) => `, ${k}="${v}"`).join('');
+  const extra = Object.entries(params)
+    .map(([k, v]) => `, ${k}="${v}"`)
+    .join('');
   return `Bearer realm="${REALM}"${extra}`;
 }
 
@@ -93,7 +95,10 @@ export function createAuth(options: AuthOptions): Auth {
     }
     const client = addressKey(request.ip);
     const match = /^Bearer +([^\s]+) *$/i.exec(header);
-    const result = match === null ? ({ ok: false, reason: 'scheme' } as const) : await service.verify(match[1]!, limiter.gate(client, now));
+    const result =
+      match === null
+        ? ({ ok: false, reason: 'scheme' } as const)
+        : await service.verify(match[1]!, limiter.gate(client, now));
     if (!result.ok) {
       // Past the limit a failure is a 429 (back off); a valid token is still answered.
       const wait = limiter.fail(client, now());
@@ -106,7 +111,9 @@ export function createAuth(options: AuthOptions): Auth {
       throw new AppError(result.reason === 'scheme' ? 'UNAUTHORIZED' : 'INVALID_TOKEN', description, {
         headers: {
           'www-authenticate':
-            result.reason === 'scheme' ? bearerChallenge() : bearerChallenge({ error: 'invalid_token', error_description: description }),
+            result.reason === 'scheme'
+              ? bearerChallenge()
+              : bearerChallenge({ error: 'invalid_token', error_description: description }),
         },
       });
     }
@@ -125,16 +132,23 @@ export function createAuth(options: AuthOptions): Auth {
 
   return {
     authenticate,
-    require: (...scopes) => async (request) => authenticate(request, scopes),
+    require:
+      (...scopes) =>
+      async (request) =>
+        authenticate(request, scopes),
     optional: () => async (request) => authenticate(request, null),
     refuseQueryTokens: async (request: FastifyRequest, _reply: FastifyReply) => {
       const query = request.query as Record<string, unknown> | undefined;
       if (query === undefined || query === null) return;
       const found = Object.keys(query).find((k) => QUERY_CREDENTIALS.has(k.toLowerCase()));
       if (found !== undefined) {
-        throw new AppError('TOKEN_IN_QUERY', `credentials are not accepted in the query string (${found}); use the Authorization header`, {
-          headers: { 'www-authenticate': bearerChallenge({ error: 'invalid_request' }) },
-        });
+        throw new AppError(
+          'TOKEN_IN_QUERY',
+          `credentials are not accepted in the query string (${found}); use the Authorization header`,
+          {
+            headers: { 'www-authenticate': bearerChallenge({ error: 'invalid_request' }) },
+          },
+        );
       }
     },
   };
@@ -146,7 +160,8 @@ export function installRouteAuth(app: App, auth: Auth): void {
     const need = route.config?.auth;
     if (need === undefined || need === 'custom') return;
     const hook = (need === 'optional' ? auth.optional() : auth.require(...need.scopes)) as onRequestHookHandler;
-    const existing = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+    const existing =
+      route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
     route.onRequest = [...existing, hook];
   });
 }

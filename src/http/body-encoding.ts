@@ -46,19 +46,31 @@ function quote(raw: string): string {
 /** Throws the problem when the headers say the body is not plain UTF-8 text. */
 function checkBodyHeaders(request: FastifyRequest): void {
   const { headers } = request;
-  if (repeatedHeader(request.raw.rawHeaders, 'content-type')) throw new AppError('BAD_REQUEST', 'send exactly one Content-Type header');
+  if (repeatedHeader(request.raw.rawHeaders, 'content-type'))
+    throw new AppError('BAD_REQUEST', 'send exactly one Content-Type header');
   const found = charsets(headers['content-type'] ?? '');
   if (found === null) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the Content-Type parameters cannot be read');
   const other = found.find((c) => !UTF8.has(c));
-  if (other !== undefined) throw new AppError('UNSUPPORTED_MEDIA_TYPE', `request bodies must be UTF-8; charset=${quote(other)} is not supported`);
+  if (other !== undefined)
+    throw new AppError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      `request bodies must be UTF-8; charset=${quote(other)} is not supported`,
+    );
   if (found.length > 1) throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'the Content-Type names more than one charset');
   const coding = headers['content-encoding'];
   if (coding !== undefined) {
-    const unsupported = coding.split(',').map((c) => c.trim()).filter((c) => c !== '' && c.toLowerCase() !== 'identity');
+    const unsupported = coding
+      .split(',')
+      .map((c) => c.trim())
+      .filter((c) => c !== '' && c.toLowerCase() !== 'identity');
     if (unsupported.length > 0) {
-      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `request bodies must not be compressed; Content-Encoding ${quote(unsupported.join(', '))} is not supported`, {
-        headers: { 'accept-encoding': 'identity' },
-      });
+      throw new AppError(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `request bodies must not be compressed; Content-Encoding ${quote(unsupported.join(', '))} is not supported`,
+        {
+          headers: { 'accept-encoding': 'identity' },
+        },
+      );
     }
   }
   const transfer = headers['transfer-encoding'];

@@ -167,7 +167,10 @@ export function addressKey(ip: string): string {
   if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
     return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
   }
-  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toString(16))
+    .join(':')}::/64`;
 }
 
 /** The eight 16-bit groups of an IPv6 address (a zone id is dropped), or null if it is not one. */
@@ -180,7 +183,8 @@ function ipv6Groups(address: string): number[] | null {
     const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number];
     text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
-  const parse = (part: string | undefined): number[] => (part === undefined || part === '' ? [] : part.split(':').map((g) => parseInt(g, 16)));
+  const parse = (part: string | undefined): number[] =>
+    part === undefined || part === '' ? [] : part.split(':').map((g) => parseInt(g, 16));
   const [before, after] = text.split('::');
   const head = parse(before);
   const tail = parse(after);

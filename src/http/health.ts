@@ -26,21 +26,40 @@ export function healthRoutes(app: App, options: HealthOptions): void {
 
 function healthRoutesIn(app: App, options: HealthOptions): void {
   const tags = ['operations'];
-  app.get('/healthz', { config: { rateLimit: false }, schema: { tags, operationId: 'healthz', summary: 'Liveness: the process answers', response: { 200: Health } } }, async () => {
-    return { status: 'ok' };
-  });
+  app.get(
+    '/healthz',
+    {
+      config: { rateLimit: false },
+      schema: { tags, operationId: 'healthz', summary: 'Liveness: the process answers', response: { 200: Health } },
+    },
+    async () => {
+      return { status: 'ok' };
+    },
+  );
 
-  app.get('/readyz', { config: { rateLimit: false }, schema: { tags, operationId: 'readyz', summary: 'Readiness: storage answers too (else 503)', response: { 200: Ready } } }, async () => {
-    try {
-      await withTimeout(options.store.ping(), options.timeoutMs);
-    } catch {
-      // Unreachable, or reachable but refusing writes (a read-only file, a standby).
-      throw new AppError('STORAGE_UNAVAILABLE', 'storage is not reachable or not writable', {
-        headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
-      });
-    }
-    return { status: 'ready', storage: options.store.backend };
-  });
+  app.get(
+    '/readyz',
+    {
+      config: { rateLimit: false },
+      schema: {
+        tags,
+        operationId: 'readyz',
+        summary: 'Readiness: storage answers too (else 503)',
+        response: { 200: Ready },
+      },
+    },
+    async () => {
+      try {
+        await withTimeout(options.store.ping(), options.timeoutMs);
+      } catch {
+        // Unreachable, or reachable but refusing writes (a read-only file, a standby).
+        throw new AppError('STORAGE_UNAVAILABLE', 'storage is not reachable or not writable', {
+          headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+        });
+      }
+      return { status: 'ready', storage: options.store.backend };
+    },
+  );
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

@@ -44,7 +44,10 @@ export function installJsonBodyParser(app: App): void {
     }
     // The decoder dropped one byte order mark; secure-json-parse would silently drop another.
     if (text.charCodeAt(0) === 0xfeff) {
-      done(new AppError('MALFORMED_JSON', 'the body is not valid JSON: it starts with a second byte order mark'), undefined);
+      done(
+        new AppError('MALFORMED_JSON', 'the body is not valid JSON: it starts with a second byte order mark'),
+        undefined,
+      );
       return;
     }
     let parsed: unknown;
@@ -53,7 +56,10 @@ export function installJsonBodyParser(app: App): void {
     } catch (err) {
       const message = (err as Error).message;
       if (/forbidden prototype property/i.test(message)) {
-        done(new AppError('BAD_REQUEST', 'the body contains a forbidden property (__proto__ or constructor.prototype)'), undefined);
+        done(
+          new AppError('BAD_REQUEST', 'the body contains a forbidden property (__proto__ or constructor.prototype)'),
+          undefined,
+        );
       } else {
         // V8's messages quote at most a short excerpt and give a position: useful, not sensitive.
         done(new AppError('MALFORMED_JSON', `the body is not valid JSON: ${message.slice(0, 160)}`), undefined);
@@ -61,7 +67,13 @@ export function installJsonBodyParser(app: App): void {
       return;
     }
     if (hasLoneSurrogate(parsed)) {
-      done(new AppError('MALFORMED_JSON', 'the body holds a \\u escape of a lone surrogate (U+D800 to U+DFFF), which is not a character'), undefined);
+      done(
+        new AppError(
+          'MALFORMED_JSON',
+          'the body holds a \\u escape of a lone surrogate (U+D800 to U+DFFF), which is not a character',
+        ),
+        undefined,
+      );
       return;
     }
     done(null, parsed);

@@ -84,13 +84,48 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
       for (const [outcome, n] of Object.entries(service.verifications)) this.inc({ outcome }, n);
     },
   });
-  totalCounter(registry, 'infracat_token_cache_hits_total', 'Verifications answered from the in-memory cache', () => cache.hits);
-  totalCounter(registry, 'infracat_token_cache_misses_total', 'Verifications that needed a storage lookup', () => cache.misses);
-  totalCounter(registry, 'infracat_last_used_flushes_total', 'Batched last_used_at writes', () => lastUsed.stats.flushes);
-  totalCounter(registry, 'infracat_last_used_rows_total', 'Token rows updated by last_used_at batches', () => lastUsed.stats.rows);
-  totalCounter(registry, 'infracat_last_used_flush_failures_total', 'last_used_at batches that failed (retried later)', () => lastUsed.stats.failures);
-  totalCounter(registry, 'infracat_storage_queries_total', 'SQL statements sent to storage (transaction control not counted)', sources.storageQueries);
-  totalCounter(registry, 'infracat_storage_errors_total', 'Storage unavailable errors (requests, catalog refreshes, flushes)', sources.storageErrors);
+  totalCounter(
+    registry,
+    'infracat_token_cache_hits_total',
+    'Verifications answered from the in-memory cache',
+    () => cache.hits,
+  );
+  totalCounter(
+    registry,
+    'infracat_token_cache_misses_total',
+    'Verifications that needed a storage lookup',
+    () => cache.misses,
+  );
+  totalCounter(
+    registry,
+    'infracat_last_used_flushes_total',
+    'Batched last_used_at writes',
+    () => lastUsed.stats.flushes,
+  );
+  totalCounter(
+    registry,
+    'infracat_last_used_rows_total',
+    'Token rows updated by last_used_at batches',
+    () => lastUsed.stats.rows,
+  );
+  totalCounter(
+    registry,
+    'infracat_last_used_flush_failures_total',
+    'last_used_at batches that failed (retried later)',
+    () => lastUsed.stats.failures,
+  );
+  totalCounter(
+    registry,
+    'infracat_storage_queries_total',
+    'SQL statements sent to storage (transaction control not counted)',
+    sources.storageQueries,
+  );
+  totalCounter(
+    registry,
+    'infracat_storage_errors_total',
+    'Storage unavailable errors (requests, catalog refreshes, flushes)',
+    sources.storageErrors,
+  );
   new Gauge({
     name: 'infracat_catalog_version',
     help: 'Catalog version of the in-memory snapshot',

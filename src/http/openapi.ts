@@ -74,7 +74,10 @@ function documentRoute(schema: RouteSchema, url: string, route: RouteConfig, fac
   // Swagger UI labels a response without a description "Default Response".
   for (const [status, value] of Object.entries(responses)) {
     if (typeof value === 'object' && value !== null && !('description' in value)) {
-      responses[status] = { ...value, description: SUCCESS_DESCRIPTIONS[status] ?? STATUS_CODES[Number(status)] ?? 'Response' };
+      responses[status] = {
+        ...value,
+        description: SUCCESS_DESCRIPTIONS[status] ?? STATUS_CODES[Number(status)] ?? 'Response',
+      };
     }
   }
   for (const [status, description] of Object.entries(problems)) add(Number(status), problem(description));
@@ -82,9 +85,13 @@ function documentRoute(schema: RouteSchema, url: string, route: RouteConfig, fac
     add(400, problem('Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST)'));
     add(413, problem(`Body over ${size(facts.bodyLimit)} (PAYLOAD_TOO_LARGE)`));
     add(415, problem('Body is not application/json (UNSUPPORTED_MEDIA_TYPE)'));
-    add(422, problem('The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED)'));
+    add(
+      422,
+      problem('The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED)'),
+    );
   }
-  if (schema.querystring !== undefined) add(400, problem('Unknown query parameter or bad value, named in `detail` (INVALID_QUERY)'));
+  if (schema.querystring !== undefined)
+    add(400, problem('Unknown query parameter or bad value, named in `detail` (INVALID_QUERY)'));
   if (url.includes(':') || url.includes('*')) add(404, problem('No such resource (NOT_FOUND)'));
   const errors = '`error="invalid_token"` or `error="insufficient_scope", scope="..."`';
   const challenge = header(`\`${bearerChallenge()}\`, with ${errors}`);
@@ -93,17 +100,50 @@ function documentRoute(schema: RouteSchema, url: string, route: RouteConfig, fac
   if (auth === 'optional') {
     security = [{}, { bearer: [] }];
     note = 'Anonymous access is allowed; a presented token must be valid (and counts as a use).';
-    add(401, problem('The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN)', { 'WWW-Authenticate': challenge }));
+    add(
+      401,
+      problem('The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN)', {
+        'WWW-Authenticate': challenge,
+      }),
+    );
   } else if (auth !== undefined) {
     security = [{ bearer: [] }];
     const scopes = auth === 'custom' ? [] : auth.scopes;
-    note = auth === 'custom' ? 'Needs a valid bearer token; the scopes depend on the request (see below).' : scopes.length > 0 ? `Needs a token with \`${scopes.join('`, `')}\` (\`write\` implies \`read\`).` : 'Needs any valid token.';
-    add(401, problem('Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN)', { 'WWW-Authenticate': challenge }));
-    if (auth === 'custom' || scopes.length > 0) add(403, problem('The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them', { 'WWW-Authenticate': challenge }));
+    note =
+      auth === 'custom'
+        ? 'Needs a valid bearer token; the scopes depend on the request (see below).'
+        : scopes.length > 0
+          ? `Needs a token with \`${scopes.join('`, `')}\` (\`write\` implies \`read\`).`
+          : 'Needs any valid token.';
+    add(
+      401,
+      problem('Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN)', {
+        'WWW-Authenticate': challenge,
+      }),
+    );
+    if (auth === 'custom' || scopes.length > 0)
+      add(
+        403,
+        problem('The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them', {
+          'WWW-Authenticate': challenge,
+        }),
+      );
   }
-  add(429, problem('Over the rate limit, or too many failed authentications (RATE_LIMITED)', { 'Retry-After': header('Seconds to wait', 'integer'), ...rateLimitHeaders(facts.rateLimit) }));
+  add(
+    429,
+    problem('Over the rate limit, or too many failed authentications (RATE_LIMITED)', {
+      'Retry-After': header('Seconds to wait', 'integer'),
+      ...rateLimitHeaders(facts.rateLimit),
+    }),
+  );
   add(500, problem('Unexpected error; quote the request_id (INTERNAL)'));
-  add(503, problem('Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE)', { 'Retry-After': header('Seconds to wait', 'integer') }));
+  add(
+    503,
+    problem(
+      'Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE)',
+      { 'Retry-After': header('Seconds to wait', 'integer') },
+    ),
+  );
   const description = [schema.description, note].filter((s) => s !== undefined && s !== '').join('\n\n');
   return { ...schema, response: responses, security, ...(description !== '' ? { description } : {}) };
 }
@@ -149,7 +189,8 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
             type: 'http',
             scheme: 'bearer',
             // TOKEN_PREFIX and the lengths src/tokens/format.ts checks.
-            bearerFormat: `${options.tokenPrefix}_<${RANDOM_CHARS} base62 characters>` +
+            bearerFormat:
+              `${options.tokenPrefix}_<${RANDOM_CHARS} base62 characters>` +
               `<${CHECKSUM_CHARS}-character base62 CRC32>`,
             description: 'An infracat API token in `Authorization: Bearer <token>`. Never in the query string.',
           },
@@ -163,7 +204,9 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
       ],
     },
     // Shared schemas keep their $id as their name: components.schemas.Problem.
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
     // A route leaves the document with `schema: { hide: true }` (@fastify/swagger's own
     // flag, the one mechanism), checked after this transform.
     transform: ({ schema, url, route }) => {
@@ -231,7 +274,13 @@ async function loadDocs(app: App): Promise<FastifyInstance> {
       "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self'",
     // BaseLayout: no top bar, whose logo SVG carries an inline <style> (a CSP violation under
     // style-src 'self') and whose URL box would let the page explore other documents.
-    uiConfig: { layout: 'BaseLayout', validatorUrl: null, deepLinking: true, persistAuthorization: false, tryItOutEnabled: true },
+    uiConfig: {
+      layout: 'BaseLayout',
+      validatorUrl: null,
+      deepLinking: true,
+      persistAuthorization: false,
+      tryItOutEnabled: true,
+    },
   });
   await docs.ready();
   return docs;

@@ -62,7 +62,12 @@ function fieldErrors(issues: readonly AjvIssue[]): FieldError[] {
   }
   const out: FieldError[] = [];
   for (const [pointer, g] of byPointer) {
-    if (g.union) out.push({ pointer, detail: g.types.length > 0 ? `must be ${[...new Set(g.types)].join(' or ')}` : 'does not match any allowed form' });
+    if (g.union)
+      out.push({
+        pointer,
+        detail:
+          g.types.length > 0 ? `must be ${[...new Set(g.types)].join(' or ')}` : 'does not match any allowed form',
+      });
     else for (const detail of g.details) out.push({ pointer, detail });
   }
   return out;
@@ -110,14 +115,20 @@ function classify(error: FastifyError | Error, bodyLimit: number): AppError {
     }
     const errors = fieldErrors(fe.validation);
     const names = [...new Set(errors.map((e) => e.pointer.replace(/^\//, '')).filter((n) => n !== ''))];
-    const named = names.length > NAMED_PARAMETERS ? `${names.slice(0, NAMED_PARAMETERS).join(', ')} and ${names.length - NAMED_PARAMETERS} more` : names.join(', ');
+    const named =
+      names.length > NAMED_PARAMETERS
+        ? `${names.slice(0, NAMED_PARAMETERS).join(', ')} and ${names.length - NAMED_PARAMETERS} more`
+        : names.join(', ');
     return new AppError(
       where === 'querystring' ? 'INVALID_QUERY' : 'BAD_REQUEST',
       `invalid ${where === 'querystring' ? 'query parameter' : where}${named !== '' ? ` ${named}` : ''}`,
       {
         errors: errors.map((e) => ({
           pointer: `${where}:${e.pointer}`,
-          detail: e.detail === 'is not a known field' ? `is not a known ${where === 'querystring' ? 'query parameter' : 'field'}` : e.detail,
+          detail:
+            e.detail === 'is not a known field'
+              ? `is not a known ${where === 'querystring' ? 'query parameter' : 'field'}`
+              : e.detail,
         })),
       },
     );
@@ -128,7 +139,8 @@ function classify(error: FastifyError | Error, bodyLimit: number): AppError {
   const known = typeof fe.code === 'string' ? BY_FASTIFY_CODE[fe.code] : undefined;
   if (known !== undefined) return new AppError(known.code, known.detail);
   const status = typeof fe.statusCode === 'number' ? fe.statusCode : 500;
-  if (status === 400 && error instanceof SyntaxError) return new AppError('MALFORMED_JSON', 'the body is not valid JSON');
+  if (status === 400 && error instanceof SyntaxError)
+    return new AppError('MALFORMED_JSON', 'the body is not valid JSON');
   if (status >= 400 && status < 500) {
     // Fastify's own 4xx messages describe the request, not the server: safe to show.
     return new AppError(BY_STATUS[status] ?? 'BAD_REQUEST', error.message || ERRORS.BAD_REQUEST.title);
@@ -157,7 +169,9 @@ export function installProblemHandlers(app: App, options: ProblemOptions): void 
 
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
-    const allowed = ALLOW_CANDIDATES.filter((m) => m !== request.method && app.findRoute({ method: m, url: path }) !== null);
+    const allowed = ALLOW_CANDIDATES.filter(
+      (m) => m !== request.method && app.findRoute({ method: m, url: path }) !== null,
+    );
     if (allowed.length > 0) {
       return sendProblem(
         request,

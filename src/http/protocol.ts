@@ -19,7 +19,8 @@ const MAX_QUERY_NAMES = 100;
 function queryProblem(query: unknown): AppError | null {
   let names = 0;
   for (const _ in query as object) {
-    if (++names > MAX_QUERY_NAMES) return new AppError('INVALID_QUERY', `too many query parameters: at most ${MAX_QUERY_NAMES} different names`);
+    if (++names > MAX_QUERY_NAMES)
+      return new AppError('INVALID_QUERY', `too many query parameters: at most ${MAX_QUERY_NAMES} different names`);
   }
   return null;
 }

@@ -113,8 +113,10 @@ export function installRateLimit(app: App, options: RateLimitOptions): void {
     }
     const detail = `rate limit of ${quota} requests per ${windowS} s reached; retry after ${resetS} s`;
     const refusal = new AppError('RATE_LIMITED', detail, { headers: { 'retry-after': String(resetS) } });
-    const revalidation = request.routeOptions.config?.revalidates === true &&
-      (request.method === 'GET' || request.method === 'HEAD') && request.headers['if-none-match'] !== undefined;
+    const revalidation =
+      request.routeOptions.config?.revalidates === true &&
+      (request.method === 'GET' || request.method === 'HEAD') &&
+      request.headers['if-none-match'] !== undefined;
     if (!revalidation) throw refusal;
     taken.set(request, { key, policy, remaining, resetS, held: refusal });
   });

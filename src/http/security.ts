@@ -32,7 +32,15 @@ export function installCors(app: App, origins: readonly string[]): void {
     origin: origins.includes('*') ? '*' : [...origins],
     methods: ['GET', 'HEAD', 'POST', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'If-None-Match', 'X-Request-Id'],
-    exposedHeaders: ['ETag', 'Location', 'Retry-After', 'RateLimit', 'RateLimit-Policy', 'WWW-Authenticate', 'X-Request-Id'],
+    exposedHeaders: [
+      'ETag',
+      'Location',
+      'Retry-After',
+      'RateLimit',
+      'RateLimit-Policy',
+      'WWW-Authenticate',
+      'X-Request-Id',
+    ],
     credentials: false,
     maxAge: 600,
   };
@@ -44,7 +52,10 @@ export function installCors(app: App, origins: readonly string[]): void {
   const plain = { ...options, preflight: false };
   void app.register(cors, {
     delegator: (request: FastifyRequest, callback: (error: Error | null, options: typeof preflight) => void) => {
-      const isPreflight = request.method === 'OPTIONS' && Boolean(request.headers.origin) && Boolean(request.headers['access-control-request-method']);
+      const isPreflight =
+        request.method === 'OPTIONS' &&
+        Boolean(request.headers.origin) &&
+        Boolean(request.headers['access-control-request-method']);
       callback(null, isPreflight ? preflight : plain);
     },
   });

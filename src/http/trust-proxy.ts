@@ -26,7 +26,10 @@ export function parseTrustProxy(raw: string): TrustProxy {
   const v = raw.trim();
   if (v === 'false') return false;
   if (v === 'true') return true;
-  const list = v.split(',').map((x) => x.trim()).filter((x) => x !== '');
+  const list = v
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
   if (list.length === 0 || list.some((x) => parseCidr(x) === null)) {
     throw new Error(
       'expected true, false or a comma-separated list of IP addresses or CIDRs (prefix 1-32 for IPv4, 1-128 for IPv6)',
@@ -60,11 +63,14 @@ function tooWide(entry: string): boolean {
 export function trustProxyWarning(trustProxy: TrustProxy): string | null {
   const wide = Array.isArray(trustProxy) ? trustProxy.filter(tooWide) : [];
   if (trustProxy !== true && wide.length === 0) return null;
-  const what = trustProxy === true
-    ? 'TRUST_PROXY=true trusts every peer'
-    : `TRUST_PROXY trusts ${wide.join(', ')}, wider than any private network`;
-  return `${what}: any client can choose its own address with X-Forwarded-For, ` +
+  const what =
+    trustProxy === true
+      ? 'TRUST_PROXY=true trusts every peer'
+      : `TRUST_PROXY trusts ${wide.join(', ')}, wider than any private network`;
+  return (
+    `${what}: any client can choose its own address with X-Forwarded-For, ` +
     'evading the per-address limits (failed authentications, anonymous rate limit) ' +
     'and charging its failures to other addresses. ' +
-    'Set TRUST_PROXY to the list of your proxies\' addresses/CIDRs instead (e.g. TRUST_PROXY=10.0.0.5,10.0.1.0/24).';
+    "Set TRUST_PROXY to the list of your proxies' addresses/CIDRs instead (e.g. TRUST_PROXY=10.0.0.5,10.0.1.0/24)."
+  );
 }

@@ -2,9 +2,7 @@
 // instead), and shown only with its password replaced.
 import path from 'node:path';
 
-export type DatabaseConfig =
-  | { kind: 'sqlite'; path: string }
-  | { kind: 'postgres'; url: string };
+export type DatabaseConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
 export const DEFAULT_SQLITE_PATH = './data/infracat.sqlite';
 

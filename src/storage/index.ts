@@ -17,7 +17,8 @@ export interface OpenStoreOptions {
   onWarning?: (message: string, details: Record<string, unknown>) => void;
 }
 
-const HOW_TO_CREATE = "create it with 'infracat migrate' (or start the server once) with the same DATABASE_URL, or point DATABASE_URL / --database-url at the existing database";
+const HOW_TO_CREATE =
+  "create it with 'infracat migrate' (or start the server once) with the same DATABASE_URL, or point DATABASE_URL / --database-url at the existing database";
 
 /**
  * Opens an existing infracat database and nothing else: the operator commands use it so
@@ -40,7 +41,8 @@ export async function openExistingStore(
     version = await store.schemaVersion();
   } catch (err) {
     await store?.close();
-    if ((err as { code?: unknown }).code === 'SQLITE_NOTADB') throw new DatabaseMissingError(`${where} is not a SQLite database; ${HOW_TO_CREATE}`);
+    if ((err as { code?: unknown }).code === 'SQLITE_NOTADB')
+      throw new DatabaseMissingError(`${where} is not a SQLite database; ${HOW_TO_CREATE}`);
     throw err;
   }
   if (version === 0) {
@@ -57,7 +59,11 @@ export async function openStore(
   const db = config.database;
   if (db.kind === 'sqlite') {
     const { SqliteStore } = await import('./sqlite/store.js');
-    return new SqliteStore({ path: db.path, busyTimeoutMs: config.databaseTimeoutMs, ...(options.onWarning ? { onWarning: options.onWarning } : {}) });
+    return new SqliteStore({
+      path: db.path,
+      busyTimeoutMs: config.databaseTimeoutMs,
+      ...(options.onWarning ? { onWarning: options.onWarning } : {}),
+    });
   }
   const { PostgresStore } = await import('./postgres/store.js');
   return new PostgresStore({

@@ -13,7 +13,17 @@ export interface TokenDomain {
 }
 
 export function createTokenDomain(
-  config: Pick<Config, 'tokenPrefix' | 'tokenMaxLive' | 'tokenMaxLifetimeDays' | 'tokenExpiredRetentionDays' | 'tokenCacheTtlMs' | 'tokenCacheMax' | 'lastUsedFlushMs' | 'scopeResources'>,
+  config: Pick<
+    Config,
+    | 'tokenPrefix'
+    | 'tokenMaxLive'
+    | 'tokenMaxLifetimeDays'
+    | 'tokenExpiredRetentionDays'
+    | 'tokenCacheTtlMs'
+    | 'tokenCacheMax'
+    | 'lastUsedFlushMs'
+    | 'scopeResources'
+  >,
   store: Store,
   onFlushError?: (err: unknown) => void,
   now?: () => number,
@@ -22,7 +32,10 @@ export function createTokenDomain(
   const read = (hash: string) => store.tokens.findByHash(hash);
   // An injected clock (tests) drives the cache's TTL too, as it drives token expiry.
   const cache = new VerificationCache(config.tokenCacheMax, config.tokenCacheTtlMs, read, now);
-  const lastUsed = new LastUsedTracker(store.tokens, { intervalMs: config.lastUsedFlushMs, ...(onFlushError ? { onError: onFlushError } : {}) });
+  const lastUsed = new LastUsedTracker(store.tokens, {
+    intervalMs: config.lastUsedFlushMs,
+    ...(onFlushError ? { onError: onFlushError } : {}),
+  });
   const service = new TokenService(store.tokens, {
     prefix: config.tokenPrefix,
     registry: new ScopeRegistry(config.scopeResources),

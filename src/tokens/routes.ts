@@ -25,12 +25,16 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
     scope.post(
       '/api/v1/api-tokens',
       {
-        config: { auth: { scopes: ['api-tokens:write'] }, problems: { 409: 'The cap on live tokens is reached (TOKEN_LIMIT_REACHED)' } },
+        config: {
+          auth: { scopes: ['api-tokens:write'] },
+          problems: { 409: 'The cap on live tokens is reached (TOKEN_LIMIT_REACHED)' },
+        },
         schema: {
           tags,
           operationId: 'createApiToken',
           summary: 'Create an API token',
-          description: 'The response is the only one that ever shows the secret (`token`). A token can only grant scopes it holds itself (403 INSUFFICIENT_SCOPE), and the new token never outlives it: without `expires_at` it gets the calling token\'s expiry; a later one, or null from an expiring token, is 422. 409 TOKEN_LIMIT_REACHED past TOKEN_MAX_LIVE live tokens.',
+          description:
+            "The response is the only one that ever shows the secret (`token`). A token can only grant scopes it holds itself (403 INSUFFICIENT_SCOPE), and the new token never outlives it: without `expires_at` it gets the calling token's expiry; a later one, or null from an expiring token, is 422. 409 TOKEN_LIMIT_REACHED past TOKEN_MAX_LIVE live tokens.",
           body: CreateTokenBody,
           response: {
             201: CreatedToken,
@@ -46,19 +50,44 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
 
     scope.get(
       '/api/v1/api-tokens',
-      { config: { auth: { scopes: ['api-tokens:read'] } }, schema: { tags, operationId: 'listApiTokens', summary: 'List live API tokens (never their secrets), oldest first', response: { 200: TokenList } } },
+      {
+        config: { auth: { scopes: ['api-tokens:read'] } },
+        schema: {
+          tags,
+          operationId: 'listApiTokens',
+          summary: 'List live API tokens (never their secrets), oldest first',
+          response: { 200: TokenList },
+        },
+      },
       async () => (await service.list()).map(tokenView),
     );
 
     scope.get(
       '/api/v1/api-tokens/current',
-      { config: { auth: { scopes: [] } }, schema: { tags, operationId: 'getCurrentApiToken', summary: 'The calling token\'s own metadata', response: { 200: TokenView } } },
+      {
+        config: { auth: { scopes: [] } },
+        schema: {
+          tags,
+          operationId: 'getCurrentApiToken',
+          summary: "The calling token's own metadata",
+          response: { 200: TokenView },
+        },
+      },
       async (request) => tokenView(service.withPendingUse(request.token!)),
     );
 
     scope.get(
       '/api/v1/api-tokens/:id',
-      { config: { auth: { scopes: ['api-tokens:read'] } }, schema: { tags, operationId: 'getApiToken', summary: 'One live API token', params: IdParams, response: { 200: TokenView } } },
+      {
+        config: { auth: { scopes: ['api-tokens:read'] } },
+        schema: {
+          tags,
+          operationId: 'getApiToken',
+          summary: 'One live API token',
+          params: IdParams,
+          response: { 200: TokenView },
+        },
+      },
       async (request) => {
         const token = await service.get(request.params.id);
         if (token === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
@@ -68,16 +97,35 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
 
     scope.delete(
       '/api/v1/api-tokens/:id',
-      { config: { auth: { scopes: ['api-tokens:write'] } }, schema: { tags, operationId: 'deleteApiToken', summary: 'Delete an API token (refused everywhere within TOKEN_CACHE_TTL_MS)', description: 'A token can delete only tokens whose scopes it holds itself (itself included); otherwise 403 INSUFFICIENT_SCOPE naming the scopes it lacks. Unknown id: 404.', params: IdParams, response: { 204: { type: 'null', description: 'Deleted' } } } },
+      {
+        config: { auth: { scopes: ['api-tokens:write'] } },
+        schema: {
+          tags,
+          operationId: 'deleteApiToken',
+          summary: 'Delete an API token (refused everywhere within TOKEN_CACHE_TTL_MS)',
+          description:
+            'A token can delete only tokens whose scopes it holds itself (itself included); otherwise 403 INSUFFICIENT_SCOPE naming the scopes it lacks. Unknown id: 404.',
+          params: IdParams,
+          response: { 204: { type: 'null', description: 'Deleted' } },
+        },
+      },
       async (request, reply) => {
-        if (!(await service.delete(request.params.id, callerOf(request.token)))) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
+        if (!(await service.delete(request.params.id, callerOf(request.token))))
+          throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
         return reply.code(204).send(null);
       },
     );
 
     scope.get(
       '/api/v1/scopes',
-      { schema: { tags, operationId: 'listScopes', summary: 'The scope registry, with a description each', response: { 200: ScopeList } } },
+      {
+        schema: {
+          tags,
+          operationId: 'listScopes',
+          summary: 'The scope registry, with a description each',
+          response: { 200: ScopeList },
+        },
+      },
       async () => [...service.registry.all()],
     );
   });
@@ -86,7 +134,9 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
 /** The authenticated token as the domain's caller. These routes all require a token; without one, refuse. */
 function callerOf(token: TokenRecord | null): Caller {
   if (token === null) {
-    throw new AppError('UNAUTHORIZED', 'this endpoint needs a token: Authorization: Bearer <token>', { headers: { 'www-authenticate': bearerChallenge() } });
+    throw new AppError('UNAUTHORIZED', 'this endpoint needs a token: Authorization: Bearer <token>', {
+      headers: { 'www-authenticate': bearerChallenge() },
+    });
   }
   return { scopes: token.scopes, expiresAt: token.expiresAt };
 }

@@ -86,23 +86,43 @@ export function validateName(raw: string): { name: string } | { error: FieldErro
   const refused = REFUSED.exec(raw)?.[0];
   if (refused !== undefined) {
     const kind = REFUSED_KIND.find(([re]) => re.test(refused))![1];
-    return { error: { pointer, detail: `must not contain ${codePointLabel(refused)}, ${kind} (control, format, line and paragraph separator characters are refused)` } };
+    return {
+      error: {
+        pointer,
+        detail: `must not contain ${codePointLabel(refused)}, ${kind} (control, format, line and paragraph separator characters are refused)`,
+      },
+    };
   }
   const name = raw.trim();
   const chars = [...name];
   if (chars.length < 1) return { error: { pointer, detail: 'must not be empty or only whitespace' } };
   if (!chars.some(isVisible)) {
-    return { error: { pointer, detail: `must contain at least one visible character (it has only blank or invisible ones, such as ${codePointLabel(chars[0]!)})` } };
+    return {
+      error: {
+        pointer,
+        detail: `must contain at least one visible character (it has only blank or invisible ones, such as ${codePointLabel(chars[0]!)})`,
+      },
+    };
   }
   const first = chars[0]!;
   const last = chars[chars.length - 1]!;
-  if (!isVisible(first)) return { error: { pointer, detail: `must not begin with ${codePointLabel(first)}, which shows nothing on its own` } };
-  if (!isVisible(last) && !MARK.test(last)) return { error: { pointer, detail: `must not end with ${codePointLabel(last)}, which shows nothing on its own` } };
-  if (chars.length > NAME_MAX) return { error: { pointer, detail: `must be at most ${NAME_MAX} characters (got ${chars.length})` } };
+  if (!isVisible(first))
+    return {
+      error: { pointer, detail: `must not begin with ${codePointLabel(first)}, which shows nothing on its own` },
+    };
+  if (!isVisible(last) && !MARK.test(last))
+    return { error: { pointer, detail: `must not end with ${codePointLabel(last)}, which shows nothing on its own` } };
+  if (chars.length > NAME_MAX)
+    return { error: { pointer, detail: `must be at most ${NAME_MAX} characters (got ${chars.length})` } };
   // A name is shown to everyone who lists tokens and sent to services in X-Token-Name: a
   // pasted secret must not end up there (the detail does not quote it).
   if (name.includes('_') && new RegExp(SECRET_SHAPE.source).test(name)) {
-    return { error: { pointer, detail: 'must not contain a secret (something shaped like <prefix>_ and 30 or more letters and digits)' } };
+    return {
+      error: {
+        pointer,
+        detail: 'must not contain a secret (something shaped like <prefix>_ and 30 or more letters and digits)',
+      },
+    };
   }
   return { name };
 }
@@ -127,7 +147,14 @@ function daysInMonth(year: number, month: number): number {
 export function parseTimestamp(text: string): { at: number } | { error: string } {
   const m = RFC3339.exec(text);
   if (m === null) return { error: FORMAT_HINT };
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const [fraction, sign, offsetHour, offsetMinute] = [m[7] ?? '', m[8], Number(m[9] ?? 0), Number(m[10] ?? 0)];
   const impossible = (why: string) => ({ error: `must be a real date and time: ${why}` });
   if (month < 1 || month > 12) return impossible(`month ${m[2]} does not exist (01-12)`);
@@ -147,7 +174,10 @@ export function parseTimestamp(text: string): { at: number } | { error: string }
   return { at: date.getTime() - offsetMs };
 }
 
-function validateExpiry(asked: string | null | undefined, ctx: RuleContext): { expiresAt: number | null } | { error: FieldError } {
+function validateExpiry(
+  asked: string | null | undefined,
+  ctx: RuleContext,
+): { expiresAt: number | null } | { error: FieldError } {
   const pointer = '/expires_at';
   // A new token never outlives the token that creates it.
   const limit = ctx.caller?.expiresAt ?? null;
@@ -156,21 +186,33 @@ function validateExpiry(asked: string | null | undefined, ctx: RuleContext): { e
   if (asked === null) {
     if (limit === null) return { expiresAt: null };
     return {
-      error: { pointer, detail: `must not be null: the token making this request expires at ${limitText} and a token never outlives its creator (leave expires_at out to get that time)` },
+      error: {
+        pointer,
+        detail: `must not be null: the token making this request expires at ${limitText} and a token never outlives its creator (leave expires_at out to get that time)`,
+      },
     };
   }
   const parsed = parseTimestamp(asked);
   if ('error' in parsed) return { error: { pointer, detail: parsed.error } };
   const at = parsed.at;
   if (at <= ctx.now) return { error: { pointer, detail: 'must be in the future' } };
-  if (at - ctx.now > ctx.maxLifetimeMs) return { error: { pointer, detail: `must be within ${Math.floor(ctx.maxLifetimeMs / 86_400_000)} days from now` } };
+  if (at - ctx.now > ctx.maxLifetimeMs)
+    return { error: { pointer, detail: `must be within ${Math.floor(ctx.maxLifetimeMs / 86_400_000)} days from now` } };
   if (limit !== null && at > limit) {
-    return { error: { pointer, detail: `must be at or before ${limitText}, when the token making this request expires (a token never outlives its creator)` } };
+    return {
+      error: {
+        pointer,
+        detail: `must be at or before ${limitText}, when the token making this request expires (a token never outlives its creator)`,
+      },
+    };
   }
   return { expiresAt: at };
 }
 
-export function validateCreate(input: CreateTokenInput, ctx: RuleContext): { value: ValidCreate } | { errors: FieldError[] } {
+export function validateCreate(
+  input: CreateTokenInput,
+  ctx: RuleContext,
+): { value: ValidCreate } | { errors: FieldError[] } {
   const errors: FieldError[] = [];
   const name = validateName(input.name);
   if ('error' in name) errors.push(name.error);

@@ -6,21 +6,39 @@
 import { Type, type Static } from 'typebox';
 import { NAME_MAX } from './rules.js';
 
-const Timestamp = Type.String({ format: 'date-time', description: 'RFC 3339 UTC timestamp', examples: ['2026-11-21T19:00:00.000Z'] });
+const Timestamp = Type.String({
+  format: 'date-time',
+  description: 'RFC 3339 UTC timestamp',
+  examples: ['2026-11-21T19:00:00.000Z'],
+});
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
-const Scopes = Type.Array(Type.String(), { description: '`<resource>:<action>` scopes', examples: [['apps:read', 'apps:write']] });
+const Scopes = Type.Array(Type.String(), {
+  description: '`<resource>:<action>` scopes',
+  examples: [['apps:read', 'apps:write']],
+});
 
-export const TokenId = Type.String({ description: 'Token id, `tok_` + ULID', examples: ['tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H'] });
+export const TokenId = Type.String({
+  description: 'Token id, `tok_` + ULID',
+  examples: ['tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H'],
+});
 const TokenName = Type.String({ examples: ['ci deploy'] });
 
 export const CreateTokenBody = Type.Object(
   {
-    name: Type.String({ maxLength: NAME_MAX, description: `Label, at most ${NAME_MAX} characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end`, examples: ['ci deploy'] }),
-    scopes: Type.Array(Type.String({ maxLength: 200 }), { minItems: 1, maxItems: 100, examples: [['apps:read', 'apps:write']] }),
+    name: Type.String({
+      maxLength: NAME_MAX,
+      description: `Label, at most ${NAME_MAX} characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end`,
+      examples: ['ci deploy'],
+    }),
+    scopes: Type.Array(Type.String({ maxLength: 200 }), {
+      minItems: 1,
+      maxItems: 100,
+      examples: [['apps:read', 'apps:write']],
+    }),
     expires_at: Type.Optional(
       Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
         description:
-          'RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token\'s expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token\'s expiry is 422.',
+          "RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token's expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token's expiry is 422.",
       }),
     ),
   },
@@ -33,7 +51,10 @@ export type CreateTokenBody = Static<typeof CreateTokenBody>;
 export const CreatedToken = Type.Object({
   id: TokenId,
   name: TokenName,
-  token: Type.String({ description: 'The secret. Shown in this response only.', examples: ['icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB'] }),
+  token: Type.String({
+    description: 'The secret. Shown in this response only.',
+    examples: ['icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB'],
+  }),
   scopes: Scopes,
   created_at: Timestamp,
   expires_at: NullableTimestamp,

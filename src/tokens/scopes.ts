@@ -13,8 +13,14 @@ export const RESOURCE_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
 const SCOPE_PATTERN = /^([a-z][a-z0-9-]{0,39}):(read|write)$/;
 
 const DESCRIPTIONS: Record<string, Record<Action, string>> = {
-  'api-tokens': { read: 'List API tokens and see their metadata (never their secrets).', write: 'Create and delete API tokens (only with scopes the caller holds).' },
-  apps: { read: 'Read apps on the platform\'s apps service.', write: 'Create, change and delete apps on the platform\'s apps service.' },
+  'api-tokens': {
+    read: 'List API tokens and see their metadata (never their secrets).',
+    write: 'Create and delete API tokens (only with scopes the caller holds).',
+  },
+  apps: {
+    read: "Read apps on the platform's apps service.",
+    write: "Create, change and delete apps on the platform's apps service.",
+  },
   images: { read: 'Read the OS image catalog.', write: 'Manage the OS image catalog.' },
   plans: { read: 'Read the instance plan catalog.', write: 'Manage the instance plan catalog.' },
   regions: { read: 'Read the region catalog.', write: 'Manage the region catalog.' },
@@ -30,13 +36,16 @@ export class ScopeRegistry {
   private readonly known: Set<string>;
 
   constructor(resources: readonly string[] = DEFAULT_RESOURCES) {
-    for (const r of resources) if (!RESOURCE_PATTERN.test(r)) throw new Error(`invalid scope resource ${JSON.stringify(r)}`);
+    for (const r of resources)
+      if (!RESOURCE_PATTERN.test(r)) throw new Error(`invalid scope resource ${JSON.stringify(r)}`);
     this.infos = [...new Set(resources)].flatMap((resource) =>
       ACTIONS.map((action) => ({
         scope: `${resource}:${action}`,
         resource,
         action,
-        description: DESCRIPTIONS[resource]?.[action] ?? `${action === 'read' ? 'Read' : 'Create, change and delete'} ${resource}.`,
+        description:
+          DESCRIPTIONS[resource]?.[action] ??
+          `${action === 'read' ? 'Read' : 'Create, change and delete'} ${resource}.`,
       })),
     );
     this.known = new Set(this.infos.map((i) => i.scope));
@@ -60,7 +69,8 @@ export class ScopeRegistry {
     const seen = new Set<string>();
     scopes.forEach((scope, i) => {
       const at = `/scopes/${i}`;
-      if (parseScope(scope) === null) errors.push({ pointer: at, detail: `"${truncate(scope)}" is not of the form <resource>:<read|write>` });
+      if (parseScope(scope) === null)
+        errors.push({ pointer: at, detail: `"${truncate(scope)}" is not of the form <resource>:<read|write>` });
       else if (!this.known.has(scope)) errors.push({ pointer: at, detail: `unknown scope "${scope}"` });
       else if (seen.has(scope)) errors.push({ pointer: at, detail: `duplicate scope "${scope}"` });
       seen.add(scope);

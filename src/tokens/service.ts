@@ -46,7 +46,14 @@ export class TokenService {
   readonly registry: ScopeRegistry;
   readonly prefix: string;
   /** Verification outcomes since start (metrics). */
-  readonly verifications: Record<VerifyFailure | 'ok' | 'error', number> = { ok: 0, format: 0, checksum: 0, unknown: 0, expired: 0, error: 0 };
+  readonly verifications: Record<VerifyFailure | 'ok' | 'error', number> = {
+    ok: 0,
+    format: 0,
+    checksum: 0,
+    unknown: 0,
+    expired: 0,
+    error: 0,
+  };
   private readonly now: () => number;
 
   constructor(
@@ -65,7 +72,12 @@ export class TokenService {
    */
   async create(input: CreateTokenInput, caller: Caller | null): Promise<IssuedToken> {
     const now = this.now();
-    const checked = validateCreate(input, { registry: this.registry, now, maxLifetimeMs: this.options.maxLifetimeMs, caller });
+    const checked = validateCreate(input, {
+      registry: this.registry,
+      now,
+      maxLifetimeMs: this.options.maxLifetimeMs,
+      caller,
+    });
     if ('errors' in checked) {
       const scopeProblem = checked.errors.some((e) => e.pointer.startsWith('/scopes'));
       throw new AppError('VALIDATION_FAILED', 'the token request is invalid; see errors', {
@@ -87,7 +99,10 @@ export class TokenService {
     };
     const result = await this.store.create(token, { maxLive: this.options.maxLive, now });
     if (result === 'limit_reached') {
-      throw new AppError('TOKEN_LIMIT_REACHED', `at most ${this.options.maxLive} live tokens may exist; delete one first`);
+      throw new AppError(
+        'TOKEN_LIMIT_REACHED',
+        `at most ${this.options.maxLive} live tokens may exist; delete one first`,
+      );
     }
     return { token, secret };
   }

@@ -24,7 +24,7 @@ for (const backend of backends()) {
       return build(t, { store: db.open(), env: { DATABASE_URL: db.url, ...env } });
     }
 
-    it('each list is a bare array of objects with exactly the spec\'s fields and types', async (t) => {
+    it("each list is a bare array of objects with exactly the spec's fields and types", async (t) => {
       const { app } = await setup(t);
       for (const kind of ['images', 'plans', 'regions'] as const) {
         const res = await app.inject({ method: 'GET', url: `/api/v1/${kind}` });
@@ -67,9 +67,17 @@ for (const backend of backends()) {
     it('lists come in the documented order', async (t) => {
       const { app } = await setup(t);
       const plans = (await app.inject({ method: 'GET', url: '/api/v1/plans' })).json<{ price_monthly: number }[]>();
-      assert.deepEqual(plans.map((p) => p.price_monthly), [...plans.map((p) => p.price_monthly)].sort((a, b) => a - b), 'plans by price');
+      assert.deepEqual(
+        plans.map((p) => p.price_monthly),
+        [...plans.map((p) => p.price_monthly)].sort((a, b) => a - b),
+        'plans by price',
+      );
       const regions = (await app.inject({ method: 'GET', url: '/api/v1/regions' })).json<{ slug: string }[]>();
-      assert.deepEqual(regions.map((r) => r.slug), [...regions.map((r) => r.slug)].sort(), 'regions by slug');
+      assert.deepEqual(
+        regions.map((r) => r.slug),
+        [...regions.map((r) => r.slug)].sort(),
+        'regions by slug',
+      );
       const images = (await app.inject({ method: 'GET', url: '/api/v1/images' })).json<{ slug: string }[]>();
       const ubuntu = images.filter((i) => i.slug.startsWith('ubuntu-')).map((i) => i.slug);
       assert.deepEqual(ubuntu, ['ubuntu-26-04', 'ubuntu-24-04', 'ubuntu-22-04'], 'newest version first');
@@ -80,7 +88,14 @@ for (const backend of backends()) {
       const { app } = await setup(t);
       const img = await app.inject({ method: 'GET', url: '/api/v1/images/debian-12' });
       assert.equal(img.statusCode, 200);
-      assert.deepEqual(img.json(), { slug: 'debian-12', name: 'Debian 12 (bookworm)', distribution: 'Debian', version: '12', type: 'base', min_disk_gb: 10 });
+      assert.deepEqual(img.json(), {
+        slug: 'debian-12',
+        name: 'Debian 12 (bookworm)',
+        distribution: 'Debian',
+        version: '12',
+        type: 'base',
+        min_disk_gb: 10,
+      });
       const region = await app.inject({ method: 'GET', url: '/api/v1/regions/syd1' });
       assert.deepEqual(region.json(), { slug: 'syd1', name: 'Sydney 1', available: false, features: ['ipv6'] });
       for (const url of ['/api/v1/images/windows-11', '/api/v1/plans/x', '/api/v1/regions/mars1']) {
@@ -103,39 +118,76 @@ for (const backend of backends()) {
         assert.equal(again.headers.etag, etag);
         assert.equal(again.headers['cache-control'], 'public, max-age=60');
       }
-      const stale = await app.inject({ method: 'GET', url: '/api/v1/images', headers: { 'if-none-match': '"v0-old"' } });
+      const stale = await app.inject({
+        method: 'GET',
+        url: '/api/v1/images',
+        headers: { 'if-none-match': '"v0-old"' },
+      });
       assert.equal(stale.statusCode, 200);
-      const item = await app.inject({ method: 'GET', url: '/api/v1/plans/s-1vcpu-1gb', headers: { 'if-none-match': etag } });
+      const item = await app.inject({
+        method: 'GET',
+        url: '/api/v1/plans/s-1vcpu-1gb',
+        headers: { 'if-none-match': etag },
+      });
       assert.equal(item.statusCode, 304);
 
       const custom = await setup(t, { CATALOG_CACHE_CONTROL: 'no-cache' });
-      assert.equal((await custom.app.inject({ method: 'GET', url: '/api/v1/regions' })).headers['cache-control'], 'no-cache');
+      assert.equal(
+        (await custom.app.inject({ method: 'GET', url: '/api/v1/regions' })).headers['cache-control'],
+        'no-cache',
+      );
     });
 
     it('plan filters: type, min_vcpus, min_memory_mb, max_price_monthly', async (t) => {
       const { app } = await setup(t);
-      const get = async (q: string) => (await app.inject({ method: 'GET', url: `/api/v1/plans?${q}` })).json<{ slug: string; type: string; vcpus: number; memory_mb: number; price_monthly: number }[]>();
+      const get = async (q: string) =>
+        (await app.inject({ method: 'GET', url: `/api/v1/plans?${q}` })).json<
+          { slug: string; type: string; vcpus: number; memory_mb: number; price_monthly: number }[]
+        >();
       const mem = await get('type=memory-optimized');
-      assert.deepEqual(mem.map((p) => p.slug), shipped.plans.filter((p) => p.type === 'memory-optimized').map((p) => p.slug));
+      assert.deepEqual(
+        mem.map((p) => p.slug),
+        shipped.plans.filter((p) => p.type === 'memory-optimized').map((p) => p.slug),
+      );
       assert.ok((await get('min_vcpus=8')).every((p) => p.vcpus >= 8));
       assert.equal((await get('min_vcpus=8')).length, shipped.plans.filter((p) => p.vcpus >= 8).length);
       assert.equal((await get('min_memory_mb=16384')).length, shipped.plans.filter((p) => p.memory_mb >= 16384).length);
-      assert.deepEqual((await get('max_price_monthly=18')).map((p) => p.slug), ['s-1vcpu-1gb', 's-1vcpu-2gb', 's-2vcpu-2gb']);
+      assert.deepEqual(
+        (await get('max_price_monthly=18')).map((p) => p.slug),
+        ['s-1vcpu-1gb', 's-1vcpu-2gb', 's-2vcpu-2gb'],
+      );
       assert.deepEqual((await get('max_price_monthly=42.49')).map((p) => p.slug).includes('c-2vcpu-4gb'), false);
       assert.deepEqual((await get('max_price_monthly=42.50')).map((p) => p.slug).includes('c-2vcpu-4gb'), true);
       const combined = await get('type=general&min_vcpus=2&max_price_monthly=50');
-      assert.deepEqual(combined.map((p) => p.slug), ['s-2vcpu-2gb', 's-2vcpu-4gb', 's-4vcpu-8gb']);
+      assert.deepEqual(
+        combined.map((p) => p.slug),
+        ['s-2vcpu-2gb', 's-2vcpu-4gb', 's-4vcpu-8gb'],
+      );
       assert.deepEqual(await get('min_vcpus=1000'), [], 'no match: an empty array');
     });
 
     it('image and region filters', async (t) => {
       const { app } = await setup(t);
-      const images = async (q: string) => (await app.inject({ method: 'GET', url: `/api/v1/images?${q}` })).json<{ slug: string }[]>();
-      assert.deepEqual((await images('distribution=debian')).map((i) => i.slug), ['debian-13', 'debian-12'], 'case-insensitive');
-      assert.deepEqual((await images('distribution=Rocky%20Linux')).map((i) => i.slug), ['rocky-linux-10', 'rocky-linux-9']);
+      const images = async (q: string) =>
+        (await app.inject({ method: 'GET', url: `/api/v1/images?${q}` })).json<{ slug: string }[]>();
+      assert.deepEqual(
+        (await images('distribution=debian')).map((i) => i.slug),
+        ['debian-13', 'debian-12'],
+        'case-insensitive',
+      );
+      assert.deepEqual(
+        (await images('distribution=Rocky%20Linux')).map((i) => i.slug),
+        ['rocky-linux-10', 'rocky-linux-9'],
+      );
       assert.equal((await images('type=base')).length, shipped.images.length);
-      const regions = async (q: string) => (await app.inject({ method: 'GET', url: `/api/v1/regions?${q}` })).json<{ slug: string; available: boolean; features: string[] }[]>();
-      assert.deepEqual((await regions('available=false')).map((r) => r.slug), ['nyc1', 'syd1']);
+      const regions = async (q: string) =>
+        (await app.inject({ method: 'GET', url: `/api/v1/regions?${q}` })).json<
+          { slug: string; available: boolean; features: string[] }[]
+        >();
+      assert.deepEqual(
+        (await regions('available=false')).map((r) => r.slug),
+        ['nyc1', 'syd1'],
+      );
       const storage = await regions('feature=storage');
       assert.ok(storage.length > 0 && storage.every((r) => r.features.includes('storage')));
       const both = await regions('feature=storage&feature=ipv6&available=true');
@@ -162,21 +214,36 @@ for (const backend of backends()) {
         const body = res.json<{ code: string; detail: string; errors: { pointer: string }[] }>();
         assert.equal(body.code, 'INVALID_QUERY', url);
         assert.match(body.detail, new RegExp(`\\b${param}\\b`), url);
-        assert.ok(body.errors.some((e) => e.pointer === `querystring:/${param}`), url);
+        assert.ok(
+          body.errors.some((e) => e.pointer === `querystring:/${param}`),
+          url,
+        );
       }
     });
 
     it('public access: anonymous reads work, a valid token counts as use, an invalid one is refused', async (t) => {
       const { app } = await setup(t, { LAST_USED_FLUSH_MS: '600000' });
       assert.equal((await app.inject({ method: 'GET', url: '/api/v1/images' })).statusCode, 200);
-      const bad = await app.inject({ method: 'GET', url: '/api/v1/images', headers: { authorization: `Bearer ${generateSecret('icat')}` } });
+      const bad = await app.inject({
+        method: 'GET',
+        url: '/api/v1/images',
+        headers: { authorization: `Bearer ${generateSecret('icat')}` },
+      });
       assert.equal(bad.statusCode, 401);
       assert.match(String(bad.headers['www-authenticate']), /error="invalid_token"/);
-      const malformed = await app.inject({ method: 'GET', url: '/api/v1/regions', headers: { authorization: 'Bearer nope' } });
+      const malformed = await app.inject({
+        method: 'GET',
+        url: '/api/v1/regions',
+        headers: { authorization: 'Bearer nope' },
+      });
       assert.equal(malformed.statusCode, 401);
       const tok = await mintToken(app, ['apps:read']);
       assert.equal(app.infracat.tokens.lastUsed.pending(tok.id), undefined);
-      assert.equal((await app.inject({ method: 'GET', url: '/api/v1/plans', headers: tok.auth })).statusCode, 200, 'any valid token may read in public mode');
+      assert.equal(
+        (await app.inject({ method: 'GET', url: '/api/v1/plans', headers: tok.auth })).statusCode,
+        200,
+        'any valid token may read in public mode',
+      );
       assert.notEqual(app.infracat.tokens.lastUsed.pending(tok.id), undefined, 'the read counted as a use');
     });
 
@@ -187,12 +254,22 @@ for (const backend of backends()) {
       assert.equal(anon.headers['www-authenticate'], 'Bearer realm="infracat"');
       const images = await mintToken(app, ['images:read', 'regions:write']);
       assert.equal((await app.inject({ method: 'GET', url: '/api/v1/images', headers: images.auth })).statusCode, 200);
-      assert.equal((await app.inject({ method: 'GET', url: '/api/v1/regions/nyc3', headers: images.auth })).statusCode, 200);
+      assert.equal(
+        (await app.inject({ method: 'GET', url: '/api/v1/regions/nyc3', headers: images.auth })).statusCode,
+        200,
+      );
       const denied = await app.inject({ method: 'GET', url: '/api/v1/plans', headers: images.auth });
       assert.equal(denied.statusCode, 403);
-      assert.equal(denied.headers['www-authenticate'], 'Bearer realm="infracat", error="insufficient_scope", scope="plans:read"');
+      assert.equal(
+        denied.headers['www-authenticate'],
+        'Bearer realm="infracat", error="insufficient_scope", scope="plans:read"',
+      );
       const ok = await app.inject({ method: 'GET', url: '/api/v1/images', headers: images.auth });
-      assert.equal(ok.headers['cache-control'], 'private, max-age=60', 'authenticated responses are not for shared caches');
+      assert.equal(
+        ok.headers['cache-control'],
+        'private, max-age=60',
+        'authenticated responses are not for shared caches',
+      );
     });
 
     it('catalog reads never query storage', async (t) => {
@@ -201,13 +278,17 @@ for (const backend of backends()) {
       // Close the store under the app: any storage access from here on would fail.
       await store.close();
       assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 503, 'storage really is gone');
-      for (const url of ['/api/v1/images', '/api/v1/plans?type=general', '/api/v1/regions/nyc3', '/api/v1/plans/s-1vcpu-1gb']) {
+      for (const url of [
+        '/api/v1/images',
+        '/api/v1/plans?type=general',
+        '/api/v1/regions/nyc3',
+        '/api/v1/plans/s-1vcpu-1gb',
+      ]) {
         assert.equal((await app.inject({ method: 'GET', url })).statusCode, 200, url);
       }
     });
   });
 }
-
 
 describe('the catalog endpoints in the OpenAPI document', () => {
   it('document each entity with the schema the catalog file is validated with (rules included)', async (t) => {

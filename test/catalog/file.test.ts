@@ -10,10 +10,40 @@ import { formatCatalog, parseCatalogText, validateCatalog, type CatalogProblem }
 import { imageSlug } from '../../src/catalog/model.js';
 import { formatMoney } from '../../src/catalog/money.js';
 
-const image = (over: Record<string, unknown> = {}) => ({ slug: 'ubuntu-24-04', name: 'Ubuntu 24.04 LTS', distribution: 'Ubuntu', version: '24.04', type: 'base', min_disk_gb: 10, ...over });
-const plan = (over: Record<string, unknown> = {}) => ({ id: 's-1vcpu-1gb', slug: 's-1vcpu-1gb', vcpus: 1, memory_mb: 1024, disk_gb: 25, transfer_tb: 1, type: 'general', price_monthly: 6, ...over });
-const region = (over: Record<string, unknown> = {}) => ({ slug: 'nyc3', name: 'New York 3', available: true, features: ['backups', 'ipv6'], ...over });
-const doc = (over: Record<string, unknown> = {}) => ({ currency: 'USD', images: [image()], plans: [plan()], regions: [region()], ...over });
+const image = (over: Record<string, unknown> = {}) => ({
+  slug: 'ubuntu-24-04',
+  name: 'Ubuntu 24.04 LTS',
+  distribution: 'Ubuntu',
+  version: '24.04',
+  type: 'base',
+  min_disk_gb: 10,
+  ...over,
+});
+const plan = (over: Record<string, unknown> = {}) => ({
+  id: 's-1vcpu-1gb',
+  slug: 's-1vcpu-1gb',
+  vcpus: 1,
+  memory_mb: 1024,
+  disk_gb: 25,
+  transfer_tb: 1,
+  type: 'general',
+  price_monthly: 6,
+  ...over,
+});
+const region = (over: Record<string, unknown> = {}) => ({
+  slug: 'nyc3',
+  name: 'New York 3',
+  available: true,
+  features: ['backups', 'ipv6'],
+  ...over,
+});
+const doc = (over: Record<string, unknown> = {}) => ({
+  currency: 'USD',
+  images: [image()],
+  plans: [plan()],
+  regions: [region()],
+  ...over,
+});
 
 function problems(data: unknown): CatalogProblem[] {
   const r = validateCatalog(data);
@@ -38,23 +68,59 @@ describe('catalog validation rules', () => {
   });
 
   it('slugs are unique per kind', () => {
-    expectProblem(doc({ images: [image(), image({ name: 'again' })] }), 'images[1] (ubuntu-24-04)', 'slug', /duplicate image slug "ubuntu-24-04" \(first at images\[0\]/);
+    expectProblem(
+      doc({ images: [image(), image({ name: 'again' })] }),
+      'images[1] (ubuntu-24-04)',
+      'slug',
+      /duplicate image slug "ubuntu-24-04" \(first at images\[0\]/,
+    );
     expectProblem(doc({ plans: [plan(), plan()] }), 'plans[1] (s-1vcpu-1gb)', 'slug', /duplicate plan slug/);
     expectProblem(doc({ regions: [region(), region()] }), 'regions[1] (nyc3)', 'slug', /duplicate region slug/);
   });
 
   it('plan id equals slug', () => {
-    expectProblem(doc({ plans: [plan({ id: 'plan-1' })] }), 'plans[0] (s-1vcpu-1gb)', 'id', /must equal slug "s-1vcpu-1gb"/);
+    expectProblem(
+      doc({ plans: [plan({ id: 'plan-1' })] }),
+      'plans[0] (s-1vcpu-1gb)',
+      'id',
+      /must equal slug "s-1vcpu-1gb"/,
+    );
   });
 
   it('plan slug is <prefix>-<vcpus>vcpu-<GB>gb with the prefix of its type', () => {
-    expectProblem(doc({ plans: [plan({ type: 'cpu-optimized' })] }), 'plans[0] (s-1vcpu-1gb)', 'slug', /must be "c-1vcpu-1gb"/);
+    expectProblem(
+      doc({ plans: [plan({ type: 'cpu-optimized' })] }),
+      'plans[0] (s-1vcpu-1gb)',
+      'slug',
+      /must be "c-1vcpu-1gb"/,
+    );
     expectProblem(doc({ plans: [plan({ vcpus: 2 })] }), 'plans[0] (s-1vcpu-1gb)', 'slug', /must be "s-2vcpu-1gb"/);
-    expectProblem(doc({ plans: [plan({ memory_mb: 2048 })] }), 'plans[0] (s-1vcpu-1gb)', 'slug', /must be "s-1vcpu-2gb"/);
-    expectProblem(doc({ plans: [plan({ memory_mb: 1536 })] }), 'plans[0] (s-1vcpu-1gb)', 'memory_mb', /multiple of 1024/);
-    const m = validateCatalog(doc({ plans: [plan({ id: 'm-2vcpu-16gb', slug: 'm-2vcpu-16gb', vcpus: 2, memory_mb: 16384, type: 'memory-optimized' })] }));
+    expectProblem(
+      doc({ plans: [plan({ memory_mb: 2048 })] }),
+      'plans[0] (s-1vcpu-1gb)',
+      'slug',
+      /must be "s-1vcpu-2gb"/,
+    );
+    expectProblem(
+      doc({ plans: [plan({ memory_mb: 1536 })] }),
+      'plans[0] (s-1vcpu-1gb)',
+      'memory_mb',
+      /multiple of 1024/,
+    );
+    const m = validateCatalog(
+      doc({
+        plans: [
+          plan({ id: 'm-2vcpu-16gb', slug: 'm-2vcpu-16gb', vcpus: 2, memory_mb: 16384, type: 'memory-optimized' }),
+        ],
+      }),
+    );
     assert.ok(m.ok, 'memory-optimized uses m-');
-    expectProblem(doc({ plans: [plan({ type: 'gpu' })] }), 'plans[0] (s-1vcpu-1gb)', 'type', /general, cpu-optimized, memory-optimized/);
+    expectProblem(
+      doc({ plans: [plan({ type: 'gpu' })] }),
+      'plans[0] (s-1vcpu-1gb)',
+      'type',
+      /general, cpu-optimized, memory-optimized/,
+    );
   });
 
   it('integers are positive integers', () => {
@@ -63,14 +129,34 @@ describe('catalog validation rules', () => {
         expectProblem(doc({ plans: [plan({ [field]: bad })] }), 'plans[0] (s-1vcpu-1gb)', field, /positive integer/);
       }
     }
-    expectProblem(doc({ images: [image({ min_disk_gb: 0 })] }), 'images[0] (ubuntu-24-04)', 'min_disk_gb', /positive integer/);
-    expectProblem(doc({ images: [image({ min_disk_gb: undefined })] }), 'images[0] (ubuntu-24-04)', 'min_disk_gb', /required/);
+    expectProblem(
+      doc({ images: [image({ min_disk_gb: 0 })] }),
+      'images[0] (ubuntu-24-04)',
+      'min_disk_gb',
+      /positive integer/,
+    );
+    expectProblem(
+      doc({ images: [image({ min_disk_gb: undefined })] }),
+      'images[0] (ubuntu-24-04)',
+      'min_disk_gb',
+      /required/,
+    );
   });
 
   it('price is >= 0 with at most two decimals', () => {
     expectProblem(doc({ plans: [plan({ price_monthly: -1 })] }), 'plans[0] (s-1vcpu-1gb)', 'price_monthly', />= 0/);
-    expectProblem(doc({ plans: [plan({ price_monthly: 5.999 })] }), 'plans[0] (s-1vcpu-1gb)', 'price_monthly', /at most two decimals/);
-    expectProblem(doc({ plans: [plan({ price_monthly: '6.00' })] }), 'plans[0] (s-1vcpu-1gb)', 'price_monthly', /must be a number/);
+    expectProblem(
+      doc({ plans: [plan({ price_monthly: 5.999 })] }),
+      'plans[0] (s-1vcpu-1gb)',
+      'price_monthly',
+      /at most two decimals/,
+    );
+    expectProblem(
+      doc({ plans: [plan({ price_monthly: '6.00' })] }),
+      'plans[0] (s-1vcpu-1gb)',
+      'price_monthly',
+      /must be a number/,
+    );
     for (const ok of [0, 0.01, 6, 19.99, 1344.99, 0.1 + 0.2 - 0.3 + 4.1]) {
       assert.ok(validateCatalog(doc({ plans: [plan({ price_monthly: ok })] })).ok, String(ok));
     }
@@ -80,16 +166,43 @@ describe('catalog validation rules', () => {
     assert.equal(imageSlug('Ubuntu', '24.04'), 'ubuntu-24-04');
     assert.equal(imageSlug('Rocky Linux', '9.4'), 'rocky-linux-9-4');
     assert.equal(imageSlug('openSUSE Leap', '15.6 (SP)'), 'opensuse-leap-15-6-sp');
-    expectProblem(doc({ images: [image({ slug: 'ubuntu-2404' })] }), 'images[0] (ubuntu-2404)', 'slug', /must be "ubuntu-24-04"/);
-    expectProblem(doc({ images: [image({ version: 24.1, slug: 'ubuntu-24-1' })] }), 'images[0] (ubuntu-24-1)', 'version', /must be a string/);
+    expectProblem(
+      doc({ images: [image({ slug: 'ubuntu-2404' })] }),
+      'images[0] (ubuntu-2404)',
+      'slug',
+      /must be "ubuntu-24-04"/,
+    );
+    expectProblem(
+      doc({ images: [image({ version: 24.1, slug: 'ubuntu-24-1' })] }),
+      'images[0] (ubuntu-24-1)',
+      'version',
+      /must be a string/,
+    );
   });
 
   it('image type and region features come from known sets the file may extend', () => {
-    expectProblem(doc({ images: [image({ type: 'snapshot' })] }), 'images[0] (ubuntu-24-04)', 'type', /must be one of base/);
+    expectProblem(
+      doc({ images: [image({ type: 'snapshot' })] }),
+      'images[0] (ubuntu-24-04)',
+      'type',
+      /must be one of base/,
+    );
     assert.ok(validateCatalog(doc({ extra_image_types: ['snapshot'], images: [image({ type: 'snapshot' })] })).ok);
-    expectProblem(doc({ regions: [region({ features: ['gpu'] })] }), 'regions[0] (nyc3)', 'features', /unknown feature "gpu"; known: backups, ipv6, storage/);
-    assert.ok(validateCatalog(doc({ extra_region_features: ['gpu'], regions: [region({ features: ['gpu', 'ipv6'] })] })).ok);
-    expectProblem(doc({ regions: [region({ features: ['ipv6', 'ipv6'] })] }), 'regions[0] (nyc3)', 'features', /duplicate feature/);
+    expectProblem(
+      doc({ regions: [region({ features: ['gpu'] })] }),
+      'regions[0] (nyc3)',
+      'features',
+      /unknown feature "gpu"; known: backups, ipv6, storage/,
+    );
+    assert.ok(
+      validateCatalog(doc({ extra_region_features: ['gpu'], regions: [region({ features: ['gpu', 'ipv6'] })] })).ok,
+    );
+    expectProblem(
+      doc({ regions: [region({ features: ['ipv6', 'ipv6'] })] }),
+      'regions[0] (nyc3)',
+      'features',
+      /duplicate feature/,
+    );
     expectProblem(doc({ extra_region_features: ['Not OK'] }), 'file', 'extra_region_features', /lowercase words/);
   });
 
@@ -110,7 +223,9 @@ describe('catalog validation rules', () => {
   });
 
   it('every problem of a file is listed, not just the first', () => {
-    const found = problems(doc({ plans: [plan({ price_monthly: 1.234, vcpus: 0 }), plan({ id: 'x' })], regions: [region({ slug: 'BAD' })] }));
+    const found = problems(
+      doc({ plans: [plan({ price_monthly: 1.234, vcpus: 0 }), plan({ id: 'x' })], regions: [region({ slug: 'BAD' })] }),
+    );
     assert.ok(found.length >= 4, JSON.stringify(found));
   });
 
@@ -172,7 +287,10 @@ describe('catalog diff', () => {
     const next = validateCatalog(
       doc({
         images: [],
-        plans: [plan({ price_monthly: 7 }), plan({ id: 's-2vcpu-2gb', slug: 's-2vcpu-2gb', vcpus: 2, memory_mb: 2048 })],
+        plans: [
+          plan({ price_monthly: 7 }),
+          plan({ id: 's-2vcpu-2gb', slug: 's-2vcpu-2gb', vcpus: 2, memory_mb: 2048 }),
+        ],
         regions: [region({ available: false })],
         currency: 'EUR',
       }),
@@ -181,7 +299,9 @@ describe('catalog diff', () => {
     const d = diffCatalogs(base.catalog, next.catalog);
     assert.deepEqual(d.added.plans, ['s-2vcpu-2gb']);
     assert.deepEqual(d.removed.images, ['ubuntu-24-04']);
-    assert.deepEqual(d.changed.plans, [{ slug: 's-1vcpu-1gb', changes: [{ field: 'price_monthly', from: '6.00', to: '7.00' }] }]);
+    assert.deepEqual(d.changed.plans, [
+      { slug: 's-1vcpu-1gb', changes: [{ field: 'price_monthly', from: '6.00', to: '7.00' }] },
+    ]);
     assert.deepEqual(d.changed.regions, [{ slug: 'nyc3', changes: [{ field: 'available', from: true, to: false }] }]);
     assert.deepEqual(d.settings, [{ field: 'currency', from: 'USD', to: 'EUR' }]);
     const text = formatDiff(d);
@@ -199,7 +319,17 @@ describe('catalog diff', () => {
 
 describe('catalog text fields', () => {
   it('refuse control characters (PostgreSQL cannot even store NUL)', () => {
-    expectProblem(doc({ regions: [region({ name: 'New\u0000York' })] }), 'regions[0] (nyc3)', 'name', /control characters/);
-    expectProblem(doc({ images: [image({ name: 'Ubuntu\n24.04' })] }), 'images[0] (ubuntu-24-04)', 'name', /control characters/);
+    expectProblem(
+      doc({ regions: [region({ name: 'New\u0000York' })] }),
+      'regions[0] (nyc3)',
+      'name',
+      /control characters/,
+    );
+    expectProblem(
+      doc({ images: [image({ name: 'Ubuntu\n24.04' })] }),
+      'images[0] (ubuntu-24-04)',
+      'name',
+      /control characters/,
+    );
   });
 });

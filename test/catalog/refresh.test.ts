@@ -33,11 +33,21 @@ for (const backend of backends()) {
       assert.equal(await a.app.infracat.catalog.apply(next, baseVersion), baseVersion + 1);
       const after = await a.app.inject({ method: 'GET', url: '/api/v1/plans/s-1vcpu-1gb' });
       assert.ok(after.body.endsWith('"price_monthly":6.50}'), 'the applying instance serves it at once');
-      await waitFor(async () => (await b.app.inject({ method: 'GET', url: '/api/v1/plans/s-1vcpu-1gb' })).body.endsWith('"price_monthly":6.50}'), 3000);
+      await waitFor(
+        async () =>
+          (await b.app.inject({ method: 'GET', url: '/api/v1/plans/s-1vcpu-1gb' })).body.endsWith(
+            '"price_monthly":6.50}',
+          ),
+        3000,
+      );
       assert.ok(Date.now() - appliedAt <= 200 + 500, `picked up after ${Date.now() - appliedAt} ms`);
       const etagB = (await b.app.inject({ method: 'GET', url: '/api/v1/plans' })).headers.etag;
       assert.notEqual(etagB, before.headers.etag, 'a new snapshot has a new ETag');
-      assert.equal(etagB, (await a.app.inject({ method: 'GET', url: '/api/v1/plans' })).headers.etag, 'instances agree on the ETag of a version');
+      assert.equal(
+        etagB,
+        (await a.app.inject({ method: 'GET', url: '/api/v1/plans' })).headers.etag,
+        'instances agree on the ETag of a version',
+      );
     });
 
     it('a stale apply (someone else applied first) is refused and changes nothing', async (t) => {
@@ -58,7 +68,10 @@ describe('catalog reads through a PostgreSQL outage', () => {
     const server = await startEmbeddedPostgres();
     t.after(() => server.destroy());
     const store = new PostgresStore({ url: server.url, poolMax: 3, timeoutMs: 500 });
-    const { app } = await build(t, { store, env: { DATABASE_URL: server.url, CATALOG_REFRESH_MS: '100', DATABASE_TIMEOUT_MS: '500' } });
+    const { app } = await build(t, {
+      store,
+      env: { DATABASE_URL: server.url, CATALOG_REFRESH_MS: '100', DATABASE_TIMEOUT_MS: '500' },
+    });
     const first = await app.inject({ method: 'GET', url: '/api/v1/plans' });
     assert.equal(first.statusCode, 200);
 
@@ -87,6 +100,9 @@ describe('catalog reads through a PostgreSQL outage', () => {
     next.regions = next.regions.filter((r) => r.slug !== 'syd1');
     const doc = JSON.stringify(next);
     assert.ok(await other.catalog.apply(doc, latest, Date.now()));
-    await waitFor(async () => (await app.inject({ method: 'GET', url: '/api/v1/regions/syd1' })).statusCode === 404, 5000);
+    await waitFor(
+      async () => (await app.inject({ method: 'GET', url: '/api/v1/regions/syd1' })).statusCode === 404,
+      5000,
+    );
   });
 });

@@ -19,7 +19,13 @@ describe('infracat catalog', () => {
     assert.match(ok.stdout, /ok \(11 images, 15 plans, 10 regions, USD\)/);
 
     const broken = tmp.file('broken.yaml');
-    writeFileSync(broken, defaultYaml.replace('price_monthly: 6.00', 'price_monthly: 5.999').replace('slug: nyc3,', 'slug: NYC3,').replace('id: c-4vcpu-8gb, slug: c-4vcpu-8gb', 'id: c-4vcpu-8gb, slug: c-4vcpu-9gb'));
+    writeFileSync(
+      broken,
+      defaultYaml
+        .replace('price_monthly: 6.00', 'price_monthly: 5.999')
+        .replace('slug: nyc3,', 'slug: NYC3,')
+        .replace('id: c-4vcpu-8gb, slug: c-4vcpu-8gb', 'id: c-4vcpu-8gb, slug: c-4vcpu-9gb'),
+    );
     const bad = await cli(['catalog', 'validate', broken]);
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /4 problems/);
@@ -46,7 +52,10 @@ describe('infracat catalog', () => {
     assert.match(first.stdout, /applied as catalog version 1/);
 
     const edited = tmp.file('edited.yaml');
-    writeFileSync(edited, defaultYaml.replace('price_monthly: 6.00', 'price_monthly: 6.50').replace(/^ {2}- \{ slug: syd1.*\n/m, ''));
+    writeFileSync(
+      edited,
+      defaultYaml.replace('price_monthly: 6.00', 'price_monthly: 6.50').replace(/^ {2}- \{ slug: syd1.*\n/m, ''),
+    );
     const dry = await cli(['catalog', 'apply', edited, '--dry-run'], { env });
     assert.equal(dry.code, 0);
     assert.match(dry.stdout, /^~ plans s-1vcpu-1gb: price_monthly "6\.00" -> "6\.50"$/m);
@@ -56,16 +65,27 @@ describe('infracat catalog', () => {
     assert.match(exported.stdout, /price_monthly: 6\.00$/m, 'the dry run changed nothing');
 
     const broken = tmp.file('broken.yaml');
-    writeFileSync(broken, defaultYaml.replace('price_monthly: 6.00', 'price_monthly: 7.00').replace('available: true', 'available: maybe'));
+    writeFileSync(
+      broken,
+      defaultYaml.replace('price_monthly: 6.00', 'price_monthly: 7.00').replace('available: true', 'available: maybe'),
+    );
     const refused = await cli(['catalog', 'apply', broken], { env });
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /available: must be true or false/);
-    assert.match((await cli(['catalog', 'export'], { env })).stdout, /price_monthly: 6\.00$/m, 'the valid change in a bad file was not applied');
+    assert.match(
+      (await cli(['catalog', 'export'], { env })).stdout,
+      /price_monthly: 6\.00$/m,
+      'the valid change in a bad file was not applied',
+    );
 
     const unconfirmed = await cli(['catalog', 'apply', edited], { env });
     assert.equal(unconfirmed.code, 1, 'removing an entry needs --allow-removals');
     assert.match(unconfirmed.stderr, /refused: this apply would remove 1 entry .*--allow-removals/);
-    assert.match((await cli(['catalog', 'export'], { env })).stdout, /price_monthly: 6\.00$/m, 'a refused apply changes nothing');
+    assert.match(
+      (await cli(['catalog', 'export'], { env })).stdout,
+      /price_monthly: 6\.00$/m,
+      'a refused apply changes nothing',
+    );
     const applied = await cli(['catalog', 'apply', edited, '--allow-removals'], { env });
     assert.equal(applied.code, 0, applied.stderr);
     assert.match(applied.stdout, /applied as catalog version 2/);

@@ -27,7 +27,10 @@ describe('infracat command', () => {
       assert.ok(flat.includes(`${s.env}=${s.default === '' ? '(unset)' : s.default}`), `${s.env} and its default`);
       assert.ok(flat.includes(s.description.replace(/\s+/g, ' ')), `${s.env}'s description`);
     }
-    assert.ok(serveHelp.stdout.split('\n').every((l) => l.length <= 80 || /^ {2}[A-Z_]+=/.test(l)), 'descriptions are wrapped for a terminal');
+    assert.ok(
+      serveHelp.stdout.split('\n').every((l) => l.length <= 80 || /^ {2}[A-Z_]+=/.test(l)),
+      'descriptions are wrapped for a terminal',
+    );
   });
 
   it('--version prints the package version', async () => {
@@ -48,15 +51,22 @@ describe('infracat command', () => {
   it('a bad setting stops the start with one clear line (exit 78)', async () => {
     const res = await cli(['serve'], { env: { PORT: 'eighty' } });
     assert.equal(res.code, 78);
-    assert.equal(res.stderr.trim(), 'infracat: configuration error: invalid PORT "eighty": expected an integer from 0 to 65535');
+    assert.equal(
+      res.stderr.trim(),
+      'infracat: configuration error: invalid PORT "eighty": expected an integer from 0 to 65535',
+    );
     const flag = await cli(['serve', '--database-url', 'mysql://x']);
     assert.equal(flag.code, 78);
     assert.match(flag.stderr, /DATABASE_URL/);
   });
 
   it('each serve flag sets its setting, over the variable, and is read as the variable would be', async () => {
-    const flags = [['--port', 'PORT', '0'], ['--host', 'HOST', '127.0.0.1'], ['--log-level', 'LOG_LEVEL', 'info'],
-      ['--database-url', 'DATABASE_URL', 'sqlite:./data/x.sqlite']] as const;
+    const flags = [
+      ['--port', 'PORT', '0'],
+      ['--host', 'HOST', '127.0.0.1'],
+      ['--log-level', 'LOG_LEVEL', 'info'],
+      ['--database-url', 'DATABASE_URL', 'sqlite:./data/x.sqlite'],
+    ] as const;
     for (const [flag, name, good] of flags) {
       const res = await cli(['serve', `${flag}=:memory: x`], { env: { [name]: good } });
       assert.equal(res.code, 78, `${flag}: ${res.stderr}`);

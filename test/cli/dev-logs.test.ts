@@ -7,15 +7,35 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+const scripts = (
+  JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+).scripts;
 
 describe('development logs', () => {
   it('npm run dev turns JSON log lines into one readable line each', () => {
     const [server, pretty] = scripts.dev!.split('|').map((s) => s.trim());
     assert.match(server!, /src\/cli\/main\.ts serve$/);
     assert.match(pretty!, /^pino-pretty /);
-    const line = JSON.stringify({ level: 'info', time: '2026-11-23T22:30:05.123Z', service: 'infracat', request_id: 'r1', req: { method: 'GET', url: '/api/v1/plans' }, res: { status_code: 200 }, msg: 'request completed' });
-    const res = spawnSync('sh', ['-c', pretty!], { cwd: ROOT, input: `${line}\n`, encoding: 'utf8', env: { ...process.env, PATH: `${path.join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`, TZ: 'UTC', NO_COLOR: '1' } });
+    const line = JSON.stringify({
+      level: 'info',
+      time: '2026-11-23T22:30:05.123Z',
+      service: 'infracat',
+      request_id: 'r1',
+      req: { method: 'GET', url: '/api/v1/plans' },
+      res: { status_code: 200 },
+      msg: 'request completed',
+    });
+    const res = spawnSync('sh', ['-c', pretty!], {
+      cwd: ROOT,
+      input: `${line}\n`,
+      encoding: 'utf8',
+      env: {
+        ...process.env,
+        PATH: `${path.join(ROOT, 'node_modules/.bin')}:${process.env.PATH}`,
+        TZ: 'UTC',
+        NO_COLOR: '1',
+      },
+    });
     assert.equal(res.status, 0, res.stderr);
     const out = res.stdout.trim().split('\n');
     assert.equal(out.length, 1, 'one line per event');

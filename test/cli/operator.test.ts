@@ -46,20 +46,33 @@ describe('operator commands never create a database', () => {
     assert.ok(!existsSync(path.join(tmp.dir, 'data')));
   });
 
-  it('a SQLite file that is not an infracat database (empty, or another program\'s) is refused, unchanged', async (t) => {
+  it("a SQLite file that is not an infracat database (empty, or another program's) is refused, unchanged", async (t) => {
     const tmp = tempDir();
     t.after(() => tmp.remove());
     const other = tmp.file('other.sqlite');
     const db = new Database(other);
     db.exec('CREATE TABLE notes (body TEXT)');
     db.close();
-    const res = await cli(['tokens', 'create', '--name', 'x', '--scopes', 'apps:read', '--database-url', `sqlite:${other}`]);
+    const res = await cli([
+      'tokens',
+      'create',
+      '--name',
+      'x',
+      '--scopes',
+      'apps:read',
+      '--database-url',
+      `sqlite:${other}`,
+    ]);
     assert.equal(res.code, 66, res.stderr);
     assert.match(res.stderr, /holds no infracat schema/);
     const check = new Database(other, { readonly: true });
     const tables = check.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[];
     check.close();
-    assert.deepEqual(tables.map((r) => r.name), ['notes'], 'no infracat table was added');
+    assert.deepEqual(
+      tables.map((r) => r.name),
+      ['notes'],
+      'no infracat table was added',
+    );
 
     const text = tmp.file('notes.txt');
     spawnSync('sh', ['-c', `echo 'not a database at all, just some text here' > '${text}'`]);
@@ -95,7 +108,10 @@ describe('operator commands never create a database', () => {
     for (const args of [['tokens', 'list'], ['catalog', 'export'], ['migrate']]) {
       const res = await cli([...args, '--database-url', url]);
       assert.equal(res.code, 0, res.stderr);
-      assert.match(res.stderr, new RegExp(`^infracat: database sqlite:${tmp.file().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
+      assert.match(
+        res.stderr,
+        new RegExp(`^infracat: database sqlite:${tmp.file().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'),
+      );
     }
   });
 });
@@ -109,7 +125,14 @@ describe('getting back in: tokens create --all-scopes', () => {
     const res = await cli(['tokens', 'create', '--name', 'recovery', '--all-scopes', '--json'], { env });
     assert.equal(res.code, 0, res.stderr);
     const body = JSON.parse(res.stdout) as { scopes: string[]; token: string };
-    assert.deepEqual(body.scopes, ['api-tokens:read', 'api-tokens:write', 'apps:read', 'apps:write', 'billing:read', 'billing:write']);
+    assert.deepEqual(body.scopes, [
+      'api-tokens:read',
+      'api-tokens:write',
+      'apps:read',
+      'apps:write',
+      'billing:read',
+      'billing:write',
+    ]);
     assert.match(body.token, /^icat_/);
     const list = await cli(['tokens', 'list', '--json'], { env });
     assert.ok(!list.stdout.includes(body.token), 'the secret is shown only once');

@@ -44,20 +44,29 @@ describe('start-up failures', () => {
     const tmp = tempDir();
     t.after(() => tmp.remove());
     const blocker = createServer();
-    const port = await new Promise<number>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve((blocker.address() as { port: number }).port)));
+    const port = await new Promise<number>((resolve) =>
+      blocker.listen(0, '127.0.0.1', () => resolve((blocker.address() as { port: number }).port)),
+    );
     t.after(() => blocker.close());
-    const res = await cli(['serve', '--port', String(port)], { env: { ...BASE, DATABASE_URL: `sqlite:${tmp.file()}` } });
+    const res = await cli(['serve', '--port', String(port)], {
+      env: { ...BASE, DATABASE_URL: `sqlite:${tmp.file()}` },
+    });
     assert.equal(res.code, 69, res.stderr);
-    assert.match(res.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the port is already in use \\(.*EADDRINUSE.*\\)\\. .*PORT`));
+    assert.match(
+      res.stderr,
+      new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the port is already in use \\(.*EADDRINUSE.*\\)\\. .*PORT`),
+    );
   });
 
   it('port in use: the address named is the one the settings gave, read as the server reads them', async (t) => {
     const tmp = tempDir();
     t.after(() => tmp.remove());
     const blocker = createServer();
-    const port = await new Promise<number>((resolve) => blocker.listen(0, '127.0.0.1', () => {
-      resolve((blocker.address() as { port: number }).port);
-    }));
+    const port = await new Promise<number>((resolve) =>
+      blocker.listen(0, '127.0.0.1', () => {
+        resolve((blocker.address() as { port: number }).port);
+      }),
+    );
     t.after(() => blocker.close());
     // An empty HOST counts as unset (the default address), a padded PORT is trimmed, a flag wins over both.
     const env = { ...BASE, DATABASE_URL: `sqlite:${tmp.file()}`, HOST: '', PORT: ` ${port} ` };
@@ -72,7 +81,9 @@ describe('start-up failures', () => {
   it('a HOST that is not an address of this machine: exit 78', async (t) => {
     const tmp = tempDir();
     t.after(() => tmp.remove());
-    const res = await cli(['serve', '--host', '192.0.2.1', '--port', '0'], { env: { ...BASE, DATABASE_URL: `sqlite:${tmp.file()}` } });
+    const res = await cli(['serve', '--host', '192.0.2.1', '--port', '0'], {
+      env: { ...BASE, DATABASE_URL: `sqlite:${tmp.file()}` },
+    });
     assert.equal(res.code, 78, res.stderr);
     assert.match(res.stderr, /cannot listen on 192\.0\.2\.1:0: HOST is not an address of this machine/);
   });
@@ -85,10 +96,19 @@ describe('start-up failures', () => {
 
   it('PostgreSQL unreachable, host unknown, login refused, database missing: the cause, the redacted URL, the fix', async (t) => {
     const port = await freePort();
-    const refused = await cli(['serve'], { env: { ...BASE, DATABASE_URL: `postgres://infracat:s3cret-pw@127.0.0.1:${port}/infracat` } });
+    const refused = await cli(['serve'], {
+      env: { ...BASE, DATABASE_URL: `postgres://infracat:s3cret-pw@127.0.0.1:${port}/infracat` },
+    });
     assert.equal(refused.code, 69, refused.stderr);
-    assert.match(refused.stderr, new RegExp(`cannot reach the database postgres://infracat:\\*\\*\\*@127\\.0\\.0\\.1:${port}/infracat: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\. Nothing accepts connections there`));
-    const unknown = await cli(['migrate'], { env: { ...BASE, DATABASE_URL: 'postgres://infracat:s3cret-pw@db.invalid:5432/infracat' } });
+    assert.match(
+      refused.stderr,
+      new RegExp(
+        `cannot reach the database postgres://infracat:\\*\\*\\*@127\\.0\\.0\\.1:${port}/infracat: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\. Nothing accepts connections there`,
+      ),
+    );
+    const unknown = await cli(['migrate'], {
+      env: { ...BASE, DATABASE_URL: 'postgres://infracat:s3cret-pw@db.invalid:5432/infracat' },
+    });
     assert.equal(unknown.code, 69, unknown.stderr);
     assert.match(unknown.stderr, /ENOTFOUND db\.invalid.*does not resolve/);
     for (const r of [refused, unknown]) assert.ok(!r.stderr.includes('s3cret-pw'), 'the password never appears');
@@ -100,7 +120,10 @@ describe('start-up failures', () => {
     wrong.password = 'not-the-password';
     const login = await cli(['serve'], { env: { ...BASE, DATABASE_URL: wrong.toString() } });
     assert.equal(login.code, 78, login.stderr);
-    assert.match(login.stderr, /refused the login: password authentication failed.*Check the user and password in DATABASE_URL/);
+    assert.match(
+      login.stderr,
+      /refused the login: password authentication failed.*Check the user and password in DATABASE_URL/,
+    );
     assert.ok(!login.stderr.includes('not-the-password'));
     const missing = new URL(admin);
     missing.pathname = '/no_such_database';
@@ -120,7 +143,9 @@ describe('start-up failures', () => {
     assert.ok(res.stderr.includes(`the database ${url} is read-only`), res.stderr);
     assert.match(res.stderr, /read-only filesystem \(EROFS\).*writable/);
     // A database to be created under it: the same cause, not mkdir's ENOENT.
-    const below = await cli(['serve', '--port', '0'], { env: { ...BASE, DATABASE_URL: `sqlite:${mount.dir}/sub/ic.sqlite` } });
+    const below = await cli(['serve', '--port', '0'], {
+      env: { ...BASE, DATABASE_URL: `sqlite:${mount.dir}/sub/ic.sqlite` },
+    });
     assert.equal(below.code, 74, below.stderr);
     assert.doesNotMatch(below.stderr, /ENOENT/);
     assert.match(below.stderr, /read-only filesystem \(EROFS\)/);
@@ -139,4 +164,3 @@ describe('start-up failures', () => {
     assert.match(res.stderr, /is read-only .*Point DATABASE_URL at the primary/);
   });
 });
-

@@ -11,7 +11,9 @@ describe('infracat tokens', () => {
     t.after(() => tmp.remove());
     const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
     assert.equal((await cli(['migrate'], { env })).code, 0, 'the operator commands need an existing database');
-    const created = await cli(['tokens', 'create', '--name', 'ci', '--scopes', 'apps:read,apps:write', '--json'], { env });
+    const created = await cli(['tokens', 'create', '--name', 'ci', '--scopes', 'apps:read,apps:write', '--json'], {
+      env,
+    });
     assert.equal(created.code, 0, created.stderr);
     const body = JSON.parse(created.stdout) as Record<string, unknown>;
     assert.deepEqual(Object.keys(body).sort(), ['created_at', 'expires_at', 'id', 'name', 'scopes', 'token']);
@@ -28,7 +30,19 @@ describe('infracat tokens', () => {
     assert.match(table.stdout, /ID\s+NAME\s+SCOPES/);
     assert.match(table.stdout, new RegExp(String(body.id)));
 
-    const human = await cli(['tokens', 'create', '--name', 'h', '--scopes', 'images:read', '--expires-at', new Date(Date.now() + 86_400_000).toISOString()], { env });
+    const human = await cli(
+      [
+        'tokens',
+        'create',
+        '--name',
+        'h',
+        '--scopes',
+        'images:read',
+        '--expires-at',
+        new Date(Date.now() + 86_400_000).toISOString(),
+      ],
+      { env },
+    );
     assert.match(human.stdout, /token: icat_/);
     assert.match(human.stdout, /expires /);
 
@@ -63,7 +77,9 @@ describe('infracat tokens', () => {
     const first = await serve(env);
     const line = await first.child.waitFor(/^\s+token: icat_/);
     const secret = line.trim().slice('token: '.length);
-    const res = await fetch(`${first.url}/api/v1/api-tokens/current`, { headers: { authorization: `Bearer ${secret}` } });
+    const res = await fetch(`${first.url}/api/v1/api-tokens/current`, {
+      headers: { authorization: `Bearer ${secret}` },
+    });
     assert.equal(res.status, 200);
     const me = (await res.json()) as { scopes: string[] };
     assert.equal(me.scopes.length, 10);

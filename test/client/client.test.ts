@@ -44,7 +44,9 @@ describe('real client from the OpenAPI document', () => {
     const admin = await mintToken(app, ['api-tokens:write', 'apps:write']);
     const client = createClient<paths>({ baseUrl, headers: admin.auth });
 
-    const created = await client.POST('/api/v1/api-tokens', { body: { name: 'from the typed client', scopes: ['apps:read'] } });
+    const created = await client.POST('/api/v1/api-tokens', {
+      body: { name: 'from the typed client', scopes: ['apps:read'] },
+    });
     assert.equal(created.response.status, 201);
     assert.ok(created.data);
     check('post', '/api/v1/api-tokens', 201, created.response.headers.get('content-type')!, created.data);

@@ -11,7 +11,11 @@ export async function servedDocument(): Promise<Record<string, unknown>> {
   const tmp = tempDir();
   const store = new SqliteStore({ path: tmp.file(), busyTimeoutMs: 1000 });
   await store.migrate();
-  const app = buildApp({ config: loadConfig({ DATABASE_URL: `sqlite:${tmp.file()}`, BOOTSTRAP_ADMIN_TOKEN: 'false' }), store, logger: createLogger('silent') });
+  const app = buildApp({
+    config: loadConfig({ DATABASE_URL: `sqlite:${tmp.file()}`, BOOTSTRAP_ADMIN_TOKEN: 'false' }),
+    store,
+    logger: createLogger('silent'),
+  });
   try {
     const res = await app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
     return res.json<Record<string, unknown>>();

@@ -26,15 +26,24 @@ async function listening(t: TestContext, env: Record<string, string> = {}) {
  * A fresh browser context on `base`, failing the test on any script error, console error
  * (CSP and Trusted Types violations are reported there) or request to another origin.
  */
-async function open(t: TestContext, browser: Browser, base: string, options: { width?: number; bypassCSP?: boolean } = {}): Promise<{ page: Page; context: BrowserContext }> {
-  const context = await browser.newContext({ viewport: { width: options.width ?? 1280, height: 900 }, bypassCSP: options.bypassCSP ?? false });
+async function open(
+  t: TestContext,
+  browser: Browser,
+  base: string,
+  options: { width?: number; bypassCSP?: boolean } = {},
+): Promise<{ page: Page; context: BrowserContext }> {
+  const context = await browser.newContext({
+    viewport: { width: options.width ?? 1280, height: 900 },
+    bypassCSP: options.bypassCSP ?? false,
+  });
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
   const page = await context.newPage();
   const problems: string[] = [];
   page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
   page.on('console', (msg) => {
     // The browser logs failed fetches (the 4xx answers the tests provoke) as errors.
-    if (msg.type() === 'error' && !msg.text().startsWith('Failed to load resource')) problems.push(`console: ${msg.text()}`);
+    if (msg.type() === 'error' && !msg.text().startsWith('Failed to load resource'))
+      problems.push(`console: ${msg.text()}`);
   });
   page.on('request', (req) => {
     if (!req.url().startsWith(`${base}/`)) problems.push(`request to another origin: ${req.url()}`);
@@ -53,11 +62,15 @@ async function signIn(page: Page, base: string, secret: string): Promise<void> {
   await page.getByRole('heading', { name: 'All tokens' }).waitFor();
 }
 
-const row = (page: Page, name: string) => page.locator('tbody tr').filter({ has: page.locator('.token-name', { hasText: new RegExp(`^${name}$`) }) });
+const row = (page: Page, name: string) =>
+  page.locator('tbody tr').filter({ has: page.locator('.token-name', { hasText: new RegExp(`^${name}$`) }) });
 
 describe('web console in headless Chromium', () => {
   const executable = ensureChromium();
-  const skip = executable === undefined ? 'chromium is not installed (apt-get install chromium); under CI=true the test installs it' : false;
+  const skip =
+    executable === undefined
+      ? 'chromium is not installed (apt-get install chromium); under CI=true the test installs it'
+      : false;
 
   it('manages tokens and browses the catalogs', { skip, timeout: 180_000 }, async (t) => {
     const browser = await launchChromium(executable!);
@@ -76,7 +89,11 @@ describe('web console in headless Chromium', () => {
       assert.match(CONSOLE_CSP, /require-trusted-types-for 'script'/);
       assert.equal(res.headers.get('x-frame-options'), 'DENY');
       const html = await res.text();
-      assert.doesNotMatch(html, /<script>|\sstyle=|\son[a-z]+=|https?:\/\//i, 'no inline code and nothing from elsewhere');
+      assert.doesNotMatch(
+        html,
+        /<script>|\sstyle=|\son[a-z]+=|https?:\/\//i,
+        'no inline code and nothing from elsewhere',
+      );
     });
 
     await t.test('sign in: a bad token gets a clear refusal, a good one opens the tokens', async (t) => {
@@ -111,8 +128,12 @@ describe('web console in headless Chromium', () => {
 
       const heading = page.getByRole('heading', { name: 'Copy the token “ci-deploy” now' });
       await heading.waitFor();
-      assert.equal(await page.evaluate(() => document.activeElement?.id), 'secret-heading', 'focus moves to the secret');
-      assert.match(await page.locator('#secret-warning').textContent() ?? '', /only time it is shown/);
+      assert.equal(
+        await page.evaluate(() => document.activeElement?.id),
+        'secret-heading',
+        'focus moves to the secret',
+      );
+      assert.match((await page.locator('#secret-warning').textContent()) ?? '', /only time it is shown/);
       secret = await page.getByLabel('New token').inputValue();
       assert.match(secret, SECRET);
       await page.getByRole('button', { name: 'Copy' }).click();
@@ -123,7 +144,9 @@ describe('web console in headless Chromium', () => {
       await page.screenshot({ path: artifactPath('token-created.png'), fullPage: true });
 
       // The secret works, with what was picked.
-      const me = (await (await fetch(`${base}/api/v1/api-tokens/current`, { headers: { authorization: `Bearer ${secret}` } })).json()) as { name: string; scopes: string[]; expires_at: string };
+      const me = (await (
+        await fetch(`${base}/api/v1/api-tokens/current`, { headers: { authorization: `Bearer ${secret}` } })
+      ).json()) as { name: string; scopes: string[]; expires_at: string };
       assert.equal(me.name, 'ci-deploy');
       assert.deepEqual(me.scopes, ['images:read', 'plans:read']);
       assert.ok(Math.abs(Date.parse(me.expires_at) - (Date.now() + 30 * 86_400_000)) < 120_000, 'expires in 30 days');
@@ -133,7 +156,9 @@ describe('web console in headless Chromium', () => {
       assert.equal(await row(page, 'ci-deploy').locator('td[data-label="Created"] time').count(), 1);
       assert.equal(await page.locator('#new-secret').count(), 0);
       assert.ok(!(await page.content()).includes(secret), 'the secret is not on the page after a reload');
-      const stored = await page.evaluate(() => JSON.stringify({ ...sessionStorage }) + JSON.stringify({ ...localStorage }));
+      const stored = await page.evaluate(
+        () => JSON.stringify({ ...sessionStorage }) + JSON.stringify({ ...localStorage }),
+      );
       assert.ok(!stored.includes(secret), 'nor in browser storage');
     });
 
@@ -153,11 +178,14 @@ describe('web console in headless Chromium', () => {
       assert.ok(Math.abs(Date.now() - at) < 60_000);
       assert.match((await time.getAttribute('title')) ?? '', /^\d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2}:\d{2} UTC$/);
       await time.hover();
-      assert.match(await row(page, 'ci-deploy').locator('td[data-label="Expires"] time').textContent() ?? '', /^in (4 weeks|30 days|29 days|1 month)$/);
+      assert.match(
+        (await row(page, 'ci-deploy').locator('td[data-label="Expires"] time').textContent()) ?? '',
+        /^in (4 weeks|30 days|29 days|1 month)$/,
+      );
       await page.screenshot({ path: artifactPath('tokens.png'), fullPage: true });
     });
 
-    await t.test('bad input: checked in the browser first, then the server\'s 422 lands on the field', async (t) => {
+    await t.test("bad input: checked in the browser first, then the server's 422 lands on the field", async (t) => {
       const { page } = await open(t, browser, base);
       await signIn(page, base, admin.secret);
       let posts = 0;
@@ -179,7 +207,10 @@ describe('web console in headless Chromium', () => {
       assert.equal(posts, 1);
       assert.equal(await page.getByLabel(/Expiry date/).getAttribute('aria-invalid'), 'true');
       assert.equal(await page.evaluate(() => document.activeElement?.id), 'new-expiry-date');
-      assert.match(await page.getByRole('alert').filter({ hasText: 'Some fields need attention' }).textContent() ?? '', /see the messages next to them/);
+      assert.match(
+        (await page.getByRole('alert').filter({ hasText: 'Some fields need attention' }).textContent()) ?? '',
+        /see the messages next to them/,
+      );
     });
 
     await t.test('403: a token without api-tokens:read is told which scope it lacks', async (t) => {
@@ -200,18 +231,28 @@ describe('web console in headless Chromium', () => {
       await button.click();
       const dialog = page.getByRole('dialog', { name: 'Delete the token “ci-deploy”?' });
       await dialog.waitFor();
-      assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Cancel', 'the safe choice has focus');
+      assert.equal(
+        await page.evaluate(() => document.activeElement?.textContent),
+        'Cancel',
+        'the safe choice has focus',
+      );
       await page.screenshot({ path: artifactPath('delete-dialog.png') });
       await page.keyboard.press('Escape');
       await dialog.waitFor({ state: 'detached' });
-      assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Delete token ci-deploy', 'focus returns');
+      assert.equal(
+        await page.evaluate(() => document.activeElement?.getAttribute('aria-label')),
+        'Delete token ci-deploy',
+        'focus returns',
+      );
       assert.equal(await row(page, 'ci-deploy').count(), 1);
 
       await button.click();
       await dialog.getByRole('button', { name: 'Delete “ci-deploy”' }).click();
       await row(page, 'ci-deploy').waitFor({ state: 'detached' });
       assert.equal(await page.evaluate(() => document.activeElement?.id), 'list-heading');
-      const after = await fetch(`${base}/api/v1/api-tokens/current`, { headers: { authorization: `Bearer ${secret}` } });
+      const after = await fetch(`${base}/api/v1/api-tokens/current`, {
+        headers: { authorization: `Bearer ${secret}` },
+      });
       assert.equal(after.status, 401);
     });
 
@@ -224,7 +265,11 @@ describe('web console in headless Chromium', () => {
       assert.equal(await page.evaluate(() => document.activeElement?.tagName), 'BODY');
       await page.getByLabel('Type').selectOption('memory-optimized');
       assert.equal(await page.locator('#plan-count').textContent(), 'Showing 5 of 15 plans');
-      assert.ok((await plans.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-plan') ?? ''))).every((s) => s.startsWith('m-')));
+      assert.ok(
+        (await plans.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-plan') ?? ''))).every((s) =>
+          s.startsWith('m-'),
+        ),
+      );
 
       const byPrice = page.getByRole('button', { name: /^Price \/ month/ });
       await byPrice.click();
@@ -239,14 +284,21 @@ describe('web console in headless Chromium', () => {
       await page.getByLabel('At least vCPUs').fill('8');
       assert.equal(await plans.count(), 3);
       await page.getByLabel('At most $ / month').fill('400');
-      assert.deepEqual(await plans.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-plan'))), ['m-8vcpu-64gb']);
+      assert.deepEqual(await plans.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-plan'))), [
+        'm-8vcpu-64gb',
+      ]);
       await page.getByLabel('At least memory (GB)').fill('128');
       await page.getByText('No plan matches these filters.').waitFor();
       await page.getByRole('button', { name: 'Clear filters' }).click();
       await page.getByText('Showing 15 of 15 plans').waitFor();
       await page.getByRole('button', { name: /^vCPUs/ }).click();
-      const vcpus = await plans.evaluateAll((rows) => rows.map((r) => Number(r.querySelector('td[data-label="vCPUs"]')?.textContent)));
-      assert.deepEqual(vcpus, [...vcpus].sort((a, b) => a - b));
+      const vcpus = await plans.evaluateAll((rows) =>
+        rows.map((r) => Number(r.querySelector('td[data-label="vCPUs"]')?.textContent)),
+      );
+      assert.deepEqual(
+        vcpus,
+        [...vcpus].sort((a, b) => a - b),
+      );
       await page.screenshot({ path: artifactPath('plans.png'), fullPage: true });
     });
 
@@ -254,13 +306,19 @@ describe('web console in headless Chromium', () => {
       const { page } = await open(t, browser, base);
       await page.goto(`${base}/#/images`);
       await page.locator('section[data-distribution]').first().waitFor();
-      const groups = await page.locator('section[data-distribution]').evaluateAll((s) => s.map((e) => `${e.getAttribute('data-distribution')}:${e.querySelectorAll('li').length}`));
+      const groups = await page
+        .locator('section[data-distribution]')
+        .evaluateAll((s) => s.map((e) => `${e.getAttribute('data-distribution')}:${e.querySelectorAll('li').length}`));
       assert.deepEqual(groups, ['AlmaLinux:2', 'Debian:2', 'Fedora:2', 'Rocky Linux:2', 'Ubuntu:3']);
       await page.screenshot({ path: artifactPath('images.png'), fullPage: true });
 
       await page.getByRole('link', { name: 'Regions' }).click();
       await page.getByRole('heading', { name: 'Regions', level: 1 }).waitFor();
-      assert.equal(await page.evaluate(() => document.activeElement?.tagName), 'H1', 'navigation moves focus to the page heading');
+      assert.equal(
+        await page.evaluate(() => document.activeElement?.tagName),
+        'H1',
+        'navigation moves focus to the page heading',
+      );
       const nyc1 = page.locator('tr[data-region="nyc1"]');
       assert.equal(await nyc1.locator('td[data-label="Availability"]').textContent(), 'Not available');
       assert.deepEqual(await nyc1.locator('.tags li').allTextContents(), ['backups', 'ipv6']);
@@ -296,7 +354,16 @@ describe('web console in headless Chromium', () => {
         await page.locator('.view table, .view section, .view form').first().waitFor();
         await page.addScriptTag({ content: axe });
         const violations = await page.evaluate(async () => {
-          const result = await (window as unknown as { axe: { run: (ctx: Document, o: unknown) => Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }> } }).axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] });
+          const result = await (
+            window as unknown as {
+              axe: {
+                run: (
+                  ctx: Document,
+                  o: unknown,
+                ) => Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }>;
+              };
+            }
+          ).axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] });
           return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
         });
         found.push(...violations.map((v) => `${view}: ${v}`));
@@ -307,14 +374,29 @@ describe('web console in headless Chromium', () => {
     await t.test('an expired token stays listed, labelled Expired', async (t) => {
       const now = Date.now();
       await server.store.tokens.create(
-        { id: 'tok_01EXP1RED00000000000000000', name: 'old-ci', scopes: ['apps:read'], secretHash: 'f'.repeat(64), createdAt: now - 86_400_000, expiresAt: now - 60_000, lastUsedAt: null },
+        {
+          id: 'tok_01EXP1RED00000000000000000',
+          name: 'old-ci',
+          scopes: ['apps:read'],
+          secretHash: 'f'.repeat(64),
+          createdAt: now - 86_400_000,
+          expiresAt: now - 60_000,
+          lastUsedAt: null,
+        },
         { maxLive: 1000, now },
       );
       const { page } = await open(t, browser, base);
       await signIn(page, base, admin.secret);
       await row(page, 'old-ci').waitFor();
-      assert.match((await row(page, 'old-ci').locator('td[data-label="Expires"]').textContent()) ?? '', /ago\s*Expired$/);
-      assert.equal(await row(page, 'ci-deploy').locator('td[data-label="Expires"] .expired').count(), 0, 'a live token is not labelled');
+      assert.match(
+        (await row(page, 'old-ci').locator('td[data-label="Expires"]').textContent()) ?? '',
+        /ago\s*Expired$/,
+      );
+      assert.equal(
+        await row(page, 'ci-deploy').locator('td[data-label="Expires"] .expired').count(),
+        0,
+        'a live token is not labelled',
+      );
       await page.screenshot({ path: artifactPath('token-expired.png'), fullPage: true });
     });
 
@@ -323,10 +405,19 @@ describe('web console in headless Chromium', () => {
       const { page } = await open(t, browser, base);
       await page.goto(`${base}/docs/`);
       await page.locator('#operations-tokens-createApiToken').click();
-      const body = JSON.parse(await page.locator('#operations-tokens-createApiToken textarea.body-param__text').inputValue()) as Record<string, unknown>;
-      assert.deepEqual(body, { name: 'ci deploy', scopes: ['apps:read', 'apps:write'] }, 'the example body, not "string" placeholders');
+      const body = JSON.parse(
+        await page.locator('#operations-tokens-createApiToken textarea.body-param__text').inputValue(),
+      ) as Record<string, unknown>;
+      assert.deepEqual(
+        body,
+        { name: 'ci deploy', scopes: ['apps:read', 'apps:write'] },
+        'the example body, not "string" placeholders',
+      );
       const labels = await page.locator('#operations-tokens-createApiToken .response-col_description').allInnerTexts();
-      assert.ok(labels.some((l) => l.startsWith('Created')), labels.join(' | '));
+      assert.ok(
+        labels.some((l) => l.startsWith('Created')),
+        labels.join(' | '),
+      );
       assert.ok(!labels.some((l) => l.includes('Default Response')));
       await page.screenshot({ path: artifactPath('docs.png'), fullPage: false });
     });
@@ -343,42 +434,49 @@ describe('web console in headless Chromium', () => {
     });
   });
 
-  it('says what a 409, a 429 and a token-only catalog mean; works from the keyboard', { skip, timeout: 120_000 }, async (t) => {
-    const browser = await launchChromium(executable!);
-    t.after(() => browser.close());
-    // One live token allowed, a tiny per-token rate limit, catalogs for token holders only.
-    const { base, app } = await listening(t, { TOKEN_MAX_LIVE: '1', RATE_LIMIT: '6', CATALOG_ACCESS: 'token' });
-    const admin = await mintToken(app, ALL_SCOPES, 'operator');
-    const { page } = await open(t, browser, base);
+  it(
+    'says what a 409, a 429 and a token-only catalog mean; works from the keyboard',
+    { skip, timeout: 120_000 },
+    async (t) => {
+      const browser = await launchChromium(executable!);
+      t.after(() => browser.close());
+      // One live token allowed, a tiny per-token rate limit, catalogs for token holders only.
+      const { base, app } = await listening(t, { TOKEN_MAX_LIVE: '1', RATE_LIMIT: '6', CATALOG_ACCESS: 'token' });
+      const admin = await mintToken(app, ALL_SCOPES, 'operator');
+      const { page } = await open(t, browser, base);
 
-    // Keyboard: the skip link comes first and lands on the content.
-    await page.goto(`${base}/#/plans`);
-    await page.getByText('This server shows its plans to signed-in users only.').waitFor();
-    await page.keyboard.press('Tab');
-    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
-    await page.keyboard.press('Enter');
-    assert.equal(await page.evaluate(() => document.activeElement?.id), 'main');
-    await page.getByRole('link', { name: 'Sign in with an API token' }).click();
-    await page.getByLabel('API token').fill(admin.secret);
-    await page.keyboard.press('Enter');
-    await page.getByRole('heading', { name: 'All tokens' }).waitFor();
-    await page.getByRole('link', { name: 'Plans' }).click();
-    await page.locator('tbody tr[data-plan]').first().waitFor();
-    await page.getByRole('link', { name: 'API tokens' }).click();
+      // Keyboard: the skip link comes first and lands on the content.
+      await page.goto(`${base}/#/plans`);
+      await page.getByText('This server shows its plans to signed-in users only.').waitFor();
+      await page.keyboard.press('Tab');
+      assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
+      await page.keyboard.press('Enter');
+      assert.equal(await page.evaluate(() => document.activeElement?.id), 'main');
+      await page.getByRole('link', { name: 'Sign in with an API token' }).click();
+      await page.getByLabel('API token').fill(admin.secret);
+      await page.keyboard.press('Enter');
+      await page.getByRole('heading', { name: 'All tokens' }).waitFor();
+      await page.getByRole('link', { name: 'Plans' }).click();
+      await page.locator('tbody tr[data-plan]').first().waitFor();
+      await page.getByRole('link', { name: 'API tokens' }).click();
 
-    await page.getByLabel('Name').fill('one-too-many');
-    await page.locator('#scope-plans-read').check();
-    await page.getByRole('button', { name: 'Create token' }).click();
-    await page.getByRole('alert').filter({ hasText: 'The limit on live tokens is reached' }).waitFor();
+      await page.getByLabel('Name').fill('one-too-many');
+      await page.locator('#scope-plans-read').check();
+      await page.getByRole('button', { name: 'Create token' }).click();
+      await page.getByRole('alert').filter({ hasText: 'The limit on live tokens is reached' }).waitFor();
 
-    const refresh = page.getByRole('button', { name: 'Refresh' });
-    const limited = page.getByRole('alert').filter({ hasText: /Too many requests\. Try again in \d+ seconds?\./ });
-    let status = 0;
-    for (let i = 0; i < 10 && status !== 429; i++) {
-      const [res] = await Promise.all([page.waitForResponse((r) => r.url() === `${base}/api/v1/api-tokens`), refresh.click()]);
-      status = res.status();
-    }
-    assert.equal(status, 429);
-    await limited.waitFor();
-  });
+      const refresh = page.getByRole('button', { name: 'Refresh' });
+      const limited = page.getByRole('alert').filter({ hasText: /Too many requests\. Try again in \d+ seconds?\./ });
+      let status = 0;
+      for (let i = 0; i < 10 && status !== 429; i++) {
+        const [res] = await Promise.all([
+          page.waitForResponse((r) => r.url() === `${base}/api/v1/api-tokens`),
+          refresh.click(),
+        ]);
+        status = res.status();
+      }
+      assert.equal(status, 429);
+      await limited.waitFor();
+    },
+  );
 });

@@ -20,7 +20,7 @@ describe('console formatting', () => {
     assert.equal(relativeTime(ago(-400 * 86_400), NOW), 'next year');
   });
 
-  it('exact times are UTC whatever the viewer\'s zone', () => {
+  it("exact times are UTC whatever the viewer's zone", () => {
     assert.equal(exactTime('2026-11-21T22:30:05Z'), '21 Nov 2026, 22:30:05 UTC');
   });
 
@@ -48,24 +48,65 @@ describe('console formatting', () => {
 });
 
 describe('console plans table', () => {
-  const plan = (slug: string, type: Plan['type'], vcpus: number, memory_mb: number, price_monthly: number): Plan => ({ id: slug, slug, type, vcpus, memory_mb, disk_gb: 25, transfer_tb: 1, price_monthly });
-  const plans = [plan('s-1', 'general', 1, 1024, 6), plan('c-2', 'cpu-optimized', 2, 4096, 42.5), plan('m-2', 'memory-optimized', 2, 16384, 84), plan('s-2', 'general', 2, 2048, 18)];
+  const plan = (slug: string, type: Plan['type'], vcpus: number, memory_mb: number, price_monthly: number): Plan => ({
+    id: slug,
+    slug,
+    type,
+    vcpus,
+    memory_mb,
+    disk_gb: 25,
+    transfer_tb: 1,
+    price_monthly,
+  });
+  const plans = [
+    plan('s-1', 'general', 1, 1024, 6),
+    plan('c-2', 'cpu-optimized', 2, 4096, 42.5),
+    plan('m-2', 'memory-optimized', 2, 16384, 84),
+    plan('s-2', 'general', 2, 2048, 18),
+  ];
   const any = { type: '', minVcpus: null, minMemoryGb: null, maxPrice: null };
 
   it('filters by type, vCPUs, memory (GB) and price, all at once', () => {
-    assert.deepEqual(filterPlans(plans, any).map((p) => p.slug), ['s-1', 'c-2', 'm-2', 's-2']);
-    assert.deepEqual(filterPlans(plans, { ...any, type: 'general' }).map((p) => p.slug), ['s-1', 's-2']);
-    assert.deepEqual(filterPlans(plans, { ...any, minVcpus: 2, maxPrice: 50 }).map((p) => p.slug), ['c-2', 's-2']);
-    assert.deepEqual(filterPlans(plans, { ...any, minMemoryGb: 4 }).map((p) => p.slug), ['c-2', 'm-2']);
+    assert.deepEqual(
+      filterPlans(plans, any).map((p) => p.slug),
+      ['s-1', 'c-2', 'm-2', 's-2'],
+    );
+    assert.deepEqual(
+      filterPlans(plans, { ...any, type: 'general' }).map((p) => p.slug),
+      ['s-1', 's-2'],
+    );
+    assert.deepEqual(
+      filterPlans(plans, { ...any, minVcpus: 2, maxPrice: 50 }).map((p) => p.slug),
+      ['c-2', 's-2'],
+    );
+    assert.deepEqual(
+      filterPlans(plans, { ...any, minMemoryGb: 4 }).map((p) => p.slug),
+      ['c-2', 'm-2'],
+    );
     assert.deepEqual(filterPlans(plans, { ...any, maxPrice: 5 }), []);
   });
 
   it('sorts numbers numerically and text alphabetically, stable on ties', () => {
-    assert.deepEqual(sortPlans(plans, { key: 'price_monthly', direction: 'descending' }).map((p) => p.slug), ['m-2', 'c-2', 's-2', 's-1']);
-    assert.deepEqual(sortPlans(plans, { key: 'vcpus', direction: 'ascending' }).map((p) => p.slug), ['s-1', 'c-2', 'm-2', 's-2']);
-    assert.deepEqual(sortPlans(plans, { key: 'slug', direction: 'ascending' }).map((p) => p.slug), ['c-2', 'm-2', 's-1', 's-2']);
-    assert.deepEqual(nextSort({ key: 'vcpus', direction: 'ascending' }, 'vcpus'), { key: 'vcpus', direction: 'descending' });
-    assert.deepEqual(nextSort({ key: 'vcpus', direction: 'descending' }, 'slug'), { key: 'slug', direction: 'ascending' });
+    assert.deepEqual(
+      sortPlans(plans, { key: 'price_monthly', direction: 'descending' }).map((p) => p.slug),
+      ['m-2', 'c-2', 's-2', 's-1'],
+    );
+    assert.deepEqual(
+      sortPlans(plans, { key: 'vcpus', direction: 'ascending' }).map((p) => p.slug),
+      ['s-1', 'c-2', 'm-2', 's-2'],
+    );
+    assert.deepEqual(
+      sortPlans(plans, { key: 'slug', direction: 'ascending' }).map((p) => p.slug),
+      ['c-2', 'm-2', 's-1', 's-2'],
+    );
+    assert.deepEqual(nextSort({ key: 'vcpus', direction: 'ascending' }, 'vcpus'), {
+      key: 'vcpus',
+      direction: 'descending',
+    });
+    assert.deepEqual(nextSort({ key: 'vcpus', direction: 'descending' }, 'slug'), {
+      key: 'slug',
+      direction: 'ascending',
+    });
   });
 
   it('an empty or invalid number input means no filter', () => {
@@ -77,24 +118,46 @@ describe('console plans table', () => {
 });
 
 describe('console messages for API refusals', () => {
-  const err = (status: number, extra: Record<string, unknown> = {}, retry: number | null = null) => new ApiError(status, { status, ...extra }, retry);
+  const err = (status: number, extra: Record<string, unknown> = {}, retry: number | null = null) =>
+    new ApiError(status, { status, ...extra }, retry);
 
   it('says what each status means and what to do', () => {
     assert.match(messageFor(err(0)), /Cannot reach infracat/);
     assert.match(messageFor(err(401, { code: 'INVALID_TOKEN' })), /not accepted.*Sign in with a valid token/);
     assert.match(messageFor(err(401, { code: 'UNAUTHORIZED' })), /Sign in with an API token/);
-    assert.equal(messageFor(err(403, { missing_scopes: ['api-tokens:read'] })), 'This token lacks the api-tokens:read scope. Sign in with a token that holds it, or ask whoever manages your tokens.');
+    assert.equal(
+      messageFor(err(403, { missing_scopes: ['api-tokens:read'] })),
+      'This token lacks the api-tokens:read scope. Sign in with a token that holds it, or ask whoever manages your tokens.',
+    );
     assert.match(messageFor(err(403, { missing_scopes: ['a:read', 'b:read'] })), /the a:read, b:read scopes/);
-    assert.match(messageFor(err(409, { code: 'TOKEN_LIMIT_REACHED', detail: 'at most 5 live tokens' })), /limit on live tokens is reached \(at most 5 live tokens\)\. Delete a token/);
+    assert.match(
+      messageFor(err(409, { code: 'TOKEN_LIMIT_REACHED', detail: 'at most 5 live tokens' })),
+      /limit on live tokens is reached \(at most 5 live tokens\)\. Delete a token/,
+    );
     assert.match(messageFor(err(422)), /see the messages next to them/);
     assert.equal(messageFor(err(429, {}, 1)), 'Too many requests. Try again in 1 second.');
     assert.equal(messageFor(err(429, {}, 42)), 'Too many requests. Try again in 42 seconds.');
     assert.match(messageFor(err(429)), /Wait a moment/);
-    assert.equal(messageFor(err(503, { title: 'Service unavailable', request_id: 'r1' })), 'infracat could not complete the request: Service unavailable (reference r1). Try again shortly.');
+    assert.equal(
+      messageFor(err(503, { title: 'Service unavailable', request_id: 'r1' })),
+      'infracat could not complete the request: Service unavailable (reference r1). Try again shortly.',
+    );
   });
 
   it('field errors are grouped by the top-level field of their pointer', () => {
-    const e = err(422, { errors: [{ pointer: '/scopes/1', detail: 'unknown scope' }, { pointer: '/scopes/2', detail: 'bad' }, { pointer: '/name', detail: 'empty' }] });
-    assert.deepEqual([...fieldErrors(e)], [['scopes', ['unknown scope', 'bad']], ['name', ['empty']]]);
+    const e = err(422, {
+      errors: [
+        { pointer: '/scopes/1', detail: 'unknown scope' },
+        { pointer: '/scopes/2', detail: 'bad' },
+        { pointer: '/name', detail: 'empty' },
+      ],
+    });
+    assert.deepEqual(
+      [...fieldErrors(e)],
+      [
+        ['scopes', ['unknown scope', 'bad']],
+        ['name', ['empty']],
+      ],
+    );
   });
 });

@@ -14,7 +14,16 @@ describe('web console routes', () => {
     assert.equal(res.statusCode, 200);
     assert.equal(res.headers['content-type'], 'text/html; charset=utf-8');
     assert.equal(res.headers['content-security-policy'], CONSOLE_CSP);
-    for (const directive of ["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'none'", "require-trusted-types-for 'script'"]) {
+    for (const directive of [
+      "default-src 'none'",
+      "script-src 'self'",
+      "style-src 'self'",
+      "connect-src 'self'",
+      "frame-ancestors 'none'",
+      "base-uri 'none'",
+      "form-action 'none'",
+      "require-trusted-types-for 'script'",
+    ]) {
       assert.ok(CONSOLE_CSP.split('; ').includes(directive), directive);
     }
     assert.doesNotMatch(CONSOLE_CSP, /unsafe-|https?:|\*/);
@@ -72,7 +81,10 @@ describe('web console routes', () => {
     const { consoleRoutes } = await import('../../src/console/routes.js');
     const empty = mkdtempSync(path.join(tmpdir(), 'infracat-noweb-'));
     t.after(() => rmSync(empty, { recursive: true, force: true }));
-    const { app, logs } = await build(t, { env: { CONSOLE: 'false' }, extend: (a) => consoleRoutes(a, { dir: empty }) });
+    const { app, logs } = await build(t, {
+      env: { CONSOLE: 'false' },
+      extend: (a) => consoleRoutes(a, { dir: empty }),
+    });
     const res = await app.inject({ url: '/' });
     assert.equal(res.statusCode, 404);
     assert.match(res.json<{ detail: string }>().detail, /npm run build/);

@@ -35,7 +35,11 @@ describe('deploy/infracat.service', () => {
     assert.equal(one('CapabilityBoundingSet'), '');
     assert.match(one('EnvironmentFile') ?? '', /infracat\.env$/);
     assert.match(one('ExecStart') ?? '', /dist\/cli\/main\.js serve$/);
-    assert.match(one('Environment') !== undefined ? directives.get('Environment')!.join(' ') : '', /DATABASE_URL=sqlite:\/var\/lib\/infracat\//, 'the database lives in the state directory');
+    assert.match(
+      one('Environment') !== undefined ? directives.get('Environment')!.join(' ') : '',
+      /DATABASE_URL=sqlite:\/var\/lib\/infracat\//,
+      'the database lives in the state directory',
+    );
     assert.equal(one('RestartPreventExitStatus'), '78', 'a bad setting does not restart in a loop');
 
     const analyze = ensureDebianBinary('systemd', ['/usr/bin/systemd-analyze', '/bin/systemd-analyze']);

@@ -12,11 +12,13 @@ import { build, mintToken } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
 
 describe('forward-auth rules', () => {
-  const rules = compileRules(JSON.stringify([
-    { method: ['GET', 'HEAD'], path: '/apps/**', scopes: ['apps:read'] },
-    { path: '/apps/**', scopes: ['apps:write'] },
-    { method: 'GET', path: '/status/*', scopes: [] },
-  ]));
+  const rules = compileRules(
+    JSON.stringify([
+      { method: ['GET', 'HEAD'], path: '/apps/**', scopes: ['apps:read'] },
+      { path: '/apps/**', scopes: ['apps:write'] },
+      { method: 'GET', path: '/status/*', scopes: [] },
+    ]),
+  );
 
   it('first match wins; ** spans segments, * one; no match is null (deny)', () => {
     assert.deepEqual(requiredScopes(rules, 'GET', '/apps/1/logs?tail=1'), ['apps:read']);
@@ -81,13 +83,22 @@ describe('forward-auth rules', () => {
     assert.throws(() => compileRules('[{"path":"apps"}]'), /start with \//);
     assert.throws(() => compileRules('[{"path":"/a","scopes":["root"]}]'), /scopes/);
     assert.throws(() => compileRules('[{"path":"/a","scopes":[],"method":[]}]'), /method/);
-    assert.throws(() => compileRules('[{"path":"/a","scopes":[],"method":"FETCH"}]'), /method must be one of GET, HEAD/);
+    assert.throws(
+      () => compileRules('[{"path":"/a","scopes":[],"method":"FETCH"}]'),
+      /method must be one of GET, HEAD/,
+    );
   });
 
   it('AUTH_CHECK_GATEWAY is auto by default, or nginx, traefik or envoy', () => {
     assert.equal(loadConfig({}).authCheckGateway, 'auto');
-    for (const g of ['nginx', 'traefik', 'envoy'] as const) assert.equal(loadConfig({ AUTH_CHECK_GATEWAY: g }).authCheckGateway, g);
-    assert.throws(() => loadConfig({ AUTH_CHECK_GATEWAY: 'haproxy' }), (err: unknown) => err instanceof ConfigError && /^invalid AUTH_CHECK_GATEWAY "haproxy": expected one of auto, nginx, traefik, envoy$/.test(err.message));
+    for (const g of ['nginx', 'traefik', 'envoy'] as const)
+      assert.equal(loadConfig({ AUTH_CHECK_GATEWAY: g }).authCheckGateway, g);
+    assert.throws(
+      () => loadConfig({ AUTH_CHECK_GATEWAY: 'haproxy' }),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        /^invalid AUTH_CHECK_GATEWAY "haproxy": expected one of auto, nginx, traefik, envoy$/.test(err.message),
+    );
   });
 });
 
@@ -101,7 +112,11 @@ for (const backend of backends()) {
     it('allowed: 200 with X-Token-Id/Name/Scopes, counted as a use', async (t) => {
       const { app } = await setup(t);
       const tok = await mintToken(app, ['apps:read'], 'déploiement bot');
-      const res = await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...tok.auth, 'x-original-uri': '/apps/7?x=1', 'x-original-method': 'GET' } });
+      const res = await app.inject({
+        method: 'GET',
+        url: '/api/v1/auth/check',
+        headers: { ...tok.auth, 'x-original-uri': '/apps/7?x=1', 'x-original-method': 'GET' },
+      });
       assert.equal(res.statusCode, 200);
       assert.equal(res.headers['x-token-id'], tok.id);
       assert.equal(res.headers['x-token-name'], encodeURIComponent('déploiement bot'));
@@ -117,11 +132,18 @@ for (const backend of backends()) {
       const { app } = await setup(t);
       const reader = await mintToken(app, ['apps:read']);
       const check = (method: string, uri: string, auth = reader.auth) =>
-        app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...auth, 'x-forwarded-method': method, 'x-forwarded-uri': uri } });
+        app.inject({
+          method: 'GET',
+          url: '/api/v1/auth/check',
+          headers: { ...auth, 'x-forwarded-method': method, 'x-forwarded-uri': uri },
+        });
       assert.equal((await check('GET', '/apps/1')).statusCode, 200);
       const write = await check('POST', '/apps');
       assert.equal(write.statusCode, 403);
-      assert.equal(write.headers['www-authenticate'], 'Bearer realm="infracat", error="insufficient_scope", scope="apps:write"');
+      assert.equal(
+        write.headers['www-authenticate'],
+        'Bearer realm="infracat", error="insufficient_scope", scope="apps:write"',
+      );
       assert.deepEqual(write.json<{ missing_scopes: string[] }>().missing_scopes, ['apps:write']);
       const elsewhere = await check('GET', '/billing/invoices');
       assert.equal(elsewhere.statusCode, 403);
@@ -133,19 +155,37 @@ for (const backend of backends()) {
     it('scope query parameters (repeated or space-separated) override the rules; unknown scopes are a 400', async (t) => {
       const { app } = await setup(t);
       const tok = await mintToken(app, ['apps:write', 'images:read']);
-      assert.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read&scope=images:read', headers: tok.auth })).statusCode, 200);
-      assert.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read%20plans:read', headers: tok.auth })).statusCode, 403);
-      const unknown = await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=billing:read', headers: tok.auth });
+      assert.equal(
+        (
+          await app.inject({
+            method: 'GET',
+            url: '/api/v1/auth/check?scope=apps:read&scope=images:read',
+            headers: tok.auth,
+          })
+        ).statusCode,
+        200,
+      );
+      assert.equal(
+        (await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read%20plans:read', headers: tok.auth }))
+          .statusCode,
+        403,
+      );
+      const unknown = await app.inject({
+        method: 'GET',
+        url: '/api/v1/auth/check?scope=billing:read',
+        headers: tok.auth,
+      });
       assert.equal(unknown.statusCode, 400);
       assert.equal(unknown.json<{ code: string }>().code, 'INVALID_QUERY');
       const nothing = await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: tok.auth });
       assert.equal(nothing.statusCode, 400, 'nothing to check against');
     });
 
-    it('remembered scope parameters give the same answers on repeat, past the memo\'s bound, and never remember a refusal', async (t) => {
+    it("remembered scope parameters give the same answers on repeat, past the memo's bound, and never remember a refusal", async (t) => {
       const { app } = await setup(t);
       const tok = await mintToken(app, ['apps:write']);
-      const status = async (query: string) => (await app.inject({ method: 'GET', url: `/api/v1/auth/check?${query}`, headers: tok.auth })).statusCode;
+      const status = async (query: string) =>
+        (await app.inject({ method: 'GET', url: `/api/v1/auth/check?${query}`, headers: tok.auth })).statusCode;
       for (let round = 0; round < 2; round++) {
         assert.equal(await status('scope=apps:read'), 200);
         assert.equal(await status('scope=plans:read'), 403);
@@ -170,34 +210,63 @@ for (const backend of backends()) {
       }
       const gone = await mintToken(app, ['apps:read']);
       await app.infracat.tokens.service.delete(gone.id, null);
-      assert.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...fwd, ...gone.auth } })).statusCode, 401);
+      assert.equal(
+        (await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...fwd, ...gone.auth } })).statusCode,
+        401,
+      );
     });
 
-    it('Envoy form: original method and path after the prefix; the client\'s query cannot choose scopes', async (t) => {
+    it("Envoy form: original method and path after the prefix; the client's query cannot choose scopes", async (t) => {
       const { app } = await setup(t);
       const reader = await mintToken(app, ['apps:read']);
-      assert.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/check/apps/1', headers: reader.auth })).statusCode, 200);
-      const post = await app.inject({ method: 'POST', url: '/api/v1/auth/check/apps/1?scope=apps:read', headers: { ...reader.auth, 'content-type': 'application/octet-stream' }, payload: Buffer.from([1, 2, 3]) });
+      assert.equal(
+        (await app.inject({ method: 'GET', url: '/api/v1/auth/check/apps/1', headers: reader.auth })).statusCode,
+        200,
+      );
+      const post = await app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/check/apps/1?scope=apps:read',
+        headers: { ...reader.auth, 'content-type': 'application/octet-stream' },
+        payload: Buffer.from([1, 2, 3]),
+      });
       assert.equal(post.statusCode, 403, 'POST needs apps:write whatever the query says');
-      assert.equal((await app.inject({ method: 'DELETE', url: '/api/v1/auth/check/apps/1/../../billing', headers: reader.auth })).statusCode, 403);
+      assert.equal(
+        (await app.inject({ method: 'DELETE', url: '/api/v1/auth/check/apps/1/../../billing', headers: reader.auth }))
+          .statusCode,
+        403,
+      );
     });
 
     it('a forwarded request body of any type is ignored', async (t) => {
       const { app } = await setup(t);
       const tok = await mintToken(app, ['apps:write']);
-      const res = await app.inject({ method: 'POST', url: '/api/v1/auth/check', headers: { ...tok.auth, 'content-type': 'text/csv', 'x-original-uri': '/apps', 'x-original-method': 'POST' }, payload: 'a,b\n1,2' });
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/check',
+        headers: { ...tok.auth, 'content-type': 'text/csv', 'x-original-uri': '/apps', 'x-original-method': 'POST' },
+        payload: 'a,b\n1,2',
+      });
       assert.equal(res.statusCode, 200);
     });
 
     it('the original method and URI come from one header family, each header once, never guessed', async (t) => {
       const { app } = await setup(t);
       const reader = await mintToken(app, ['apps:read']);
-      const check = (headers: Record<string, string | string[]>) => app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...reader.auth, ...headers } });
+      const check = (headers: Record<string, string | string[]>) =>
+        app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...reader.auth, ...headers } });
       const refused: [Record<string, string | string[]>, RegExp][] = [
         // The issue's requests: Traefik forwards DELETE /apps/x (or GET /admin), the client adds X-Original-*.
         [{ 'x-forwarded-method': 'DELETE', 'x-forwarded-uri': '/apps/x', 'x-original-method': 'GET' }, /both/],
         [{ 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/admin', 'x-original-uri': '/apps/x' }, /both/],
-        [{ 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/apps/x', 'x-original-method': 'GET', 'x-original-uri': '/apps/x' }, /both/],
+        [
+          {
+            'x-forwarded-method': 'GET',
+            'x-forwarded-uri': '/apps/x',
+            'x-original-method': 'GET',
+            'x-original-uri': '/apps/x',
+          },
+          /both/,
+        ],
         // Half a family: the method is no longer assumed to be GET.
         [{ 'x-original-uri': '/apps/x' }, /X-Original-URI without X-Original-Method/],
         [{ 'x-forwarded-uri': '/apps/x' }, /X-Forwarded-Uri without X-Forwarded-Method/],
@@ -214,7 +283,10 @@ for (const backend of backends()) {
         [{ 'x-original-method': 'GET', 'x-original-uri': 'http://apps/x' }, /origin-form/],
         [{ 'x-original-method': 'GET', 'x-original-uri': '//apps/x' }, /authority/],
         [{ 'x-original-method': 'GET', 'x-original-uri': '/apps/x, /admin' }, /space/],
-        [{ 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/apps/%2e%2e/admin/%C0' }, /X-Forwarded-Uri has percent-escapes that are not valid UTF-8/],
+        [
+          { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/apps/%2e%2e/admin/%C0' },
+          /X-Forwarded-Uri has percent-escapes that are not valid UTF-8/,
+        ],
       ];
       for (const [headers, reason] of refused) {
         const res = await check(headers);
@@ -234,7 +306,9 @@ for (const backend of backends()) {
       const db = await backend.fresh(t);
       const apps: Record<string, Awaited<ReturnType<typeof build>>['app']> = {};
       for (const mode of ['auto', 'nginx', 'traefik', 'envoy']) {
-        apps[mode] = (await build(t, { store: db.open(), env: { DATABASE_URL: db.url, AUTH_CHECK_GATEWAY: mode } })).app;
+        apps[mode] = (
+          await build(t, { store: db.open(), env: { DATABASE_URL: db.url, AUTH_CHECK_GATEWAY: mode } })
+        ).app;
       }
       const reader = await mintToken(apps.auto!, ['apps:read']);
       const forms = {
@@ -250,9 +324,17 @@ for (const backend of backends()) {
           if (!readable) assert.match(res.json<{ detail: string }>().detail, new RegExp(`AUTH_CHECK_GATEWAY=${mode}`));
         }
         // The scope form is the gateway's own config (its check URL): read in every mode.
-        assert.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read', headers: reader.auth })).statusCode, 200);
+        assert.equal(
+          (await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read', headers: reader.auth }))
+            .statusCode,
+          200,
+        );
         // The path form takes the path from the URL; a forwarded header there came from the client.
-        const spoofed = await app.inject({ method: 'DELETE', url: '/api/v1/auth/check/apps/1', headers: { ...reader.auth, 'x-original-method': 'GET' } });
+        const spoofed = await app.inject({
+          method: 'DELETE',
+          url: '/api/v1/auth/check/apps/1',
+          headers: { ...reader.auth, 'x-original-method': 'GET' },
+        });
         assert.equal(spoofed.statusCode, 400, `path form with a forwarded header, AUTH_CHECK_GATEWAY=${mode}`);
       }
     });
@@ -266,7 +348,11 @@ for (const backend of backends()) {
         assert.equal(res.json<{ code: string }>().code, 'INVALID_QUERY');
       }
       // With scope parameters the forwarded headers are not read: the gateway fixed the scopes.
-      const res = await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read', headers: { ...tok.auth, 'x-forwarded-method': 'DELETE', 'x-forwarded-uri': '/admin' } });
+      const res = await app.inject({
+        method: 'GET',
+        url: '/api/v1/auth/check?scope=apps:read',
+        headers: { ...tok.auth, 'x-forwarded-method': 'DELETE', 'x-forwarded-uri': '/admin' },
+      });
       assert.equal(res.statusCode, 200);
     });
 
@@ -278,16 +364,88 @@ for (const backend of backends()) {
       const small = Buffer.alloc(BODY_LIMIT_BYTES, 0x61);
       const chunked = (body: Buffer) => Readable.from([body.subarray(0, 1000), body.subarray(1000)]);
       const cases: [string, InjectOptions, number][] = [
-        ['POST, Content-Length', { method: 'POST', url: '/api/v1/auth/check', headers: { ...fwd, 'content-type': 'text/plain' }, payload: big }, 413],
-        ['POST, chunked', { method: 'POST', url: '/api/v1/auth/check', headers: { ...fwd, 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' }, payload: chunked(big) }, 413],
+        [
+          'POST, Content-Length',
+          {
+            method: 'POST',
+            url: '/api/v1/auth/check',
+            headers: { ...fwd, 'content-type': 'text/plain' },
+            payload: big,
+          },
+          413,
+        ],
+        [
+          'POST, chunked',
+          {
+            method: 'POST',
+            url: '/api/v1/auth/check',
+            headers: { ...fwd, 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' },
+            payload: chunked(big),
+          },
+          413,
+        ],
         ['POST, no type', { method: 'POST', url: '/api/v1/auth/check', headers: fwd, payload: big }, 413],
         ['GET, Content-Length', { method: 'GET', url: '/api/v1/auth/check', headers: fwd, payload: big }, 413],
-        ['GET, chunked', { method: 'GET', url: '/api/v1/auth/check', headers: { ...fwd, 'transfer-encoding': 'chunked' }, payload: chunked(big) }, 413],
-        ['Envoy, chunked', { method: 'POST', url: '/api/v1/auth/check/apps', headers: { ...tok.auth, 'content-type': 'text/plain', 'transfer-encoding': 'chunked' }, payload: chunked(big) }, 413],
-        ['POST, at the limit', { method: 'POST', url: '/api/v1/auth/check', headers: { ...fwd, 'content-type': 'text/plain' }, payload: small }, 200],
-        ['POST, chunked at the limit', { method: 'POST', url: '/api/v1/auth/check', headers: { ...fwd, 'content-type': 'text/plain', 'transfer-encoding': 'chunked' }, payload: chunked(small) }, 200],
-        ['GET, chunked at the limit', { method: 'GET', url: '/api/v1/auth/check', headers: { ...fwd, 'transfer-encoding': 'chunked' }, payload: chunked(small) }, 200],
-        ['Envoy, at the limit', { method: 'POST', url: '/api/v1/auth/check/apps', headers: { ...tok.auth, 'content-type': 'text/plain' }, payload: small }, 200],
+        [
+          'GET, chunked',
+          {
+            method: 'GET',
+            url: '/api/v1/auth/check',
+            headers: { ...fwd, 'transfer-encoding': 'chunked' },
+            payload: chunked(big),
+          },
+          413,
+        ],
+        [
+          'Envoy, chunked',
+          {
+            method: 'POST',
+            url: '/api/v1/auth/check/apps',
+            headers: { ...tok.auth, 'content-type': 'text/plain', 'transfer-encoding': 'chunked' },
+            payload: chunked(big),
+          },
+          413,
+        ],
+        [
+          'POST, at the limit',
+          {
+            method: 'POST',
+            url: '/api/v1/auth/check',
+            headers: { ...fwd, 'content-type': 'text/plain' },
+            payload: small,
+          },
+          200,
+        ],
+        [
+          'POST, chunked at the limit',
+          {
+            method: 'POST',
+            url: '/api/v1/auth/check',
+            headers: { ...fwd, 'content-type': 'text/plain', 'transfer-encoding': 'chunked' },
+            payload: chunked(small),
+          },
+          200,
+        ],
+        [
+          'GET, chunked at the limit',
+          {
+            method: 'GET',
+            url: '/api/v1/auth/check',
+            headers: { ...fwd, 'transfer-encoding': 'chunked' },
+            payload: chunked(small),
+          },
+          200,
+        ],
+        [
+          'Envoy, at the limit',
+          {
+            method: 'POST',
+            url: '/api/v1/auth/check/apps',
+            headers: { ...tok.auth, 'content-type': 'text/plain' },
+            payload: small,
+          },
+          200,
+        ],
       ];
       for (const [name, request, status] of cases) {
         const res = await app.inject(request);
@@ -303,8 +461,16 @@ for (const backend of backends()) {
       const { app } = await setup(t);
       const caller = await mintToken(app, ['api-tokens:read']);
       const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
-      const { token, secret } = await app.infracat.tokens.service.create({ name: 'svc', scopes: ['apps:read', 'apps:write'], expires_at: expiresAt }, null);
-      const form = await app.inject({ method: 'POST', url: '/api/v1/api-tokens/introspect', headers: { ...caller.auth, 'content-type': 'application/x-www-form-urlencoded' }, payload: `token=${encodeURIComponent(secret)}&token_type_hint=access_token` });
+      const { token, secret } = await app.infracat.tokens.service.create(
+        { name: 'svc', scopes: ['apps:read', 'apps:write'], expires_at: expiresAt },
+        null,
+      );
+      const form = await app.inject({
+        method: 'POST',
+        url: '/api/v1/api-tokens/introspect',
+        headers: { ...caller.auth, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: `token=${encodeURIComponent(secret)}&token_type_hint=access_token`,
+      });
       assert.equal(form.statusCode, 200, form.body);
       assert.equal(form.headers['cache-control'], 'no-store');
       assert.deepEqual(form.json(), {
@@ -315,12 +481,22 @@ for (const backend of backends()) {
         iat: Math.floor(token.createdAt / 1000),
         exp: Math.floor(Date.parse(expiresAt) / 1000),
       });
-      const json = await app.inject({ method: 'POST', url: '/api/v1/api-tokens/introspect', headers: caller.auth, payload: { token: caller.secret } });
+      const json = await app.inject({
+        method: 'POST',
+        url: '/api/v1/api-tokens/introspect',
+        headers: caller.auth,
+        payload: { token: caller.secret },
+      });
       assert.equal(json.json<{ active: boolean; exp?: number }>().active, true);
       assert.ok(!('exp' in json.json<object>()), 'no exp for a token that never expires');
       await app.infracat.tokens.service.delete(token.id, null);
       for (const presented of [secret, 'junk', generateSecret('icat'), '']) {
-        const res = await app.inject({ method: 'POST', url: '/api/v1/api-tokens/introspect', headers: caller.auth, payload: { token: presented } });
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens/introspect',
+          headers: caller.auth,
+          payload: { token: presented },
+        });
         assert.equal(res.statusCode, 200);
         assert.equal(res.body, '{"active":false}');
       }
@@ -329,10 +505,29 @@ for (const backend of backends()) {
     it('introspection needs api-tokens:read and a token field', async (t) => {
       const { app } = await setup(t);
       const other = await mintToken(app, ['apps:read']);
-      assert.equal((await app.inject({ method: 'POST', url: '/api/v1/api-tokens/introspect', payload: { token: other.secret } })).statusCode, 401);
-      assert.equal((await app.inject({ method: 'POST', url: '/api/v1/api-tokens/introspect', headers: other.auth, payload: { token: other.secret } })).statusCode, 403);
+      assert.equal(
+        (await app.inject({ method: 'POST', url: '/api/v1/api-tokens/introspect', payload: { token: other.secret } }))
+          .statusCode,
+        401,
+      );
+      assert.equal(
+        (
+          await app.inject({
+            method: 'POST',
+            url: '/api/v1/api-tokens/introspect',
+            headers: other.auth,
+            payload: { token: other.secret },
+          })
+        ).statusCode,
+        403,
+      );
       const caller = await mintToken(app, ['api-tokens:write']);
-      const missing = await app.inject({ method: 'POST', url: '/api/v1/api-tokens/introspect', headers: caller.auth, payload: {} });
+      const missing = await app.inject({
+        method: 'POST',
+        url: '/api/v1/api-tokens/introspect',
+        headers: caller.auth,
+        payload: {},
+      });
       assert.equal(missing.statusCode, 422);
     });
 
@@ -343,7 +538,8 @@ for (const backend of backends()) {
       const headers = { ...tok.auth, 'x-original-uri': '/apps/1', 'x-original-method': 'GET' };
       await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers });
       const misses = cache.misses;
-      for (let i = 0; i < 20; i++) assert.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers })).statusCode, 200);
+      for (let i = 0; i < 20; i++)
+        assert.equal((await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers })).statusCode, 200);
       assert.equal(cache.misses, misses, 'all 20 from the cache');
     });
   });

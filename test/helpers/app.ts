@@ -13,7 +13,12 @@ import { tempDir } from './sqlite.js';
 export class LogCapture extends Writable {
   readonly lines: string[] = [];
   override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
-    this.lines.push(...chunk.toString('utf8').split('\n').filter((l) => l !== ''));
+    this.lines.push(
+      ...chunk
+        .toString('utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
+    );
     done();
   }
   get text(): string {
@@ -42,13 +47,23 @@ export interface BuildOptions {
 
 export async function build(t: TestContext, options: BuildOptions = {}): Promise<Built> {
   const tmp = tempDir();
-  const config = loadConfig({ DATABASE_URL: `sqlite:${tmp.file()}`, LOG_LEVEL: 'info', BOOTSTRAP_ADMIN_TOKEN: 'false', ...options.env });
+  const config = loadConfig({
+    DATABASE_URL: `sqlite:${tmp.file()}`,
+    LOG_LEVEL: 'info',
+    BOOTSTRAP_ADMIN_TOKEN: 'false',
+    ...options.env,
+  });
   const store = options.store ?? new SqliteStore({ path: tmp.file(), busyTimeoutMs: 2000 });
   await store.migrate().catch((err: unknown) => {
     if (options.store === undefined) throw err; // a given (possibly broken) store may fail
   });
   const logs = new LogCapture();
-  const app = buildApp({ config, store, logger: createLogger(config.logLevel, logs), ...(options.now ? { now: options.now } : {}) });
+  const app = buildApp({
+    config,
+    store,
+    logger: createLogger(config.logLevel, logs),
+    ...(options.now ? { now: options.now } : {}),
+  });
   options.extend?.(app);
   await app.ready();
   t.after(async () => {
@@ -59,7 +74,11 @@ export async function build(t: TestContext, options: BuildOptions = {}): Promise
 }
 
 /** A token minted by the operator path (no escalation check), for driving the API. */
-export async function mintToken(app: App, scopes: string[], name = 'test'): Promise<{ id: string; secret: string; auth: { authorization: string } }> {
+export async function mintToken(
+  app: App,
+  scopes: string[],
+  name = 'test',
+): Promise<{ id: string; secret: string; auth: { authorization: string } }> {
   const { token, secret } = await app.infracat.tokens.service.create({ name, scopes }, null);
   return { id: token.id, secret, auth: { authorization: `Bearer ${secret}` } };
 }

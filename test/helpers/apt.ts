@@ -15,7 +15,12 @@ function aptInstall(pkg: string): { ok: boolean; log: string } {
   const ownPolicy = !existsSync(policy);
   if (ownPolicy) writeFileSync(policy, '#!/bin/sh\nexit 101\n', { mode: 0o755 });
   try {
-    const install = () => spawnSync('apt-get', ['install', '-y', '--no-install-recommends', pkg], { env, encoding: 'utf8', timeout: 600_000 });
+    const install = () =>
+      spawnSync('apt-get', ['install', '-y', '--no-install-recommends', pkg], {
+        env,
+        encoding: 'utf8',
+        timeout: 600_000,
+      });
     let res = install();
     if (res.status !== 0) {
       spawnSync('apt-get', ['update'], { env, encoding: 'utf8', timeout: 300_000 });

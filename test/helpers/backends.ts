@@ -121,6 +121,7 @@ export function backends(): Backend[] {
  */
 export function postgresBackend(t: TestContext): PostgresBackend | undefined {
   const entry = backends().find((b): b is PostgresBackend => b.name === 'postgres');
-  if (entry === undefined) t.skip('PostgreSQL half skipped: TEST_DATABASE_URL is not set (run the tests with `npm test`)');
+  if (entry === undefined)
+    t.skip('PostgreSQL half skipped: TEST_DATABASE_URL is not set (run the tests with `npm test`)');
   return entry;
 }

@@ -14,7 +14,14 @@ export async function launchChromium(executablePath: string): Promise<Browser> {
   return chromium.launch({
     executablePath,
     // --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-dev-shm-usage',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+    ],
   });
 }
 

@@ -19,10 +19,22 @@ export const CHECK_PATH = '/api/v1/auth/check';
 export const CLIENT_ADDRESS = '203.0.113.7';
 
 // RFC 9110 7.6.1 hop-by-hop headers: every proxy consumes them, with the ones named in Connection.
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+const HOP_BY_HOP = [
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+];
 
 function withoutHopByHop(headers: readonly Header[]): Header[] {
-  const nominated = headers.filter(([n]) => n.toLowerCase() === 'connection').flatMap(([, v]) => v.split(',').map((x) => x.trim().toLowerCase()));
+  const nominated = headers
+    .filter(([n]) => n.toLowerCase() === 'connection')
+    .flatMap(([, v]) => v.split(',').map((x) => x.trim().toLowerCase()));
   return headers.filter(([n]) => !HOP_BY_HOP.includes(n.toLowerCase()) && !nominated.includes(n.toLowerCase()));
 }
 
@@ -54,7 +66,21 @@ function goCanonical(name: string): string {
   return name.toLowerCase().replace(/(^|-)([a-z])/g, (_m, sep: string, c: string) => sep + c.toUpperCase());
 }
 
-const TRAEFIK_MANAGED = ['X-Forwarded-Proto', 'X-Forwarded-Scheme', 'X-Forwarded-For', 'X-Forwarded-Host', 'X-Forwarded-Port', 'X-Forwarded-Server', 'X-Forwarded-Uri', 'X-Forwarded-Method', 'X-Forwarded-Prefix', 'X-Forwarded-Tls-Client-Cert', 'X-Forwarded-Tls-Client-Cert-Info', 'X-Scheme', 'X-Real-Ip'];
+const TRAEFIK_MANAGED = [
+  'X-Forwarded-Proto',
+  'X-Forwarded-Scheme',
+  'X-Forwarded-For',
+  'X-Forwarded-Host',
+  'X-Forwarded-Port',
+  'X-Forwarded-Server',
+  'X-Forwarded-Uri',
+  'X-Forwarded-Method',
+  'X-Forwarded-Prefix',
+  'X-Forwarded-Tls-Client-Cert',
+  'X-Forwarded-Tls-Client-Cert-Info',
+  'X-Scheme',
+  'X-Real-Ip',
+];
 
 export interface TraefikOptions {
   /** Unset: every client header is copied (the issue's case). */
@@ -106,11 +132,16 @@ export function viaEnvoy(client: ClientRequest, options: EnvoyOptions): CheckReq
   for (const [n, v] of withoutHopByHop(client.headers)) {
     const name = n.toLowerCase();
     if (name === 'host' || name === 'content-length') continue;
-    if (name !== 'authorization' && options.allowedHeaders !== 'all' && !options.allowedHeaders.includes(name)) continue;
+    if (name !== 'authorization' && options.allowedHeaders !== 'all' && !options.allowedHeaders.includes(name))
+      continue;
     byName.set(name, [...(byName.get(name) ?? []), v]);
   }
   const headers: Header[] = [...byName].map(([n, vs]) => [n, vs.join(',')]);
-  return { method: client.method, target: `${options.pathPrefix}${client.target}`, headers: [...headers, ['content-length', '0']] };
+  return {
+    method: client.method,
+    target: `${options.pathPrefix}${client.target}`,
+    headers: [...headers, ['content-length', '0']],
+  };
 }
 
 export const FAMILIES = [
@@ -140,14 +171,42 @@ export function spoofs(): Header[][] {
       // Every odd value in the usual spelling; the plain claim in the others.
       for (const v of spelling === 0 ? methodValues : ['GET']) out.push([[m, v]]);
       for (const v of spelling === 0 ? uriValues : ['/apps/x']) out.push([[u, v]]);
-      out.push([[m, 'GET'], [m, 'GET']], [[u, '/apps/x'], [u, '/apps/x']]);
-      out.push([[m, 'GET'], [u, '/apps/x']]);
-      out.push([[m, 'GET'], [u, '/apps/x'], [u, '/apps/x']]);
-      out.push([[m, 'GET'], [method, 'GET'], [u, '/apps/x'], [uri, '/apps/x']]);
+      out.push(
+        [
+          [m, 'GET'],
+          [m, 'GET'],
+        ],
+        [
+          [u, '/apps/x'],
+          [u, '/apps/x'],
+        ],
+      );
+      out.push([
+        [m, 'GET'],
+        [u, '/apps/x'],
+      ]);
+      out.push([
+        [m, 'GET'],
+        [u, '/apps/x'],
+        [u, '/apps/x'],
+      ]);
+      out.push([
+        [m, 'GET'],
+        [method, 'GET'],
+        [u, '/apps/x'],
+        [uri, '/apps/x'],
+      ]);
     }
   }
   const all = FAMILIES.flat();
   out.push(all.map((n) => [n, n.endsWith('Method') ? 'GET' : '/apps/x'] as const));
-  out.push([['Connection', 'X-Forwarded-Method']], [['Connection', 'X-Forwarded-Method, X-Forwarded-Uri']], [['Connection', 'X-Original-URI'], ['X-Original-Method', 'GET']]);
+  out.push(
+    [['Connection', 'X-Forwarded-Method']],
+    [['Connection', 'X-Forwarded-Method, X-Forwarded-Uri']],
+    [
+      ['Connection', 'X-Original-URI'],
+      ['X-Original-Method', 'GET'],
+    ],
+  );
   return out;
 }

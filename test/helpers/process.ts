@@ -17,7 +17,11 @@ export interface Child {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function runTs(script: string, args: string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): Child {
+export function runTs(
+  script: string,
+  args: string[],
+  options: { env?: Record<string, string | undefined>; cwd?: string } = {},
+): Child {
   const env: Record<string, string | undefined> = { ...process.env, ...options.env };
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
   const proc = spawn(process.execPath, ['--import', TSX, script, ...args], { cwd: options.cwd ?? ROOT, env });
@@ -31,16 +35,20 @@ export function runTs(script: string, args: string[], options: { env?: Record<st
       partial = parts.pop() ?? '';
       for (const line of parts) {
         sink.push(line);
-        for (const w of [...waiters]) if (w.re.test(line)) {
-          waiters.splice(waiters.indexOf(w), 1);
-          w.resolve(line);
-        }
+        for (const w of [...waiters])
+          if (w.re.test(line)) {
+            waiters.splice(waiters.indexOf(w), 1);
+            w.resolve(line);
+          }
       }
     };
   };
   proc.stdout.on('data', feed(stdout));
   proc.stderr.on('data', feed(stderr));
-  const exited = once(proc, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
+  const exited = once(proc, 'exit').then(([code, signal]) => ({
+    code: code as number | null,
+    signal: signal as NodeJS.Signals | null,
+  }));
   return {
     proc,
     stdout,
@@ -50,28 +58,54 @@ export function runTs(script: string, args: string[], options: { env?: Record<st
       const seen = [...stdout, ...stderr].find((l) => re.test(l));
       if (seen !== undefined) return Promise.resolve(seen);
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re}; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('\n')}`)), timeoutMs);
-        const w = { re, resolve: (l: string) => { clearTimeout(timer); resolve(l); } };
+        const timer = setTimeout(
+          () =>
+            reject(
+              new Error(`timed out waiting for ${re}; stdout:\n${stdout.join('\n')}\nstderr:\n${stderr.join('\n')}`),
+            ),
+          timeoutMs,
+        );
+        const w = {
+          re,
+          resolve: (l: string) => {
+            clearTimeout(timer);
+            resolve(l);
+          },
+        };
         waiters.push(w);
-        void exited.then(() => { if (waiters.includes(w)) { clearTimeout(timer); reject(new Error(`process exited before ${re}; stderr:\n${stderr.join('\n')}`)); } });
+        void exited.then(() => {
+          if (waiters.includes(w)) {
+            clearTimeout(timer);
+            reject(new Error(`process exited before ${re}; stderr:\n${stderr.join('\n')}`));
+          }
+        });
       });
     },
   };
 }
 
-export function runCli(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): Child {
+export function runCli(
+  args: string[],
+  options: { env?: Record<string, string | undefined>; cwd?: string } = {},
+): Child {
   return runTs(CLI, args, options);
 }
 
 /** Runs a CLI command to completion. */
-export async function cli(args: string[], options: { env?: Record<string, string | undefined>; cwd?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function cli(
+  args: string[],
+  options: { env?: Record<string, string | undefined>; cwd?: string } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = runCli(args, options);
   const { code } = await child.exited;
   return { code, stdout: child.stdout.join('\n'), stderr: child.stderr.join('\n') };
 }
 
 /** Starts `infracat serve` on a free port and resolves with its base URL once it listens. */
-export async function serve(env: Record<string, string | undefined>, cwd?: string): Promise<{ child: Child; url: string }> {
+export async function serve(
+  env: Record<string, string | undefined>,
+  cwd?: string,
+): Promise<{ child: Child; url: string }> {
   const child = runCli(['serve'], { env: { PORT: '0', LOG_LEVEL: 'info', ...env }, ...(cwd ? { cwd } : {}) });
   let line: string;
   try {

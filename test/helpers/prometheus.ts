@@ -28,7 +28,8 @@ export function parseExposition(text: string): Exposition {
     }
     if (line.startsWith('# TYPE ')) {
       const [name, type] = line.slice(7).split(' ');
-      if (!['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(type ?? '')) throw new Error(`line ${i + 1}: bad type ${type}`);
+      if (!['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(type ?? ''))
+        throw new Error(`line ${i + 1}: bad type ${type}`);
       out.types.set(name!, type!);
       continue;
     }
@@ -50,7 +51,14 @@ export function parseExposition(text: string): Exposition {
     const raw = m[4]!;
     // Prometheus parses values with Go's ParseFloat: NaN and Inf in any letter case.
     const lower = raw.toLowerCase();
-    const value = lower === '+inf' || lower === 'inf' ? Infinity : lower === '-inf' ? -Infinity : lower === 'nan' ? NaN : Number(raw);
+    const value =
+      lower === '+inf' || lower === 'inf'
+        ? Infinity
+        : lower === '-inf'
+          ? -Infinity
+          : lower === 'nan'
+            ? NaN
+            : Number(raw);
     if (Number.isNaN(value) && lower !== 'nan') throw new Error(`line ${i + 1}: bad value ${raw}`);
     out.samples.push({ name: m[1]!, labels, value });
   }

@@ -11,8 +11,19 @@ export interface RawResponse {
 }
 
 /** One request (`Connection: close` is added); resolves with the parsed answer. */
-export function rawRequest(port: number, method: string, target: string, headers: readonly (readonly [string, string])[], body = ''): Promise<RawResponse> {
-  const lines = [`${method} ${target} HTTP/1.1`, 'Host: 127.0.0.1', ...headers.map(([n, v]) => `${n}: ${v}`), 'Connection: close'];
+export function rawRequest(
+  port: number,
+  method: string,
+  target: string,
+  headers: readonly (readonly [string, string])[],
+  body = '',
+): Promise<RawResponse> {
+  const lines = [
+    `${method} ${target} HTTP/1.1`,
+    'Host: 127.0.0.1',
+    ...headers.map(([n, v]) => `${n}: ${v}`),
+    'Connection: close',
+  ];
   if (body !== '') lines.push(`Content-Length: ${Buffer.byteLength(body)}`);
   const request = `${lines.join('\r\n')}\r\n\r\n${body}`;
   return new Promise((resolve, reject) => {

@@ -9,22 +9,36 @@ import { ERRORS, ProblemSchema, problemType, type Problem } from '../../src/erro
 import type { App } from '../../src/http/types.js';
 import { build, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
 
-const Body = Type.Object({ name: Type.String({ minLength: 1 }), count: Type.Optional(Type.Integer()) }, { additionalProperties: false });
+const Body = Type.Object(
+  { name: Type.String({ minLength: 1 }), count: Type.Optional(Type.Integer()) },
+  { additionalProperties: false },
+);
 
 function testRoutes(app: App): void {
   app.post('/test/echo', { schema: { body: Body } }, async (request) => ({ got: request.body.name }));
   app.get('/test/boom', async () => {
     throw new Error('connect ECONNREFUSED /var/lib/secret.sock at Pool.query (node_modules/pg/lib/x.js:1:1)');
   });
-  app.get('/test/query', { schema: { querystring: Type.Object({ n: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }) } }, async (r) => ({ n: r.query.n }));
+  app.get(
+    '/test/query',
+    { schema: { querystring: Type.Object({ n: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }) } },
+    async (r) => ({ n: r.query.n }),
+  );
 }
 
-function assertProblem(res: { statusCode: number; headers: Record<string, unknown>; body: string }, status: number, code: keyof typeof ERRORS): Problem {
+function assertProblem(
+  res: { statusCode: number; headers: Record<string, unknown>; body: string },
+  status: number,
+  code: keyof typeof ERRORS,
+): Problem {
   assert.equal(res.statusCode, status, res.body);
   assert.equal(res.headers['content-type'], PROBLEM_TYPE);
   const body = JSON.parse(res.body) as Problem;
   // The one declaration of a problem: what is sent is what the OpenAPI document describes.
-  assert.ok(Value.Check(ProblemSchema, body), `${res.body} fits ProblemSchema: ${JSON.stringify([...Value.Errors(ProblemSchema, body)])}`);
+  assert.ok(
+    Value.Check(ProblemSchema, body),
+    `${res.body} fits ProblemSchema: ${JSON.stringify([...Value.Errors(ProblemSchema, body)])}`,
+  );
   assert.equal(body.status, status);
   assert.equal(body.code, code);
   assert.equal(body.title, ERRORS[code].title);
@@ -55,34 +69,59 @@ describe('problem+json error model', () => {
 
   it('malformed JSON: 400 MALFORMED_JSON, and the body is not echoed', async (t) => {
     const { app } = await build(t, { extend: testRoutes });
-    const res = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload: '{"name": "x",' });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/test/echo',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"name": "x",',
+    });
     const body = assertProblem(res, 400, 'MALFORMED_JSON');
     assert.ok(!JSON.stringify(body).includes('"name": "x"'));
   });
 
   it('empty body declared as JSON: 400 MALFORMED_JSON', async (t) => {
     const { app } = await build(t, { extend: testRoutes });
-    const res = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload: '' });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/test/echo',
+      headers: { 'content-type': 'application/json' },
+      payload: '',
+    });
     assertProblem(res, 400, 'MALFORMED_JSON');
   });
 
   it('prototype pollution attempt: 400', async (t) => {
     const { app } = await build(t, { extend: testRoutes });
-    const res = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload: '{"name":"x","__proto__":{"admin":true}}' });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/test/echo',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"name":"x","__proto__":{"admin":true}}',
+    });
     assertProblem(res, 400, 'BAD_REQUEST');
   });
 
   it('unsupported media type: 415 for text/plain and form bodies', async (t) => {
     const { app } = await build(t, { extend: testRoutes });
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
-      const res = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': type }, payload: 'name=x' });
+      const res = await app.inject({
+        method: 'POST',
+        url: '/test/echo',
+        headers: { 'content-type': type },
+        payload: 'name=x',
+      });
       assertProblem(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
     }
   });
 
   it('a JSON body with charset is accepted', async (t) => {
     const { app } = await build(t, { extend: testRoutes });
-    const res = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json; charset=utf-8' }, payload: '{"name":"x"}' });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/test/echo',
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+      payload: '{"name":"x"}',
+    });
     assert.equal(res.statusCode, 200);
     assert.deepEqual(res.json(), { got: 'x' });
   });
@@ -90,12 +129,22 @@ describe('problem+json error model', () => {
   it('body over 16 KiB: 413 PAYLOAD_TOO_LARGE; exactly 16 KiB is accepted', async (t) => {
     const { app } = await build(t, { extend: testRoutes });
     const big = JSON.stringify({ name: 'x'.repeat(16 * 1024) });
-    const res = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload: big });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/test/echo',
+      headers: { 'content-type': 'application/json' },
+      payload: big,
+    });
     const body = assertProblem(res, 413, 'PAYLOAD_TOO_LARGE');
     assert.match(body.detail, /16384/);
     const exact = `{"name":"${'y'.repeat(16 * 1024 - 11)}"}`;
     assert.equal(Buffer.byteLength(exact), 16 * 1024);
-    const ok = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload: exact });
+    const ok = await app.inject({
+      method: 'POST',
+      url: '/test/echo',
+      headers: { 'content-type': 'application/json' },
+      payload: exact,
+    });
     assert.equal(ok.statusCode, 200);
   });
 
@@ -109,14 +158,21 @@ describe('problem+json error model', () => {
     assert.equal(errors.find((e) => e.pointer === '/name')?.detail, 'is required');
     // No coercion of body types: a number is not a string.
     const typed = await app.inject({ method: 'POST', url: '/test/echo', payload: { name: 5 } });
-    assert.deepEqual((assertProblem(typed, 422, 'VALIDATION_FAILED').errors as { pointer: string }[]).map((e) => e.pointer), ['/name']);
+    assert.deepEqual(
+      (assertProblem(typed, 422, 'VALIDATION_FAILED').errors as { pointer: string }[]).map((e) => e.pointer),
+      ['/name'],
+    );
   });
 
   it('bad or unknown query parameters: 400 INVALID_QUERY naming the parameter', async (t) => {
     const { app } = await build(t, { extend: testRoutes });
     const bad = assertProblem(await app.inject({ method: 'GET', url: '/test/query?n=zero' }), 400, 'INVALID_QUERY');
     assert.match(bad.detail, /\bn\b/);
-    const unknown = assertProblem(await app.inject({ method: 'GET', url: '/test/query?n=1&sort=x' }), 400, 'INVALID_QUERY');
+    const unknown = assertProblem(
+      await app.inject({ method: 'GET', url: '/test/query?n=1&sort=x' }),
+      400,
+      'INVALID_QUERY',
+    );
     assert.match(unknown.detail, /sort/);
     const ok = await app.inject({ method: 'GET', url: '/test/query?n=3' });
     assert.deepEqual(ok.json(), { n: 3 });
@@ -139,7 +195,11 @@ describe('problem+json error model', () => {
   it('a missing scope: 403 INSUFFICIENT_SCOPE, its extension members within the one Problem schema', async (t) => {
     const { app } = await build(t);
     const tok = await mintToken(app, ['apps:read']);
-    const body = assertProblem(await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: tok.auth }), 403, 'INSUFFICIENT_SCOPE');
+    const body = assertProblem(
+      await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: tok.auth }),
+      403,
+      'INSUFFICIENT_SCOPE',
+    );
     assert.deepEqual(body.missing_scopes, ['api-tokens:read']);
   });
 

@@ -6,7 +6,15 @@ import { describe, it } from 'node:test';
 import { addressKey, FailureLimiter } from '../../src/http/failure-limiter.js';
 import type { TokenRecord } from '../../src/storage/types.js';
 
-const TOKEN: TokenRecord = { id: 'tok_1', name: 'x', scopes: [], secretHash: 'h', createdAt: 0, expiresAt: null, lastUsedAt: null };
+const TOKEN: TokenRecord = {
+  id: 'tok_1',
+  name: 'x',
+  scopes: [],
+  secretHash: 'h',
+  createdAt: 0,
+  expiresAt: null,
+  lastUsedAt: null,
+};
 
 /** Lookups that finish only when the test says so, recording the order they started in. */
 function controlledReads() {
@@ -19,7 +27,12 @@ function controlledReads() {
       finish.set(hash, resolve);
       fail.set(hash, reject);
     });
-  return { started, read, finish: (hash: string, v: TokenRecord | null) => finish.get(hash)!(v), fail: (hash: string) => fail.get(hash)!(new Error('storage down')) };
+  return {
+    started,
+    read,
+    finish: (hash: string, v: TokenRecord | null) => finish.get(hash)!(v),
+    fail: (hash: string) => fail.get(hash)!(new Error('storage down')),
+  };
 }
 
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -68,7 +81,10 @@ describe('failure limiter gate', () => {
     r.finish('c', TOKEN);
     r.finish('z', TOKEN);
     const settled = await answers;
-    assert.deepEqual(settled.map((s) => s.status), ['fulfilled', 'rejected', 'fulfilled']);
+    assert.deepEqual(
+      settled.map((s) => s.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
     assert.equal(await other, TOKEN);
     assert.equal(l.sizes.gates, 0);
   });
@@ -90,11 +106,13 @@ describe('failure limiter gate', () => {
     assert.equal(reads, 2, 'forgotten after the window');
     await gate('real', lookup(TOKEN));
     await gate('real', lookup(TOKEN));
-    assert.equal(reads, 4, 'found tokens are the cache\'s business');
-    await assert.rejects(gate('flaky', async () => {
-      reads += 1;
-      throw new Error('storage down');
-    }));
+    assert.equal(reads, 4, "found tokens are the cache's business");
+    await assert.rejects(
+      gate('flaky', async () => {
+        reads += 1;
+        throw new Error('storage down');
+      }),
+    );
     assert.equal(await gate('flaky', lookup(TOKEN)), TOKEN, 'an error is not an answer');
   });
 

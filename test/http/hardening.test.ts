@@ -23,24 +23,39 @@ describe('hardening', () => {
   it('Cache-Control: no-store on everything carrying token data', async (t) => {
     const { app } = await build(t);
     const tok = await mintToken(app, ['api-tokens:write']);
-    const created = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: tok.auth, payload: { name: 'x', scopes: ['apps:read'] } });
+    const created = await app.inject({
+      method: 'POST',
+      url: '/api/v1/api-tokens',
+      headers: tok.auth,
+      payload: { name: 'x', scopes: ['apps:read'] },
+    });
     const id = created.json<{ id: string }>().id;
     const calls = [
       created,
       await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: tok.auth }),
       await app.inject({ method: 'GET', url: `/api/v1/api-tokens/${id}`, headers: tok.auth }),
       await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: tok.auth }),
-      await app.inject({ method: 'POST', url: '/api/v1/api-tokens/introspect', headers: tok.auth, payload: { token: tok.secret } }),
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/api-tokens/introspect',
+        headers: tok.auth,
+        payload: { token: tok.secret },
+      }),
       await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=api-tokens:read', headers: tok.auth }),
       await app.inject({ method: 'DELETE', url: `/api/v1/api-tokens/${id}`, headers: tok.auth }),
       await app.inject({ method: 'GET', url: '/api/v1/api-tokens' }),
     ];
-    for (const res of calls) assert.equal(res.headers['cache-control'], 'no-store', `${res.statusCode} ${res.body.slice(0, 60)}`);
+    for (const res of calls)
+      assert.equal(res.headers['cache-control'], 'no-store', `${res.statusCode} ${res.body.slice(0, 60)}`);
   });
 
   it('CORS is off by default', async (t) => {
     const { app } = await build(t);
-    const pre = await app.inject({ method: 'OPTIONS', url: '/api/v1/plans', headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' } });
+    const pre = await app.inject({
+      method: 'OPTIONS',
+      url: '/api/v1/plans',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' },
+    });
     assert.equal(pre.headers['access-control-allow-origin'], undefined);
     const get = await app.inject({ method: 'GET', url: '/api/v1/plans', headers: { origin: 'https://evil.example' } });
     assert.equal(get.headers['access-control-allow-origin'], undefined);
@@ -51,7 +66,11 @@ describe('hardening', () => {
     const pre = await app.inject({
       method: 'OPTIONS',
       url: '/api/v1/api-tokens',
-      headers: { origin: 'https://console.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' },
+      headers: {
+        origin: 'https://console.example.com',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization,content-type',
+      },
     });
     assert.equal(pre.statusCode, 204);
     assert.equal(pre.headers['access-control-allow-origin'], 'https://console.example.com');
@@ -60,7 +79,11 @@ describe('hardening', () => {
     const get = await app.inject({ method: 'GET', url: '/api/v1/plans', headers: { origin: 'http://localhost:5173' } });
     assert.equal(get.headers['access-control-allow-origin'], 'http://localhost:5173');
     assert.match(String(get.headers['access-control-expose-headers']), /RateLimit/);
-    const other = await app.inject({ method: 'GET', url: '/api/v1/plans', headers: { origin: 'https://evil.example' } });
+    const other = await app.inject({
+      method: 'GET',
+      url: '/api/v1/plans',
+      headers: { origin: 'https://evil.example' },
+    });
     assert.notEqual(other.headers['access-control-allow-origin'], 'https://evil.example');
   });
 

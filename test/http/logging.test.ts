@@ -22,7 +22,11 @@ describe('request ids and logs', () => {
     const { app } = await build(t);
     const ids = new Set<string>();
     for (const header of [undefined, '', 'has spaces', 'x'.repeat(129), 'a\u00e9b', '{"inject":1}']) {
-      const res = await app.inject({ method: 'GET', url: '/healthz', headers: header === undefined ? {} : { 'x-request-id': header } });
+      const res = await app.inject({
+        method: 'GET',
+        url: '/healthz',
+        headers: header === undefined ? {} : { 'x-request-id': header },
+      });
       const id = res.headers['x-request-id'] as string;
       assert.match(id, UUID, `header ${JSON.stringify(header)}`);
       ids.add(id);
@@ -40,9 +44,18 @@ describe('request ids and logs', () => {
   it('the Authorization header and token secrets never reach a log line', async (t) => {
     const { app, logs } = await build(t, { env: { LOG_LEVEL: 'trace' } });
     await app.inject({ method: 'GET', url: '/healthz', headers: { authorization: `Bearer ${SECRET}` } });
-    await app.inject({ method: 'GET', url: `/nope?access_token=${SECRET}&x=1`, headers: { authorization: 'Basic dXNlcjpwYXNz' } });
+    await app.inject({
+      method: 'GET',
+      url: `/nope?access_token=${SECRET}&x=1`,
+      headers: { authorization: 'Basic dXNlcjpwYXNz' },
+    });
     await app.inject({ method: 'GET', url: `/nope/${SECRET}` });
-    await app.inject({ method: 'POST', url: '/healthz', headers: { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' }, payload: `{"token":"${SECRET}"}` });
+    await app.inject({
+      method: 'POST',
+      url: '/healthz',
+      headers: { authorization: `Bearer ${SECRET}`, 'content-type': 'application/json' },
+      payload: `{"token":"${SECRET}"}`,
+    });
     assert.ok(logs.lines.length >= 8, 'trace logging produced lines');
     for (const needle of [SECRET, SECRET.slice(5), 'dXNlcjpwYXNz']) {
       assert.ok(!logs.text.includes(needle), `log contains ${needle}`);
@@ -55,8 +68,14 @@ describe('request ids and logs', () => {
     const { app, logs } = await build(t, { env: { ACCESS_LOG: 'errors' } });
     assert.equal((await app.inject({ url: '/api/v1/plans', headers: { 'x-request-id': 'quiet-ok' } })).statusCode, 200);
     assert.equal((await app.inject({ url: '/api/v1/nope', headers: { 'x-request-id': 'loud-404' } })).statusCode, 404);
-    assert.equal((await app.inject({ url: '/api/v1/api-tokens', headers: { 'x-request-id': 'loud-401' } })).statusCode, 401);
-    const completed = logs.records().filter((r) => r.msg === 'request completed').map((r) => r.request_id);
+    assert.equal(
+      (await app.inject({ url: '/api/v1/api-tokens', headers: { 'x-request-id': 'loud-401' } })).statusCode,
+      401,
+    );
+    const completed = logs
+      .records()
+      .filter((r) => r.msg === 'request completed')
+      .map((r) => r.request_id);
     assert.deepEqual(completed, ['loud-404', 'loud-401']);
   });
 
@@ -79,12 +98,19 @@ describe('request ids and logs', () => {
     assert.equal(redactSecrets(`x ${SECRET} y`), 'x icat_[REDACTED] y');
     assert.equal(redactSecrets('Authorization: Bearer abc.def'), 'Authorization: Bearer [REDACTED]');
     assert.equal(redactSecrets('/p?token=abc&key=k&ok=1'), '/p?token=[REDACTED]&key=[REDACTED]&ok=1');
-    assert.equal(redactSecrets('/api/v1/api-tokens/tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H'), '/api/v1/api-tokens/tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H', 'ids stay readable');
+    assert.equal(
+      redactSecrets('/api/v1/api-tokens/tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H'),
+      '/api/v1/api-tokens/tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H',
+      'ids stay readable',
+    );
     // Each pattern alone, and all at once (the quick pre-checks must not skip any).
     assert.equal(redactSecrets(`/p/${SECRET}`), '/p/icat_[REDACTED]');
     assert.equal(redactSecrets('basic\tdXNlcjpwYXNz'), 'basic\t[REDACTED]');
     assert.equal(redactSecrets('/p?secret=s'), '/p?secret=[REDACTED]');
-    assert.equal(redactSecrets(`Bearer b ${SECRET} /p?x=1&password=p`), 'Bearer [REDACTED] icat_[REDACTED] /p?x=1&password=[REDACTED]');
+    assert.equal(
+      redactSecrets(`Bearer b ${SECRET} /p?x=1&password=p`),
+      'Bearer [REDACTED] icat_[REDACTED] /p?x=1&password=[REDACTED]',
+    );
     assert.equal(redactSecrets('/api/v1/plans'), '/api/v1/plans');
   });
 });

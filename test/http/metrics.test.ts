@@ -8,8 +8,13 @@ describe('Prometheus metrics', () => {
   it('exposes requests, latency, verifications, cache, last-used flushes, catalog and process metrics', async (t) => {
     const { app } = await build(t, { env: { LAST_USED_FLUSH_MS: '600000' } });
     const tok = await mintToken(app, ['api-tokens:read']);
-    for (let i = 0; i < 3; i++) await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: tok.auth });
-    await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: { authorization: `Bearer ${generateSecret('icat')}` } });
+    for (let i = 0; i < 3; i++)
+      await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: tok.auth });
+    await app.inject({
+      method: 'GET',
+      url: '/api/v1/api-tokens/current',
+      headers: { authorization: `Bearer ${generateSecret('icat')}` },
+    });
     await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: { authorization: 'Bearer junk' } });
     await app.inject({ method: 'GET', url: '/api/v1/plans' });
     await app.inject({ method: 'GET', url: '/nope' });
@@ -21,7 +26,10 @@ describe('Prometheus metrics', () => {
     const e = parseExposition(res.body);
     assert.equal(e.types.get('infracat_http_requests_total'), 'counter');
     assert.equal(e.types.get('infracat_http_request_duration_seconds'), 'histogram');
-    assert.equal(value(e, 'infracat_http_requests_total', { method: 'GET', route: '/api/v1/api-tokens/current', status: '200' }), 3);
+    assert.equal(
+      value(e, 'infracat_http_requests_total', { method: 'GET', route: '/api/v1/api-tokens/current', status: '200' }),
+      3,
+    );
     assert.equal(value(e, 'infracat_http_requests_total', { route: '/api/v1/api-tokens/current', status: '401' }), 2);
     assert.equal(value(e, 'infracat_http_requests_total', { route: '/api/v1/plans', status: '200' }), 1);
     assert.equal(value(e, 'infracat_http_requests_total', { status: '404' }), 1);
@@ -56,8 +64,14 @@ describe('Prometheus metrics', () => {
 
   it('access is configurable: loopback (default) refuses other addresses; off answers 404', async (t) => {
     const loop = await build(t);
-    assert.equal((await loop.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '10.2.3.4' })).statusCode, 404);
-    assert.equal((await loop.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '127.0.0.1' })).statusCode, 200);
+    assert.equal(
+      (await loop.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '10.2.3.4' })).statusCode,
+      404,
+    );
+    assert.equal(
+      (await loop.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '127.0.0.1' })).statusCode,
+      200,
+    );
     const pub = await build(t, { env: { METRICS_ACCESS: 'public' } });
     assert.equal((await pub.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '10.2.3.4' })).statusCode, 200);
     const off = await build(t, { env: { METRICS_ACCESS: 'off' } });
@@ -70,7 +84,11 @@ describe('storage queries metric', () => {
     const { app } = await build(t, { env: { CATALOG_REFRESH_MS: '600000', LAST_USED_FLUSH_MS: '600000' } });
     const tok = await mintToken(app, ['apps:read']);
     await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read', headers: tok.auth }); // caches the token
-    const read = async () => value(parseExposition((await app.inject({ method: 'GET', url: '/metrics' })).body), 'infracat_storage_queries_total')!;
+    const read = async () =>
+      value(
+        parseExposition((await app.inject({ method: 'GET', url: '/metrics' })).body),
+        'infracat_storage_queries_total',
+      )!;
     const before = await read();
     for (let i = 0; i < 25; i++) {
       await app.inject({ method: 'GET', url: '/api/v1/plans' });

@@ -7,7 +7,17 @@ import { build, mintToken, type Built } from '../helpers/app.js';
 
 type Doc = {
   openapi: string;
-  paths: Record<string, Record<string, { operationId?: string; security?: unknown[]; responses: Record<string, { content?: Record<string, { schema: unknown }>; headers?: Record<string, unknown> }> }>>;
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        operationId?: string;
+        security?: unknown[];
+        responses: Record<string, { content?: Record<string, { schema: unknown }>; headers?: Record<string, unknown> }>;
+      }
+    >
+  >;
   components: { securitySchemes: Record<string, { type: string; scheme: string }>; schemas: Record<string, unknown> };
 };
 
@@ -57,7 +67,10 @@ describe('OpenAPI document', () => {
   it('declares the bearer scheme and which operations need it', async (t) => {
     const { app } = await build(t);
     const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
-    assert.deepEqual({ type: doc.components.securitySchemes.bearer!.type, scheme: doc.components.securitySchemes.bearer!.scheme }, { type: 'http', scheme: 'bearer' });
+    assert.deepEqual(
+      { type: doc.components.securitySchemes.bearer!.type, scheme: doc.components.securitySchemes.bearer!.scheme },
+      { type: 'http', scheme: 'bearer' },
+    );
     assert.deepEqual(doc.paths['/api/v1/api-tokens']!.post!.security, [{ bearer: [] }]);
     assert.deepEqual(doc.paths['/api/v1/plans']!.get!.security, [{}, { bearer: [] }], 'catalogs: anonymous or bearer');
     assert.deepEqual(doc.paths['/api/v1/scopes']!.get!.security, []);
@@ -70,8 +83,11 @@ describe('OpenAPI document', () => {
     const { app } = await build(t);
     const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
     const create = doc.paths['/api/v1/api-tokens']!.post!.responses;
-    for (const status of ['201', '400', '401', '403', '409', '413', '415', '422', '429', '500', '503']) assert.ok(create[status], `POST /api-tokens ${status}`);
-    assert.deepEqual(create['422']!.content!['application/problem+json']!.schema, { $ref: '#/components/schemas/Problem' });
+    for (const status of ['201', '400', '401', '403', '409', '413', '415', '422', '429', '500', '503'])
+      assert.ok(create[status], `POST /api-tokens ${status}`);
+    assert.deepEqual(create['422']!.content!['application/problem+json']!.schema, {
+      $ref: '#/components/schemas/Problem',
+    });
     assert.ok(create['401']!.headers!['WWW-Authenticate']);
     assert.ok(create['429']!.headers!['Retry-After'] && create['429']!.headers!.RateLimit);
     assert.ok(doc.components.schemas.Problem);
@@ -89,13 +105,27 @@ describe('OpenAPI document', () => {
       for (const [method, op] of Object.entries(item)) {
         for (const [status, response] of Object.entries(op.responses)) {
           const description = (response as { description?: string }).description;
-          assert.ok(description !== undefined && description !== '' && description !== 'Default Response', `${method} ${path} ${status}`);
+          assert.ok(
+            description !== undefined && description !== '' && description !== 'Default Response',
+            `${method} ${path} ${status}`,
+          );
         }
       }
     }
-    assert.match((doc.paths['/api/v1/api-tokens']!.post!.responses['201'] as { description: string }).description, /^Created/);
-    const body = (doc.paths['/api/v1/api-tokens']!.post! as unknown as { requestBody: { content: Record<string, { schema: { properties: Record<string, { maxLength?: number }> } }> } }).requestBody;
-    assert.equal(body.content['application/json']!.schema.properties.name!.maxLength, 100, 'the documented limit is the enforced one');
+    assert.match(
+      (doc.paths['/api/v1/api-tokens']!.post!.responses['201'] as { description: string }).description,
+      /^Created/,
+    );
+    const body = (
+      doc.paths['/api/v1/api-tokens']!.post! as unknown as {
+        requestBody: { content: Record<string, { schema: { properties: Record<string, { maxLength?: number }> } }> };
+      }
+    ).requestBody;
+    assert.equal(
+      body.content['application/json']!.schema.properties.name!.maxLength,
+      100,
+      'the documented limit is the enforced one',
+    );
   });
 
   it('the example request bodies are real: sent as they are, they succeed', async (t) => {
@@ -103,16 +133,29 @@ describe('OpenAPI document', () => {
     const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
     const admin = await mintToken(app, ['api-tokens:write', 'apps:write']);
     // @fastify/swagger turns the body schema's `examples` into the media type's `example`.
-    const create = (doc.paths['/api/v1/api-tokens']!.post! as unknown as { requestBody: { content: Record<string, { example?: unknown }> } }).requestBody;
+    const create = (
+      doc.paths['/api/v1/api-tokens']!.post! as unknown as {
+        requestBody: { content: Record<string, { example?: unknown }> };
+      }
+    ).requestBody;
     const example = create.content['application/json']!.example;
     assert.ok(example !== undefined, 'POST /api-tokens has a whole-body example');
-    const res = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload: example as object });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/api-tokens',
+      headers: admin.auth,
+      payload: example as object,
+    });
     assert.equal(res.statusCode, 201, res.body);
     // Every operation with a body has one.
     for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(item)) {
         const rb = (op as { requestBody?: { content: Record<string, { example?: unknown }> } }).requestBody;
-        if (rb !== undefined) assert.ok(Object.values(rb.content).every((c) => c.example !== undefined), `${method} ${path} has an example body`);
+        if (rb !== undefined)
+          assert.ok(
+            Object.values(rb.content).every((c) => c.example !== undefined),
+            `${method} ${path} has an example body`,
+          );
       }
     }
   });
@@ -120,26 +163,41 @@ describe('OpenAPI document', () => {
   it('carries examples', async (t) => {
     const { app } = await build(t);
     const text = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).body;
-    for (const example of ['tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H', 's-1vcpu-1gb', 'ubuntu-24-04', 'nyc3', 'urn:problem-type:infracat:validation-failed']) {
+    for (const example of [
+      'tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H',
+      's-1vcpu-1gb',
+      'ubuntu-24-04',
+      'nyc3',
+      'urn:problem-type:infracat:validation-failed',
+    ]) {
       assert.ok(text.includes(example), example);
     }
   });
 });
 
 describe('OpenAPI prose states what the server does', () => {
-  const get = async (app: Built['app']) => (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
+  const get = async (app: Built['app']) =>
+    (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
   const described = (doc: Doc, name: string) =>
-    String((doc.paths['/api/v1/api-tokens']!.post!.responses['429']!.headers![name] as { description?: string } | undefined)?.description ?? '');
+    String(
+      (doc.paths['/api/v1/api-tokens']!.post!.responses['429']!.headers![name] as { description?: string } | undefined)
+        ?.description ?? '',
+    );
 
   it('the RateLimit policies documented are those the server sends, with their quotas and window', async (t) => {
     const { app } = await build(t, { env: { RATE_LIMIT: '7', RATE_LIMIT_ANONYMOUS: '5', RATE_LIMIT_WINDOW_S: '30' } });
     const tok = await mintToken(app, ['api-tokens:read']);
     const sent = new Set<string>();
-    for (const res of [await app.inject({ url: '/api/v1/plans' }), await app.inject({ url: '/api/v1/api-tokens', headers: tok.auth })]) {
+    for (const res of [
+      await app.inject({ url: '/api/v1/plans' }),
+      await app.inject({ url: '/api/v1/api-tokens', headers: tok.auth }),
+    ]) {
       sent.add(String(res.headers['ratelimit-policy']));
     }
     const doc = await get(app);
-    const documented = new Set([...described(doc, 'RateLimit-Policy').matchAll(/"[^"]+";q=\d+;w=\d+/g)].map((m) => m[0]));
+    const documented = new Set(
+      [...described(doc, 'RateLimit-Policy').matchAll(/"[^"]+";q=\d+;w=\d+/g)].map((m) => m[0]),
+    );
     assert.deepEqual(documented, sent);
     assert.deepEqual(sent, new Set(['"anonymous";q=5;w=30', '"token";q=7;w=30']));
     const names = new Set([...described(doc, 'RateLimit').matchAll(/"([^"]+)";r=\d+;t=\d+/g)].map((m) => m[1]));
@@ -166,12 +224,17 @@ describe('OpenAPI prose states what the server does', () => {
     const { app } = await build(t);
     const tok = await mintToken(app, ['api-tokens:write']);
     const res = await app.inject({
-      method: 'POST', url: '/api/v1/api-tokens', headers: { ...tok.auth, 'content-type': 'application/json' }, payload: `"${'x'.repeat(64 * 1024)}"`,
+      method: 'POST',
+      url: '/api/v1/api-tokens',
+      headers: { ...tok.auth, 'content-type': 'application/json' },
+      payload: `"${'x'.repeat(64 * 1024)}"`,
     });
     assert.equal(res.statusCode, 413);
     const enforced = Number(/limited to (\d+) bytes/.exec(res.json<{ detail: string }>().detail)?.[1]);
     const doc = await get(app);
-    const text = String((doc.paths['/api/v1/api-tokens']!.post!.responses['413'] as { description?: string }).description);
+    const text = String(
+      (doc.paths['/api/v1/api-tokens']!.post!.responses['413'] as { description?: string }).description,
+    );
     const m = /over (\d+) (KiB|bytes)/.exec(text);
     assert.ok(m, text);
     assert.equal(Number(m[1]) * (m[2] === 'KiB' ? 1024 : 1), enforced);
@@ -181,7 +244,10 @@ describe('OpenAPI prose states what the server does', () => {
     const { app } = await build(t);
     const sent = String((await app.inject({ url: '/api/v1/api-tokens' })).headers['www-authenticate']);
     const doc = await get(app);
-    const text = String((doc.paths['/api/v1/api-tokens']!.get!.responses['401']!.headers!['WWW-Authenticate'] as { description: string }).description);
+    const text = String(
+      (doc.paths['/api/v1/api-tokens']!.get!.responses['401']!.headers!['WWW-Authenticate'] as { description: string })
+        .description,
+    );
     assert.ok(text.startsWith(`\`${sent}\``), `${text} / ${sent}`);
   });
 });

@@ -28,14 +28,19 @@ describe('rate limits', () => {
     assert.ok(retry >= 1 && retry <= 60);
     assert.match(String(over.headers.ratelimit), /;r=0;t=\d+$/);
     assert.equal((await get('10.1.1.2')).statusCode, 200, 'another address has its own budget');
-    assert.equal((await app.inject({ method: 'GET', url: '/healthz', remoteAddress: '10.1.1.1' })).statusCode, 200, 'health is exempt');
+    assert.equal(
+      (await app.inject({ method: 'GET', url: '/healthz', remoteAddress: '10.1.1.1' })).statusCode,
+      200,
+      'health is exempt',
+    );
   });
 
   it('authenticated requests are limited per token, not per address', async (t) => {
     const { app } = await build(t, { env: { RATE_LIMIT: '2', RATE_LIMIT_ANONYMOUS: '100' } });
     const a = await mintToken(app, ['api-tokens:read']);
     const b = await mintToken(app, ['api-tokens:read']);
-    const call = (auth: { authorization: string }, remoteAddress: string) => app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: auth, remoteAddress });
+    const call = (auth: { authorization: string }, remoteAddress: string) =>
+      app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: auth, remoteAddress });
     const r1 = await call(a.auth, '10.0.0.1');
     assert.match(String(r1.headers['ratelimit-policy']), POLICY);
     assert.equal(r1.headers['ratelimit-policy'], '"token";q=2;w=60');
@@ -75,7 +80,12 @@ describe('rate limits', () => {
     ];
     for (const request of exempt) {
       for (let i = 0; i < 3; i++) {
-        const res = await app.inject({ method: request.method ?? 'GET', url: request.url, headers: request.headers ?? {}, remoteAddress: '127.0.0.1' });
+        const res = await app.inject({
+          method: request.method ?? 'GET',
+          url: request.url,
+          headers: request.headers ?? {},
+          remoteAddress: '127.0.0.1',
+        });
         assert.notEqual(res.statusCode, 429, `${request.url} ${res.body}`);
         assert.equal(res.headers['ratelimit-policy'], undefined, request.url);
       }

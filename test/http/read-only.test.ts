@@ -15,10 +15,18 @@ describe('storage turning read-only while running', () => {
     const db = await pg.fresh(t);
     const name = new URL(db.url).pathname.slice(1);
     const store = db.open({ timeoutMs: 3000 });
-    const { app, logs } = await build(t, { store, env: { DATABASE_URL: db.url, TOKEN_CACHE_TTL_MS: '600000', LAST_USED_FLUSH_MS: '600000' } });
+    const { app, logs } = await build(t, {
+      store,
+      env: { DATABASE_URL: db.url, TOKEN_CACHE_TTL_MS: '600000', LAST_USED_FLUSH_MS: '600000' },
+    });
     const writer = await mintToken(app, ['api-tokens:write']);
     const create = () =>
-      app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: writer.auth, payload: { name: 'x', scopes: ['api-tokens:read'] } });
+      app.inject({
+        method: 'POST',
+        url: '/api/v1/api-tokens',
+        headers: writer.auth,
+        payload: { name: 'x', scopes: ['api-tokens:read'] },
+      });
     assert.equal((await create()).statusCode, 201);
     assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
 
@@ -28,7 +36,8 @@ describe('storage turning read-only while running', () => {
     await admin(adminUrl, cut);
     let refused = await create();
     // The first request after the cut may meet a connection the pool has not yet dropped.
-    for (let i = 0; i < 5 && refused.json<{ code: string }>().code !== 'STORAGE_UNAVAILABLE'; i++) refused = await create();
+    for (let i = 0; i < 5 && refused.json<{ code: string }>().code !== 'STORAGE_UNAVAILABLE'; i++)
+      refused = await create();
     assert.equal(refused.statusCode, 503);
     assert.equal(refused.json<{ code: string }>().code, 'STORAGE_UNAVAILABLE');
     assert.ok(Number(refused.headers['retry-after']) > 0);
@@ -36,12 +45,23 @@ describe('storage turning read-only while running', () => {
     const ready = await app.inject({ method: 'GET', url: '/readyz' });
     assert.equal(ready.statusCode, 503);
     assert.equal(ready.json<{ code: string }>().code, 'STORAGE_UNAVAILABLE');
-    assert.equal((await app.inject({ method: 'GET', url: '/api/v1/plans' })).statusCode, 200, 'catalogs are served from memory');
-    assert.equal((await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: writer.auth })).statusCode, 200, 'reads still work');
+    assert.equal(
+      (await app.inject({ method: 'GET', url: '/api/v1/plans' })).statusCode,
+      200,
+      'catalogs are served from memory',
+    );
+    assert.equal(
+      (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: writer.auth })).statusCode,
+      200,
+      'reads still work',
+    );
 
     // last_used_at flushes keep failing meanwhile: one warning (with a count), not one per retry.
     for (let i = 0; i < 4; i++) {
-      assert.equal((await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: writer.auth })).statusCode, 200);
+      assert.equal(
+        (await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: writer.auth })).statusCode,
+        200,
+      );
       await app.infracat.tokens.lastUsed.flush();
     }
     const warnings = logs.records().filter((r) => String(r.msg).startsWith('last_used_at flush failed'));
@@ -56,4 +76,3 @@ describe('storage turning read-only while running', () => {
     assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
   });
 });
-

@@ -24,7 +24,11 @@ describe('redactSecrets', () => {
     assert.equal(redactSecrets(`/p/x_${SECRET}`), '/p/x_icat_[REDACTED]');
     assert.equal(redactSecrets(`/p/ICAT_${RANDOM}`), '/p/ICAT_[REDACTED]');
     assert.equal(redactSecrets(`/p/acme_${RANDOM}?x=1`), '/p/acme_[REDACTED]?x=1');
-    assert.equal(redactSecrets('/api/v1/api-tokens/tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H'), '/api/v1/api-tokens/tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H', 'ids stay readable');
+    assert.equal(
+      redactSecrets('/api/v1/api-tokens/tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H'),
+      '/api/v1/api-tokens/tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H',
+      'ids stay readable',
+    );
   });
 
   it('sees through percent-encoding: one escape, every character, lower-case hex, escapes of escapes', () => {
@@ -34,10 +38,15 @@ describe('redactSecrets', () => {
     assert.equal(redactSecrets(`/a/${escapeAll(SECRET)}/b`), `/a/${escapeAll('icat_')}[REDACTED]/b`);
     assert.equal(redactSecrets(`/a/${escapeAll(SECRET, false)}`), `/a/${escapeAll('icat_', false)}[REDACTED]`);
     assert.equal(redactSecrets(`/a/icat%255F${RANDOM}`), '/a/icat%255F[REDACTED]');
-    assert.equal(redactSecrets(`/a/icat_${RANDOM.slice(0, 20)}%${hex(RANDOM[20]!)}${RANDOM.slice(21)}`), '/a/icat_[REDACTED]', 'one escape in the middle');
+    assert.equal(
+      redactSecrets(`/a/icat_${RANDOM.slice(0, 20)}%${hex(RANDOM[20]!)}${RANDOM.slice(21)}`),
+      '/a/icat_[REDACTED]',
+      'one escape in the middle',
+    );
     assert.equal(redactSecrets('/p?%74oken=abc&x=1'), '/p?%74oken=[REDACTED]&x=1');
     assert.equal(redactSecrets('/p?q=Bearer%20abc.def'), '/p?q=Bearer%20[REDACTED]');
-    for (const text of ['/a%zz%', '%', '%%%41', '/plans?type=general%20x', '/%E2%9C%93']) assert.equal(redactSecrets(text), text);
+    for (const text of ['/a%zz%', '%', '%%%41', '/plans?type=general%20x', '/%E2%9C%93'])
+      assert.equal(redactSecrets(text), text);
   });
 
   it('bearer and basic credentials, credential parameters, URL passwords', () => {
@@ -48,7 +57,10 @@ describe('redactSecrets', () => {
     assert.equal(redactSecrets('/p?token=abc&key=k&ok=1'), '/p?token=[REDACTED]&key=[REDACTED]&ok=1');
     assert.equal(redactSecrets('/p?ACCESS_TOKEN=abc'), '/p?ACCESS_TOKEN=[REDACTED]');
     assert.equal(redactSecrets('http://user:pa55@host/x'), 'http://user:[REDACTED]@host/x');
-    assert.equal(redactSecrets(`Bearer b ${SECRET} /p?x=1&password=p`), 'Bearer [REDACTED] icat_[REDACTED] /p?x=1&password=[REDACTED]');
+    assert.equal(
+      redactSecrets(`Bearer b ${SECRET} /p?x=1&password=p`),
+      'Bearer [REDACTED] icat_[REDACTED] /p?x=1&password=[REDACTED]',
+    );
   });
 
   it('leaves placeholders and prose alone (the 401 detail read "Authorization: Bearer [REDACTED]")', () => {
@@ -116,7 +128,10 @@ describe('what relies on it', () => {
   it('toProblem redacts every string in the problem and bounds its size', () => {
     const errors = Array.from({ length: 45 }, (_, i) => ({ pointer: `/${SECRET}/${i}`, detail: `is not ${SECRET}` }));
     const problem = toProblem(
-      new AppError('VALIDATION_FAILED', `bad ${SECRET} ${'x'.repeat(600)}`, { errors, members: { valid: [{ hint: `icat%5F${RANDOM}` }] } }),
+      new AppError('VALIDATION_FAILED', `bad ${SECRET} ${'x'.repeat(600)}`, {
+        errors,
+        members: { valid: [{ hint: `icat%5F${RANDOM}` }] },
+      }),
       `/api/v1/icat%5F${RANDOM}`,
       'req-1',
     );
@@ -129,7 +144,10 @@ describe('what relies on it', () => {
     // A cut never splits a surrogate pair.
     for (const pad of [497, 498, 499]) {
       const detail = toProblem(new AppError('BAD_REQUEST', `${'a'.repeat(pad)}${'\u{1f4a5}'.repeat(10)}`)).detail;
-      assert.ok(detail.isWellFormed() && detail.length <= 500 && detail.endsWith('\u2026'), `${pad}: ${detail.slice(-4)}`);
+      assert.ok(
+        detail.isWellFormed() && detail.length <= 500 && detail.endsWith('\u2026'),
+        `${pad}: ${detail.slice(-4)}`,
+      );
     }
     assert.equal(toProblem(new AppError('BAD_REQUEST', 'short')).errors_omitted, undefined);
   });

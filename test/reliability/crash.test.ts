@@ -30,11 +30,15 @@ async function verify(url: string, admin: string, ledger: Ledger): Promise<void>
   for (const id of ledger.deleted) assert.ok(!ids.has(id), `acknowledged delete ${id} stayed deleted`);
   // The stored hashes still match their secrets: a sample of survivors authenticate, deleted ones do not.
   for (const id of mustExist.slice(-15)) {
-    const r = await fetch(`${url}/api/v1/api-tokens/current`, { headers: { authorization: `Bearer ${ledger.created.get(id)!}` } });
+    const r = await fetch(`${url}/api/v1/api-tokens/current`, {
+      headers: { authorization: `Bearer ${ledger.created.get(id)!}` },
+    });
     assert.equal(r.status, 200, `${id} works after restart`);
   }
   for (const id of [...ledger.deleted].slice(-15)) {
-    const r = await fetch(`${url}/api/v1/api-tokens/current`, { headers: { authorization: `Bearer ${ledger.created.get(id)!}` } });
+    const r = await fetch(`${url}/api/v1/api-tokens/current`, {
+      headers: { authorization: `Bearer ${ledger.created.get(id)!}` },
+    });
     assert.equal(r.status, 401, `${id} is refused after restart`);
   }
 }
@@ -48,11 +52,18 @@ async function load(url: string, admin: string, ledger: Ledger, stop: { now: boo
         if (i % 3 === 2 && candidates.length > 0) {
           const id = candidates[(w * 7919 + i) % candidates.length]!;
           ledger.deleteSent.add(id);
-          const res = await fetch(`${url}/api/v1/api-tokens/${id}`, { method: 'DELETE', headers: { authorization: headers.authorization } });
+          const res = await fetch(`${url}/api/v1/api-tokens/${id}`, {
+            method: 'DELETE',
+            headers: { authorization: headers.authorization },
+          });
           if (res.status === 204) ledger.deleted.add(id);
           else assert.equal(res.status, 404); // deleted by another worker
         } else {
-          const res = await fetch(`${url}/api/v1/api-tokens`, { method: 'POST', headers, body: JSON.stringify({ name: `w${w}-${i}`, scopes: ['apps:read'] }) });
+          const res = await fetch(`${url}/api/v1/api-tokens`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ name: `w${w}-${i}`, scopes: ['apps:read'] }),
+          });
           if (res.status === 201) {
             const body = (await res.json()) as { id: string; token: string };
             ledger.created.set(body.id, body.token);
@@ -68,8 +79,19 @@ async function load(url: string, admin: string, ledger: Ledger, stop: { now: boo
 
 async function crashRounds(t: TestContext, backend: Backend, rounds: number): Promise<void> {
   const db = await backend.fresh(t);
-  const env = { DATABASE_URL: db.url, RATE_LIMIT: '0', RATE_LIMIT_ANONYMOUS: '0', BOOTSTRAP_ADMIN_TOKEN: 'false', LOG_LEVEL: 'info', TOKEN_MAX_LIVE: '1000000', LAST_USED_FLUSH_MS: '50' };
-  const made = await cli(['tokens', 'create', '--name', 'crash admin', '--scopes', 'api-tokens:write,apps:write', '--json'], { env });
+  const env = {
+    DATABASE_URL: db.url,
+    RATE_LIMIT: '0',
+    RATE_LIMIT_ANONYMOUS: '0',
+    BOOTSTRAP_ADMIN_TOKEN: 'false',
+    LOG_LEVEL: 'info',
+    TOKEN_MAX_LIVE: '1000000',
+    LAST_USED_FLUSH_MS: '50',
+  };
+  const made = await cli(
+    ['tokens', 'create', '--name', 'crash admin', '--scopes', 'api-tokens:write,apps:write', '--json'],
+    { env },
+  );
   assert.equal(made.code, 0, made.stderr);
   const admin = (JSON.parse(made.stdout) as { token: string }).token;
   const ledger: Ledger = { created: new Map(), deleteSent: new Set(), deleted: new Set() };

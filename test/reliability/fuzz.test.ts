@@ -12,14 +12,40 @@ import { build, mintToken } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 250);
-const SCOPES = ['api-tokens:read', 'api-tokens:write', 'apps:read', 'apps:write', 'images:read', 'plans:read', 'regions:write'];
-const NO_LIMITS = { RATE_LIMIT: '0', RATE_LIMIT_ANONYMOUS: '0', AUTH_FAILURE_LIMIT: '1000000', TOKEN_MAX_LIVE: '1000000', LOG_LEVEL: 'silent' };
+const SCOPES = [
+  'api-tokens:read',
+  'api-tokens:write',
+  'apps:read',
+  'apps:write',
+  'images:read',
+  'plans:read',
+  'regions:write',
+];
+const NO_LIMITS = {
+  RATE_LIMIT: '0',
+  RATE_LIMIT_ANONYMOUS: '0',
+  AUTH_FAILURE_LIMIT: '1000000',
+  TOKEN_MAX_LIVE: '1000000',
+  LOG_LEVEL: 'silent',
+};
 
 const text = fc.oneof(
   fc.string({ maxLength: 40 }),
   fc.string({ unit: 'grapheme', maxLength: 40 }),
   fc.string({ unit: 'binary', maxLength: 40 }),
-  fc.constantFrom('', ' ', '\u0000', '\u202e', '\ud800', '💥'.repeat(60), 'x'.repeat(5000), '../../etc/passwd', '%00', '<script>', '{"a":1}'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\u0000',
+    '\u202e',
+    '\ud800',
+    '💥'.repeat(60),
+    'x'.repeat(5000),
+    '../../etc/passwd',
+    '%00',
+    '<script>',
+    '{"a":1}',
+  ),
 );
 
 /** encodeURIComponent, but a lone surrogate becomes its (invalid) UTF-8 bytes instead of throwing. */
@@ -52,16 +78,45 @@ function arbitraries(secrets: { admin: string; reader: string; id: string }) {
       '/',
     ),
     tokenId.map((id) => `/api/v1/api-tokens/${id}`),
-    fc.tuple(fc.constantFrom('images', 'plans', 'regions'), fc.oneof(fc.constantFrom('ubuntu-24-04', 's-1vcpu-1gb', 'nyc3'), text.map(enc))).map(([k, s]) => `/api/v1/${k}/${s}`),
+    fc
+      .tuple(
+        fc.constantFrom('images', 'plans', 'regions'),
+        fc.oneof(fc.constantFrom('ubuntu-24-04', 's-1vcpu-1gb', 'nyc3'), text.map(enc)),
+      )
+      .map(([k, s]) => `/api/v1/${k}/${s}`),
     fc.array(text.map(enc), { maxLength: 6 }).map((segs) => `/${segs.join('/')}`),
-    fc.constantFrom('/api/v1/auth/check/apps/1', '/api/v1/auth/check/../../x', '//api//v1//plans', '/api/v1/plans/', '/%', '/%zz', `/${'a'.repeat(10_000)}`),
+    fc.constantFrom(
+      '/api/v1/auth/check/apps/1',
+      '/api/v1/auth/check/../../x',
+      '//api//v1//plans',
+      '/api/v1/plans/',
+      '/%',
+      '/%zz',
+      `/${'a'.repeat(10_000)}`,
+    ),
   );
   const query = fc.option(
-    fc.dictionary(
-      fc.oneof(fc.constantFrom('type', 'min_vcpus', 'min_memory_mb', 'max_price_monthly', 'available', 'feature', 'distribution', 'scope', 'access_token', 'token'), fc.string({ maxLength: 10 })),
-      fc.oneof(text, fc.integer().map(String), fc.constantFrom('true', 'false', '1.005', '-1', 'general', ...SCOPES)),
-      { maxKeys: 4 },
-    ).map((q) => `?${new URLSearchParams(q).toString()}`),
+    fc
+      .dictionary(
+        fc.oneof(
+          fc.constantFrom(
+            'type',
+            'min_vcpus',
+            'min_memory_mb',
+            'max_price_monthly',
+            'available',
+            'feature',
+            'distribution',
+            'scope',
+            'access_token',
+            'token',
+          ),
+          fc.string({ maxLength: 10 }),
+        ),
+        fc.oneof(text, fc.integer().map(String), fc.constantFrom('true', 'false', '1.005', '-1', 'general', ...SCOPES)),
+        { maxKeys: 4 },
+      )
+      .map((q) => `?${new URLSearchParams(q).toString()}`),
     { nil: '' },
   );
   const authorization = fc.option(
@@ -75,12 +130,28 @@ function arbitraries(secrets: { admin: string; reader: string; id: string }) {
     ),
     { nil: undefined },
   );
-  const contentType = fc.option(fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', '*/*', 'application/json; charset=latin1'), { nil: undefined });
+  const contentType = fc.option(
+    fc.constantFrom(
+      'application/json',
+      'application/json; charset=utf-8',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'application/xml',
+      '*/*',
+      'application/json; charset=latin1',
+    ),
+    { nil: undefined },
+  );
   const createBody = fc.record(
     {
       name: fc.oneof(text, fc.integer(), fc.constant(null)),
       scopes: fc.oneof(fc.array(fc.oneof(fc.constantFrom(...SCOPES), text), { maxLength: 5 }), text, fc.constant(null)),
-      expires_at: fc.oneof(fc.constant(null), fc.date({ noInvalidDate: true }).map((d) => d.toISOString()), text),
+      expires_at: fc.oneof(
+        fc.constant(null),
+        fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+        text,
+      ),
       token: fc.oneof(fc.constant(secrets.reader), text),
     },
     { requiredKeys: [] },
@@ -90,7 +161,15 @@ function arbitraries(secrets: { admin: string; reader: string; id: string }) {
       createBody.map((b) => JSON.stringify(b)),
       fc.json({ maxDepth: 3 }),
       text,
-      fc.constantFrom('{', '[1,2', '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{}}}', `{"name":"${'x'.repeat(17_000)}"}`, 'null', '""'),
+      fc.constantFrom(
+        '{',
+        '[1,2',
+        '{"__proto__":{"x":1}}',
+        '{"constructor":{"prototype":{}}}',
+        `{"name":"${'x'.repeat(17_000)}"}`,
+        'null',
+        '""',
+      ),
     ),
     { nil: undefined },
   );
@@ -112,7 +191,13 @@ for (const backend of backends()) {
     it(`${RUNS} generated requests: no 5xx, every error a catalogued problem, no secret echoed`, async (t) => {
       const db = await backend.fresh(t);
       const { app, logs } = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, ...NO_LIMITS } });
-      const admin = await mintToken(app, ['api-tokens:write', 'apps:write', 'images:read', 'plans:read', 'regions:write']);
+      const admin = await mintToken(app, [
+        'api-tokens:write',
+        'apps:write',
+        'images:read',
+        'plans:read',
+        'regions:write',
+      ]);
       const reader = await mintToken(app, ['api-tokens:read']);
       const secrets = { admin: admin.secret, reader: reader.secret, id: reader.id };
       const forbidden = [admin.secret, hashSecret(admin.secret), hashSecret(reader.secret)];
@@ -126,7 +211,12 @@ for (const backend of backends()) {
           if (r.requestId !== undefined) headers['x-request-id'] = r.requestId;
           if (r.originalUri !== undefined) headers['x-original-uri'] = r.originalUri;
           for (const [k, v] of Object.entries(headers)) if (/[^\t\x20-\x7e\x80-\xff]/.test(v)) delete headers[k]; // not sendable as a header
-          const res = await app.inject({ method: r.method, url: r.path + r.query, headers, ...(r.body !== undefined ? { payload: r.body } : {}) });
+          const res = await app.inject({
+            method: r.method,
+            url: r.path + r.query,
+            headers,
+            ...(r.body !== undefined ? { payload: r.body } : {}),
+          });
           const where = `${r.method} ${r.path.slice(0, 80)}${r.query.slice(0, 80)} -> ${res.statusCode} ${res.body.slice(0, 200)}`;
           assert.ok(res.statusCode < 500, where);
           for (const f of forbidden) assert.ok(!res.body.includes(f), `secret or hash echoed: ${where}`);

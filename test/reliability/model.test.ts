@@ -34,7 +34,8 @@ interface Real {
 const live = (m: Model, t: ModelToken): boolean => !t.deleted && (t.expiresAt === null || t.expiresAt > m.now);
 // Expired tokens stay listed for TOKEN_EXPIRED_RETENTION_DAYS (30 by default).
 const RETENTION_MS = 30 * 86_400_000;
-const listed = (m: Model, t: ModelToken): boolean => !t.deleted && (t.expiresAt === null || t.expiresAt > m.now - RETENTION_MS);
+const listed = (m: Model, t: ModelToken): boolean =>
+  !t.deleted && (t.expiresAt === null || t.expiresAt > m.now - RETENTION_MS);
 
 class CreateCmd implements fc.AsyncCommand<Model, Real> {
   constructor(
@@ -47,7 +48,12 @@ class CreateCmd implements fc.AsyncCommand<Model, Real> {
     const body: Record<string, unknown> = { name: this.name, scopes: this.scopes };
     const expiresAt = this.ttlMs === null ? null : m.now + this.ttlMs;
     if (expiresAt !== null) body.expires_at = new Date(expiresAt).toISOString();
-    const res = await r.app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { authorization: `Bearer ${r.admin}` }, payload: body });
+    const res = await r.app.inject({
+      method: 'POST',
+      url: '/api/v1/api-tokens',
+      headers: { authorization: `Bearer ${r.admin}` },
+      payload: body,
+    });
     assert.equal(res.statusCode, 201, res.body);
     const created = res.json<{ id: string; token: string; expires_at: string | null }>();
     assert.equal(created.expires_at, expiresAt === null ? null : new Date(expiresAt).toISOString());
@@ -59,11 +65,21 @@ class CreateCmd implements fc.AsyncCommand<Model, Real> {
 class ListCmd implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(m: Model, r: Real): Promise<void> {
-    const res = await r.app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: { authorization: `Bearer ${r.admin}` } });
+    const res = await r.app.inject({
+      method: 'GET',
+      url: '/api/v1/api-tokens',
+      headers: { authorization: `Bearer ${r.admin}` },
+    });
     assert.equal(res.statusCode, 200);
-    const shown = res.json<{ id: string; last_used_at: string | null }[]>().filter((x) => m.tokens.some((t) => t.id === x.id));
+    const shown = res
+      .json<{ id: string; last_used_at: string | null }[]>()
+      .filter((x) => m.tokens.some((t) => t.id === x.id));
     const expected = m.tokens.filter((t) => listed(m, t)).map((t) => t.id);
-    assert.deepEqual(shown.map((x) => x.id), expected, 'the live tokens and those expired within the retention, oldest first');
+    assert.deepEqual(
+      shown.map((x) => x.id),
+      expected,
+      'the live tokens and those expired within the retention, oldest first',
+    );
     for (const x of shown) {
       const t = m.tokens.find((y) => y.id === x.id)!;
       assert.equal(x.last_used_at !== null, t.used, `last_used_at of ${x.id}`);
@@ -77,13 +93,21 @@ class UseCmd implements fc.AsyncCommand<Model, Real> {
   check = (m: Readonly<Model>) => m.tokens.length > 0;
   async run(m: Model, r: Real): Promise<void> {
     const t = m.tokens[this.pick % m.tokens.length]!;
-    const res = await r.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: { authorization: `Bearer ${t.secret}` } });
+    const res = await r.app.inject({
+      method: 'GET',
+      url: '/api/v1/api-tokens/current',
+      headers: { authorization: `Bearer ${t.secret}` },
+    });
     if (live(m, t)) {
       assert.equal(res.statusCode, 200, res.body);
       assert.equal(res.json<{ id: string }>().id, t.id);
       t.used = true;
     } else {
-      assert.equal(res.statusCode, 401, `${t.id} is ${t.deleted ? 'deleted' : 'expired'} but answered ${res.statusCode}`);
+      assert.equal(
+        res.statusCode,
+        401,
+        `${t.id} is ${t.deleted ? 'deleted' : 'expired'} but answered ${res.statusCode}`,
+      );
     }
   }
   toString = () => `use(#${this.pick})`;
@@ -94,7 +118,11 @@ class DeleteCmd implements fc.AsyncCommand<Model, Real> {
   check = (m: Readonly<Model>) => m.tokens.length > 0;
   async run(m: Model, r: Real): Promise<void> {
     const t = m.tokens[this.pick % m.tokens.length]!;
-    const res = await r.app.inject({ method: 'DELETE', url: `/api/v1/api-tokens/${t.id}`, headers: { authorization: `Bearer ${r.admin}` } });
+    const res = await r.app.inject({
+      method: 'DELETE',
+      url: `/api/v1/api-tokens/${t.id}`,
+      headers: { authorization: `Bearer ${r.admin}` },
+    });
     // An expired token is still stored until deleted; a deleted one is gone.
     assert.equal(res.statusCode, t.deleted ? 404 : 204);
     t.deleted = true;
@@ -113,9 +141,13 @@ class TimePassesCmd implements fc.AsyncCommand<Model, Real> {
 }
 
 const commands = [
-  fc.tuple(fc.string({ minLength: 1, maxLength: 20 }).filter((s) => s.trim() !== '' && !/\p{Cc}/u.test(s)), fc.subarray(SCOPES, { minLength: 1 }), fc.option(fc.integer({ min: 1000, max: 3 * 86_400_000 }), { nil: null })).map(
-    ([n, s, ttl]) => new CreateCmd(n, s, ttl),
-  ),
+  fc
+    .tuple(
+      fc.string({ minLength: 1, maxLength: 20 }).filter((s) => s.trim() !== '' && !/\p{Cc}/u.test(s)),
+      fc.subarray(SCOPES, { minLength: 1 }),
+      fc.option(fc.integer({ min: 1000, max: 3 * 86_400_000 }), { nil: null }),
+    )
+    .map(([n, s, ttl]) => new CreateCmd(n, s, ttl)),
   fc.constant(new ListCmd()),
   // Small picks: the same few tokens get used, deleted and used again.
   fc.nat({ max: 4 }).map((i) => new UseCmd(i)),
@@ -131,11 +163,22 @@ async function runModel(t: TestContext, backend: Backend): Promise<void> {
       const built = await build(t, {
         store: db.open(),
         now: () => clock.now,
-        env: { DATABASE_URL: db.url, RATE_LIMIT: '0', RATE_LIMIT_ANONYMOUS: '0', LAST_USED_FLUSH_MS: '600000', TOKEN_MAX_LIFETIME_DAYS: '30' },
+        env: {
+          DATABASE_URL: db.url,
+          RATE_LIMIT: '0',
+          RATE_LIMIT_ANONYMOUS: '0',
+          LAST_USED_FLUSH_MS: '600000',
+          TOKEN_MAX_LIFETIME_DAYS: '30',
+        },
       });
-      const admin = (await built.app.infracat.tokens.service.create({ name: 'admin', scopes: ['api-tokens:write', ...SCOPES] }, null)).secret;
+      const admin = (
+        await built.app.infracat.tokens.service.create({ name: 'admin', scopes: ['api-tokens:write', ...SCOPES] }, null)
+      ).secret;
       try {
-        await fc.asyncModelRun(() => ({ model: { now: clock.now, tokens: [] }, real: { app: built.app, clock, admin } }), cmds);
+        await fc.asyncModelRun(
+          () => ({ model: { now: clock.now, tokens: [] }, real: { app: built.app, clock, admin } }),
+          cmds,
+        );
       } finally {
         await built.app.close();
       }

@@ -27,7 +27,15 @@ describe('PostgreSQL outage under load', () => {
     const store = new PostgresStore({ url: server.url, poolMax: 4, timeoutMs: TIMEOUT_MS });
     const { app } = await build(t, {
       store,
-      env: { DATABASE_URL: server.url, DATABASE_TIMEOUT_MS: String(TIMEOUT_MS), CATALOG_REFRESH_MS: '200', RATE_LIMIT: '0', RATE_LIMIT_ANONYMOUS: '0', AUTH_FAILURE_LIMIT: '1000000', LAST_USED_FLUSH_MS: '100' },
+      env: {
+        DATABASE_URL: server.url,
+        DATABASE_TIMEOUT_MS: String(TIMEOUT_MS),
+        CATALOG_REFRESH_MS: '200',
+        RATE_LIMIT: '0',
+        RATE_LIMIT_ANONYMOUS: '0',
+        AUTH_FAILURE_LIMIT: '1000000',
+        LAST_USED_FLUSH_MS: '100',
+      },
     });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = app.server.address() as { port: number };
@@ -37,7 +45,11 @@ describe('PostgreSQL outage under load', () => {
     // Acknowledged before the outage.
     const before: string[] = [];
     for (let i = 0; i < 5; i++) {
-      const res = await fetch(`${base}/api/v1/api-tokens`, { method: 'POST', headers: { ...admin.auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: `before ${i}`, scopes: ['apps:read'] }) });
+      const res = await fetch(`${base}/api/v1/api-tokens`, {
+        method: 'POST',
+        headers: { ...admin.auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: `before ${i}`, scopes: ['apps:read'] }),
+      });
       assert.equal(res.status, 201);
       before.push(((await res.json()) as { id: string }).id);
     }
@@ -49,8 +61,18 @@ describe('PostgreSQL outage under load', () => {
       { url: '/api/v1/plans', init: {} },
       { url: '/api/v1/regions/nyc3', init: {} },
       { url: '/api/v1/api-tokens', init: { headers: admin.auth } },
-      { url: '/api/v1/api-tokens/current', init: () => ({ headers: { authorization: `Bearer ${generateSecret('icat')}` } }) }, // never cached: needs storage
-      { url: '/api/v1/api-tokens', init: { method: 'POST', headers: { ...admin.auth, 'content-type': 'application/json' }, body: '{"name":"during","scopes":["apps:read"]}' } },
+      {
+        url: '/api/v1/api-tokens/current',
+        init: () => ({ headers: { authorization: `Bearer ${generateSecret('icat')}` } }),
+      }, // never cached: needs storage
+      {
+        url: '/api/v1/api-tokens',
+        init: {
+          method: 'POST',
+          headers: { ...admin.auth, 'content-type': 'application/json' },
+          body: '{"name":"during","scopes":["apps:read"]}',
+        },
+      },
       { url: '/readyz', init: {} },
     ];
     const loop = async (w: number): Promise<void> => {
@@ -62,7 +84,12 @@ describe('PostgreSQL outage under load', () => {
           const res = await fetch(`${base}${target.url}`, { ...init, signal: AbortSignal.timeout(10_000) });
           const text = await res.text();
           if (init.method === 'POST' && res.status === 201) ackedIds.push((JSON.parse(text) as { id: string }).id);
-          outcomes.push({ url: `${init.method ?? 'GET'} ${target.url}`, status: res.status, ms: Date.now() - started, retryAfter: res.headers.get('retry-after') });
+          outcomes.push({
+            url: `${init.method ?? 'GET'} ${target.url}`,
+            status: res.status,
+            ms: Date.now() - started,
+            retryAfter: res.headers.get('retry-after'),
+          });
         } catch (err) {
           outcomes.push({ url: target.url, status: -1, ms: Date.now() - started, retryAfter: String(err) });
         }
@@ -87,11 +114,21 @@ describe('PostgreSQL outage under load', () => {
     await Promise.all(workers);
 
     assert.ok(during.length > 20, `load continued during the outage (${during.length} answers)`);
-    assert.ok(during.every((o) => o.status !== -1), `no request failed at the connection level: ${JSON.stringify(during.find((o) => o.status === -1))}`);
-    assert.ok(during.every((o) => o.ms <= BOUND_MS), `no request hung past ${BOUND_MS} ms: ${JSON.stringify(during.filter((o) => o.ms > BOUND_MS).slice(0, 3))}`);
-    for (const o of during.filter((x) => x.url.includes('/plans') || x.url.includes('/regions'))) assert.equal(o.status, 200, `catalog from memory: ${JSON.stringify(o)}`);
+    assert.ok(
+      during.every((o) => o.status !== -1),
+      `no request failed at the connection level: ${JSON.stringify(during.find((o) => o.status === -1))}`,
+    );
+    assert.ok(
+      during.every((o) => o.ms <= BOUND_MS),
+      `no request hung past ${BOUND_MS} ms: ${JSON.stringify(during.filter((o) => o.ms > BOUND_MS).slice(0, 3))}`,
+    );
+    for (const o of during.filter((x) => x.url.includes('/plans') || x.url.includes('/regions')))
+      assert.equal(o.status, 200, `catalog from memory: ${JSON.stringify(o)}`);
     const storageBound = during.filter((o) => o.url.includes('api-tokens') || o.url.includes('readyz'));
-    assert.ok(storageBound.some((o) => o.status === 503), 'storage-bound requests saw 503');
+    assert.ok(
+      storageBound.some((o) => o.status === 503),
+      'storage-bound requests saw 503',
+    );
     for (const o of storageBound.filter((x) => x.status === 503)) assert.equal(o.retryAfter, '5', JSON.stringify(o));
     for (const o of during) assert.ok([200, 201, 401, 503].includes(o.status), JSON.stringify(o));
 
@@ -102,7 +139,11 @@ describe('PostgreSQL outage under load', () => {
     for (const id of before) assert.ok(ids.has(id), `${id} (acknowledged before the outage) is still there`);
     assert.ok(ackedIds.length > 0);
     for (const id of ackedIds) assert.ok(ids.has(id), `${id} (acknowledged under load) is still there`);
-    const created = await fetch(`${base}/api/v1/api-tokens`, { method: 'POST', headers: { ...admin.auth, 'content-type': 'application/json' }, body: '{"name":"after","scopes":["apps:read"]}' });
+    const created = await fetch(`${base}/api/v1/api-tokens`, {
+      method: 'POST',
+      headers: { ...admin.auth, 'content-type': 'application/json' },
+      body: '{"name":"after","scopes":["apps:read"]}',
+    });
     assert.equal(created.status, 201);
   });
 });

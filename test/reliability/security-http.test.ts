@@ -18,7 +18,12 @@ import { secretPieceIn } from '../helpers/secrets.js';
 const RUNS = Number(process.env.FUZZ_RUNS ?? 250);
 /** docs/errors.md: errors[] holds at most this many entries. */
 const MAX_FIELD_ERRORS = 20;
-const NO_LIMITS = { RATE_LIMIT: '0', RATE_LIMIT_ANONYMOUS: '0', AUTH_FAILURE_LIMIT: '1000000', TOKEN_MAX_LIVE: '1000000' };
+const NO_LIMITS = {
+  RATE_LIMIT: '0',
+  RATE_LIMIT_ANONYMOUS: '0',
+  AUTH_FAILURE_LIMIT: '1000000',
+  TOKEN_MAX_LIVE: '1000000',
+};
 
 interface Answer {
   statusCode: number;
@@ -56,12 +61,28 @@ function encode(text: string, how: readonly Encoding[]): string {
     .join('');
 }
 
-const PLACES = ['path', 'slug', 'query-name', 'query-value', 'scope-parameter', 'body-key', 'body-value', 'original-uri', 'request-id', 'authorization'] as const;
+const PLACES = [
+  'path',
+  'slug',
+  'query-name',
+  'query-value',
+  'scope-parameter',
+  'body-key',
+  'body-value',
+  'original-uri',
+  'request-id',
+  'authorization',
+] as const;
 type Place = (typeof PLACES)[number];
 
 function requestWith(place: Place, text: string, admin: string): InjectOptions {
   const auth = { authorization: `Bearer ${admin}` };
-  const create = (body: unknown) => ({ method: 'POST' as const, url: '/api/v1/api-tokens', headers: auth, payload: JSON.stringify(body) });
+  const create = (body: unknown) => ({
+    method: 'POST' as const,
+    url: '/api/v1/api-tokens',
+    headers: auth,
+    payload: JSON.stringify(body),
+  });
   switch (place) {
     case 'path':
       return { url: `/api/v1/${text}` };
@@ -74,7 +95,10 @@ function requestWith(place: Place, text: string, admin: string): InjectOptions {
     case 'scope-parameter':
       return { url: `/api/v1/auth/check?scope=${text}`, headers: auth };
     case 'body-key':
-      return { ...create({ name: 'x', scopes: ['apps:read'], [text]: 1 }), headers: { ...auth, 'content-type': 'application/json' } };
+      return {
+        ...create({ name: 'x', scopes: ['apps:read'], [text]: 1 }),
+        headers: { ...auth, 'content-type': 'application/json' },
+      };
     case 'body-value':
       return { ...create({ name: 'x', scopes: [text] }), headers: { ...auth, 'content-type': 'application/json' } };
     case 'original-uri':
@@ -99,11 +123,30 @@ describe('no secret comes back or reaches a log, in any encoding', () => {
       ['%69', { url: `/api/v1/%69cat_${random}` }],
       ['every character', { url: `/api/v1/${encode(secret, [1])}` }],
       ['escapes of escapes', { url: `/api/v1/${encode(secret, [3])}` }],
-      ['one escape in the random part', { url: `/api/v1/icat_${random.slice(0, 20)}%${hex(random[20]!)}${random.slice(21)}` }],
+      [
+        'one escape in the random part',
+        { url: `/api/v1/icat_${random.slice(0, 20)}%${hex(random[20]!)}${random.slice(21)}` },
+      ],
       ['another prefix before it', { url: `/api/v1/x_${secret}` }],
       ['upper-case prefix', { url: `/api/v1/ICAT_${random}` }],
-      ['body key', { method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload: { name: 'x', scopes: ['apps:read'], [secret]: 1 } }],
-      ['encoded body key', { method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload: { name: 'x', scopes: ['apps:read'], [`icat%5F${random}`]: 1 } }],
+      [
+        'body key',
+        {
+          method: 'POST',
+          url: '/api/v1/api-tokens',
+          headers: admin.auth,
+          payload: { name: 'x', scopes: ['apps:read'], [secret]: 1 },
+        },
+      ],
+      [
+        'encoded body key',
+        {
+          method: 'POST',
+          url: '/api/v1/api-tokens',
+          headers: admin.auth,
+          payload: { name: 'x', scopes: ['apps:read'], [`icat%5F${random}`]: 1 },
+        },
+      ],
       ['query name', { url: `/api/v1/plans?${secret}=1` }],
       ['secret-shaped X-Request-Id', { url: '/api/v1/nope', headers: { 'x-request-id': secret } }],
     ];
@@ -122,8 +165,15 @@ describe('no secret comes back or reaches a log, in any encoding', () => {
     assert.equal(plain.instance, '/api/v1/icat_[REDACTED]');
     const encoded = (await app.inject({ url: `/api/v1/icat%5F${random}` })).json<{ instance: string }>();
     assert.equal(encoded.instance, '/api/v1/icat%5F[REDACTED]');
-    const key = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload: { name: 'x', scopes: ['apps:read'], [secret]: 1 } });
-    assert.deepEqual(key.json<{ errors: unknown[] }>().errors, [{ pointer: '/icat_[REDACTED]', detail: 'is not a known field' }]);
+    const key = await app.inject({
+      method: 'POST',
+      url: '/api/v1/api-tokens',
+      headers: admin.auth,
+      payload: { name: 'x', scopes: ['apps:read'], [secret]: 1 },
+    });
+    assert.deepEqual(key.json<{ errors: unknown[] }>().errors, [
+      { pointer: '/icat_[REDACTED]', detail: 'is not a known field' },
+    ]);
   });
 
   it(`${RUNS} random secrets (random prefixes), encoded at random, in ten places: none comes back or is logged`, async (t) => {
@@ -149,11 +199,15 @@ describe('no secret comes back or reaches a log, in any encoding', () => {
     );
   });
 
-  it('the placeholders and prose of the service\'s own messages survive; the credentials they describe do not', async (t) => {
+  it("the placeholders and prose of the service's own messages survive; the credentials they describe do not", async (t) => {
     const { app } = await build(t, { env: NO_LIMITS });
     const missing = problemOf(await app.inject({ url: '/api/v1/api-tokens' }), 401, 'UNAUTHORIZED');
     assert.equal(missing.detail, 'this endpoint needs a token: Authorization: Bearer <token>');
-    const scheme = problemOf(await app.inject({ url: '/api/v1/api-tokens', headers: { authorization: 'Basic dTpw' } }), 401, 'UNAUTHORIZED');
+    const scheme = problemOf(
+      await app.inject({ url: '/api/v1/api-tokens', headers: { authorization: 'Basic dTpw' } }),
+      401,
+      'UNAUTHORIZED',
+    );
     assert.equal(scheme.detail, 'use the Authorization header with the Bearer scheme');
   });
 });
@@ -172,19 +226,36 @@ describe('a problem stays small whatever the request holds', () => {
 
   it(`errors[] holds the first ${MAX_FIELD_ERRORS} field errors and errors_omitted counts the rest (query and body)`, async (t) => {
     const { app } = await build(t, { env: NO_LIMITS });
-    const query = problemOf(await app.inject({ url: `/api/v1/plans?${Array.from({ length: 50 }, (_, i) => `p${i}=1`).join('&')}` }), 400, 'INVALID_QUERY');
+    const query = problemOf(
+      await app.inject({ url: `/api/v1/plans?${Array.from({ length: 50 }, (_, i) => `p${i}=1`).join('&')}` }),
+      400,
+      'INVALID_QUERY',
+    );
     assert.equal((query.errors as unknown[]).length, MAX_FIELD_ERRORS);
     assert.equal(query.errors_omitted, 50 - MAX_FIELD_ERRORS);
     assert.match(query.detail, /^invalid query parameter p0, p1, p2, p3, p4 and 45 more$/);
 
     const admin = await mintToken(app, ['api-tokens:write']);
-    const payload = { name: 'x', scopes: ['apps:read'], ...Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`k${i}`, i])) };
+    const payload = {
+      name: 'x',
+      scopes: ['apps:read'],
+      ...Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`k${i}`, i])),
+    };
     const res = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload });
     const body = problemOf(res, 422, 'VALIDATION_FAILED');
     assert.equal((body.errors as unknown[]).length, MAX_FIELD_ERRORS);
     assert.equal(body.errors_omitted, 500 - MAX_FIELD_ERRORS);
     assert.ok(res.body.length < 3000, `${res.body.length} bytes`);
-    const few = problemOf(await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload: { name: 'x', scopes: ['apps:read'], extra: 1 } }), 422, 'VALIDATION_FAILED');
+    const few = problemOf(
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/api-tokens',
+        headers: admin.auth,
+        payload: { name: 'x', scopes: ['apps:read'], extra: 1 },
+      }),
+      422,
+      'VALIDATION_FAILED',
+    );
     assert.equal(few.errors_omitted, undefined, 'no count when nothing was left out');
   });
 
@@ -229,7 +300,7 @@ function raw(port: number, request: string | Buffer): Promise<Answer & { interim
       }
       if (headers['transfer-encoding'] === 'chunked') {
         let out = '';
-        for (let rest = body; ; ) {
+        for (let rest = body; ;) {
           const eol = rest.indexOf('\r\n');
           const size = parseInt(rest.slice(0, eol), 16);
           if (!(size > 0)) break;
@@ -244,9 +315,10 @@ function raw(port: number, request: string | Buffer): Promise<Answer & { interim
   });
 }
 
-
 async function tokenNames(app: App, auth: Record<string, string>): Promise<string[]> {
-  return (await app.inject({ url: '/api/v1/api-tokens', headers: auth })).json<{ name: string }[]>().map((tok) => tok.name);
+  return (await app.inject({ url: '/api/v1/api-tokens', headers: auth }))
+    .json<{ name: string }[]>()
+    .map((tok) => tok.name);
 }
 
 describe('a request body is read exactly as UTF-8 JSON, or refused', () => {
@@ -256,18 +328,60 @@ describe('a request body is read exactly as UTF-8 JSON, or refused', () => {
     const { app } = await build(t, { env: NO_LIMITS });
     const admin = await mintToken(app, ['api-tokens:write', 'apps:read']);
     const latin1 = Buffer.from(create('caf\u00e9'), 'latin1');
-    for (const type of ['application/json; charset=iso-8859-1', 'application/json; charset="ISO-8859-1"', 'application/json;charset=latin1', 'application/json; charset=windows-1252', 'application/json; charset=us-ascii', 'application/json; charset=utf-16']) {
-      const body = problemOf(await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': type }, payload: latin1 }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    for (const type of [
+      'application/json; charset=iso-8859-1',
+      'application/json; charset="ISO-8859-1"',
+      'application/json;charset=latin1',
+      'application/json; charset=windows-1252',
+      'application/json; charset=us-ascii',
+      'application/json; charset=utf-16',
+    ]) {
+      const body = problemOf(
+        await app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens',
+          headers: { ...admin.auth, 'content-type': type },
+          payload: latin1,
+        }),
+        415,
+        'UNSUPPORTED_MEDIA_TYPE',
+      );
       const named = /charset=("?)([^";]+)\1/i.exec(type)![2]!.toLowerCase();
       assert.ok(body.detail.includes(named), `${type}: ${body.detail}`);
     }
-    for (const type of ['application/json; charset=utf-8; charset=latin1', 'application/json; charset=utf-8; charset=utf8', 'application/json; charset', 'application/json; charset=utf-8 x']) {
-      problemOf(await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': type }, payload: create('x') }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    for (const type of [
+      'application/json; charset=utf-8; charset=latin1',
+      'application/json; charset=utf-8; charset=utf8',
+      'application/json; charset',
+      'application/json; charset=utf-8 x',
+    ]) {
+      problemOf(
+        await app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens',
+          headers: { ...admin.auth, 'content-type': type },
+          payload: create('x'),
+        }),
+        415,
+        'UNSUPPORTED_MEDIA_TYPE',
+      );
     }
     assert.deepEqual(await tokenNames(app, admin.auth), ['test'], 'nothing created');
     // UTF-8, however it is spelled, is read.
-    for (const [i, type] of ['application/json', 'application/json; charset=utf-8', 'Application/JSON;Charset=UTF-8', 'application/json; charset="utf-8"', 'application/json; charset=utf8', 'application/json;'].entries()) {
-      const res = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': type }, payload: Buffer.from(create(`caf\u00e9 ${i}`), 'utf8') });
+    for (const [i, type] of [
+      'application/json',
+      'application/json; charset=utf-8',
+      'Application/JSON;Charset=UTF-8',
+      'application/json; charset="utf-8"',
+      'application/json; charset=utf8',
+      'application/json;',
+    ].entries()) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/api-tokens',
+        headers: { ...admin.auth, 'content-type': type },
+        payload: Buffer.from(create(`caf\u00e9 ${i}`), 'utf8'),
+      });
       assert.equal(res.statusCode, 201, `${type}: ${res.body}`);
       assert.equal(res.json<{ name: string }>().name, `caf\u00e9 ${i}`);
     }
@@ -276,16 +390,36 @@ describe('a request body is read exactly as UTF-8 JSON, or refused', () => {
   it('any content coding: 415 with Accept-Encoding: identity; identity is fine', async (t) => {
     const { app } = await build(t, { env: NO_LIMITS });
     const admin = await mintToken(app, ['api-tokens:write', 'apps:read']);
-    for (const coding of ['gzip', 'GZIP', 'x-gzip', 'deflate', 'br', 'zstd', 'compress', 'identity, gzip', 'gzip, identity']) {
+    for (const coding of [
+      'gzip',
+      'GZIP',
+      'x-gzip',
+      'deflate',
+      'br',
+      'zstd',
+      'compress',
+      'identity, gzip',
+      'gzip, identity',
+    ]) {
       for (const payload of [gzipSync(create('zipped')), Buffer.from(create('not zipped'))]) {
-        const res = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': 'application/json', 'content-encoding': coding }, payload });
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens',
+          headers: { ...admin.auth, 'content-type': 'application/json', 'content-encoding': coding },
+          payload,
+        });
         const body = problemOf(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
         assert.match(body.detail, /Content-Encoding/);
         assert.equal(res.headers['accept-encoding'], 'identity');
       }
     }
     assert.deepEqual(await tokenNames(app, admin.auth), ['test'], 'nothing created');
-    const plain = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': 'application/json', 'content-encoding': 'identity' }, payload: create('plain') });
+    const plain = await app.inject({
+      method: 'POST',
+      url: '/api/v1/api-tokens',
+      headers: { ...admin.auth, 'content-type': 'application/json', 'content-encoding': 'identity' },
+      payload: create('plain'),
+    });
     assert.equal(plain.statusCode, 201, plain.body);
   });
 
@@ -302,8 +436,21 @@ describe('a request body is read exactly as UTF-8 JSON, or refused', () => {
       'above U+10FFFF': [0xf4, 0x90, 0x80, 0x80],
     };
     for (const [name, bytes] of Object.entries(bad)) {
-      const payload = Buffer.concat([Buffer.from('{"name":"x'), Buffer.from(bytes), Buffer.from('","scopes":["apps:read"]}')]);
-      const body = problemOf(await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': 'application/json' }, payload }), 400, 'MALFORMED_JSON');
+      const payload = Buffer.concat([
+        Buffer.from('{"name":"x'),
+        Buffer.from(bytes),
+        Buffer.from('","scopes":["apps:read"]}'),
+      ]);
+      const body = problemOf(
+        await app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens',
+          headers: { ...admin.auth, 'content-type': 'application/json' },
+          payload,
+        }),
+        400,
+        'MALFORMED_JSON',
+      );
       assert.match(body.detail, /UTF-8/, name);
     }
     assert.deepEqual(await tokenNames(app, admin.auth), ['test'], 'nothing created');
@@ -312,10 +459,29 @@ describe('a request body is read exactly as UTF-8 JSON, or refused', () => {
   it('JSON escapes of lone surrogates: 400 MALFORMED_JSON; a real pair is a character', async (t) => {
     const { app } = await build(t, { env: NO_LIMITS });
     const admin = await mintToken(app, ['api-tokens:write', 'apps:read']);
-    for (const payload of ['{"name":"x\\ud800","scopes":["apps:read"]}', '{"name":"\\udc00x","scopes":["apps:read"]}', '{"name":"x","scopes":["apps:read"],"\\ud83d":1}', '{"name":"x","scopes":["apps:read\\ud800"]}']) {
-      problemOf(await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': 'application/json' }, payload }), 400, 'MALFORMED_JSON');
+    for (const payload of [
+      '{"name":"x\\ud800","scopes":["apps:read"]}',
+      '{"name":"\\udc00x","scopes":["apps:read"]}',
+      '{"name":"x","scopes":["apps:read"],"\\ud83d":1}',
+      '{"name":"x","scopes":["apps:read\\ud800"]}',
+    ]) {
+      problemOf(
+        await app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens',
+          headers: { ...admin.auth, 'content-type': 'application/json' },
+          payload,
+        }),
+        400,
+        'MALFORMED_JSON',
+      );
     }
-    const pair = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': 'application/json' }, payload: '{"name":"boom \\ud83d\\udca5","scopes":["apps:read"]}' });
+    const pair = await app.inject({
+      method: 'POST',
+      url: '/api/v1/api-tokens',
+      headers: { ...admin.auth, 'content-type': 'application/json' },
+      payload: '{"name":"boom \\ud83d\\udca5","scopes":["apps:read"]}',
+    });
     assert.equal(pair.statusCode, 201, pair.body);
     assert.deepEqual(await tokenNames(app, admin.auth), ['test', 'boom \u{1f4a5}']);
   });
@@ -324,17 +490,39 @@ describe('a request body is read exactly as UTF-8 JSON, or refused', () => {
     const { app } = await build(t, { env: NO_LIMITS });
     const admin = await mintToken(app, ['api-tokens:write', 'apps:read']);
     const bom = Buffer.from([0xef, 0xbb, 0xbf]);
-    const one = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': 'application/json' }, payload: Buffer.concat([bom, Buffer.from(create('bom'))]) });
+    const one = await app.inject({
+      method: 'POST',
+      url: '/api/v1/api-tokens',
+      headers: { ...admin.auth, 'content-type': 'application/json' },
+      payload: Buffer.concat([bom, Buffer.from(create('bom'))]),
+    });
     assert.equal(one.statusCode, 201, one.body);
-    problemOf(await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': 'application/json' }, payload: Buffer.concat([bom, bom, Buffer.from(create('two'))]) }), 400, 'MALFORMED_JSON');
+    problemOf(
+      await app.inject({
+        method: 'POST',
+        url: '/api/v1/api-tokens',
+        headers: { ...admin.auth, 'content-type': 'application/json' },
+        payload: Buffer.concat([bom, bom, Buffer.from(create('two'))]),
+      }),
+      400,
+      'MALFORMED_JSON',
+    );
     assert.deepEqual(await tokenNames(app, admin.auth), ['test', 'bom']);
   });
 
   it('two Content-Type headers: 400', async (t) => {
     const { app } = await build(t, { env: NO_LIMITS });
     const admin = await mintToken(app, ['api-tokens:write', 'apps:read']);
-    for (const types of [['application/json', 'text/plain'], ['application/json', 'application/json']]) {
-      const res = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: { ...admin.auth, 'content-type': types }, payload: create('twice') });
+    for (const types of [
+      ['application/json', 'text/plain'],
+      ['application/json', 'application/json'],
+    ]) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/api-tokens',
+        headers: { ...admin.auth, 'content-type': types },
+        payload: create('twice'),
+      });
       assert.match(problemOf(res, 400, 'BAD_REQUEST').detail, /Content-Type/);
     }
   });
@@ -347,7 +535,9 @@ describe('a request body is read exactly as UTF-8 JSON, or refused', () => {
     const res = await raw(
       port,
       Buffer.concat([
-        Buffer.from(`POST /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin.secret}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n${zipped.length.toString(16)}\r\n`),
+        Buffer.from(
+          `POST /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin.secret}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n${zipped.length.toString(16)}\r\n`,
+        ),
         zipped,
         Buffer.from('\r\n0\r\n\r\n'),
       ]),
@@ -355,15 +545,35 @@ describe('a request body is read exactly as UTF-8 JSON, or refused', () => {
     assert.match(problemOf(res, 400, 'BAD_REQUEST').detail, /Transfer-Encoding/);
   });
 
-  it('introspection\'s form bodies follow the same rules', async (t) => {
+  it("introspection's form bodies follow the same rules", async (t) => {
     const { app } = await build(t, { env: NO_LIMITS });
     const reader = await mintToken(app, ['api-tokens:read']);
     const form = 'application/x-www-form-urlencoded';
     const introspect = (headers: Record<string, string>, payload: Buffer | string) =>
-      app.inject({ method: 'POST', url: '/api/v1/api-tokens/introspect', headers: { ...reader.auth, ...headers }, payload });
-    problemOf(await introspect({ 'content-type': `${form}; charset=iso-8859-1` }, `token=${reader.secret}`), 415, 'UNSUPPORTED_MEDIA_TYPE');
-    problemOf(await introspect({ 'content-type': form, 'content-encoding': 'gzip' }, gzipSync(`token=${reader.secret}`)), 415, 'UNSUPPORTED_MEDIA_TYPE');
-    problemOf(await introspect({ 'content-type': form }, Buffer.concat([Buffer.from(`token=${reader.secret}&x=`), Buffer.from([0xe9])])), 400, 'BAD_REQUEST');
+      app.inject({
+        method: 'POST',
+        url: '/api/v1/api-tokens/introspect',
+        headers: { ...reader.auth, ...headers },
+        payload,
+      });
+    problemOf(
+      await introspect({ 'content-type': `${form}; charset=iso-8859-1` }, `token=${reader.secret}`),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
+    problemOf(
+      await introspect({ 'content-type': form, 'content-encoding': 'gzip' }, gzipSync(`token=${reader.secret}`)),
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+    );
+    problemOf(
+      await introspect(
+        { 'content-type': form },
+        Buffer.concat([Buffer.from(`token=${reader.secret}&x=`), Buffer.from([0xe9])]),
+      ),
+      400,
+      'BAD_REQUEST',
+    );
     const ok = await introspect({ 'content-type': `${form}; charset=UTF-8` }, `token=${reader.secret}`);
     assert.equal(ok.json<{ active: boolean }>().active, true);
   });
@@ -388,11 +598,17 @@ describe('every refusal is a problem, whoever makes it', () => {
     const { app } = await build(t, { env: NO_LIMITS });
     const port = await listen(app);
     for (const expect of ['foo', '100-continue, foo', 'x=1']) {
-      const res = await raw(port, `POST /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nExpect: ${expect}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`);
+      const res = await raw(
+        port,
+        `POST /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nExpect: ${expect}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
+      );
       problemOf(res, 417, 'EXPECTATION_FAILED');
       assert.deepEqual(res.interim, [], `${expect}: no 100 Continue promised`);
     }
-    const cont = await raw(port, 'POST /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}');
+    const cont = await raw(
+      port,
+      'POST /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}',
+    );
     assert.deepEqual(cont.interim, ['HTTP/1.1 100 Continue']);
     problemOf(cont, 401, 'UNAUTHORIZED');
   });
@@ -400,7 +616,12 @@ describe('every refusal is a problem, whoever makes it', () => {
   it('with CORS on, an OPTIONS that is not a preflight answers as without CORS (405/404 problem), and unknown paths stay 404', async (t) => {
     const { app } = await build(t, { env: { ...NO_LIMITS, CORS_ORIGINS: 'https://console.example.com' } });
     const origin = 'https://console.example.com';
-    for (const headers of [{}, { origin }, { 'access-control-request-method': 'GET' }, { origin: '', 'access-control-request-method': 'GET' }]) {
+    for (const headers of [
+      {},
+      { origin },
+      { 'access-control-request-method': 'GET' },
+      { origin: '', 'access-control-request-method': 'GET' },
+    ]) {
       const known = await app.inject({ method: 'OPTIONS', url: '/api/v1/plans', headers });
       problemOf(known, 405, 'METHOD_NOT_ALLOWED');
       assert.equal(known.headers.allow, 'GET, HEAD');
@@ -412,7 +633,11 @@ describe('every refusal is a problem, whoever makes it', () => {
     problemOf(wrong, 405, 'METHOD_NOT_ALLOWED');
     assert.equal(wrong.headers.allow, 'GET, HEAD');
     // A real preflight is still answered as one.
-    const pre = await app.inject({ method: 'OPTIONS', url: '/api/v1/api-tokens', headers: { origin, 'access-control-request-method': 'POST' } });
+    const pre = await app.inject({
+      method: 'OPTIONS',
+      url: '/api/v1/api-tokens',
+      headers: { origin, 'access-control-request-method': 'POST' },
+    });
     assert.equal(pre.statusCode, 204);
     assert.equal(pre.headers['access-control-allow-origin'], origin);
     // The forward-auth check takes OPTIONS from a gateway (no Origin) as it does without CORS.
@@ -426,15 +651,42 @@ describe('every refusal is a problem, whoever makes it', () => {
     const tok = await mintToken(app, ['api-tokens:write', 'apps:read', 'plans:read']);
     const request = fc.record({
       method: fc.constantFrom('GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'),
-      path: fc.constantFrom('/api/v1/plans', '/api/v1/plans/s-1vcpu-1gb', '/api/v1/api-tokens', '/api/v1/api-tokens/introspect', '/api/v1/auth/check', '/api/v1/auth/check/apps/1', '/healthz', '/nope', '/'),
+      path: fc.constantFrom(
+        '/api/v1/plans',
+        '/api/v1/plans/s-1vcpu-1gb',
+        '/api/v1/api-tokens',
+        '/api/v1/api-tokens/introspect',
+        '/api/v1/auth/check',
+        '/api/v1/auth/check/apps/1',
+        '/healthz',
+        '/nope',
+        '/',
+      ),
       query: fc.constantFrom('', '?min_vcpus=0x10', '?Access_Token=x', '?scope=apps:read', `?${'a=1&'.repeat(5)}`),
       origin: fc.option(fc.constantFrom('https://a.example', 'https://evil.example', ''), { nil: undefined }),
       acrm: fc.option(fc.constantFrom('GET', 'POST', 'PUT', ''), { nil: undefined }),
-      authorization: fc.option(fc.constantFrom(tok.auth.authorization, 'Bearer nope', 'Basic dTpw', [tok.auth.authorization, 'Bearer nope']), { nil: undefined }),
-      contentType: fc.option(fc.constantFrom('application/json', 'application/json; charset=latin1', 'text/plain', 'application/x-www-form-urlencoded; charset=utf-16'), { nil: undefined }),
+      authorization: fc.option(
+        fc.constantFrom(tok.auth.authorization, 'Bearer nope', 'Basic dTpw', [tok.auth.authorization, 'Bearer nope']),
+        { nil: undefined },
+      ),
+      contentType: fc.option(
+        fc.constantFrom(
+          'application/json',
+          'application/json; charset=latin1',
+          'text/plain',
+          'application/x-www-form-urlencoded; charset=utf-16',
+        ),
+        { nil: undefined },
+      ),
       contentEncoding: fc.option(fc.constantFrom('gzip', 'identity', 'br'), { nil: undefined }),
       expect: fc.option(fc.constantFrom('100-continue', 'nonsense'), { nil: undefined }),
-      body: fc.option(fc.oneof(fc.constantFrom('{"name":"x","scopes":["apps:read"]}', '{', 'token=x'), fc.uint8Array({ maxLength: 40 }).map((b) => Buffer.from(b))), { nil: undefined }),
+      body: fc.option(
+        fc.oneof(
+          fc.constantFrom('{"name":"x","scopes":["apps:read"]}', '{', 'token=x'),
+          fc.uint8Array({ maxLength: 40 }).map((b) => Buffer.from(b)),
+        ),
+        { nil: undefined },
+      ),
     });
     await fc.assert(
       fc.asyncProperty(request, async (r) => {
@@ -445,7 +697,12 @@ describe('every refusal is a problem, whoever makes it', () => {
         if (r.contentType !== undefined) headers['content-type'] = r.contentType;
         if (r.contentEncoding !== undefined) headers['content-encoding'] = r.contentEncoding;
         if (r.expect !== undefined) headers.expect = r.expect;
-        const res = await app.inject({ method: r.method as 'GET', url: r.path + r.query, headers, ...(r.body !== undefined ? { payload: r.body } : {}) });
+        const res = await app.inject({
+          method: r.method as 'GET',
+          url: r.path + r.query,
+          headers,
+          ...(r.body !== undefined ? { payload: r.body } : {}),
+        });
         const where = `${r.method} ${r.path}${r.query} ${JSON.stringify(headers)} -> ${res.statusCode} ${String(res.headers['content-type'])} ${res.body.slice(0, 200)}`;
         assert.ok(res.statusCode < 500, where);
         if (res.statusCode >= 400 && r.method !== 'HEAD') {
@@ -464,11 +721,44 @@ describe('every refusal is a problem, whoever makes it', () => {
 describe('query numbers are plain decimals', () => {
   it('min_vcpus and min_memory_mb refuse hex, exponents, signs, spaces, fractions and other digits', async (t) => {
     const { app } = await build(t, { env: NO_LIMITS });
-    const bad = ['0x10', '0X10', '1e3', '1E1', ' 5 ', ' 5', '5 ', '+5', '-5', '5.0', '5.', '.5', '', '0', '05', '0b11', '0o7', '1_000', '1,000', 'Infinity', 'NaN', '\u0665', '\uff15', '99999999999'];
+    const bad = [
+      '0x10',
+      '0X10',
+      '1e3',
+      '1E1',
+      ' 5 ',
+      ' 5',
+      '5 ',
+      '+5',
+      '-5',
+      '5.0',
+      '5.',
+      '.5',
+      '',
+      '0',
+      '05',
+      '0b11',
+      '0o7',
+      '1_000',
+      '1,000',
+      'Infinity',
+      'NaN',
+      '\u0665',
+      '\uff15',
+      '99999999999',
+    ];
     for (const name of ['min_vcpus', 'min_memory_mb']) {
       for (const value of bad) {
-        const body = problemOf(await app.inject({ url: `/api/v1/plans?${name}=${encodeURIComponent(value)}` }), 400, 'INVALID_QUERY');
-        assert.deepEqual((body.errors as { pointer: string }[]).map((e) => e.pointer), [`querystring:/${name}`], `${name}=${JSON.stringify(value)}`);
+        const body = problemOf(
+          await app.inject({ url: `/api/v1/plans?${name}=${encodeURIComponent(value)}` }),
+          400,
+          'INVALID_QUERY',
+        );
+        assert.deepEqual(
+          (body.errors as { pointer: string }[]).map((e) => e.pointer),
+          [`querystring:/${name}`],
+          `${name}=${JSON.stringify(value)}`,
+        );
       }
     }
     const all = (await app.inject({ url: '/api/v1/plans' })).json<{ vcpus: number; memory_mb: number }[]>();
@@ -482,17 +772,27 @@ describe('query numbers are plain decimals', () => {
   it('max_price_monthly and available are as strict', async (t) => {
     const { app } = await build(t, { env: NO_LIMITS });
     for (const value of ['0x18', '2.4e1', ' 24', '24 ', '+24', '24.', '.5', '24.001', '-1']) {
-      problemOf(await app.inject({ url: `/api/v1/plans?max_price_monthly=${encodeURIComponent(value)}` }), 400, 'INVALID_QUERY');
+      problemOf(
+        await app.inject({ url: `/api/v1/plans?max_price_monthly=${encodeURIComponent(value)}` }),
+        400,
+        'INVALID_QUERY',
+      );
     }
     for (const value of ['1', '0', 'yes', 'TRUE', ' true', 'true ', '']) {
-      problemOf(await app.inject({ url: `/api/v1/regions?available=${encodeURIComponent(value)}` }), 400, 'INVALID_QUERY');
+      problemOf(
+        await app.inject({ url: `/api/v1/regions?available=${encodeURIComponent(value)}` }),
+        400,
+        'INVALID_QUERY',
+      );
     }
     assert.equal((await app.inject({ url: '/api/v1/regions?available=true' })).statusCode, 200);
   });
 
   it('the OpenAPI document shows them as strings with their pattern', async (t) => {
     const { app } = await build(t);
-    const doc = (await app.inject({ url: '/api/v1/openapi.json' })).json<{ paths: Record<string, { get: { parameters: { name: string; schema: Record<string, unknown> }[] } }> }>();
+    const doc = (await app.inject({ url: '/api/v1/openapi.json' })).json<{
+      paths: Record<string, { get: { parameters: { name: string; schema: Record<string, unknown> }[] } }>;
+    }>();
     const params = Object.fromEntries(doc.paths['/api/v1/plans']!.get.parameters.map((p) => [p.name, p.schema]));
     assert.deepEqual([params.min_vcpus!.type, params.min_vcpus!.pattern], ['string', '^[1-9][0-9]{0,5}$']);
     assert.deepEqual([params.min_memory_mb!.type, params.min_memory_mb!.pattern], ['string', '^[1-9][0-9]{0,8}$']);
@@ -505,7 +805,21 @@ describe('credentials are taken from one Authorization header only', () => {
   it('credential-named query parameters are refused in any case and any encoding, everywhere', async (t) => {
     const { app, logs } = await build(t, { env: NO_LIMITS });
     const tok = await mintToken(app, ['api-tokens:read', 'apps:read']);
-    const names = ['access_token', 'Access_Token', 'ACCESS_TOKEN', 'Token', 'TOKEN', 'Api_Key', 'API_KEY', 'ApiKey', 'APIKEY', '%61ccess_token', 'acc%65ss_TOKEN', '%54oken', 'access%5Ftoken'];
+    const names = [
+      'access_token',
+      'Access_Token',
+      'ACCESS_TOKEN',
+      'Token',
+      'TOKEN',
+      'Api_Key',
+      'API_KEY',
+      'ApiKey',
+      'APIKEY',
+      '%61ccess_token',
+      'acc%65ss_TOKEN',
+      '%54oken',
+      'access%5Ftoken',
+    ];
     for (const path of ['/api/v1/plans', '/api/v1/api-tokens', '/api/v1/auth/check', '/healthz']) {
       for (const name of names) {
         const res = await app.inject({ url: `${path}?${name}=${tok.secret}`, headers: tok.auth });
@@ -537,14 +851,21 @@ describe('credentials are taken from one Authorization header only', () => {
       for (const pair of pairs) {
         // An array is the header sent once per value (light-my-request, as Node receives it).
         const res = await app.inject({ ...r, headers: { authorization: pair as unknown as string } });
-        assert.match(problemOf(res, 400, 'BAD_REQUEST').detail, /one Authorization header/, `${r.url} ${pair.map((p) => p.slice(0, 12)).join(' / ')}`);
+        assert.match(
+          problemOf(res, 400, 'BAD_REQUEST').detail,
+          /one Authorization header/,
+          `${r.url} ${pair.map((p) => p.slice(0, 12)).join(' / ')}`,
+        );
         assert.match(String(res.headers['www-authenticate']), /error="invalid_request"/);
       }
       assert.equal((await app.inject({ ...r, headers: tok.auth })).statusCode, 200, `${r.url} with one header`);
     }
     // On a real connection too (Node's own header handling, not the test client's).
     const port = await listen(app);
-    const res = await raw(port, `GET /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nAuthorization: ${tok.auth.authorization}\r\nauthorization: Bearer nope\r\nConnection: close\r\n\r\n`);
+    const res = await raw(
+      port,
+      `GET /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nAuthorization: ${tok.auth.authorization}\r\nauthorization: Bearer nope\r\nConnection: close\r\n\r\n`,
+    );
     problemOf(res, 400, 'BAD_REQUEST');
   });
 });

@@ -13,7 +13,12 @@ describe('secrets in error bodies', () => {
     const { app } = await build(t);
     const admin = await mintToken(app, ['api-tokens:write']);
     const leaked = generateSecret('icat');
-    const res = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload: { name: 'x', scopes: [leaked] } });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/api-tokens',
+      headers: admin.auth,
+      payload: { name: 'x', scopes: [leaked] },
+    });
     assert.equal(res.statusCode, 422);
     assert.ok(!res.body.includes(leaked), res.body);
     assert.ok(!res.body.includes(leaked.slice(5)), 'not even the random part');
@@ -35,9 +40,15 @@ describe('unlisted fields are never serialised', () => {
     const latest = await store.catalog.latestVersion();
     assert.ok(await store.catalog.apply(JSON.stringify(c), latest, Date.now()));
     await app.infracat.catalog.load();
-    for (const url of ['/api/v1/plans', '/api/v1/images', '/api/v1/regions', `/api/v1/plans/${String(c.plans![0]!.slug)}`]) {
+    for (const url of [
+      '/api/v1/plans',
+      '/api/v1/images',
+      '/api/v1/regions',
+      `/api/v1/plans/${String(c.plans![0]!.slug)}`,
+    ]) {
       const body = (await app.inject({ method: 'GET', url })).body;
-      for (const leak of ['internal_cost_cents', 'build_host', 'ci-7.internal', 'datacenter_contract']) assert.ok(!body.includes(leak), `${url} shows ${leak}`);
+      for (const leak of ['internal_cost_cents', 'build_host', 'ci-7.internal', 'datacenter_contract'])
+        assert.ok(!body.includes(leak), `${url} shows ${leak}`);
     }
   });
 
@@ -46,7 +57,8 @@ describe('unlisted fields are never serialised', () => {
     const admin = await mintToken(app, ['api-tokens:write']);
     for (const url of ['/api/v1/api-tokens', `/api/v1/api-tokens/${admin.id}`, '/api/v1/api-tokens/current']) {
       const body = (await app.inject({ method: 'GET', url, headers: admin.auth })).body;
-      for (const leak of ['secret', 'hash', admin.secret, 'secretHash', 'createdAt']) assert.ok(!body.includes(leak), `${url} shows ${leak}`);
+      for (const leak of ['secret', 'hash', admin.secret, 'secretHash', 'createdAt'])
+        assert.ok(!body.includes(leak), `${url} shows ${leak}`);
     }
   });
 });
@@ -64,17 +76,41 @@ for (const backend of backends()) {
       const probes = [
         () => b.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth }),
         () => b.app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: victim.auth }),
-        () => b.app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...victim.auth, 'x-original-method': 'GET', 'x-original-uri': '/apps/1' } }),
+        () =>
+          b.app.inject({
+            method: 'GET',
+            url: '/api/v1/auth/check',
+            headers: { ...victim.auth, 'x-original-method': 'GET', 'x-original-uri': '/apps/1' },
+          }),
         () => b.app.inject({ method: 'GET', url: '/api/v1/plans', headers: victim.auth }),
       ];
-      for (const probe of probes) assert.equal((await probe()).statusCode, 200, 'works before the delete (and is cached)');
-      const introspect = () => b.app.inject({ method: 'POST', url: '/api/v1/api-tokens/introspect', headers: service.auth, payload: { token: victim.secret } });
+      for (const probe of probes)
+        assert.equal((await probe()).statusCode, 200, 'works before the delete (and is cached)');
+      const introspect = () =>
+        b.app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens/introspect',
+          headers: service.auth,
+          payload: { token: victim.secret },
+        });
       assert.equal((await introspect()).json<{ active: boolean }>().active, true);
 
-      assert.equal((await a.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth })).statusCode, 200, 'cached where it will be deleted too');
-      assert.equal((await a.app.inject({ method: 'DELETE', url: `/api/v1/api-tokens/${victim.id}`, headers: admin.auth })).statusCode, 204);
+      assert.equal(
+        (await a.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth })).statusCode,
+        200,
+        'cached where it will be deleted too',
+      );
+      assert.equal(
+        (await a.app.inject({ method: 'DELETE', url: `/api/v1/api-tokens/${victim.id}`, headers: admin.auth }))
+          .statusCode,
+        204,
+      );
       const deletedAt = Date.now();
-      assert.equal((await a.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth })).statusCode, 401, 'refused at once where deleted');
+      assert.equal(
+        (await a.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth })).statusCode,
+        401,
+        'refused at once where deleted',
+      );
       await new Promise((r) => setTimeout(r, 500 + 100));
       for (const probe of probes) assert.equal((await probe()).statusCode, 401, 'refused after the bound');
       assert.equal((await introspect()).body, '{"active":false}');

@@ -67,7 +67,12 @@ function runStoreContract(backend: Backend): void {
     });
 
     it('create stores every field; get and findByHash return it unchanged', async () => {
-      const t = sampleToken({ name: 'déploiement ✓ 🚀', scopes: ['apps:read', 'apps:write'], expiresAt: NOW + 60_000, lastUsedAt: null });
+      const t = sampleToken({
+        name: 'déploiement ✓ 🚀',
+        scopes: ['apps:read', 'apps:write'],
+        expiresAt: NOW + 60_000,
+        lastUsedAt: null,
+      });
       assert.equal(await store.tokens.create(t, NO_LIMIT), 'created');
       assert.deepEqual(await store.tokens.get(t.id), t);
       assert.deepEqual(await store.tokens.findByHash(t.secretHash), t);
@@ -92,8 +97,14 @@ function runStoreContract(backend: Backend): void {
         const c = sampleToken({ createdAt: 2000, id: 'tok_c', expiresAt: NOW + 1 });
         const expired = sampleToken({ createdAt: 500, id: 'tok_x', expiresAt: NOW });
         for (const t of [b, a, c, expired]) await s.tokens.create(t, NO_LIMIT);
-        assert.deepEqual((await s.tokens.list(NOW)).map((t) => t.id), ['tok_a', 'tok_b', 'tok_c']);
-        assert.deepEqual((await s.tokens.list(NOW + 1)).map((t) => t.id), ['tok_a', 'tok_b']);
+        assert.deepEqual(
+          (await s.tokens.list(NOW)).map((t) => t.id),
+          ['tok_a', 'tok_b', 'tok_c'],
+        );
+        assert.deepEqual(
+          (await s.tokens.list(NOW + 1)).map((t) => t.id),
+          ['tok_a', 'tok_b'],
+        );
         assert.equal(await s.tokens.count(), 4, 'count includes expired tokens');
       } finally {
         await s.close();
@@ -114,14 +125,21 @@ function runStoreContract(backend: Backend): void {
         const edge = sampleToken({ createdAt: 5, id: 'tok_edge', expiresAt: NOW - 30 * DAY });
         for (const t of [forever, live, recent, old, edge]) await s.tokens.create(t, NO_LIMIT);
         const retainedSince = NOW - 30 * DAY;
-        assert.deepEqual((await s.tokens.list(retainedSince)).map((t) => t.id), ['tok_forever', 'tok_live', 'tok_recent']);
+        assert.deepEqual(
+          (await s.tokens.list(retainedSince)).map((t) => t.id),
+          ['tok_forever', 'tok_live', 'tok_recent'],
+        );
         assert.equal(await s.tokens.purgeExpired(retainedSince), 2, 'the old and the edge token');
         assert.equal(await s.tokens.get('tok_old'), null);
         assert.equal(await s.tokens.get('tok_edge'), null);
         assert.notEqual(await s.tokens.get('tok_recent'), null, 'an expired token within the retention stays');
         assert.equal(await s.tokens.count(), 3);
         assert.equal(await s.tokens.purgeExpired(retainedSince), 0, 'idempotent');
-        assert.equal(await s.tokens.create(sampleToken({ id: 'tok_cap' }), { maxLive: 3, now: NOW }), 'created', 'the cap counts live tokens only (forever, live, cap)');
+        assert.equal(
+          await s.tokens.create(sampleToken({ id: 'tok_cap' }), { maxLive: 3, now: NOW }),
+          'created',
+          'the cap counts live tokens only (forever, live, cap)',
+        );
       } finally {
         await s.close();
         await fresh.drop();
@@ -184,7 +202,9 @@ function runStoreContract(backend: Backend): void {
       try {
         await instances[0]!.migrate();
         const results = await Promise.all(
-          Array.from({ length: 24 }, (_, i) => instances[i % 3]!.tokens.create(sampleToken(), { maxLive: 5, now: NOW })),
+          Array.from({ length: 24 }, (_, i) =>
+            instances[i % 3]!.tokens.create(sampleToken(), { maxLive: 5, now: NOW }),
+          ),
         );
         assert.equal(results.filter((r) => r === 'created').length, 5);
         assert.equal(await instances[1]!.tokens.count(), 5);
@@ -266,15 +286,27 @@ function runStoreContract(backend: Backend): void {
 
     it('upgrade to schema 3: a database already in use counts as bootstrapped; an untouched one does not', async () => {
       const cases: { name: string; use(s: Store): Promise<void>; bootstraps: boolean }[] = [
-        { name: 'tokens stored', use: async (s) => void (await s.tokens.create(sampleToken(), NO_LIMIT)), bootstraps: false },
-        { name: 'a catalog applied (every started server seeds one)', use: async (s) => void (await s.catalog.apply('{}', 0, NOW)), bootstraps: false },
+        {
+          name: 'tokens stored',
+          use: async (s) => void (await s.tokens.create(sampleToken(), NO_LIMIT)),
+          bootstraps: false,
+        },
+        {
+          name: 'a catalog applied (every started server seeds one)',
+          use: async (s) => void (await s.catalog.apply('{}', 0, NOW)),
+          bootstraps: false,
+        },
         { name: 'untouched', use: async () => undefined, bootstraps: true },
       ];
       for (const c of cases) {
         const fresh = await backend.create();
         const s = fresh.open();
         try {
-          assert.deepEqual(await s.migrate({ upTo: 2 }), { applied: [1, 2], version: 2 }, 'the schema of the release before');
+          assert.deepEqual(
+            await s.migrate({ upTo: 2 }),
+            { applied: [1, 2], version: 2 },
+            'the schema of the release before',
+          );
           await c.use(s);
           assert.deepEqual(await s.migrate(), { applied: ALL_VERSIONS.filter((v) => v > 2), version: LATEST_VERSION });
           for (const t of await s.tokens.list(NOW)) await s.tokens.delete(t.id);
@@ -366,12 +398,26 @@ function runStoreContract(backend: Backend): void {
         await call();
         return s.stats.queries - before;
       };
-      assert.equal(await sent(() => s.tokens.create(t, NO_LIMIT)), 2, 'count, then insert (the lock is not a statement)');
+      assert.equal(
+        await sent(() => s.tokens.create(t, NO_LIMIT)),
+        2,
+        'count, then insert (the lock is not a statement)',
+      );
       assert.equal(await sent(() => s.tokens.bootstrap(null)), 2, 'count, then the marker');
       assert.equal(await sent(() => s.tokens.get(t.id)), 1);
       assert.equal(await sent(() => s.tokens.findByHash(t.secretHash)), 1);
       assert.equal(await sent(() => s.tokens.list(NOW)), 1);
-      assert.equal(await sent(() => s.tokens.touch([{ id: t.id, at: 1 }, { id: 'tok_other', at: 2 }, { id: t.id, at: 3 }])), 2, 'one per token');
+      assert.equal(
+        await sent(() =>
+          s.tokens.touch([
+            { id: t.id, at: 1 },
+            { id: 'tok_other', at: 2 },
+            { id: t.id, at: 3 },
+          ]),
+        ),
+        2,
+        'one per token',
+      );
       assert.equal(await sent(() => s.tokens.touch([])), 0);
       assert.equal(await sent(() => s.tokens.delete(t.id)), 1);
       assert.equal(await sent(() => s.catalog.latestVersion()), 1);

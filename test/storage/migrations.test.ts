@@ -10,12 +10,21 @@ describe('the migration list', () => {
         assert.match(sql, /IF NOT EXISTS|ON CONFLICT DO NOTHING/, `idempotent: ${sql}`);
       }
     }
-    assert.deepEqual(VERSIONED.map((m) => m.version), Array.from({ length: LATEST_VERSION }, (_, i) => i + 1));
+    assert.deepEqual(
+      VERSIONED.map((m) => m.version),
+      Array.from({ length: LATEST_VERSION }, (_, i) => i + 1),
+    );
   });
 
   it('pending: what is not applied yet, in order, up to a bound; a newer schema than known is refused', () => {
-    assert.deepEqual(pendingMigrations(new Set()).map((m) => m.version), VERSIONED.map((m) => m.version));
-    assert.deepEqual(pendingMigrations(new Set([1]), 2).map((m) => m.version), [2]);
+    assert.deepEqual(
+      pendingMigrations(new Set()).map((m) => m.version),
+      VERSIONED.map((m) => m.version),
+    );
+    assert.deepEqual(
+      pendingMigrations(new Set([1]), 2).map((m) => m.version),
+      [2],
+    );
     assert.deepEqual(pendingMigrations(new Set(VERSIONED.map((m) => m.version))), []);
     assert.throws(() => pendingMigrations(new Set([LATEST_VERSION + 1])), /newer than this infracat knows/);
   });

@@ -6,7 +6,10 @@ import { numbered } from '../../src/storage/postgres/placeholders.js';
 describe('PostgreSQL placeholders', () => {
   it('numbers each ? in order, and leaves one inside a quoted literal or identifier alone', () => {
     assert.equal(numbered('SELECT a FROM t WHERE b = ? AND c > ?'), 'SELECT a FROM t WHERE b = $1 AND c > $2');
-    assert.equal(numbered(`SELECT '?', "a?b", ? FROM t WHERE x = 'it''s ?' AND y = ?`), `SELECT '?', "a?b", $1 FROM t WHERE x = 'it''s ?' AND y = $2`);
+    assert.equal(
+      numbered(`SELECT '?', "a?b", ? FROM t WHERE x = 'it''s ?' AND y = ?`),
+      `SELECT '?', "a?b", $1 FROM t WHERE x = 'it''s ?' AND y = $2`,
+    );
     assert.equal(numbered('SELECT 1'), 'SELECT 1');
   });
 

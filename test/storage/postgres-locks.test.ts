@@ -25,10 +25,21 @@ describe('PostgreSQL lock rows', () => {
 
 async function check(c: pg.Client, store: Store): Promise<void> {
   const rows = await c.query<{ name: string }>('SELECT name FROM infracat_locks ORDER BY name');
-  assert.deepEqual(rows.rows.map((r) => r.name), ['migrate', 'tokens']);
+  assert.deepEqual(
+    rows.rows.map((r) => r.name),
+    ['migrate', 'tokens'],
+  );
 
   await c.query(`DELETE FROM infracat_locks WHERE name = 'tokens'`);
-  const token = { id: 'tok_x', name: 'x', scopes: ['apps:read'], secretHash: 'a'.repeat(64), createdAt: 1, expiresAt: null, lastUsedAt: null };
+  const token = {
+    id: 'tok_x',
+    name: 'x',
+    scopes: ['apps:read'],
+    secretHash: 'a'.repeat(64),
+    createdAt: 1,
+    expiresAt: null,
+    lastUsedAt: null,
+  };
   await assert.rejects(store.tokens.create(token, { maxLive: 10, now: 1 }), /lock row 'tokens' is missing/);
   assert.equal(await store.tokens.get('tok_x'), null, 'nothing inserted without the lock');
   await store.migrate();

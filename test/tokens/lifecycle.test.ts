@@ -19,22 +19,34 @@ for (const backend of backends()) {
     it('last_used_at: many uses within one interval cost one row write; never on the request path', async (t) => {
       const db = await backend.fresh(t);
       // A long interval: nothing is written until we flush.
-      const { app, store } = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000' } });
+      const { app, store } = await build(t, {
+        store: db.open(),
+        env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000' },
+      });
       const tok = await mintToken(app, ['api-tokens:read']);
       const other = await mintToken(app, ['apps:read']);
       const tracker = app.infracat.tokens.lastUsed;
       for (let i = 0; i < 50; i++) {
-        assert.equal((await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: tok.auth })).statusCode, 200);
+        assert.equal(
+          (await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: tok.auth })).statusCode,
+          200,
+        );
       }
       await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: other.auth });
       assert.equal(tracker.stats.rows, 0, 'no writes on the request path');
       assert.equal((await store.tokens.get(tok.id))?.lastUsedAt, null);
       // The API already shows the pending use.
-      const listed = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: tok.auth })).json<{ id: string; last_used_at: string | null }[]>();
+      const listed = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: tok.auth })).json<
+        { id: string; last_used_at: string | null }[]
+      >();
       const shown = listed.find((x) => x.id === tok.id)?.last_used_at;
       assert.ok(shown !== null && shown !== undefined);
       await tracker.flush();
-      assert.deepEqual(tracker.stats, { flushes: 1, rows: 2, failures: 0 }, '51 uses of two tokens -> one batch of two rows');
+      assert.deepEqual(
+        tracker.stats,
+        { flushes: 1, rows: 2, failures: 0 },
+        '51 uses of two tokens -> one batch of two rows',
+      );
       const stored = await store.tokens.get(tok.id);
       assert.ok(stored?.lastUsedAt !== null && stored!.lastUsedAt >= Date.parse(shown));
     });
@@ -45,7 +57,8 @@ for (const backend of backends()) {
       const a = await mintToken(timed.app, ['apps:read']);
       await timed.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: a.auth });
       const deadline = Date.now() + 3000;
-      while ((await timed.store.tokens.get(a.id))?.lastUsedAt === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      while ((await timed.store.tokens.get(a.id))?.lastUsedAt === null && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
       assert.notEqual((await timed.store.tokens.get(a.id))?.lastUsedAt, null, 'written by the timer');
 
       const slow = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000' } });
@@ -59,11 +72,29 @@ for (const backend of backends()) {
 
     it('the secret is in no table, file or log line; only its SHA-256 is stored', async (t) => {
       const db = await backend.fresh(t);
-      const { app, logs, store } = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, LOG_LEVEL: 'trace' } });
+      const { app, logs, store } = await build(t, {
+        store: db.open(),
+        env: { DATABASE_URL: db.url, LOG_LEVEL: 'trace' },
+      });
       const admin = await mintToken(app, ['api-tokens:write', 'apps:write']);
-      const created = (await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload: { name: 'leak check', scopes: ['apps:read'] } })).json<{ id: string; token: string }>();
-      await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: { authorization: `Bearer ${created.token}` } });
-      await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: { authorization: `Bearer ${created.token}x` } });
+      const created = (
+        await app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens',
+          headers: admin.auth,
+          payload: { name: 'leak check', scopes: ['apps:read'] },
+        })
+      ).json<{ id: string; token: string }>();
+      await app.inject({
+        method: 'GET',
+        url: '/api/v1/api-tokens/current',
+        headers: { authorization: `Bearer ${created.token}` },
+      });
+      await app.inject({
+        method: 'GET',
+        url: '/api/v1/api-tokens/current',
+        headers: { authorization: `Bearer ${created.token}x` },
+      });
       await app.inject({ method: 'GET', url: `/api/v1/api-tokens?access_token=${created.token}` });
       await app.infracat.tokens.lastUsed.flush();
       const secrets = [created.token, admin.secret];
@@ -123,7 +154,11 @@ for (const backend of backends()) {
       release();
       assert.equal((await before).ok, true, 'concurrent with the delete');
       assert.deepEqual(await after, { ok: false, reason: 'unknown' });
-      assert.deepEqual(await domain.service.verify(secret), { ok: false, reason: 'unknown' }, 'the stale read was not cached');
+      assert.deepEqual(
+        await domain.service.verify(secret),
+        { ok: false, reason: 'unknown' },
+        'the stale read was not cached',
+      );
       assert.equal(reads, 4);
     });
 
@@ -146,29 +181,54 @@ for (const backend of backends()) {
       const cache = app.infracat.tokens.cache;
       const before = cache.misses + cache.hits;
       const good = generateSecret('icat');
-      for (const bad of ['x', `${good.slice(0, -1)}${good.endsWith('a') ? 'b' : 'a'}`, good.replace('icat_', 'ghp_'), `${good}0`]) {
-        const res = await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: { authorization: `Bearer ${bad}` } });
+      for (const bad of [
+        'x',
+        `${good.slice(0, -1)}${good.endsWith('a') ? 'b' : 'a'}`,
+        good.replace('icat_', 'ghp_'),
+        `${good}0`,
+      ]) {
+        const res = await app.inject({
+          method: 'GET',
+          url: '/api/v1/api-tokens/current',
+          headers: { authorization: `Bearer ${bad}` },
+        });
         assert.equal(res.statusCode, 401);
       }
       assert.equal(cache.misses + cache.hits, before, 'no lookup was attempted');
-      await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: { authorization: `Bearer ${good}` } });
+      await app.inject({
+        method: 'GET',
+        url: '/api/v1/api-tokens/current',
+        headers: { authorization: `Bearer ${good}` },
+      });
       assert.equal(cache.misses, before + 1, 'a well-formed token is looked up');
     });
 
     it('failed authentications per client address: 429 with Retry-After past the limit; valid tokens and other addresses unaffected', async (t) => {
       const db = await backend.fresh(t);
-      const { app } = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, AUTH_FAILURE_LIMIT: '3', AUTH_FAILURE_WINDOW_S: '60' } });
+      const { app } = await build(t, {
+        store: db.open(),
+        env: { DATABASE_URL: db.url, AUTH_FAILURE_LIMIT: '3', AUTH_FAILURE_WINDOW_S: '60' },
+      });
       const good = await mintToken(app, ['api-tokens:read']);
       const from = (remoteAddress: string, authorization: string) =>
         app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', remoteAddress, headers: { authorization } });
-      for (let i = 0; i < 3; i++) assert.equal((await from('10.0.0.9', `Bearer ${generateSecret('icat')}`)).statusCode, 401);
+      for (let i = 0; i < 3; i++)
+        assert.equal((await from('10.0.0.9', `Bearer ${generateSecret('icat')}`)).statusCode, 401);
       const blocked = await from('10.0.0.9', `Bearer ${generateSecret('icat')}`);
       assert.equal(blocked.statusCode, 429);
       assert.equal(blocked.json<{ code: string }>().code, 'RATE_LIMITED');
       const retry = Number(blocked.headers['retry-after']);
       assert.ok(retry >= 1 && retry <= 60, `Retry-After ${retry}`);
-      assert.equal((await from('10.0.0.9', good.auth.authorization)).statusCode, 200, 'a valid token from that address is still answered');
-      assert.equal((await from('10.0.0.10', good.auth.authorization)).statusCode, 200, 'other addresses are not affected');
+      assert.equal(
+        (await from('10.0.0.9', good.auth.authorization)).statusCode,
+        200,
+        'a valid token from that address is still answered',
+      );
+      assert.equal(
+        (await from('10.0.0.10', good.auth.authorization)).statusCode,
+        200,
+        'other addresses are not affected',
+      );
       const anonymous = await app.inject({ method: 'GET', url: '/api/v1/scopes', remoteAddress: '10.0.0.9' });
       assert.equal(anonymous.statusCode, 200, 'requests without credentials are not throttled by this limiter');
     });
@@ -181,7 +241,11 @@ describe('token verification fails closed', () => {
     const store = new PostgresStore({ url: `postgres://u:p@127.0.0.1:${port}/x`, poolMax: 2, timeoutMs: 300 });
     const { app } = await build(t, { store });
     const started = Date.now();
-    const res = await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: { authorization: `Bearer ${generateSecret('icat')}` } });
+    const res = await app.inject({
+      method: 'GET',
+      url: '/api/v1/api-tokens',
+      headers: { authorization: `Bearer ${generateSecret('icat')}` },
+    });
     assert.ok(Date.now() - started < 3000);
     assert.equal(res.statusCode, 503);
     assert.equal(res.headers['retry-after'], '5');

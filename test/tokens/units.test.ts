@@ -70,7 +70,8 @@ describe('scopes', () => {
   it('parse <resource>:<read|write> only', () => {
     assert.deepEqual(parseScope('apps:read'), { resource: 'apps', action: 'read' });
     assert.deepEqual(parseScope('api-tokens:write'), { resource: 'api-tokens', action: 'write' });
-    for (const bad of ['apps', 'apps:', ':read', 'apps:admin', 'Apps:read', 'apps:read ', 'a b:read', 'apps:read:x']) assert.equal(parseScope(bad), null, bad);
+    for (const bad of ['apps', 'apps:', ':read', 'apps:admin', 'Apps:read', 'apps:read ', 'a b:read', 'apps:read:x'])
+      assert.equal(parseScope(bad), null, bad);
   });
 
   it('write implies read of the same resource, nothing else', () => {
@@ -78,27 +79,41 @@ describe('scopes', () => {
     assert.ok(grants(['apps:read'], 'apps:read'));
     assert.ok(!grants(['apps:read'], 'apps:write'));
     assert.ok(!grants(['apps:write'], 'images:read'));
-    assert.deepEqual(missingScopes(['apps:write', 'images:read'], ['apps:read', 'images:write', 'plans:read']), ['images:write', 'plans:read']);
+    assert.deepEqual(missingScopes(['apps:write', 'images:read'], ['apps:read', 'images:write', 'plans:read']), [
+      'images:write',
+      'plans:read',
+    ]);
   });
 
   it('the registry validates requested lists entry by entry', () => {
     const r = new ScopeRegistry(['apps']);
     assert.deepEqual(r.names(), ['apps:read', 'apps:write']);
-    assert.deepEqual(r.validate(['apps:read', 'apps:read', 'images:read', 'junk']).map((e) => e.pointer), ['/scopes/1', '/scopes/2', '/scopes/3']);
+    assert.deepEqual(
+      r.validate(['apps:read', 'apps:read', 'images:read', 'junk']).map((e) => e.pointer),
+      ['/scopes/1', '/scopes/2', '/scopes/3'],
+    );
     assert.throws(() => new ScopeRegistry(['Bad Resource']));
   });
 });
 
 describe('create rules: a new token never outlives its creator', () => {
   const now = Date.UTC(2030, 0, 1);
-  const ctx = (caller: Caller | null) => ({ registry: new ScopeRegistry(), now, maxLifetimeMs: 30 * 86_400_000, caller });
+  const ctx = (caller: Caller | null) => ({
+    registry: new ScopeRegistry(),
+    now,
+    maxLifetimeMs: 30 * 86_400_000,
+    caller,
+  });
   const iso = (ms: number) => new Date(ms).toISOString();
-  const ask = (expires_at: string | null | undefined, caller: Caller | null) => validateCreate({ name: 'x', scopes: ['apps:read'], expires_at }, ctx(caller));
+  const ask = (expires_at: string | null | undefined, caller: Caller | null) =>
+    validateCreate({ name: 'x', scopes: ['apps:read'], expires_at }, ctx(caller));
   const expiring: Caller = { scopes: ['api-tokens:write', 'apps:read'], expiresAt: now + 5000 };
 
-  it('no expires_at: the creator\'s expiry; none for a creator that never expires and for the operator', () => {
+  it("no expires_at: the creator's expiry; none for a creator that never expires and for the operator", () => {
     assert.deepEqual(ask(undefined, expiring), { value: { name: 'x', scopes: ['apps:read'], expiresAt: now + 5000 } });
-    assert.deepEqual(ask(undefined, { scopes: ['api-tokens:write'], expiresAt: null }), { value: { name: 'x', scopes: ['apps:read'], expiresAt: null } });
+    assert.deepEqual(ask(undefined, { scopes: ['api-tokens:write'], expiresAt: null }), {
+      value: { name: 'x', scopes: ['apps:read'], expiresAt: null },
+    });
     assert.deepEqual(ask(undefined, null), { value: { name: 'x', scopes: ['apps:read'], expiresAt: null } });
   });
 
@@ -106,15 +121,21 @@ describe('create rules: a new token never outlives its creator', () => {
     for (const asked of [null, iso(now + 5001), iso(now + 86_400_000)]) {
       const result = ask(asked, expiring);
       assert.ok('errors' in result, String(asked));
-      assert.deepEqual(result.errors.map((e) => e.pointer), ['/expires_at']);
+      assert.deepEqual(
+        result.errors.map((e) => e.pointer),
+        ['/expires_at'],
+      );
       assert.ok(result.errors[0]!.detail.includes(iso(now + 5000)), result.errors[0]!.detail);
     }
   });
 
-  it('up to the creator\'s expiry is granted as asked; the operator and never-expiring creators may ask for null', () => {
-    for (const at of [now + 1, now + 4999, now + 5000]) assert.deepEqual(ask(iso(at), expiring), { value: { name: 'x', scopes: ['apps:read'], expiresAt: at } });
+  it("up to the creator's expiry is granted as asked; the operator and never-expiring creators may ask for null", () => {
+    for (const at of [now + 1, now + 4999, now + 5000])
+      assert.deepEqual(ask(iso(at), expiring), { value: { name: 'x', scopes: ['apps:read'], expiresAt: at } });
     assert.deepEqual(ask(null, null), { value: { name: 'x', scopes: ['apps:read'], expiresAt: null } });
-    assert.deepEqual(ask(null, { scopes: [], expiresAt: null }), { value: { name: 'x', scopes: ['apps:read'], expiresAt: null } });
+    assert.deepEqual(ask(null, { scopes: [], expiresAt: null }), {
+      value: { name: 'x', scopes: ['apps:read'], expiresAt: null },
+    });
   });
 });
 
@@ -152,7 +173,15 @@ describe('token views', () => {
 });
 
 describe('verification cache', () => {
-  const token = (id: string): TokenRecord => ({ id, name: id, scopes: [], secretHash: id, createdAt: 0, expiresAt: null, lastUsedAt: null });
+  const token = (id: string): TokenRecord => ({
+    id,
+    name: id,
+    scopes: [],
+    secretHash: id,
+    createdAt: 0,
+    expiresAt: null,
+    lastUsedAt: null,
+  });
   /** A storage stand-in by hash: reads are counted; `hold()` makes the next reads wait for `release()`. */
   function storage(records: Record<string, TokenRecord | null>) {
     let reads = 0;
@@ -170,7 +199,12 @@ describe('verification cache', () => {
     return { read, hold, release: () => release(), reads: () => reads };
   }
   // lru-cache takes a start time of 0 for "no TTL": the test clock starts later.
-  const clock = (t: number) => ({ t, now(): number { return this.t; } });
+  const clock = (t: number) => ({
+    t,
+    now(): number {
+      return this.t;
+    },
+  });
 
   it('serves an entry for ttl counted from when its read began, then reads again', async () => {
     const c0 = clock(1000);
@@ -210,7 +244,10 @@ describe('verification cache', () => {
     s.hold();
     const loads = [c.load('h1'), c.load('h1'), c.load('nope'), c.load('nope')];
     s.release();
-    assert.deepEqual((await Promise.all(loads)).map((t) => t?.id ?? null), ['a', 'a', null, null]);
+    assert.deepEqual(
+      (await Promise.all(loads)).map((t) => t?.id ?? null),
+      ['a', 'a', null, null],
+    );
     assert.equal(s.reads(), 2);
     assert.equal(c.size, 1, 'the unknown hash is not cached');
     assert.equal(await c.load('nope'), null);
@@ -260,7 +297,10 @@ describe('verification cache', () => {
     s.hold();
     const loads = [c.load('h1'), c.load('h1')];
     s.release();
-    assert.deepEqual((await Promise.all(loads)).map((t) => t?.id), ['a', 'a']);
+    assert.deepEqual(
+      (await Promise.all(loads)).map((t) => t?.id),
+      ['a', 'a'],
+    );
     assert.equal(s.reads(), 1);
     assert.equal(c.get('h1'), undefined, 'never served from memory');
     assert.equal((await c.load('h1'))?.id, 'a');

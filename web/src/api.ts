@@ -4,13 +4,23 @@ import type { operations } from './openapi.js';
 import { ApiError, type Problem } from './problems.js';
 import { session } from './session.js';
 
-export async function api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, token = session.token()): Promise<T> {
+export async function api<T>(
+  method: 'GET' | 'POST' | 'DELETE',
+  path: string,
+  body?: unknown,
+  token = session.token(),
+): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token !== null) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
   let res: Response;
   try {
-    res = await fetch(`/api/v1${path}`, { method, headers, body: body === undefined ? null : JSON.stringify(body), credentials: 'omit' });
+    res = await fetch(`/api/v1${path}`, {
+      method,
+      headers,
+      body: body === undefined ? null : JSON.stringify(body),
+      credentials: 'omit',
+    });
   } catch {
     throw new ApiError(0, { status: 0, title: 'Network error' });
   }
@@ -18,14 +28,20 @@ export async function api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, bo
   const isJson = (res.headers.get('content-type') ?? '').includes('json');
   const data: unknown = isJson ? await res.json().catch(() => null) : null;
   if (res.ok) return data as T;
-  const problem: Problem = data !== null && typeof data === 'object' ? { ...(data as Problem), status: res.status } : { status: res.status, title: res.statusText };
+  const problem: Problem =
+    data !== null && typeof data === 'object'
+      ? { ...(data as Problem), status: res.status }
+      : { status: res.status, title: res.statusText };
   const retry = Number(res.headers.get('retry-after'));
   throw new ApiError(res.status, problem, res.headers.has('retry-after') && Number.isFinite(retry) ? retry : null);
 }
 
 // Wire shapes from the generated OpenAPI types (`npm run gen:client`; a test keeps them
 // equal to what the server serves), so the console cannot drift from the API.
-type Json<Op extends keyof operations, Status extends keyof operations[Op]['responses']> = operations[Op]['responses'][Status] extends {
+type Json<
+  Op extends keyof operations,
+  Status extends keyof operations[Op]['responses'],
+> = operations[Op]['responses'][Status] extends {
   content: { 'application/json': infer Body };
 }
   ? Body

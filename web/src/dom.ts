@@ -7,7 +7,11 @@ type AttrValue = string | number | boolean | null | undefined;
 type Handler = (event: Event) => void;
 export type Attrs = Record<string, AttrValue | Handler>;
 
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) {
     if (typeof value === 'function') el.addEventListener(name.slice(2).toLowerCase(), value);
@@ -22,7 +26,12 @@ export function append(parent: Node, children: readonly Child[]): void {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
     if (Array.isArray(child)) append(parent, child as readonly Child[]);
-    else parent.appendChild(typeof child === 'string' || typeof child === 'number' ? document.createTextNode(String(child)) : (child as Node));
+    else
+      parent.appendChild(
+        typeof child === 'string' || typeof child === 'number'
+          ? document.createTextNode(String(child))
+          : (child as Node),
+      );
   }
 }
 

@@ -47,7 +47,11 @@ const shell: Shell = {
       if (routeName() === 'tokens') render(true);
       else location.hash = '#/tokens';
     });
-    replace(sessionBox, h('span', { class: 'who' }, 'Signed in as ', h('strong', { class: 'token-name' }, who.name)), out);
+    replace(
+      sessionBox,
+      h('span', { class: 'who' }, 'Signed in as ', h('strong', { class: 'token-name' }, who.name)),
+      out,
+    );
   },
 };
 

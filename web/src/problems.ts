@@ -43,7 +43,8 @@ export function messageFor(err: ApiError): string {
         : 'The token was not accepted: it is malformed, unknown, expired or deleted. Sign in with a valid token.';
     case 403: {
       const missing = p.missing_scopes ?? [];
-      const what = missing.length > 0 ? `the ${missing.join(', ')} scope${missing.length === 1 ? '' : 's'}` : 'a scope this needs';
+      const what =
+        missing.length > 0 ? `the ${missing.join(', ')} scope${missing.length === 1 ? '' : 's'}` : 'a scope this needs';
       return `This token lacks ${what}. Sign in with a token that holds it, or ask whoever manages your tokens.`;
     }
     case 409:

@@ -29,7 +29,16 @@ export class PostgresStore extends SqlStore {
 // connection trouble, resources, shutdown, and 25006 (read-only: a standby after a
 // failover), which a balancer should route around rather than see as a server bug.
 const UNAVAILABLE_SQLSTATE = /^(08|53|57P0[1-4]|25006)/;
-const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+const UNAVAILABLE_ERRNO = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 // SQLSTATEs of a concurrent CREATE ... IF NOT EXISTS race: unique_violation on the
 // catalog, duplicate_table, duplicate_object (the row type). The other creator has
 // committed by the time we see them, so the table exists.
@@ -114,7 +123,10 @@ class PostgresDriver extends Sender implements Driver {
       await tx.run('BEGIN');
       // A row lock, not an advisory lock: plain SQL that distributed PostgreSQL engines
       // also honour. A missing row would lock nothing: refuse rather than run unserialised.
-      if (lock !== undefined && (await tx.get('SELECT name FROM infracat_locks WHERE name = ? FOR UPDATE', [lock])) === undefined) {
+      if (
+        lock !== undefined &&
+        (await tx.get('SELECT name FROM infracat_locks WHERE name = ? FOR UPDATE', [lock])) === undefined
+      ) {
         throw new Error(`the lock row '${lock}' is missing from infracat_locks; run infracat migrate`);
       }
       const result = await body(tx);
@@ -156,12 +168,15 @@ class PostgresDriver extends Sender implements Driver {
   async ping(): Promise<void> {
     // One round trip that also tells a primary from a read-only standby (after a failover).
     const row = await this.get<{ transaction_read_only: string }>('SHOW transaction_read_only');
-    if (row?.transaction_read_only === 'on') throw new StorageUnavailableError('PostgreSQL is read-only (transaction_read_only = on)');
+    if (row?.transaction_read_only === 'on')
+      throw new StorageUnavailableError('PostgreSQL is read-only (transaction_read_only = on)');
   }
 
   backup(): Promise<BackupReport> {
     return Promise.reject(
-      new NotSupportedError('a PostgreSQL database is backed up with pg_dump and restored with pg_restore (README, "Backups"); infracat backup copies SQLite databases'),
+      new NotSupportedError(
+        'a PostgreSQL database is backed up with pg_dump and restored with pg_restore (README, "Backups"); infracat backup copies SQLite databases',
+      ),
     );
   }
 
@@ -176,7 +191,9 @@ function isUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown };
   if (typeof e.code === 'string' && (UNAVAILABLE_SQLSTATE.test(e.code) || UNAVAILABLE_ERRNO.has(e.code))) return true;
   const msg = typeof e.message === 'string' ? e.message : '';
-  return /timeout|Connection terminated|connection .*closed|Client has encountered a connection error|not queryable/i.test(msg);
+  return /timeout|Connection terminated|connection .*closed|Client has encountered a connection error|not queryable/i.test(
+    msg,
+  );
 }
 
 function translate(err: unknown): Error {

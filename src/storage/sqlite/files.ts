@@ -18,14 +18,20 @@ export function preparePrivateFile(file: string, warn?: StorageWarning): void {
   if (warn === undefined || process.platform === 'win32') return;
   const dirMode = statSync(dir).mode & 0o777;
   if ((dirMode & 0o022) !== 0) {
-    warn(`the directory ${dir} of the SQLite database is writable by other local users (mode ${octal(dirMode)}): they could replace or plant its files; chmod 700 it`, { path: dir, mode: octal(dirMode) });
+    warn(
+      `the directory ${dir} of the SQLite database is writable by other local users (mode ${octal(dirMode)}): they could replace or plant its files; chmod 700 it`,
+      { path: dir, mode: octal(dirMode) },
+    );
   }
   for (const f of [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]) {
     if (f !== file && !existsSync(f)) continue;
     const mode = statSync(f).mode & 0o777;
     if ((mode & 0o077) === 0) continue;
     const what = (mode & 0o044) !== 0 ? 'readable' : 'writable';
-    warn(`the SQLite file ${f} is ${what} by other local users (mode ${octal(mode)}); it holds token hashes: chmod 600 it`, { path: f, mode: octal(mode) });
+    warn(
+      `the SQLite file ${f} is ${what} by other local users (mode ${octal(mode)}); it holds token hashes: chmod 600 it`,
+      { path: f, mode: octal(mode) },
+    );
   }
 }
 

@@ -2,7 +2,18 @@
 // committed write is fsync'd (synchronous=FULL), so a 201/204 survives kill -9.
 // This file is the SQLite Driver (../driver.ts) and SqliteStore, the shared store over it;
 // the SQL itself is in ../sql-store.ts and ../migrations.ts.
-import { accessSync, chmodSync, closeSync, constants, existsSync, fsyncSync, linkSync, openSync, rmSync, statSync } from 'node:fs';
+import {
+  accessSync,
+  chmodSync,
+  closeSync,
+  constants,
+  existsSync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import path from 'node:path';
 import Database, { type SqliteDatabase, type SqliteStatement } from './driver.js';
 import { preparePrivateFile, type StorageWarning } from './files.js';
@@ -53,7 +64,8 @@ class SqliteDriver implements Driver {
   /** Statements of the open transaction: they skip the wait that everything else does. */
   private readonly tx: Queries = {
     run: (sql, params = []) => attempt(() => this.prepared(sql).run(...params).changes),
-    get: <R>(sql: string, params: readonly Param[] = []) => attempt(() => this.prepared(sql).get(...params) as R | undefined),
+    get: <R>(sql: string, params: readonly Param[] = []) =>
+      attempt(() => this.prepared(sql).get(...params) as R | undefined),
     all: <R>(sql: string, params: readonly Param[] = []) => attempt(() => this.prepared(sql).all(...params) as R[]),
   };
 
@@ -126,7 +138,9 @@ class SqliteDriver implements Driver {
   }
 
   async tableExists(table: string): Promise<boolean> {
-    return (await this.get(`SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = ?`, [table])) !== undefined;
+    return (
+      (await this.get(`SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = ?`, [table])) !== undefined
+    );
   }
 
   async ping(): Promise<void> {
@@ -220,7 +234,9 @@ function attempt<T>(step: () => T): Promise<T> {
   } catch (err) {
     const code = (err as { code?: unknown }).code;
     if (typeof code === 'string' && UNAVAILABLE.test(code)) {
-      return Promise.reject(new StorageUnavailableError(`the SQLite database is unavailable (${code})`, { cause: err }));
+      return Promise.reject(
+        new StorageUnavailableError(`the SQLite database is unavailable (${code})`, { cause: err }),
+      );
     }
     if (err instanceof TypeError && /connection is not open/.test(err.message)) {
       return Promise.reject(new StorageUnavailableError('the SQLite database is closed', { cause: err }));

@@ -3,7 +3,16 @@
 import { api, type Image, type Region } from '../api.js';
 import { announce, h, replace } from '../dom.js';
 import { memory, price } from '../format.js';
-import { filterPlans, nextSort, numberOrNull, sortPlans, type Plan, type PlanFilter, type Sort, type SortKey } from '../plans.js';
+import {
+  filterPlans,
+  nextSort,
+  numberOrNull,
+  sortPlans,
+  type Plan,
+  type PlanFilter,
+  type Sort,
+  type SortKey,
+} from '../plans.js';
 import { ApiError } from '../problems.js';
 import { session } from '../session.js';
 import { cell, loading, noticeArea, reportError, showNotice, tags, type Shell } from './common.js';
@@ -53,15 +62,24 @@ function planCells(p: Plan): HTMLTableCellElement[] {
     transfer_tb: `${p.transfer_tb} TB`,
     price_monthly: price(p.price_monthly),
   };
-  return COLUMNS.map(([key, label]) => (key === 'slug' ? h('th', { scope: 'row', 'data-label': label }, h('code', {}, values.slug)) : cell(label, values[key])));
+  return COLUMNS.map(([key, label]) =>
+    key === 'slug'
+      ? h('th', { scope: 'row', 'data-label': label }, h('code', {}, values.slug))
+      : cell(label, values[key]),
+  );
 }
 
 export async function plansView(root: HTMLElement, shell: Shell): Promise<void> {
   const plans = await fetchCatalog<Plan[]>(root, shell, '/plans', 'plans');
   if (plans === null) return;
   let sort: Sort | null = null;
-  const type = h('select', { id: 'filter-type' }, TYPES.map(([v, label]) => h('option', { value: v }, label)));
-  const numberInput = (id: string, step: string) => h('input', { id, type: 'number', min: 0, step, inputmode: 'decimal' });
+  const type = h(
+    'select',
+    { id: 'filter-type' },
+    TYPES.map(([v, label]) => h('option', { value: v }, label)),
+  );
+  const numberInput = (id: string, step: string) =>
+    h('input', { id, type: 'number', min: 0, step, inputmode: 'decimal' });
   const minVcpus = numberInput('filter-vcpus', '1');
   const minMemory = numberInput('filter-memory', '1');
   const maxPrice = numberInput('filter-price', '0.01');
@@ -69,7 +87,8 @@ export async function plansView(root: HTMLElement, shell: Shell): Promise<void> 
   const body = h('tbody');
   const headRow = h('tr');
   const reset = h('button', { type: 'reset', class: 'secondary' }, 'Clear filters');
-  const field = (id: string, label: string, input: HTMLElement) => h('div', { class: 'field' }, h('label', { for: id }, label), input);
+  const field = (id: string, label: string, input: HTMLElement) =>
+    h('div', { class: 'field' }, h('label', { for: id }, label), input);
   const filters = h(
     'form',
     { class: 'filters', role: 'search', 'aria-label': 'Filter plans' },
@@ -81,16 +100,35 @@ export async function plansView(root: HTMLElement, shell: Shell): Promise<void> 
   );
 
   const draw = (): void => {
-    const filter: PlanFilter = { type: type.value, minVcpus: numberOrNull(minVcpus.value), minMemoryGb: numberOrNull(minMemory.value), maxPrice: numberOrNull(maxPrice.value) };
+    const filter: PlanFilter = {
+      type: type.value,
+      minVcpus: numberOrNull(minVcpus.value),
+      minMemoryGb: numberOrNull(minMemory.value),
+      maxPrice: numberOrNull(maxPrice.value),
+    };
     const shown = filterPlans(plans, filter);
     const ordered = sort === null ? shown : sortPlans(shown, sort);
-    replace(body, ordered.length === 0 ? h('tr', {}, h('td', { colspan: COLUMNS.length, class: 'muted' }, 'No plan matches these filters.')) : ordered.map((p) => h('tr', { 'data-plan': p.slug }, planCells(p))));
+    replace(
+      body,
+      ordered.length === 0
+        ? h('tr', {}, h('td', { colspan: COLUMNS.length, class: 'muted' }, 'No plan matches these filters.'))
+        : ordered.map((p) => h('tr', { 'data-plan': p.slug }, planCells(p))),
+    );
     count.textContent = `Showing ${ordered.length} of ${plans.length} plans`;
     replace(
       headRow,
       COLUMNS.map(([key, label]) => {
         const active = sort?.key === key ? sort.direction : null;
-        const button = h('button', { type: 'button', class: 'sort' }, label, h('span', { class: 'sort-mark', 'aria-hidden': 'true' }, active === 'ascending' ? ' ▲' : active === 'descending' ? ' ▼' : ' ↕'));
+        const button = h(
+          'button',
+          { type: 'button', class: 'sort' },
+          label,
+          h(
+            'span',
+            { class: 'sort-mark', 'aria-hidden': 'true' },
+            active === 'ascending' ? ' ▲' : active === 'descending' ? ' ▼' : ' ↕',
+          ),
+        );
         button.addEventListener('click', () => {
           sort = sort === null ? { key, direction: 'ascending' } : nextSort(sort, key);
           draw();
@@ -111,7 +149,17 @@ export async function plansView(root: HTMLElement, shell: Shell): Promise<void> 
     root,
     filters,
     count,
-    h('div', { class: 'table-wrap' }, h('table', { class: 'responsive sortable' }, h('caption', { class: 'visually-hidden' }, 'Instance plans; column headers sort the table'), h('thead', {}, headRow), body)),
+    h(
+      'div',
+      { class: 'table-wrap' },
+      h(
+        'table',
+        { class: 'responsive sortable' },
+        h('caption', { class: 'visually-hidden' }, 'Instance plans; column headers sort the table'),
+        h('thead', {}, headRow),
+        body,
+      ),
+    ),
   );
 }
 
@@ -138,7 +186,13 @@ export async function imagesView(root: HTMLElement, shell: Shell): Promise<void>
               'li',
               { 'data-image': image.slug },
               h('span', { class: 'image-name' }, image.name),
-              h('span', { class: 'muted' }, ` version ${image.version} · `, h('code', {}, image.slug), ` · ${image.type} · at least ${image.min_disk_gb} GB disk`),
+              h(
+                'span',
+                { class: 'muted' },
+                ` version ${image.version} · `,
+                h('code', {}, image.slug),
+                ` · ${image.type} · at least ${image.min_disk_gb} GB disk`,
+              ),
             ),
           ),
         ),
@@ -166,8 +220,14 @@ export async function regionsView(root: HTMLElement, shell: Shell): Promise<void
           { 'data-region': r.slug },
           h('th', { scope: 'row', 'data-label': 'Region' }, r.name),
           cell('Slug', h('code', {}, r.slug)),
-          cell('Availability', h('span', { class: r.available ? 'status ok' : 'status off' }, r.available ? 'Available' : 'Not available')),
-          cell('Features', r.features.length > 0 ? tags(r.features, `Features of ${r.name}`) : h('span', { class: 'muted' }, 'None')),
+          cell(
+            'Availability',
+            h('span', { class: r.available ? 'status ok' : 'status off' }, r.available ? 'Available' : 'Not available'),
+          ),
+          cell(
+            'Features',
+            r.features.length > 0 ? tags(r.features, `Features of ${r.name}`) : h('span', { class: 'muted' }, 'None'),
+          ),
         ),
       ),
     );
@@ -176,12 +236,35 @@ export async function regionsView(root: HTMLElement, shell: Shell): Promise<void
   draw();
   replace(
     root,
-    h('div', { class: 'filters' }, h('div', { class: 'check' }, onlyAvailable, h('label', { for: 'only-available' }, 'Only regions taking new resources'))),
+    h(
+      'div',
+      { class: 'filters' },
+      h(
+        'div',
+        { class: 'check' },
+        onlyAvailable,
+        h('label', { for: 'only-available' }, 'Only regions taking new resources'),
+      ),
+    ),
     count,
     h(
       'div',
       { class: 'table-wrap' },
-      h('table', { class: 'responsive' }, h('caption', { class: 'visually-hidden' }, 'Regions'), h('thead', {}, h('tr', {}, ['Region', 'Slug', 'Availability', 'Features'].map((c) => h('th', { scope: 'col' }, c)))), body),
+      h(
+        'table',
+        { class: 'responsive' },
+        h('caption', { class: 'visually-hidden' }, 'Regions'),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['Region', 'Slug', 'Availability', 'Features'].map((c) => h('th', { scope: 'col' }, c)),
+          ),
+        ),
+        body,
+      ),
     ),
   );
 }

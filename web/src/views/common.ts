@@ -21,7 +21,9 @@ export function showNotice(area: HTMLElement, message: string, kind: 'error' | '
 }
 
 export function errorText(err: unknown): string {
-  return err instanceof ApiError ? messageFor(err) : 'Something went wrong in the console. Reload the page and try again.';
+  return err instanceof ApiError
+    ? messageFor(err)
+    : 'Something went wrong in the console. Reload the page and try again.';
 }
 
 /**
@@ -44,7 +46,11 @@ export function timeAgo(iso: string | null, now: number, never = 'Never'): Child
 }
 
 export function tags(values: readonly string[], label: string): HTMLUListElement {
-  return h('ul', { class: 'tags', 'aria-label': label }, values.map((v) => h('li', {}, v)));
+  return h(
+    'ul',
+    { class: 'tags', 'aria-label': label },
+    values.map((v) => h('li', {}, v)),
+  );
 }
 
 /** A table cell carrying its column name, shown before the value on narrow screens. */

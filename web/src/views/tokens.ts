@@ -34,13 +34,21 @@ async function loadList(section: HTMLElement, shell: Shell): Promise<void> {
   const notice = noticeArea();
   const refresh = h('button', { type: 'button', class: 'secondary' }, 'Refresh');
   const body = h('div', {}, loading('tokens'));
-  replace(section, h('div', { class: 'section-head' }, h('h2', { id: 'list-heading' }, 'All tokens'), refresh), notice, body);
+  replace(
+    section,
+    h('div', { class: 'section-head' }, h('h2', { id: 'list-heading' }, 'All tokens'), refresh),
+    notice,
+    body,
+  );
   refresh.addEventListener('click', () => {
     void loadList(section, shell).then(() => announce('Token list refreshed'));
   });
   try {
     const tokens = await api<TokenView[]>('GET', '/api-tokens');
-    replace(body, tokenTable(tokens, shell, () => void loadList(section, shell)));
+    replace(
+      body,
+      tokenTable(tokens, shell, () => void loadList(section, shell)),
+    );
   } catch (err) {
     if (!reportError(shell, notice, err)) body.replaceChildren();
   }
@@ -54,14 +62,32 @@ function tokenTable(tokens: readonly TokenView[], shell: Shell, reload: () => vo
     h(
       'tr',
       { 'data-token-id': t.id },
-      h('th', { scope: 'row', 'data-label': 'Name' }, h('span', { class: 'token-name' }, t.name), t.id === me ? h('span', { class: 'badge' }, 'this session') : null),
+      h(
+        'th',
+        { scope: 'row', 'data-label': 'Name' },
+        h('span', { class: 'token-name' }, t.name),
+        t.id === me ? h('span', { class: 'badge' }, 'this session') : null,
+      ),
       cell('Scopes', tags(t.scopes, `Scopes of ${t.name}`)),
       cell('Created', h('time', { datetime: t.created_at, title: exactTime(t.created_at) }, shortDate(t.created_at))),
       cell('Last used', timeAgo(t.last_used_at, now)),
-      cell('Expires', timeAgo(t.expires_at, now, 'Never'), isExpired(t.expires_at, now) ? h('span', { class: 'badge expired' }, 'Expired') : null),
+      cell(
+        'Expires',
+        timeAgo(t.expires_at, now, 'Never'),
+        isExpired(t.expires_at, now) ? h('span', { class: 'badge expired' }, 'Expired') : null,
+      ),
       cell(
         'Actions',
-        h('button', { type: 'button', class: 'danger small', 'aria-label': `Delete token ${t.name}`, onclick: (e: Event) => confirmDelete(t, e.currentTarget as HTMLButtonElement, shell, reload) }, 'Delete'),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'danger small',
+            'aria-label': `Delete token ${t.name}`,
+            onclick: (e: Event) => confirmDelete(t, e.currentTarget as HTMLButtonElement, shell, reload),
+          },
+          'Delete',
+        ),
       ),
     ),
   );
@@ -71,8 +97,21 @@ function tokenTable(tokens: readonly TokenView[], shell: Shell, reload: () => vo
     h(
       'table',
       { class: 'responsive' },
-      h('caption', { class: 'visually-hidden' }, `${tokens.length} live token${tokens.length === 1 ? '' : 's'}; hover or focus a time for the exact value`),
-      h('thead', {}, h('tr', {}, ['Name', 'Scopes', 'Created', 'Last used', 'Expires'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')))),
+      h(
+        'caption',
+        { class: 'visually-hidden' },
+        `${tokens.length} live token${tokens.length === 1 ? '' : 's'}; hover or focus a time for the exact value`,
+      ),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Name', 'Scopes', 'Created', 'Last used', 'Expires'].map((c) => h('th', { scope: 'col' }, c)),
+          h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')),
+        ),
+      ),
       h('tbody', {}, rows),
     ),
   );
@@ -149,13 +188,34 @@ function fieldError(id: string): HTMLParagraphElement {
 }
 
 function createSection(shell: Shell, secretSlot: HTMLElement, reload: () => Promise<void>): HTMLElement {
-  const name = h('input', { id: 'new-name', name: 'name', maxlength: 100, required: true, autocomplete: 'off', 'aria-describedby': 'new-name-hint new-name-error' });
+  const name = h('input', {
+    id: 'new-name',
+    name: 'name',
+    maxlength: 100,
+    required: true,
+    autocomplete: 'off',
+    'aria-describedby': 'new-name-hint new-name-error',
+  });
   const nameError = fieldError('new-name-error');
   const scopeBox = h('div', { class: 'scope-groups' }, loading('scopes'));
   const scopesError = fieldError('scopes-error');
-  const expiry = h('select', { id: 'new-expiry', name: 'expiry', 'aria-describedby': 'new-expiry-error' }, EXPIRY_CHOICES.map(([v, label]) => h('option', { value: v, selected: v === '90' }, label)));
-  const date = h('input', { id: 'new-expiry-date', name: 'expiry_date', type: 'date', 'aria-describedby': 'new-expiry-error' });
-  const dateField = h('div', { class: 'field', hidden: true }, h('label', { for: 'new-expiry-date' }, 'Expiry date (UTC; the token works until the end of that day)'), date);
+  const expiry = h(
+    'select',
+    { id: 'new-expiry', name: 'expiry', 'aria-describedby': 'new-expiry-error' },
+    EXPIRY_CHOICES.map(([v, label]) => h('option', { value: v, selected: v === '90' }, label)),
+  );
+  const date = h('input', {
+    id: 'new-expiry-date',
+    name: 'expiry_date',
+    type: 'date',
+    'aria-describedby': 'new-expiry-error',
+  });
+  const dateField = h(
+    'div',
+    { class: 'field', hidden: true },
+    h('label', { for: 'new-expiry-date' }, 'Expiry date (UTC; the token works until the end of that day)'),
+    date,
+  );
   const expiryError = fieldError('new-expiry-error');
   const notice = noticeArea();
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Create token');
@@ -166,16 +226,33 @@ function createSection(shell: Shell, secretSlot: HTMLElement, reload: () => Prom
   const form = h(
     'form',
     { novalidate: true },
-    h('div', { class: 'field' }, h('label', { for: 'new-name' }, 'Name'), name, h('p', { id: 'new-name-hint', class: 'hint' }, 'What the token is for, e.g. ci-deploy. 1 to 100 characters.'), nameError),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: 'new-name' }, 'Name'),
+      name,
+      h('p', { id: 'new-name-hint', class: 'hint' }, 'What the token is for, e.g. ci-deploy. 1 to 100 characters.'),
+      nameError,
+    ),
     h(
       'fieldset',
       { 'aria-describedby': 'scopes-hint scopes-error' },
       h('legend', {}, 'Scopes'),
-      h('p', { id: 'scopes-hint', class: 'hint' }, 'write includes read. A token can grant only scopes it holds itself, so scopes yours lacks are disabled.'),
+      h(
+        'p',
+        { id: 'scopes-hint', class: 'hint' },
+        'write includes read. A token can grant only scopes it holds itself, so scopes yours lacks are disabled.',
+      ),
       scopeBox,
       scopesError,
     ),
-    h('div', { class: 'field' }, h('label', { for: 'new-expiry' }, 'Expires'), expiry, h('p', { class: 'hint' }, 'A token never outlives the token that creates it.')),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: 'new-expiry' }, 'Expires'),
+      expiry,
+      h('p', { class: 'hint' }, 'A token never outlives the token that creates it.'),
+    ),
     dateField,
     expiryError,
     notice,
@@ -233,7 +310,11 @@ function createSection(shell: Shell, secretSlot: HTMLElement, reload: () => Prom
     submit.disabled = true;
     // "Never" sends no expires_at: the new token then lives as long as the signed-in one
     // (forever, if that never expires), since a token never outlives its creator.
-    api<CreatedToken>('POST', '/api-tokens', { name: name.value, scopes, ...(expires === null ? {} : { expires_at: expires }) })
+    api<CreatedToken>('POST', '/api-tokens', {
+      name: name.value,
+      scopes,
+      ...(expires === null ? {} : { expires_at: expires }),
+    })
       .then(async (created) => {
         form.reset();
         dateField.hidden = true;
@@ -251,7 +332,12 @@ function createSection(shell: Shell, secretSlot: HTMLElement, reload: () => Prom
       });
   });
 
-  return h('section', { class: 'card', 'aria-labelledby': 'create-heading' }, h('h2', { id: 'create-heading' }, 'Create a token'), form);
+  return h(
+    'section',
+    { class: 'card', 'aria-labelledby': 'create-heading' },
+    h('h2', { id: 'create-heading' }, 'Create a token'),
+    form,
+  );
 }
 
 function scopePicker(scopes: readonly ScopeInfo[]): HTMLElement[] {
@@ -268,7 +354,14 @@ function scopePicker(scopes: readonly ScopeInfo[]): HTMLElement[] {
         return h(
           'div',
           { class: held ? 'scope' : 'scope disabled' },
-          h('input', { type: 'checkbox', id, name: 'scope', value: s.scope, disabled: !held, 'aria-describedby': `${id}-desc` }),
+          h('input', {
+            type: 'checkbox',
+            id,
+            name: 'scope',
+            value: s.scope,
+            disabled: !held,
+            'aria-describedby': `${id}-desc`,
+          }),
           h('label', { for: id }, s.action),
           h('span', { id: `${id}-desc`, class: 'hint' }, s.description, held ? '' : ' (your token lacks this scope)'),
         );
@@ -281,12 +374,23 @@ function scopePicker(scopes: readonly ScopeInfo[]): HTMLElement[] {
 
 function showSecret(slot: HTMLElement, created: CreatedToken): void {
   const status = h('p', { class: 'hint', role: 'status' });
-  const value = h('input', { id: 'new-secret', type: 'text', readonly: true, value: created.token, spellcheck: 'false', autocomplete: 'off', class: 'secret', 'aria-describedby': 'secret-warning' });
+  const value = h('input', {
+    id: 'new-secret',
+    type: 'text',
+    readonly: true,
+    value: created.token,
+    spellcheck: 'false',
+    autocomplete: 'off',
+    class: 'secret',
+    'aria-describedby': 'secret-warning',
+  });
   const copy = h('button', { type: 'button', class: 'primary' }, 'Copy');
   const done = h('button', { type: 'button', class: 'secondary' }, 'Done, I have stored it');
   copy.addEventListener('click', () => {
     void copyText(value).then((ok) => {
-      status.textContent = ok ? 'Copied to the clipboard.' : 'Could not copy automatically: the text is selected, press Ctrl+C (⌘C on a Mac).';
+      status.textContent = ok
+        ? 'Copied to the clipboard.'
+        : 'Could not copy automatically: the text is selected, press Ctrl+C (⌘C on a Mac).';
     });
   });
   done.addEventListener('click', () => {
@@ -298,7 +402,12 @@ function showSecret(slot: HTMLElement, created: CreatedToken): void {
     'section',
     { class: 'card secret-panel', 'aria-labelledby': 'secret-heading' },
     h('h2', { id: 'secret-heading' }, `Copy the token “${created.name}” now`),
-    h('p', { id: 'secret-warning', class: 'warning' }, h('strong', {}, 'This is the only time it is shown.'), ' infracat keeps only a hash of it and cannot show it again. Store it in a password manager or secret store before you leave this page.'),
+    h(
+      'p',
+      { id: 'secret-warning', class: 'warning' },
+      h('strong', {}, 'This is the only time it is shown.'),
+      ' infracat keeps only a hash of it and cannot show it again. Store it in a password manager or secret store before you leave this page.',
+    ),
     h('label', { for: 'new-secret' }, 'New token'),
     h('div', { class: 'copy-row' }, value, copy),
     status,
