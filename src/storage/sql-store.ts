@@ -14,17 +14,8 @@
 //   type declared once (rows.ts).
 import type { Driver, LockName, Param, Queries } from './driver.js';
 import { BOOKKEEPING, BOOTSTRAP_KEY, pendingMigrations, schemaVersion, stepSql } from './migrations.js';
-import {
-  CATALOG_COLUMNS,
-  TOKEN_COLUMNS,
-  bootstrapOutcome,
-  catalogFromRow,
-  latestPerId,
-  tokenFromRow,
-  tokenParams,
-  type CatalogRow,
-  type TokenRow,
-} from './rows.js';
+import { bootstrapOutcome, latestPerId } from './rows.js';
+import { API_TOKENS, CATALOG_REVISIONS } from './tables.js';
 import type {
   BackupReport,
   CatalogRevision,
@@ -38,13 +29,15 @@ import type {
 } from './types.js';
 
 const SQL = {
-  insertToken: `INSERT INTO api_tokens (${TOKEN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  insertToken: `INSERT INTO api_tokens (${API_TOKENS.columns}) VALUES (${API_TOKENS.placeholders})`,
   // CAST: COUNT(*) is a BIGINT in PostgreSQL, which its driver returns as a string.
   countLive: 'SELECT CAST(COUNT(*) AS INTEGER) AS n FROM api_tokens WHERE expires_at IS NULL OR expires_at > ?',
   count: 'SELECT CAST(COUNT(*) AS INTEGER) AS n FROM api_tokens',
-  list: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE expires_at IS NULL OR expires_at > ? ORDER BY created_at, id`,
-  getToken: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE id = ?`,
-  byHash: `SELECT ${TOKEN_COLUMNS} FROM api_tokens WHERE secret_hash = ?`,
+  list:
+    `SELECT ${API_TOKENS.columns} FROM api_tokens` +
+    ' WHERE expires_at IS NULL OR expires_at > ? ORDER BY created_at, id',
+  getToken: `SELECT ${API_TOKENS.columns} FROM api_tokens WHERE id = ?`,
+  byHash: `SELECT ${API_TOKENS.columns} FROM api_tokens WHERE secret_hash = ?`,
   deleteToken: 'DELETE FROM api_tokens WHERE id = ?',
   purgeExpired: 'DELETE FROM api_tokens WHERE expires_at IS NOT NULL AND expires_at <= ?',
   // last_used_at = max(stored, at), portably (SQLite's MAX(a, b) is PostgreSQL's GREATEST):
@@ -52,8 +45,10 @@ const SQL = {
   touch: 'UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
   markBootstrap: 'INSERT INTO infracat_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING',
   latestCatalog: 'SELECT COALESCE(MAX(version), 0) AS v FROM catalog_revisions',
-  currentCatalog: `SELECT ${CATALOG_COLUMNS} FROM catalog_revisions ORDER BY version DESC LIMIT 1`,
-  applyCatalog: `INSERT INTO catalog_revisions (${CATALOG_COLUMNS}) VALUES (?, ?, ?) ON CONFLICT (version) DO NOTHING`,
+  currentCatalog: `SELECT ${CATALOG_REVISIONS.columns} FROM catalog_revisions ORDER BY version DESC LIMIT 1`,
+  applyCatalog:
+    `INSERT INTO catalog_revisions (${CATALOG_REVISIONS.columns}) VALUES (${CATALOG_REVISIONS.placeholders})` +
+    ' ON CONFLICT (version) DO NOTHING',
   appliedVersions: 'SELECT version FROM infracat_schema_migrations',
   schemaVersion: 'SELECT COALESCE(MAX(version), 0) AS v FROM infracat_schema_migrations',
   recordMigration: 'INSERT INTO infracat_schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
@@ -176,7 +171,7 @@ class SqlTokenStore implements TokenStore {
     return this.transaction(async (tx) => {
       const live = await tx.get<{ n: number }>(SQL.countLive, [limits.now]);
       if ((live?.n ?? 0) >= limits.maxLive) return 'limit_reached';
-      await tx.run(SQL.insertToken, tokenParams(token));
+      await tx.run(SQL.insertToken, API_TOKENS.params(token));
       return 'created';
     }, 'tokens');
   }
@@ -188,13 +183,13 @@ class SqlTokenStore implements TokenStore {
       const n = (await tx.get<{ n: number }>(SQL.count))?.n ?? 0;
       const mint = token !== null && n === 0;
       if ((await tx.run(SQL.markBootstrap, [BOOTSTRAP_KEY, bootstrapOutcome(token, n)])) === 0) return false;
-      if (mint) await tx.run(SQL.insertToken, tokenParams(token));
+      if (mint) await tx.run(SQL.insertToken, API_TOKENS.params(token));
       return mint;
     }, 'tokens');
   }
 
   async list(expiredAfter: number): Promise<TokenRecord[]> {
-    return (await this.db.all<TokenRow>(SQL.list, [expiredAfter])).map(tokenFromRow);
+    return (await this.db.all<Record<string, unknown>>(SQL.list, [expiredAfter])).map((row) => API_TOKENS.fromRow(row));
   }
 
   purgeExpired(before: number): Promise<number> {
@@ -202,13 +197,13 @@ class SqlTokenStore implements TokenStore {
   }
 
   async get(id: string): Promise<TokenRecord | null> {
-    const row = await this.db.get<TokenRow>(SQL.getToken, [id]);
-    return row === undefined ? null : tokenFromRow(row);
+    const row = await this.db.get<Record<string, unknown>>(SQL.getToken, [id]);
+    return row === undefined ? null : API_TOKENS.fromRow(row);
   }
 
   async findByHash(secretHash: string): Promise<TokenRecord | null> {
-    const row = await this.db.get<TokenRow>(SQL.byHash, [secretHash]);
-    return row === undefined ? null : tokenFromRow(row);
+    const row = await this.db.get<Record<string, unknown>>(SQL.byHash, [secretHash]);
+    return row === undefined ? null : API_TOKENS.fromRow(row);
   }
 
   async delete(id: string): Promise<boolean> {
@@ -245,11 +240,16 @@ class SqlCatalogStore implements CatalogStore {
   }
 
   async current(): Promise<CatalogRevision | null> {
-    const row = await this.db.get<CatalogRow>(SQL.currentCatalog);
-    return row === undefined ? null : catalogFromRow(row);
+    const row = await this.db.get<Record<string, unknown>>(SQL.currentCatalog);
+    return row === undefined ? null : CATALOG_REVISIONS.fromRow(row);
   }
 
   async apply(document: string, expectedVersion: number, now: number): Promise<boolean> {
-    return (await this.db.run(SQL.applyCatalog, [expectedVersion + 1, document, now])) === 1;
+    return (
+      (await this.db.run(
+        SQL.applyCatalog,
+        CATALOG_REVISIONS.params({ version: expectedVersion + 1, document, appliedAt: now }),
+      )) === 1
+    );
   }
 }

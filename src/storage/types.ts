@@ -8,18 +8,10 @@
 //   PostgreSQL synchronous commit): the caller may acknowledge it to a client.
 // - Connectivity failures reject with StorageUnavailableError, so the HTTP layer can
 //   answer 503 + Retry-After instead of 500.
+import type { API_TOKENS, CATALOG_REVISIONS, RecordOfTable } from './tables.js';
 
-/** A stored API token. Only the SHA-256 of the secret is ever stored. */
-export interface TokenRecord {
-  id: string;
-  name: string;
-  scopes: string[];
-  /** Lowercase hex SHA-256 of the secret. */
-  secretHash: string;
-  createdAt: number;
-  expiresAt: number | null;
-  lastUsedAt: number | null;
-}
+/** A stored API token (its columns: tables.ts). Only the SHA-256 of the secret is ever stored. */
+export type TokenRecord = RecordOfTable<typeof API_TOKENS>;
 
 export interface LastUsed {
   id: string;
@@ -60,12 +52,8 @@ export interface TokenStore {
   count(): Promise<number>;
 }
 
-/** One applied catalog: the serialised catalog document and its version. */
-export interface CatalogRevision {
-  version: number;
-  document: string;
-  appliedAt: number;
-}
+/** One applied catalog: the serialised catalog document and its version (tables.ts). */
+export type CatalogRevision = RecordOfTable<typeof CATALOG_REVISIONS>;
 
 export interface CatalogStore {
   /** Highest applied version, 0 when no catalog was ever applied. Cheap: polled. */

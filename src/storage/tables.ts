@@ -1,0 +1,85 @@
+// The stored tables, each declared once: its columns, in order, and how each record
+// field is written to and read from a column. Record types (types.ts), the column lists
+// and placeholders of the SQL (sql-store.ts) and the row <-> record mapping all come
+// from here, so a new column is one line here plus its migration (migrations.ts).
+import type { Param } from './driver.js';
+
+/** How one record field is stored in one column. */
+interface Column<V> {
+  readonly column: string;
+  write(value: V): Param;
+  read(raw: unknown): V;
+}
+
+// BIGINT columns come back from PostgreSQL as strings (SQLite: numbers); epoch
+// milliseconds fit a double exactly.
+const toNumber = (raw: unknown): number => (typeof raw === 'number' ? raw : Number(raw));
+
+const text = (column: string): Column<string> => ({ column, write: (v) => v, read: (raw) => raw as string });
+const integer = (column: string): Column<number> => ({ column, write: (v) => v, read: toNumber });
+const integerOrNull = (column: string): Column<number | null> => ({
+  column,
+  write: (v) => v,
+  read: (raw) => (raw === null ? null : toNumber(raw)),
+});
+/** A JSON document in a TEXT column. */
+const json = <V>(column: string): Column<V> => ({
+  column,
+  write: (v) => JSON.stringify(v),
+  read: (raw) => JSON.parse(raw as string) as V,
+});
+
+// Column<V>'s methods are bivariant in V, so every column fits Column<unknown>.
+type Columns = Record<string, Column<unknown>>;
+/** The record a table's columns describe. */
+export type RecordOf<C extends Columns> = { -readonly [K in keyof C]: C[K] extends Column<infer V> ? V : never };
+
+export interface Table<R> {
+  readonly name: string;
+  /** `a, b, c`: the column list of SELECT and INSERT. */
+  readonly columns: string;
+  /** `?, ?, ?`: one placeholder per column, for INSERT. */
+  readonly placeholders: string;
+  fromRow(row: Record<string, unknown>): R;
+  /** The record's values in column order. */
+  params(record: R): Param[];
+}
+
+/** The record type of a table. */
+export type RecordOfTable<T> = T extends Table<infer R> ? R : never;
+
+function table<C extends Columns>(name: string, fields: C): Table<RecordOf<C>> {
+  const entries = Object.entries(fields) as [keyof C & string, Column<unknown>][];
+  return {
+    name,
+    columns: entries.map(([, c]) => c.column).join(', '),
+    placeholders: entries.map(() => '?').join(', '),
+    fromRow(row) {
+      const record: Record<string, unknown> = {};
+      for (const [key, c] of entries) record[key] = c.read(row[c.column]);
+      return record as RecordOf<C>;
+    },
+    params(record) {
+      return entries.map(([key, c]) => c.write(record[key]));
+    },
+  };
+}
+
+/** api_tokens: one row per token. Only the SHA-256 of the secret is ever stored. */
+export const API_TOKENS = table('api_tokens', {
+  id: text('id'),
+  name: text('name'),
+  scopes: json<string[]>('scopes'),
+  /** Lowercase hex SHA-256 of the secret. */
+  secretHash: text('secret_hash'),
+  createdAt: integer('created_at'),
+  expiresAt: integerOrNull('expires_at'),
+  lastUsedAt: integerOrNull('last_used_at'),
+});
+
+/** catalog_revisions: every applied catalog document; the highest version is live. */
+export const CATALOG_REVISIONS = table('catalog_revisions', {
+  version: integer('version'),
+  document: text('document'),
+  appliedAt: integer('applied_at'),
+});
