@@ -103,7 +103,7 @@ describe('configuration', () => {
     ['TOKEN_MAX_LIFETIME_DAYS', '36501', 'expected an integer from 1 to 36500'],
     ['TOKEN_EXPIRED_RETENTION_DAYS', '3651', 'expected an integer from 0 to 3650'],
     ['TOKEN_CACHE_TTL_MS', '0x10', 'expected an integer from 0 to 600000'],
-    ['TOKEN_CACHE_MAX', '0', 'expected an integer from 1 to 10000000'],
+    ['TOKEN_CACHE_MAX', '1000001', 'expected an integer from 1 to 1000000'],
     ['LAST_USED_FLUSH_MS', '9', 'expected an integer from 10 to 600000'],
     ['AUTH_FAILURE_LIMIT', '99999999999999999999', 'expected an integer from 1 to 1000000'],
     ['AUTH_FAILURE_WINDOW_S', '86401', 'expected an integer from 1 to 86400'],
