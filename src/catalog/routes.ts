@@ -97,7 +97,7 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
   }
 
   void app.register(async (plugin) => {
-    const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
+    const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
     for (const kind of ['images', 'plans', 'regions'] as const) {
       const { item, query, noun } = SCHEMAS[kind];
       // revalidates: over the rate limit, a current If-None-Match still gets its 304.
@@ -109,7 +109,7 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
       const notModifiedDoc = {
         304: { type: 'null', description: 'Not modified: the If-None-Match ETag is current' },
       } as const;
-      scope.get(
+      api.get(
         `/api/v1/${kind}`,
         {
           config,
@@ -134,7 +134,7 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
         },
       );
 
-      scope.get(
+      api.get(
         `/api/v1/${kind}/:slug`,
         {
           config,

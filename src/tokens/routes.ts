@@ -19,10 +19,10 @@ export interface TokenRouteOptions {
 
 export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
   void app.register(async (plugin) => {
-    const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
-    scope.addHook('onRequest', noStore);
+    const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
+    api.addHook('onRequest', noStore);
 
-    scope.post(
+    api.post(
       '/api/v1/api-tokens',
       {
         config: {
@@ -48,7 +48,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
       },
     );
 
-    scope.get(
+    api.get(
       '/api/v1/api-tokens',
       {
         config: { auth: { scopes: ['api-tokens:read'] } },
@@ -62,7 +62,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
       async () => (await service.list()).map(tokenView),
     );
 
-    scope.get(
+    api.get(
       '/api/v1/api-tokens/current',
       {
         config: { auth: { scopes: [] } },
@@ -76,7 +76,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
       async (request) => tokenView(service.withPendingUse(request.token!)),
     );
 
-    scope.get(
+    api.get(
       '/api/v1/api-tokens/:id',
       {
         config: { auth: { scopes: ['api-tokens:read'] } },
@@ -95,7 +95,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
       },
     );
 
-    scope.delete(
+    api.delete(
       '/api/v1/api-tokens/:id',
       {
         config: { auth: { scopes: ['api-tokens:write'] } },
@@ -116,7 +116,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
       },
     );
 
-    scope.get(
+    api.get(
       '/api/v1/scopes',
       {
         schema: {
