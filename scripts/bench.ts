@@ -255,10 +255,13 @@ function merge(runs: Run[]): Run {
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'infracat-bench-'));
-  const machine = `${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+  const machine =
+    `${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, ` +
+    `${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
   const slice = Math.max(2, Math.round(DURATION / ROUNDS));
   process.stdout.write(
-    `bench: ${machine}; ${ROUNDS} interleaved rounds of ${slice} s per scenario, ${CONNECTIONS} connections, pipelining ${PIPELINING}\n`,
+    `bench: ${machine}; ${ROUNDS} interleaved rounds of ${slice} s per scenario, ` +
+      `${CONNECTIONS} connections, pipelining ${PIPELINING}\n`,
   );
 
   // The bytes infracat serves for GET /api/v1/plans, for the baseline to answer.
@@ -376,8 +379,11 @@ async function main(): Promise<void> {
     return `${Math.min(...v).toFixed(2)}-${Math.max(...v).toFixed(2)}`;
   };
   const rows: string[][] = [['scenario', ...results.map((r) => r.backend), 'target']];
-  const fmt = (backend: string, key: string, r: Run) =>
-    `${Math.round(r.rps)} rps = ${ratio(backend, key)}x (rounds ${spread(`${backend}:${key}`)}) p99 ${r.p99} ms${r.non2xx + r.errors > 0 ? ` !${r.non2xx + r.errors}` : ''}`;
+  const fmt = (backend: string, key: string, r: Run) => {
+    const failed = r.non2xx + r.errors > 0 ? ` !${r.non2xx + r.errors}` : '';
+    const rounds = spread(`${backend}:${key}`);
+    return `${Math.round(r.rps)} rps = ${ratio(backend, key)}x (rounds ${rounds}) p99 ${r.p99} ms${failed}`;
+  };
   rows.push([
     'baseline node:http',
     ...results.map(() => `${Math.round(baseRun.rps)} rps (1x) p99 ${baseRun.p99} ms`),
@@ -406,7 +412,8 @@ async function main(): Promise<void> {
       'auth check, PostgreSQL vs SQLite (same round)',
       ...results.map((r) =>
         r.backend === 'postgres'
-          ? `${r3(median(ratios.get('postgres_vs_sqlite_auth_check')!))}x (rounds ${spread('postgres_vs_sqlite_auth_check')})`
+          ? `${r3(median(ratios.get('postgres_vs_sqlite_auth_check')!))}x ` +
+            `(rounds ${spread('postgres_vs_sqlite_auth_check')})`
           : '1x',
       ),
       '>= 0.9x',

@@ -33,7 +33,9 @@ await build({
   // Bundled CommonJS dependencies call require() for Node's built-ins; an ES module has
   // none, so give the bundle one.
   banner: {
-    js: "import { createRequire as __infracatCreateRequire } from 'node:module';\nconst require = __infracatCreateRequire(import.meta.url);",
+    js:
+      "import { createRequire as __infracatCreateRequire } from 'node:module';\n" +
+      'const require = __infracatCreateRequire(import.meta.url);',
   },
   logLevel: 'warning',
 });

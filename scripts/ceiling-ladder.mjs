@@ -6,8 +6,9 @@
 //   node scripts/ceiling-ladder.mjs          (after npm run build)
 //   LADDER_ROUNDS=5 LADDER_SECONDS=3 LADDER_CONNECTIONS=32
 //
-// Rungs: node:http; node:http sending infracat's response headers; node:http + one pino access-log line per request; Fastify with no
-// logger; Fastify + one pino access line per request (as infracat logs); infracat as
+// Rungs: node:http; node:http sending infracat's response headers; node:http + one pino
+// access-log line per request; Fastify with no logger; Fastify + one pino access line
+// per request (as infracat logs); infracat as
 // shipped (dist/cli/main.js serve), and with ACCESS_LOG=errors (no line for a 2xx/3xx).
 /* global fetch, Buffer */
 import { spawn } from 'node:child_process';
@@ -24,8 +25,10 @@ const tmp = mkdtempSync(path.join(tmpdir(), 'infracat-ladder-'));
 
 // Each rung is a small program given BODY (base64) and PORT; the logging ones write
 // their lines to stdout, which is thrown away, as the bench does for infracat.
-const PINO = `const pino = require(${JSON.stringify(path.join(ROOT, 'node_modules/pino'))});
-  const log = pino({ base: { service: 'x' }, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (l) => ({ level: l }) } });`;
+const PINO =
+  `const pino = require(${JSON.stringify(path.join(ROOT, 'node_modules/pino'))});\n` +
+  "  const log = pino({ base: { service: 'x' }, timestamp: pino.stdTimeFunctions.isoTime, " +
+  'formatters: { level: (l) => ({ level: l }) } });';
 const RUNGS = {
   'node:http': `
     const body = Buffer.from(process.env.BODY, 'base64');
@@ -35,31 +38,38 @@ const RUNGS = {
     }).listen(process.env.PORT, '127.0.0.1');`,
   // The same bytes with the headers infracat sends (security headers, ETag, cache and
   // rate-limit fields, request id): the load generator parses every one of them too.
-  'node:http, infracat headers': `
+  'node:http, infracat headers':
+    `
     const body = Buffer.from(process.env.BODY, 'base64');
     const headers = JSON.parse(process.env.HEADERS);
     require('node:http').createServer((req, res) => {
-      res.writeHead(200, { ...headers, 'x-request-id': require('node:crypto').randomUUID(), 'content-length': body.length });
+      res.writeHead(200, { ...headers, 'x-request-id': require('node:crypto').randomUUID(), ` +
+    `'content-length': body.length });
       res.end(body);
     }).listen(process.env.PORT, '127.0.0.1');`,
-  'node:http + pino line': `${PINO}
+  'node:http + pino line':
+    `${PINO}
     const body = Buffer.from(process.env.BODY, 'base64');
     require('node:http').createServer((req, res) => {
       const t0 = performance.now();
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length });
       res.end(body);
-      log.info({ req: { method: req.method, url: req.url }, res: { status_code: 200 }, response_time_ms: performance.now() - t0 }, 'request completed');
+      log.info({ req: { method: req.method, url: req.url }, res: { status_code: 200 }, ` +
+    `response_time_ms: performance.now() - t0 }, 'request completed');
     }).listen(process.env.PORT, '127.0.0.1');`,
   'Fastify, no logger': `
     const body = Buffer.from(process.env.BODY, 'base64');
     const app = require(${JSON.stringify(path.join(ROOT, 'node_modules/fastify'))})();
     app.get('/api/v1/plans', (req, reply) => { reply.type('application/json; charset=utf-8').send(body); });
     app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });`,
-  'Fastify + one pino line': `${PINO}
+  'Fastify + one pino line':
+    `${PINO}
     const body = Buffer.from(process.env.BODY, 'base64');
-    const app = require(${JSON.stringify(path.join(ROOT, 'node_modules/fastify'))})({ loggerInstance: log, disableRequestLogging: true });
+    const app = require(${JSON.stringify(path.join(ROOT, 'node_modules/fastify'))})(` +
+    `{ loggerInstance: log, disableRequestLogging: true });
     app.addHook('onResponse', async (req, reply) => {
-      req.log.info({ req: { method: req.method, url: req.url }, res: { status_code: reply.statusCode }, response_time_ms: reply.elapsedTime }, 'request completed');
+      req.log.info({ req: { method: req.method, url: req.url }, res: { status_code: reply.statusCode }, ` +
+    `response_time_ms: reply.elapsedTime }, 'request completed');
     });
     app.get('/api/v1/plans', (req, reply) => { reply.type('application/json; charset=utf-8').send(body); });
     app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });`,
@@ -107,11 +117,14 @@ try {
     });
   }
   process.stdout.write(
-    `\nnode ${process.version}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; ratio to node:http within each round\n`,
+    `\nnode ${process.version}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; ` +
+      'ratio to node:http within each round\n',
   );
   servers.forEach((s, i) => {
     process.stdout.write(
-      `  ${s.name.padEnd(28)} median ${String(Math.round(median(rates[i]))).padStart(6)} rps  x${median(ratios[i]).toFixed(3)} (rounds ${Math.min(...ratios[i]).toFixed(2)}-${Math.max(...ratios[i]).toFixed(2)})\n`,
+      `  ${s.name.padEnd(28)} median ${String(Math.round(median(rates[i]))).padStart(6)} rps  ` +
+        `x${median(ratios[i]).toFixed(3)} ` +
+        `(rounds ${Math.min(...ratios[i]).toFixed(2)}-${Math.max(...ratios[i]).toFixed(2)})\n`,
     );
   });
 } finally {

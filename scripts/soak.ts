@@ -117,8 +117,10 @@ async function main(): Promise<number> {
     [
       `requests        ${result.requests} (${result.requests_per_second}/s)`,
       `by status       ${JSON.stringify(result.by_status)}`,
-      `latency ms      p50 ${f(result.latency_ms.p50)}  p95 ${f(result.latency_ms.p95)}  p99 ${f(result.latency_ms.p99)}  max ${f(result.latency_ms.max)}`,
-      `heap after GC   ${f(result.heap_after_gc_mb.after_warmup)} MB -> ${f(result.heap_after_gc_mb.at_end)} MB (growth ${f(growthMb)} MB, threshold ${thresholdMb} MB)`,
+      `latency ms      p50 ${f(result.latency_ms.p50)}  p95 ${f(result.latency_ms.p95)}  ` +
+        `p99 ${f(result.latency_ms.p99)}  max ${f(result.latency_ms.max)}`,
+      `heap after GC   ${f(result.heap_after_gc_mb.after_warmup)} MB -> ${f(result.heap_after_gc_mb.at_end)} MB ` +
+        `(growth ${f(growthMb)} MB, threshold ${thresholdMb} MB)`,
       `errors          ${errors}`,
       '',
     ].join('\n'),

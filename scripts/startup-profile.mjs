@@ -97,7 +97,8 @@ try {
 
 const base = results[0];
 process.stdout.write(
-  `node ${process.version}, ${RUNS} runs per build, interleaved; ${process.env.STARTUP_DATABASE_URL ? 'PostgreSQL' : 'SQLite'}\n`,
+  `node ${process.version}, ${RUNS} runs per build, interleaved; ` +
+    `${process.env.STARTUP_DATABASE_URL ? 'PostgreSQL' : 'SQLite'}\n`,
 );
 for (let i = 0; i < dists.length; i++) {
   const { ms, cpu, rss } = results[i];

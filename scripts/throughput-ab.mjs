@@ -73,14 +73,16 @@ try {
     }
   }
   process.stdout.write(
-    `\nnode ${process.version}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; ratio to ${args[0]} within each round\n`,
+    `\nnode ${process.version}; ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; ` +
+      `ratio to ${args[0]} within each round\n`,
   );
   for (let k = 0; k < scenarios.length; k++) {
     process.stdout.write(`${scenarios[k][0]}\n`);
     dists.forEach((_, i) => {
       const r = ratios[k][i];
       process.stdout.write(
-        `  ${args[i].padEnd(12)} median ${Math.round(median(rates[k][i]))} rps  x${median(r).toFixed(3)} (rounds ${Math.min(...r).toFixed(2)}-${Math.max(...r).toFixed(2)})\n`,
+        `  ${args[i].padEnd(12)} median ${Math.round(median(rates[k][i]))} rps  x${median(r).toFixed(3)} ` +
+          `(rounds ${Math.min(...r).toFixed(2)}-${Math.max(...r).toFixed(2)})\n`,
       );
     });
   }

@@ -63,7 +63,10 @@ async function bootstrapAdminToken(app: App, logger: Logger, mint: boolean): Pro
   if (issued === null) {
     if ((await service.list()).length === 0) {
       logger.warn(
-        'no live API token exists and this start mints none (the bootstrap admin token is minted only on the first start of a database, when BOOTSTRAP_ADMIN_TOKEN is true); create one with: infracat tokens create --name NAME --all-scopes',
+        'no live API token exists and this start mints none ' +
+          '(the bootstrap admin token is minted only on the first start of a database, ' +
+          'when BOOTSTRAP_ADMIN_TOKEN is true); ' +
+          'create one with: infracat tokens create --name NAME --all-scopes',
       );
     }
     return;
@@ -76,7 +79,8 @@ async function bootstrapAdminToken(app: App, logger: Logger, mint: boolean): Pro
     [
       '',
       'infracat: this is the first start of this database, so an admin token holding every scope was created.',
-      'It is shown this once and never minted again; store it in a secret manager now. (Set BOOTSTRAP_ADMIN_TOKEN=false to skip this.)',
+      'It is shown this once and never minted again; store it in a secret manager now. ' +
+        '(Set BOOTSTRAP_ADMIN_TOKEN=false to skip this.)',
       '',
       `  id:    ${issued.token.id}`,
       `  token: ${issued.secret}`,

@@ -54,11 +54,10 @@ describe('configuration', () => {
 
   it('a bare path in DATABASE_URL is refused with the sqlite: form to write instead', () => {
     for (const p of ['/var/lib/infracat/ic.sqlite', './data/infracat.sqlite', '../x.db', 'infracat.sqlite3']) {
+      const escaped = p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
       expectError(
         { DATABASE_URL: p },
-        new RegExp(
-          `a bare path is not a database URL; for a SQLite file write sqlite:${p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`,
-        ),
+        new RegExp(`a bare path is not a database URL; for a SQLite file write sqlite:${escaped}$`),
       );
     }
     expectError({ DATABASE_URL: 'mysql://db/ic' }, /expected unset, sqlite:PATH, postgres/);

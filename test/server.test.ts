@@ -27,19 +27,22 @@ describe('infracat serve', () => {
   });
 
   for (const backend of backends()) {
-    it(`with DATABASE_URL of a new ${backend.name} database: migrates, answers, logs where (no password)`, async (t) => {
-      const db = await backend.create();
-      t.after(() => db.drop());
-      const { child, url } = await serve({ DATABASE_URL: db.url });
-      t.after(() => child.proc.kill('SIGKILL'));
-      const ready = await fetch(`${url}/readyz`);
-      assert.deepEqual(await ready.json(), { status: 'ready', storage: backend.name });
-      const logs = child.stdout.join('\n');
-      const password = new URL(db.url).password;
-      const where = password === '' ? db.url : db.url.replace(`:${password}@`, ':***@');
-      assert.ok(logs.includes(`"storage":"${where}"`), `the start is logged with ${where}`);
-      if (password !== '') assert.ok(!logs.includes(password), 'the database password is not logged');
-    });
+    it(
+      `with DATABASE_URL of a new ${backend.name} database: migrates, answers, logs where (no ` + 'password)',
+      async (t) => {
+        const db = await backend.create();
+        t.after(() => db.drop());
+        const { child, url } = await serve({ DATABASE_URL: db.url });
+        t.after(() => child.proc.kill('SIGKILL'));
+        const ready = await fetch(`${url}/readyz`);
+        assert.deepEqual(await ready.json(), { status: 'ready', storage: backend.name });
+        const logs = child.stdout.join('\n');
+        const password = new URL(db.url).password;
+        const where = password === '' ? db.url : db.url.replace(`:${password}@`, ':***@');
+        assert.ok(logs.includes(`"storage":"${where}"`), `the start is logged with ${where}`);
+        if (password !== '') assert.ok(!logs.includes(password), 'the database password is not logged');
+      },
+    );
   }
 
   it('SIGTERM: stops, closes storage cleanly (no WAL left behind) and exits 0', async (t) => {

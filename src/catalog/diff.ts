@@ -77,14 +77,12 @@ export function formatDiff(d: CatalogDiff): string {
     for (const slug of d.added[kind]) lines.push(`+ ${kind} ${slug}`);
     for (const slug of d.removed[kind]) lines.push(`- ${kind} ${slug}`);
     for (const c of d.changed[kind]) {
-      lines.push(
-        `~ ${kind} ${c.slug}: ${c.changes.map((f) => `${f.field} ${JSON.stringify(f.from)} -> ${JSON.stringify(f.to)}`).join(', ')}`,
-      );
+      const fields = c.changes.map((f) => `${f.field} ${JSON.stringify(f.from)} -> ${JSON.stringify(f.to)}`);
+      lines.push(`~ ${kind} ${c.slug}: ${fields.join(', ')}`);
     }
   }
   const count = (r: Record<Kind, unknown[]>): number => KINDS.reduce((n, k) => n + r[k].length, 0);
-  lines.push(
-    `${count(d.added)} added, ${count(d.changed)} changed, ${count(d.removed)} removed${d.settings.length > 0 ? `, ${d.settings.length} setting(s) changed` : ''}`,
-  );
+  const settings = d.settings.length > 0 ? `, ${d.settings.length} setting(s) changed` : '';
+  lines.push(`${count(d.added)} added, ${count(d.changed)} changed, ${count(d.removed)} removed${settings}`);
   return `${lines.join('\n')}\n`;
 }

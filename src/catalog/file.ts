@@ -126,7 +126,8 @@ function crossFieldProblems(
       at(
         entry,
         'slug',
-        `must be "${planSlug(shape[0], shape[1], shape[2])}" (<${PLAN_TYPES[shape[0]]}>-<vcpus>vcpu-<memory GB>gb for type ${shape[0]})`,
+        `must be "${planSlug(shape[0], shape[1], shape[2])}" ` +
+          `(<${PLAN_TYPES[shape[0]]}>-<vcpus>vcpu-<memory GB>gb for type ${shape[0]})`,
       );
     }
   }
@@ -136,7 +137,8 @@ function crossFieldProblems(
         at(
           entry,
           'features',
-          `unknown feature ${JSON.stringify(f)}; known: ${[...regionFeatures].join(', ')} (extend with extra_region_features)`,
+          `unknown feature ${JSON.stringify(f)}; known: ${[...regionFeatures].join(', ')} ` +
+            '(extend with extra_region_features)',
         );
       }
     }

@@ -73,7 +73,9 @@ const ORDER_NOTES: Record<Kind, string> = {
   images:
     'Ordered by distribution (A-Z), newest version first. Served from memory with a strong ETag per catalog version.',
   plans:
-    'Ordered by monthly price, then vCPUs, memory and slug. `price_monthly` is written with exactly two decimals, in the catalog currency (USD unless the operator set another).',
+    'Ordered by monthly price, then vCPUs, memory and slug. ' +
+    '`price_monthly` is written with exactly two decimals, ' +
+    'in the catalog currency (USD unless the operator set another).',
   regions: 'Ordered by slug.',
 };
 

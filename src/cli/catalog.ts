@@ -92,7 +92,8 @@ export const catalogCommand: Command = {
       if (!result.ok) return reportProblems(file, result.problems);
       const c = result.catalog;
       process.stdout.write(
-        `${file}: ok (${c.images.length} images, ${c.plans.length} plans, ${c.regions.length} regions, ${c.currency})\n`,
+        `${file}: ok (${c.images.length} images, ${c.plans.length} plans, ` +
+          `${c.regions.length} regions, ${c.currency})\n`,
       );
       return 0;
     }
@@ -120,7 +121,8 @@ export const catalogCommand: Command = {
         const removals = removedCount(diff);
         if (removals > 0 && values['allow-removals'] !== true && !(await confirmRemovals(removals))) {
           process.stderr.write(
-            `infracat catalog: refused: this apply would remove ${removals} entr${removals === 1 ? 'y' : 'ies'} (lines starting with -); ` +
+            `infracat catalog: refused: this apply would remove ${removals} entr${removals === 1 ? 'y' : 'ies'} ` +
+              '(lines starting with -); ' +
               'nothing applied. Re-run with --allow-removals if that is intended.\n',
           );
           return 1;

@@ -69,19 +69,25 @@ export function explainFailure(err: unknown, ctx: FailureContext): Explained {
     const where = ctx.listen ?? `${String(coded?.address)}:${String(coded?.port)}`;
     if (code === 'EADDRINUSE') {
       return {
-        message: `cannot listen on ${where}: the port is already in use (${cause}). Stop the other process (another infracat?) or set PORT / --port to a free port.`,
+        message:
+          `cannot listen on ${where}: the port is already in use (${cause}). ` +
+          'Stop the other process (another infracat?) or set PORT / --port to a free port.',
         exitCode: EXIT.unavailable,
       };
     }
     if (code === 'EACCES') {
       return {
-        message: `cannot listen on ${where}: permission denied (${cause}). Ports below 1024 need privileges; use a port of 1024 or more and put a proxy in front.`,
+        message:
+          `cannot listen on ${where}: permission denied (${cause}). ` +
+          'Ports below 1024 need privileges; use a port of 1024 or more and put a proxy in front.',
         exitCode: EXIT.noPerm,
       };
     }
     if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {
       return {
-        message: `cannot listen on ${where}: HOST is not an address of this machine (${cause}). Set HOST / --host to one of its addresses, 127.0.0.1 or 0.0.0.0.`,
+        message:
+          `cannot listen on ${where}: HOST is not an address of this machine (${cause}). ` +
+          'Set HOST / --host to one of its addresses, 127.0.0.1 or 0.0.0.0.',
         exitCode: EXIT.config,
       };
     }
@@ -91,25 +97,31 @@ export function explainFailure(err: unknown, ctx: FailureContext): Explained {
   // PostgreSQL refused us (SQLSTATE classes): credentials and names are settings to fix.
   if (/^28/.test(code)) {
     return {
-      message: `PostgreSQL at ${ctx.database} refused the login: ${cause}. Check the user and password in DATABASE_URL.`,
+      message:
+        `PostgreSQL at ${ctx.database} refused the login: ${cause}. ` + 'Check the user and password in DATABASE_URL.',
       exitCode: EXIT.config,
     };
   }
   if (code === '3D000') {
     return {
-      message: `PostgreSQL at ${ctx.database}: ${cause}. Create it (createdb) or fix the database name in DATABASE_URL.`,
+      message:
+        `PostgreSQL at ${ctx.database}: ${cause}. ` + 'Create it (createdb) or fix the database name in DATABASE_URL.',
       exitCode: EXIT.config,
     };
   }
   if (code === '42501') {
     return {
-      message: `PostgreSQL at ${ctx.database}: ${cause}. Grant the infracat user the right to create tables in its schema, or run 'infracat migrate' as an owner.`,
+      message:
+        `PostgreSQL at ${ctx.database}: ${cause}. ` +
+        "Grant the infracat user the right to create tables in its schema, or run 'infracat migrate' as an owner.",
       exitCode: EXIT.noPerm,
     };
   }
   if (code === '25006') {
     return {
-      message: `PostgreSQL at ${ctx.database} is read-only (${cause}): a standby or a read-only transaction default. Point DATABASE_URL at the primary.`,
+      message:
+        `PostgreSQL at ${ctx.database} is read-only (${cause}): a standby or a read-only transaction default. ` +
+        'Point DATABASE_URL at the primary.',
       exitCode: EXIT.io,
     };
   }
@@ -117,7 +129,10 @@ export function explainFailure(err: unknown, ctx: FailureContext): Explained {
   // SQLite and the filesystem.
   if (code === 'SQLITE_READONLY' || code === 'EROFS' || /readonly database|read-only file system/i.test(cause)) {
     return {
-      message: `the database ${ctx.database} is read-only (${cause}). Make the file, its -wal and -shm files and their directory writable by the user running infracat (uid ${process.getuid?.() ?? '?'}), or move it to a writable filesystem.`,
+      message:
+        `the database ${ctx.database} is read-only (${cause}). ` +
+        'Make the file, its -wal and -shm files and their directory writable by the user running infracat ' +
+        `(uid ${process.getuid?.() ?? '?'}), or move it to a writable filesystem.`,
       exitCode: EXIT.io,
     };
   }
@@ -129,14 +144,20 @@ export function explainFailure(err: unknown, ctx: FailureContext): Explained {
     code === 'ENOTDIR'
   ) {
     const file = typeof coded?.path === 'string' ? coded.path : ctx.database;
+    const codePrefix = code !== '' && !cause.includes(code) ? `${code}: ` : '';
     return {
-      message: `cannot create or open ${file} for the database ${ctx.database} (${code !== '' && !cause.includes(code) ? `${code}: ` : ''}${cause}). Check that its directory exists or can be created, and that the user running infracat (uid ${process.getuid?.() ?? '?'}) may write there.`,
+      message:
+        `cannot create or open ${file} for the database ${ctx.database} (${codePrefix}${cause}). ` +
+        'Check that its directory exists or can be created, ' +
+        `and that the user running infracat (uid ${process.getuid?.() ?? '?'}) may write there.`,
       exitCode: EXIT.cantCreate,
     };
   }
   if (/^SQLITE_(IOERR|FULL|CORRUPT|NOTADB)/.test(code)) {
     return {
-      message: `the database ${ctx.database} cannot be used (${code}: ${cause}). Check the disk (space, errors); restore from a backup if the file is damaged.`,
+      message:
+        `the database ${ctx.database} cannot be used (${code}: ${cause}). ` +
+        'Check the disk (space, errors); restore from a backup if the file is damaged.',
       exitCode: EXIT.io,
     };
   }

@@ -84,9 +84,8 @@ export const tokensCommand: Command = {
           const view = createdView(issued);
           if (values.json === true) process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
           else {
-            process.stdout.write(
-              `created ${view.id} "${view.name}" with ${view.scopes.join(', ')}${view.expires_at ? `, expires ${view.expires_at}` : ''}\n`,
-            );
+            const expires = view.expires_at ? `, expires ${view.expires_at}` : '';
+            process.stdout.write(`created ${view.id} "${view.name}" with ${view.scopes.join(', ')}${expires}\n`);
             process.stdout.write(`token: ${view.token}\n(shown this once: store it now)\n`);
           }
           return 0;

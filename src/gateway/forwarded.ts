@@ -89,7 +89,8 @@ export function readForwardedHeaders(gateway: Gateway, rawHeaders: readonly stri
   const families = present(found);
   if (families.length > 1) {
     return refuse(
-      `the check carries both ${label(FAMILIES[0]!)} (nginx) and ${label(FAMILIES[1]!)} (Traefik) headers: the gateway sends one family, so the other came from the client`,
+      `the check carries both ${label(FAMILIES[0]!)} (nginx) and ${label(FAMILIES[1]!)} (Traefik) headers: ` +
+        'the gateway sends one family, so the other came from the client',
     );
   }
   const family = families[0];
@@ -99,9 +100,8 @@ export function readForwardedHeaders(gateway: Gateway, rawHeaders: readonly stri
     return refuse(`say what to check: scope query parameters, or ${wanted} headers`);
   }
   if (gateway !== 'auto' && family.gateway !== gateway) {
-    return refuse(
-      `AUTH_CHECK_GATEWAY=${gateway} reads only ${label(FAMILIES.find((f) => f.gateway === gateway)!)}; this check carries ${label(family)}`,
-    );
+    const expected = FAMILIES.find((f) => f.gateway === gateway)!;
+    return refuse(`AUTH_CHECK_GATEWAY=${gateway} reads only ${label(expected)}; this check carries ${label(family)}`);
   }
   const values: string[] = [];
   for (const name of [family.method, family.uri]) {
@@ -132,7 +132,8 @@ export function readPathForm(
   const families = present(familyHeaders(rawHeaders));
   if (families.length > 0) {
     return refuse(
-      `the path form takes the original path from the URL; it must not carry ${families.map(label).join(' or ')} headers`,
+      'the path form takes the original path from the URL; ' +
+        `it must not carry ${families.map(label).join(' or ')} headers`,
     );
   }
   return target(method, original, 'the method', 'the original path');

@@ -183,7 +183,10 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
         operationId: 'forwardAuthCheck',
         summary: 'Forward auth for nginx auth_request, Traefik ForwardAuth and Envoy ext_authz',
         description:
-          'Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.',
+          'Required scopes: the `scope` parameters, else the rule table applied to ' +
+          'X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). ' +
+          'Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes. ' +
+          'Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.',
         querystring: CheckQuery,
         response: { 200: CheckAllowed },
       },

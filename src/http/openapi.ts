@@ -271,7 +271,8 @@ async function loadDocs(app: App): Promise<FastifyInstance> {
     // Swagger UI's default policy allows https: fonts/styles and the online validator's
     // images; nothing here loads from elsewhere, so allow only this origin.
     transformStaticCSP: () =>
-      "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self'",
+      "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; " +
+      "frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self'",
     // BaseLayout: no top bar, whose logo SVG carries an inline <style> (a CSP violation under
     // style-src 'self') and whose URL box would let the page explore other documents.
     uiConfig: {

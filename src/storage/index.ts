@@ -18,7 +18,8 @@ export interface OpenStoreOptions {
 }
 
 const HOW_TO_CREATE =
-  "create it with 'infracat migrate' (or start the server once) with the same DATABASE_URL, or point DATABASE_URL / --database-url at the existing database";
+  "create it with 'infracat migrate' (or start the server once) with the same DATABASE_URL, " +
+  'or point DATABASE_URL / --database-url at the existing database';
 
 /**
  * Opens an existing infracat database and nothing else: the operator commands use it so

@@ -121,7 +121,8 @@ export function stepSql(step: Step, dialect: 'sqlite' | 'postgres'): string | un
 export class SchemaTooNewError extends Error {
   constructor(found: number) {
     super(
-      `the database schema is at version ${found}, newer than this infracat knows (${LATEST_VERSION}); upgrade infracat`,
+      `the database schema is at version ${found}, ` +
+        `newer than this infracat knows (${LATEST_VERSION}); upgrade infracat`,
     );
     this.name = 'SchemaTooNewError';
   }

@@ -55,7 +55,8 @@ const SQL = {
   // A real write that changes nothing: proves at start that the database accepts writes
   // (a read-only file or a standby would otherwise serve reads and fail every write).
   writeProbe:
-    'UPDATE infracat_schema_migrations SET applied_at = applied_at WHERE version = (SELECT MAX(version) FROM infracat_schema_migrations)',
+    'UPDATE infracat_schema_migrations SET applied_at = applied_at ' +
+    'WHERE version = (SELECT MAX(version) FROM infracat_schema_migrations)',
 } as const;
 
 /**

@@ -34,7 +34,12 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
           operationId: 'createApiToken',
           summary: 'Create an API token',
           description:
-            "The response is the only one that ever shows the secret (`token`). A token can only grant scopes it holds itself (403 INSUFFICIENT_SCOPE), and the new token never outlives it: without `expires_at` it gets the calling token's expiry; a later one, or null from an expiring token, is 422. 409 TOKEN_LIMIT_REACHED past TOKEN_MAX_LIVE live tokens.",
+            'The response is the only one that ever shows the secret (`token`). ' +
+            'A token can only grant scopes it holds itself (403 INSUFFICIENT_SCOPE), ' +
+            'and the new token never outlives it: ' +
+            "without `expires_at` it gets the calling token's expiry; " +
+            'a later one, or null from an expiring token, is 422. ' +
+            '409 TOKEN_LIMIT_REACHED past TOKEN_MAX_LIVE live tokens.',
           body: CreateTokenBody,
           response: {
             201: CreatedToken,
@@ -104,7 +109,8 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
           operationId: 'deleteApiToken',
           summary: 'Delete an API token (refused everywhere within TOKEN_CACHE_TTL_MS)',
           description:
-            'A token can delete only tokens whose scopes it holds itself (itself included); otherwise 403 INSUFFICIENT_SCOPE naming the scopes it lacks. Unknown id: 404.',
+            'A token can delete only tokens whose scopes it holds itself (itself included); ' +
+            'otherwise 403 INSUFFICIENT_SCOPE naming the scopes it lacks. Unknown id: 404.',
           params: IdParams,
           response: { 204: { type: 'null', description: 'Deleted' } },
         },

@@ -89,7 +89,9 @@ export function validateName(raw: string): { name: string } | { error: FieldErro
     return {
       error: {
         pointer,
-        detail: `must not contain ${codePointLabel(refused)}, ${kind} (control, format, line and paragraph separator characters are refused)`,
+        detail:
+          `must not contain ${codePointLabel(refused)}, ${kind} ` +
+          '(control, format, line and paragraph separator characters are refused)',
       },
     };
   }
@@ -100,7 +102,9 @@ export function validateName(raw: string): { name: string } | { error: FieldErro
     return {
       error: {
         pointer,
-        detail: `must contain at least one visible character (it has only blank or invisible ones, such as ${codePointLabel(chars[0]!)})`,
+        detail:
+          'must contain at least one visible character ' +
+          `(it has only blank or invisible ones, such as ${codePointLabel(chars[0]!)})`,
       },
     };
   }
@@ -188,7 +192,9 @@ function validateExpiry(
     return {
       error: {
         pointer,
-        detail: `must not be null: the token making this request expires at ${limitText} and a token never outlives its creator (leave expires_at out to get that time)`,
+        detail:
+          `must not be null: the token making this request expires at ${limitText} ` +
+          'and a token never outlives its creator (leave expires_at out to get that time)',
       },
     };
   }
@@ -202,7 +208,9 @@ function validateExpiry(
     return {
       error: {
         pointer,
-        detail: `must be at or before ${limitText}, when the token making this request expires (a token never outlives its creator)`,
+        detail:
+          `must be at or before ${limitText}, ` +
+          'when the token making this request expires (a token never outlives its creator)',
       },
     };
   }

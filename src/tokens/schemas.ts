@@ -27,7 +27,10 @@ export const CreateTokenBody = Type.Object(
   {
     name: Type.String({
       maxLength: NAME_MAX,
-      description: `Label, at most ${NAME_MAX} characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end`,
+      description:
+        `Label, at most ${NAME_MAX} characters (surrounding spaces are trimmed); ` +
+        'no control, format (invisible, bidi) or line/paragraph separator characters; ' +
+        'at least one visible character, and none that shows nothing at either end',
       examples: ['ci deploy'],
     }),
     scopes: Type.Array(Type.String({ maxLength: 200 }), {
@@ -38,7 +41,10 @@ export const CreateTokenBody = Type.Object(
     expires_at: Type.Optional(
       Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
         description:
-          "RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token's expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token's expiry is 422.",
+          'RFC 3339 (a real calendar date and time; no leap second). ' +
+          "Absent: the calling token's expiry (never, if it never expires). " +
+          'null: never expires, refused (422) when the calling token expires. ' +
+          "A new token never outlives its creator: a time after the calling token's expiry is 422.",
       }),
     ),
   },

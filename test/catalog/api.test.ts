@@ -105,38 +105,45 @@ for (const backend of backends()) {
       }
     });
 
-    it('a strong ETag per snapshot; If-None-Match answers 304 without a body; Cache-Control is configurable', async (t) => {
-      const { app } = await setup(t);
-      const first = await app.inject({ method: 'GET', url: '/api/v1/images' });
-      const etag = String(first.headers.etag);
-      assert.match(etag, /^"v1-[0-9a-f]{20}"$/);
-      assert.equal(first.headers['cache-control'], 'public, max-age=60');
-      for (const header of [etag, `W/${etag}`, `"nope", ${etag}`, '*']) {
-        const again = await app.inject({ method: 'GET', url: '/api/v1/images', headers: { 'if-none-match': header } });
-        assert.equal(again.statusCode, 304, header);
-        assert.equal(again.body, '');
-        assert.equal(again.headers.etag, etag);
-        assert.equal(again.headers['cache-control'], 'public, max-age=60');
-      }
-      const stale = await app.inject({
-        method: 'GET',
-        url: '/api/v1/images',
-        headers: { 'if-none-match': '"v0-old"' },
-      });
-      assert.equal(stale.statusCode, 200);
-      const item = await app.inject({
-        method: 'GET',
-        url: '/api/v1/plans/s-1vcpu-1gb',
-        headers: { 'if-none-match': etag },
-      });
-      assert.equal(item.statusCode, 304);
+    it(
+      'a strong ETag per snapshot; If-None-Match answers 304 without a body; Cache-Control is ' + 'configurable',
+      async (t) => {
+        const { app } = await setup(t);
+        const first = await app.inject({ method: 'GET', url: '/api/v1/images' });
+        const etag = String(first.headers.etag);
+        assert.match(etag, /^"v1-[0-9a-f]{20}"$/);
+        assert.equal(first.headers['cache-control'], 'public, max-age=60');
+        for (const header of [etag, `W/${etag}`, `"nope", ${etag}`, '*']) {
+          const again = await app.inject({
+            method: 'GET',
+            url: '/api/v1/images',
+            headers: { 'if-none-match': header },
+          });
+          assert.equal(again.statusCode, 304, header);
+          assert.equal(again.body, '');
+          assert.equal(again.headers.etag, etag);
+          assert.equal(again.headers['cache-control'], 'public, max-age=60');
+        }
+        const stale = await app.inject({
+          method: 'GET',
+          url: '/api/v1/images',
+          headers: { 'if-none-match': '"v0-old"' },
+        });
+        assert.equal(stale.statusCode, 200);
+        const item = await app.inject({
+          method: 'GET',
+          url: '/api/v1/plans/s-1vcpu-1gb',
+          headers: { 'if-none-match': etag },
+        });
+        assert.equal(item.statusCode, 304);
 
-      const custom = await setup(t, { CATALOG_CACHE_CONTROL: 'no-cache' });
-      assert.equal(
-        (await custom.app.inject({ method: 'GET', url: '/api/v1/regions' })).headers['cache-control'],
-        'no-cache',
-      );
-    });
+        const custom = await setup(t, { CATALOG_CACHE_CONTROL: 'no-cache' });
+        assert.equal(
+          (await custom.app.inject({ method: 'GET', url: '/api/v1/regions' })).headers['cache-control'],
+          'no-cache',
+        );
+      },
+    );
 
     it('plan filters: type, min_vcpus, min_memory_mb, max_price_monthly', async (t) => {
       const { app } = await setup(t);

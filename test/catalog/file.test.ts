@@ -238,18 +238,21 @@ describe('catalog validation rules', () => {
 });
 
 describe('the shipped default catalog', () => {
-  it('is valid and realistic: 8-12 images of several distributions, 10-20 plans of all three types, 8-12 regions', () => {
-    const c = loadDefaultCatalog();
-    assert.ok(c.images.length >= 8 && c.images.length <= 12);
-    const distributions = new Set(c.images.map((i) => i.distribution));
-    for (const d of ['Ubuntu', 'Debian', 'Fedora']) assert.ok(distributions.has(d), d);
-    assert.ok(distributions.has('Rocky Linux') || distributions.has('AlmaLinux'));
-    assert.ok(c.plans.length >= 10 && c.plans.length <= 20);
-    assert.deepEqual(new Set(c.plans.map((p) => p.type)), new Set(['general', 'cpu-optimized', 'memory-optimized']));
-    assert.ok(c.regions.length >= 8 && c.regions.length <= 12);
-    assert.ok(c.regions.some((r) => !r.available) && c.regions.some((r) => r.available));
-    assert.equal(c.currency, 'USD');
-  });
+  it(
+    'is valid and realistic: 8-12 images of several distributions, 10-20 plans of all three types, 8-12 ' + 'regions',
+    () => {
+      const c = loadDefaultCatalog();
+      assert.ok(c.images.length >= 8 && c.images.length <= 12);
+      const distributions = new Set(c.images.map((i) => i.distribution));
+      for (const d of ['Ubuntu', 'Debian', 'Fedora']) assert.ok(distributions.has(d), d);
+      assert.ok(distributions.has('Rocky Linux') || distributions.has('AlmaLinux'));
+      assert.ok(c.plans.length >= 10 && c.plans.length <= 20);
+      assert.deepEqual(new Set(c.plans.map((p) => p.type)), new Set(['general', 'cpu-optimized', 'memory-optimized']));
+      assert.ok(c.regions.length >= 8 && c.regions.length <= 12);
+      assert.ok(c.regions.some((r) => !r.available) && c.regions.some((r) => r.available));
+      assert.equal(c.currency, 'USD');
+    },
+  );
 });
 
 describe('catalog export format', () => {

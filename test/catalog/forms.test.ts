@@ -58,7 +58,9 @@ describe('money', () => {
       assert.match(priceProblems(price).join(), /<= 99999999\.99/, String(price));
     for (const text of ['price_monthly: .inf', 'price_monthly: -.inf', 'price_monthly: .nan']) {
       const r = parseCatalogText(
-        `images: []\nregions: []\nplans:\n  - { id: s-1vcpu-1gb, slug: s-1vcpu-1gb, vcpus: 1, memory_mb: 1024, disk_gb: 25, transfer_tb: 1, type: general, ${text} }\n`,
+        'images: []\nregions: []\nplans:\n' +
+          '  - { id: s-1vcpu-1gb, slug: s-1vcpu-1gb, vcpus: 1, memory_mb: 1024, disk_gb: 25, transfer_tb: 1, ' +
+          `type: general, ${text} }\n`,
       );
       assert.ok(!r.ok && r.problems.some((p) => p.field === 'price_monthly'), text);
     }
@@ -112,7 +114,8 @@ describe('forms derived from the schema', () => {
     ]);
     assert.equal(
       jsonText(toWire(Bigger, model)),
-      '{"id":"s-1vcpu-1gb","slug":"s-1vcpu-1gb","vcpus":1,"memory_mb":1024,"disk_gb":25,"transfer_tb":1,"type":"general","price_monthly":6.00,"gpus":2,"price_hourly":0.01}',
+      '{"id":"s-1vcpu-1gb","slug":"s-1vcpu-1gb","vcpus":1,"memory_mb":1024,"disk_gb":25,"transfer_tb":1,' +
+        '"type":"general","price_monthly":6.00,"gpus":2,"price_hourly":0.01}',
     );
   });
 

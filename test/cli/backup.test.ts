@@ -46,7 +46,8 @@ async function load(url: string, admin: string, ledger: Ledger, stop: { now: boo
 
 describe('infracat backup', () => {
   it(
-    'under concurrent creates and deletes, the copy holds every write acknowledged before it began; a server on the restored file serves the same tokens',
+    'under concurrent creates and deletes, the copy holds every write acknowledged before it began; ' +
+      'a server on the restored file serves the same tokens',
     { timeout: 120_000 },
     async (t) => {
       const tmp = tempDir();

@@ -40,59 +40,64 @@ describe('infracat catalog', () => {
     assert.equal((await cli(['catalog', 'validate'])).code, 2);
   });
 
-  it('apply: prints the diff and applies atomically; a bad file changes nothing; --dry-run changes nothing', async (t) => {
-    const tmp = tempDir();
-    t.after(() => tmp.remove());
-    const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
-    assert.equal((await cli(['migrate'], { env })).code, 0, 'the operator commands need an existing database');
-    const first = await cli(['catalog', 'apply', DEFAULT_CATALOG_FILE.pathname], { env });
-    assert.equal(first.code, 0, first.stderr);
-    assert.match(first.stdout, /^\+ plans s-1vcpu-1gb$/m);
-    assert.match(first.stdout, /36 added, 0 changed, 0 removed/);
-    assert.match(first.stdout, /applied as catalog version 1/);
+  it(
+    'apply: prints the diff and applies atomically; a bad file changes nothing; --dry-run changes ' + 'nothing',
+    async (t) => {
+      const tmp = tempDir();
+      t.after(() => tmp.remove());
+      const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+      assert.equal((await cli(['migrate'], { env })).code, 0, 'the operator commands need an existing database');
+      const first = await cli(['catalog', 'apply', DEFAULT_CATALOG_FILE.pathname], { env });
+      assert.equal(first.code, 0, first.stderr);
+      assert.match(first.stdout, /^\+ plans s-1vcpu-1gb$/m);
+      assert.match(first.stdout, /36 added, 0 changed, 0 removed/);
+      assert.match(first.stdout, /applied as catalog version 1/);
 
-    const edited = tmp.file('edited.yaml');
-    writeFileSync(
-      edited,
-      defaultYaml.replace('price_monthly: 6.00', 'price_monthly: 6.50').replace(/^ {2}- \{ slug: syd1.*\n/m, ''),
-    );
-    const dry = await cli(['catalog', 'apply', edited, '--dry-run'], { env });
-    assert.equal(dry.code, 0);
-    assert.match(dry.stdout, /^~ plans s-1vcpu-1gb: price_monthly "6\.00" -> "6\.50"$/m);
-    assert.match(dry.stdout, /^- regions syd1$/m);
-    assert.match(dry.stdout, /dry run: nothing applied/);
-    const exported = await cli(['catalog', 'export'], { env });
-    assert.match(exported.stdout, /price_monthly: 6\.00$/m, 'the dry run changed nothing');
+      const edited = tmp.file('edited.yaml');
+      writeFileSync(
+        edited,
+        defaultYaml.replace('price_monthly: 6.00', 'price_monthly: 6.50').replace(/^ {2}- \{ slug: syd1.*\n/m, ''),
+      );
+      const dry = await cli(['catalog', 'apply', edited, '--dry-run'], { env });
+      assert.equal(dry.code, 0);
+      assert.match(dry.stdout, /^~ plans s-1vcpu-1gb: price_monthly "6\.00" -> "6\.50"$/m);
+      assert.match(dry.stdout, /^- regions syd1$/m);
+      assert.match(dry.stdout, /dry run: nothing applied/);
+      const exported = await cli(['catalog', 'export'], { env });
+      assert.match(exported.stdout, /price_monthly: 6\.00$/m, 'the dry run changed nothing');
 
-    const broken = tmp.file('broken.yaml');
-    writeFileSync(
-      broken,
-      defaultYaml.replace('price_monthly: 6.00', 'price_monthly: 7.00').replace('available: true', 'available: maybe'),
-    );
-    const refused = await cli(['catalog', 'apply', broken], { env });
-    assert.equal(refused.code, 1);
-    assert.match(refused.stderr, /available: must be true or false/);
-    assert.match(
-      (await cli(['catalog', 'export'], { env })).stdout,
-      /price_monthly: 6\.00$/m,
-      'the valid change in a bad file was not applied',
-    );
+      const broken = tmp.file('broken.yaml');
+      writeFileSync(
+        broken,
+        defaultYaml
+          .replace('price_monthly: 6.00', 'price_monthly: 7.00')
+          .replace('available: true', 'available: maybe'),
+      );
+      const refused = await cli(['catalog', 'apply', broken], { env });
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /available: must be true or false/);
+      assert.match(
+        (await cli(['catalog', 'export'], { env })).stdout,
+        /price_monthly: 6\.00$/m,
+        'the valid change in a bad file was not applied',
+      );
 
-    const unconfirmed = await cli(['catalog', 'apply', edited], { env });
-    assert.equal(unconfirmed.code, 1, 'removing an entry needs --allow-removals');
-    assert.match(unconfirmed.stderr, /refused: this apply would remove 1 entry .*--allow-removals/);
-    assert.match(
-      (await cli(['catalog', 'export'], { env })).stdout,
-      /price_monthly: 6\.00$/m,
-      'a refused apply changes nothing',
-    );
-    const applied = await cli(['catalog', 'apply', edited, '--allow-removals'], { env });
-    assert.equal(applied.code, 0, applied.stderr);
-    assert.match(applied.stdout, /applied as catalog version 2/);
-    const after = (await cli(['catalog', 'export', '--format', 'json'], { env })).stdout;
-    assert.match(after, /"price_monthly": 6\.50/);
-    assert.ok(!after.includes('syd1'));
-  });
+      const unconfirmed = await cli(['catalog', 'apply', edited], { env });
+      assert.equal(unconfirmed.code, 1, 'removing an entry needs --allow-removals');
+      assert.match(unconfirmed.stderr, /refused: this apply would remove 1 entry .*--allow-removals/);
+      assert.match(
+        (await cli(['catalog', 'export'], { env })).stdout,
+        /price_monthly: 6\.00$/m,
+        'a refused apply changes nothing',
+      );
+      const applied = await cli(['catalog', 'apply', edited, '--allow-removals'], { env });
+      assert.equal(applied.code, 0, applied.stderr);
+      assert.match(applied.stdout, /applied as catalog version 2/);
+      const after = (await cli(['catalog', 'export', '--format', 'json'], { env })).stdout;
+      assert.match(after, /"price_monthly": 6\.50/);
+      assert.ok(!after.includes('syd1'));
+    },
+  );
 
   it('export then apply is a no-op, in YAML and in JSON', async (t) => {
     const tmp = tempDir();
@@ -113,32 +118,36 @@ describe('infracat catalog', () => {
     assert.equal((await cli(['catalog', 'export', '--format', 'xml'], { env })).code, 2);
   });
 
-  it('an empty or near-empty file never wipes the catalog without --allow-removals (or "yes" typed on a terminal)', async (t) => {
-    const tmp = tempDir();
-    t.after(() => tmp.remove());
-    const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
-    assert.equal((await cli(['migrate'], { env })).code, 0);
-    assert.equal((await cli(['catalog', 'apply', DEFAULT_CATALOG_FILE.pathname], { env })).code, 0);
-    const empty = tmp.file('empty.yaml');
-    writeFileSync(empty, 'images: []\nplans: []\nregions: []\n');
-    const refused = await cli(['catalog', 'apply', empty], { env });
-    assert.equal(refused.code, 1);
-    assert.match(refused.stderr, /would remove 36 entries/);
-    assert.match(refused.stdout, /0 added, 0 changed, 36 removed/, 'the diff is still shown');
-    assert.match((await cli(['catalog', 'export'], { env })).stdout, /s-1vcpu-1gb/);
+  it(
+    'an empty or near-empty file never wipes the catalog without --allow-removals (or "yes" typed on a ' + 'terminal)',
+    async (t) => {
+      const tmp = tempDir();
+      t.after(() => tmp.remove());
+      const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+      assert.equal((await cli(['migrate'], { env })).code, 0);
+      assert.equal((await cli(['catalog', 'apply', DEFAULT_CATALOG_FILE.pathname], { env })).code, 0);
+      const empty = tmp.file('empty.yaml');
+      writeFileSync(empty, 'images: []\nplans: []\nregions: []\n');
+      const refused = await cli(['catalog', 'apply', empty], { env });
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /would remove 36 entries/);
+      assert.match(refused.stdout, /0 added, 0 changed, 36 removed/, 'the diff is still shown');
+      assert.match((await cli(['catalog', 'export'], { env })).stdout, /s-1vcpu-1gb/);
 
-    // On a terminal the command asks; anything but "yes" keeps the catalog.
-    const tsx = import.meta.resolve('tsx');
-    const command = (answer: string) =>
-      `printf '${answer}\\n' | script -qec '"${process.execPath}" --import "${tsx}" "${CLI}" catalog apply "${empty}"' /dev/null`;
-    const no = spawnSync('bash', ['-c', command('no')], { env: { ...process.env, ...env }, encoding: 'utf8' });
-    assert.match(no.stdout, /Remove 36 entries from the live catalog\? Type "yes" to apply/);
-    assert.match(no.stdout, /refused/);
-    assert.match((await cli(['catalog', 'export'], { env })).stdout, /s-1vcpu-1gb/);
-    const yes = spawnSync('bash', ['-c', command('yes')], { env: { ...process.env, ...env }, encoding: 'utf8' });
-    assert.match(yes.stdout, /applied as catalog version 2/, yes.stdout + yes.stderr);
-    assert.doesNotMatch((await cli(['catalog', 'export'], { env })).stdout, /s-1vcpu-1gb/);
-  });
+      // On a terminal the command asks; anything but "yes" keeps the catalog.
+      const tsx = import.meta.resolve('tsx');
+      const command = (answer: string) =>
+        `printf '${answer}\\n' | ` +
+        `script -qec '"${process.execPath}" --import "${tsx}" "${CLI}" catalog apply "${empty}"' /dev/null`;
+      const no = spawnSync('bash', ['-c', command('no')], { env: { ...process.env, ...env }, encoding: 'utf8' });
+      assert.match(no.stdout, /Remove 36 entries from the live catalog\? Type "yes" to apply/);
+      assert.match(no.stdout, /refused/);
+      assert.match((await cli(['catalog', 'export'], { env })).stdout, /s-1vcpu-1gb/);
+      const yes = spawnSync('bash', ['-c', command('yes')], { env: { ...process.env, ...env }, encoding: 'utf8' });
+      assert.match(yes.stdout, /applied as catalog version 2/, yes.stdout + yes.stderr);
+      assert.doesNotMatch((await cli(['catalog', 'export'], { env })).stdout, /s-1vcpu-1gb/);
+    },
+  );
 
   it('a YAML syntax error is shown whole: message, line and caret', async (t) => {
     const tmp = tempDir();

@@ -21,21 +21,24 @@ const OPERATOR_COMMANDS: string[][] = [
 ];
 
 describe('operator commands never create a database', () => {
-  it('a path with no database: exit 66 naming the resolved file and how to create one; nothing is created', async (t) => {
-    const tmp = tempDir();
-    t.after(() => tmp.remove());
-    for (const args of OPERATOR_COMMANDS) {
-      // A relative path, as a typo or another working directory would give.
-      const res = await cli([...args, '--database-url', 'sqlite:./typo/infracat.sqlite'], { cwd: tmp.dir });
-      const resolved = path.join(tmp.dir, 'typo/infracat.sqlite');
-      assert.equal(res.code, 66, `${args.join(' ')}: ${res.stderr}`);
-      assert.ok(res.stderr.includes(`no infracat database at sqlite:${resolved}`), res.stderr);
-      assert.match(res.stderr, /infracat migrate/);
-      assert.equal(res.stdout, '');
-      assert.ok(!existsSync(path.join(tmp.dir, 'typo')), `${args.join(' ')} created nothing`);
-      assert.ok(!existsSync(path.join(tmp.dir, 'never-written.sqlite')));
-    }
-  });
+  it(
+    'a path with no database: exit 66 naming the resolved file and how to create one; nothing is ' + 'created',
+    async (t) => {
+      const tmp = tempDir();
+      t.after(() => tmp.remove());
+      for (const args of OPERATOR_COMMANDS) {
+        // A relative path, as a typo or another working directory would give.
+        const res = await cli([...args, '--database-url', 'sqlite:./typo/infracat.sqlite'], { cwd: tmp.dir });
+        const resolved = path.join(tmp.dir, 'typo/infracat.sqlite');
+        assert.equal(res.code, 66, `${args.join(' ')}: ${res.stderr}`);
+        assert.ok(res.stderr.includes(`no infracat database at sqlite:${resolved}`), res.stderr);
+        assert.match(res.stderr, /infracat migrate/);
+        assert.equal(res.stdout, '');
+        assert.ok(!existsSync(path.join(tmp.dir, 'typo')), `${args.join(' ')} created nothing`);
+        assert.ok(!existsSync(path.join(tmp.dir, 'never-written.sqlite')));
+      }
+    },
+  );
 
   it('the default location is resolved from the working directory and named', async (t) => {
     const tmp = tempDir();
@@ -46,40 +49,43 @@ describe('operator commands never create a database', () => {
     assert.ok(!existsSync(path.join(tmp.dir, 'data')));
   });
 
-  it("a SQLite file that is not an infracat database (empty, or another program's) is refused, unchanged", async (t) => {
-    const tmp = tempDir();
-    t.after(() => tmp.remove());
-    const other = tmp.file('other.sqlite');
-    const db = new Database(other);
-    db.exec('CREATE TABLE notes (body TEXT)');
-    db.close();
-    const res = await cli([
-      'tokens',
-      'create',
-      '--name',
-      'x',
-      '--scopes',
-      'apps:read',
-      '--database-url',
-      `sqlite:${other}`,
-    ]);
-    assert.equal(res.code, 66, res.stderr);
-    assert.match(res.stderr, /holds no infracat schema/);
-    const check = new Database(other, { readonly: true });
-    const tables = check.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[];
-    check.close();
-    assert.deepEqual(
-      tables.map((r) => r.name),
-      ['notes'],
-      'no infracat table was added',
-    );
+  it(
+    "a SQLite file that is not an infracat database (empty, or another program's) is refused, " + 'unchanged',
+    async (t) => {
+      const tmp = tempDir();
+      t.after(() => tmp.remove());
+      const other = tmp.file('other.sqlite');
+      const db = new Database(other);
+      db.exec('CREATE TABLE notes (body TEXT)');
+      db.close();
+      const res = await cli([
+        'tokens',
+        'create',
+        '--name',
+        'x',
+        '--scopes',
+        'apps:read',
+        '--database-url',
+        `sqlite:${other}`,
+      ]);
+      assert.equal(res.code, 66, res.stderr);
+      assert.match(res.stderr, /holds no infracat schema/);
+      const check = new Database(other, { readonly: true });
+      const tables = check.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[];
+      check.close();
+      assert.deepEqual(
+        tables.map((r) => r.name),
+        ['notes'],
+        'no infracat table was added',
+      );
 
-    const text = tmp.file('notes.txt');
-    spawnSync('sh', ['-c', `echo 'not a database at all, just some text here' > '${text}'`]);
-    const notDb = await cli(['tokens', 'list', '--database-url', `sqlite:${text}`]);
-    assert.equal(notDb.code, 66, notDb.stderr);
-    assert.match(notDb.stderr, /is not a SQLite database/);
-  });
+      const text = tmp.file('notes.txt');
+      spawnSync('sh', ['-c', `echo 'not a database at all, just some text here' > '${text}'`]);
+      const notDb = await cli(['tokens', 'list', '--database-url', `sqlite:${text}`]);
+      assert.equal(notDb.code, 66, notDb.stderr);
+      assert.match(notDb.stderr, /is not a SQLite database/);
+    },
+  );
 
   it('PostgreSQL: a database without the infracat schema is refused; the password is never printed', async (t) => {
     const pg = postgresBackend(t);
@@ -158,7 +164,9 @@ describe('a closed stdout', () => {
     assert.equal((await cli(['migrate'], { env })).code, 0);
     const tsx = import.meta.resolve('tsx');
     // `true` exits at once without reading, so every write of the command meets a closed pipe.
-    const script = `"${process.execPath}" --import "${tsx}" "${CLI}" tokens create --name piped --all-scopes | true; echo "status=\${PIPESTATUS[0]}" >&2`;
+    const script =
+      `"${process.execPath}" --import "${tsx}" "${CLI}" tokens create --name piped --all-scopes | true; ` +
+      'echo "status=${PIPESTATUS[0]}" >&2';
     for (let i = 0; i < 3; i++) {
       const res = spawnSync('bash', ['-c', script], { env, encoding: 'utf8' });
       assert.match(res.stderr, /status=0/, res.stderr);

@@ -94,43 +94,47 @@ describe('start-up failures', () => {
     assert.match(res.stderr, /for a SQLite file write sqlite:\/var\/lib\/infracat\/ic\.sqlite/);
   });
 
-  it('PostgreSQL unreachable, host unknown, login refused, database missing: the cause, the redacted URL, the fix', async (t) => {
-    const port = await freePort();
-    const refused = await cli(['serve'], {
-      env: { ...BASE, DATABASE_URL: `postgres://infracat:s3cret-pw@127.0.0.1:${port}/infracat` },
-    });
-    assert.equal(refused.code, 69, refused.stderr);
-    assert.match(
-      refused.stderr,
-      new RegExp(
-        `cannot reach the database postgres://infracat:\\*\\*\\*@127\\.0\\.0\\.1:${port}/infracat: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\. Nothing accepts connections there`,
-      ),
-    );
-    const unknown = await cli(['migrate'], {
-      env: { ...BASE, DATABASE_URL: 'postgres://infracat:s3cret-pw@db.invalid:5432/infracat' },
-    });
-    assert.equal(unknown.code, 69, unknown.stderr);
-    assert.match(unknown.stderr, /ENOTFOUND db\.invalid.*does not resolve/);
-    for (const r of [refused, unknown]) assert.ok(!r.stderr.includes('s3cret-pw'), 'the password never appears');
+  it(
+    'PostgreSQL unreachable, host unknown, login refused, database missing: the cause, the redacted URL, the ' + 'fix',
+    async (t) => {
+      const port = await freePort();
+      const refused = await cli(['serve'], {
+        env: { ...BASE, DATABASE_URL: `postgres://infracat:s3cret-pw@127.0.0.1:${port}/infracat` },
+      });
+      assert.equal(refused.code, 69, refused.stderr);
+      assert.match(
+        refused.stderr,
+        new RegExp(
+          `cannot reach the database postgres://infracat:\\*\\*\\*@127\\.0\\.0\\.1:${port}/infracat: ` +
+            `connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\\. Nothing accepts connections there`,
+        ),
+      );
+      const unknown = await cli(['migrate'], {
+        env: { ...BASE, DATABASE_URL: 'postgres://infracat:s3cret-pw@db.invalid:5432/infracat' },
+      });
+      assert.equal(unknown.code, 69, unknown.stderr);
+      assert.match(unknown.stderr, /ENOTFOUND db\.invalid.*does not resolve/);
+      for (const r of [refused, unknown]) assert.ok(!r.stderr.includes('s3cret-pw'), 'the password never appears');
 
-    const pg = postgresBackend(t);
-    if (pg === undefined) return;
-    const admin = pg.adminUrl;
-    const wrong = new URL(admin);
-    wrong.password = 'not-the-password';
-    const login = await cli(['serve'], { env: { ...BASE, DATABASE_URL: wrong.toString() } });
-    assert.equal(login.code, 78, login.stderr);
-    assert.match(
-      login.stderr,
-      /refused the login: password authentication failed.*Check the user and password in DATABASE_URL/,
-    );
-    assert.ok(!login.stderr.includes('not-the-password'));
-    const missing = new URL(admin);
-    missing.pathname = '/no_such_database';
-    const nodb = await cli(['serve'], { env: { ...BASE, DATABASE_URL: missing.toString() } });
-    assert.equal(nodb.code, 78, nodb.stderr);
-    assert.match(nodb.stderr, /database "no_such_database" does not exist\. Create it/);
-  });
+      const pg = postgresBackend(t);
+      if (pg === undefined) return;
+      const admin = pg.adminUrl;
+      const wrong = new URL(admin);
+      wrong.password = 'not-the-password';
+      const login = await cli(['serve'], { env: { ...BASE, DATABASE_URL: wrong.toString() } });
+      assert.equal(login.code, 78, login.stderr);
+      assert.match(
+        login.stderr,
+        /refused the login: password authentication failed.*Check the user and password in DATABASE_URL/,
+      );
+      assert.ok(!login.stderr.includes('not-the-password'));
+      const missing = new URL(admin);
+      missing.pathname = '/no_such_database';
+      const nodb = await cli(['serve'], { env: { ...BASE, DATABASE_URL: missing.toString() } });
+      assert.equal(nodb.code, 78, nodb.stderr);
+      assert.match(nodb.stderr, /database "no_such_database" does not exist\. Create it/);
+    },
+  );
 
   it('SQLite on a read-only filesystem: exit 74 naming the file and the fix, not "ENOENT"', async (t) => {
     const mount = readOnlyMount(t);

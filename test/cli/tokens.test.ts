@@ -70,34 +70,37 @@ describe('infracat tokens', () => {
     assert.match(help.stdout, /infracat tokens create --name NAME --scopes/);
   });
 
-  it('serve mints one admin token on the first start of an empty store, prints it once to stderr, never logs it', async (t) => {
-    const tmp = tempDir();
-    t.after(() => tmp.remove());
-    const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
-    const first = await serve(env);
-    const line = await first.child.waitFor(/^\s+token: icat_/);
-    const secret = line.trim().slice('token: '.length);
-    const res = await fetch(`${first.url}/api/v1/api-tokens/current`, {
-      headers: { authorization: `Bearer ${secret}` },
-    });
-    assert.equal(res.status, 200);
-    const me = (await res.json()) as { scopes: string[] };
-    assert.equal(me.scopes.length, 10);
-    first.child.proc.kill('SIGTERM');
-    await first.child.exited;
-    assert.ok(!first.child.stdout.join('\n').includes(secret), 'not in the log stream');
-    assert.ok(first.child.stdout.join('\n').includes('minted the bootstrap admin token'));
+  it(
+    'serve mints one admin token on the first start of an empty store, prints it once to stderr, never logs ' + 'it',
+    async (t) => {
+      const tmp = tempDir();
+      t.after(() => tmp.remove());
+      const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+      const first = await serve(env);
+      const line = await first.child.waitFor(/^\s+token: icat_/);
+      const secret = line.trim().slice('token: '.length);
+      const res = await fetch(`${first.url}/api/v1/api-tokens/current`, {
+        headers: { authorization: `Bearer ${secret}` },
+      });
+      assert.equal(res.status, 200);
+      const me = (await res.json()) as { scopes: string[] };
+      assert.equal(me.scopes.length, 10);
+      first.child.proc.kill('SIGTERM');
+      await first.child.exited;
+      assert.ok(!first.child.stdout.join('\n').includes(secret), 'not in the log stream');
+      assert.ok(first.child.stdout.join('\n').includes('minted the bootstrap admin token'));
 
-    const second = await serve(env);
-    second.child.proc.kill('SIGTERM');
-    await second.child.exited;
-    assert.ok(!second.child.stderr.join('\n').includes('token:'), 'not minted twice');
+      const second = await serve(env);
+      second.child.proc.kill('SIGTERM');
+      await second.child.exited;
+      assert.ok(!second.child.stderr.join('\n').includes('token:'), 'not minted twice');
 
-    const other = tempDir();
-    t.after(() => other.remove());
-    const off = await serve({ DATABASE_URL: `sqlite:${other.file()}`, BOOTSTRAP_ADMIN_TOKEN: 'false' });
-    off.child.proc.kill('SIGTERM');
-    await off.child.exited;
-    assert.ok(!off.child.stderr.join('\n').includes('token:'), 'turned off by setting');
-  });
+      const other = tempDir();
+      t.after(() => other.remove());
+      const off = await serve({ DATABASE_URL: `sqlite:${other.file()}`, BOOTSTRAP_ADMIN_TOKEN: 'false' });
+      off.child.proc.kill('SIGTERM');
+      await off.child.exited;
+      assert.ok(!off.child.stderr.join('\n').includes('token:'), 'turned off by setting');
+    },
+  );
 });

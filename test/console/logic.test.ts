@@ -127,7 +127,8 @@ describe('console messages for API refusals', () => {
     assert.match(messageFor(err(401, { code: 'UNAUTHORIZED' })), /Sign in with an API token/);
     assert.equal(
       messageFor(err(403, { missing_scopes: ['api-tokens:read'] })),
-      'This token lacks the api-tokens:read scope. Sign in with a token that holds it, or ask whoever manages your tokens.',
+      'This token lacks the api-tokens:read scope. ' +
+        'Sign in with a token that holds it, or ask whoever manages your tokens.',
     );
     assert.match(messageFor(err(403, { missing_scopes: ['a:read', 'b:read'] })), /the a:read, b:read scopes/);
     assert.match(

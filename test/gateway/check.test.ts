@@ -152,69 +152,89 @@ for (const backend of backends()) {
       assert.equal(badTokenElsewhere.statusCode, 401, 'a bad token is reported as such even where no rule applies');
     });
 
-    it('scope query parameters (repeated or space-separated) override the rules; unknown scopes are a 400', async (t) => {
-      const { app } = await setup(t);
-      const tok = await mintToken(app, ['apps:write', 'images:read']);
-      assert.equal(
-        (
-          await app.inject({
-            method: 'GET',
-            url: '/api/v1/auth/check?scope=apps:read&scope=images:read',
-            headers: tok.auth,
-          })
-        ).statusCode,
-        200,
-      );
-      assert.equal(
-        (await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read%20plans:read', headers: tok.auth }))
-          .statusCode,
-        403,
-      );
-      const unknown = await app.inject({
-        method: 'GET',
-        url: '/api/v1/auth/check?scope=billing:read',
-        headers: tok.auth,
-      });
-      assert.equal(unknown.statusCode, 400);
-      assert.equal(unknown.json<{ code: string }>().code, 'INVALID_QUERY');
-      const nothing = await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: tok.auth });
-      assert.equal(nothing.statusCode, 400, 'nothing to check against');
-    });
+    it(
+      'scope query parameters (repeated or space-separated) override the rules; unknown scopes are a ' + '400',
+      async (t) => {
+        const { app } = await setup(t);
+        const tok = await mintToken(app, ['apps:write', 'images:read']);
+        assert.equal(
+          (
+            await app.inject({
+              method: 'GET',
+              url: '/api/v1/auth/check?scope=apps:read&scope=images:read',
+              headers: tok.auth,
+            })
+          ).statusCode,
+          200,
+        );
+        assert.equal(
+          (
+            await app.inject({
+              method: 'GET',
+              url: '/api/v1/auth/check?scope=apps:read%20plans:read',
+              headers: tok.auth,
+            })
+          ).statusCode,
+          403,
+        );
+        const unknown = await app.inject({
+          method: 'GET',
+          url: '/api/v1/auth/check?scope=billing:read',
+          headers: tok.auth,
+        });
+        assert.equal(unknown.statusCode, 400);
+        assert.equal(unknown.json<{ code: string }>().code, 'INVALID_QUERY');
+        const nothing = await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: tok.auth });
+        assert.equal(nothing.statusCode, 400, 'nothing to check against');
+      },
+    );
 
-    it("remembered scope parameters give the same answers on repeat, past the memo's bound, and never remember a refusal", async (t) => {
-      const { app } = await setup(t);
-      const tok = await mintToken(app, ['apps:write']);
-      const status = async (query: string) =>
-        (await app.inject({ method: 'GET', url: `/api/v1/auth/check?${query}`, headers: tok.auth })).statusCode;
-      for (let round = 0; round < 2; round++) {
-        assert.equal(await status('scope=apps:read'), 200);
+    it(
+      "remembered scope parameters give the same answers on repeat, past the memo's bound, and never remember a " +
+        'refusal',
+      async (t) => {
+        const { app } = await setup(t);
+        const tok = await mintToken(app, ['apps:write']);
+        const status = async (query: string) =>
+          (await app.inject({ method: 'GET', url: `/api/v1/auth/check?${query}`, headers: tok.auth })).statusCode;
+        for (let round = 0; round < 2; round++) {
+          assert.equal(await status('scope=apps:read'), 200);
+          assert.equal(await status('scope=plans:read'), 403);
+          assert.equal(await status('scope=billing:read'), 400);
+        }
+        // 300 distinct values (more than the 256 kept) all decided correctly, then the first again.
+        for (let n = 1; n <= 300; n++) assert.equal(await status(`scope=apps:read${','.repeat(n)}`), 200);
         assert.equal(await status('scope=plans:read'), 403);
-        assert.equal(await status('scope=billing:read'), 400);
-      }
-      // 300 distinct values (more than the 256 kept) all decided correctly, then the first again.
-      for (let n = 1; n <= 300; n++) assert.equal(await status(`scope=apps:read${','.repeat(n)}`), 200);
-      assert.equal(await status('scope=plans:read'), 403);
-    });
+      },
+    );
 
-    it('denied: missing 401 with a Bearer challenge, malformed/unknown/deleted/expired 401 invalid_token', async (t) => {
-      const { app } = await setup(t);
-      const fwd = { 'x-original-uri': '/apps/1', 'x-original-method': 'GET' };
-      const missing = await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: fwd });
-      assert.equal(missing.statusCode, 401);
-      assert.equal(missing.headers['www-authenticate'], 'Bearer realm="infracat"');
-      assert.equal(missing.headers['content-type'], 'application/problem+json; charset=utf-8');
-      for (const authorization of ['Bearer junk', `Bearer ${generateSecret('icat')}`]) {
-        const res = await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...fwd, authorization } });
-        assert.equal(res.statusCode, 401);
-        assert.match(String(res.headers['www-authenticate']), /error="invalid_token"/);
-      }
-      const gone = await mintToken(app, ['apps:read']);
-      await app.infracat.tokens.service.delete(gone.id, null);
-      assert.equal(
-        (await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...fwd, ...gone.auth } })).statusCode,
-        401,
-      );
-    });
+    it(
+      'denied: missing 401 with a Bearer challenge, malformed/unknown/deleted/expired 401 ' + 'invalid_token',
+      async (t) => {
+        const { app } = await setup(t);
+        const fwd = { 'x-original-uri': '/apps/1', 'x-original-method': 'GET' };
+        const missing = await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: fwd });
+        assert.equal(missing.statusCode, 401);
+        assert.equal(missing.headers['www-authenticate'], 'Bearer realm="infracat"');
+        assert.equal(missing.headers['content-type'], 'application/problem+json; charset=utf-8');
+        for (const authorization of ['Bearer junk', `Bearer ${generateSecret('icat')}`]) {
+          const res = await app.inject({
+            method: 'GET',
+            url: '/api/v1/auth/check',
+            headers: { ...fwd, authorization },
+          });
+          assert.equal(res.statusCode, 401);
+          assert.match(String(res.headers['www-authenticate']), /error="invalid_token"/);
+        }
+        const gone = await mintToken(app, ['apps:read']);
+        await app.infracat.tokens.service.delete(gone.id, null);
+        assert.equal(
+          (await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...fwd, ...gone.auth } }))
+            .statusCode,
+          401,
+        );
+      },
+    );
 
     it("Envoy form: original method and path after the prefix; the client's query cannot choose scopes", async (t) => {
       const { app } = await setup(t);

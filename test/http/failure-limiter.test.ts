@@ -89,32 +89,36 @@ describe('failure limiter gate', () => {
     assert.equal(l.sizes.gates, 0);
   });
 
-  it('a hash found unknown is answered without a lookup until the window ends; a found one, or a failed read, is not remembered', async () => {
-    const clock = { t: 0 };
-    const l = new FailureLimiter(5, 10_000);
-    const gate = l.gate('ip', () => clock.t);
-    let reads = 0;
-    const lookup = (value: TokenRecord | null) => async () => {
-      reads += 1;
-      return value;
-    };
-    assert.equal(await gate('fake', lookup(null)), null);
-    assert.equal(await l.gate('elsewhere', () => clock.t)('fake', lookup(TOKEN)), null, 'from any address');
-    assert.equal(reads, 1);
-    clock.t = 10_000;
-    assert.equal(await gate('fake', lookup(null)), null);
-    assert.equal(reads, 2, 'forgotten after the window');
-    await gate('real', lookup(TOKEN));
-    await gate('real', lookup(TOKEN));
-    assert.equal(reads, 4, "found tokens are the cache's business");
-    await assert.rejects(
-      gate('flaky', async () => {
+  it(
+    'a hash found unknown is answered without a lookup until the window ends; a found one, or a failed read, is ' +
+      'not remembered',
+    async () => {
+      const clock = { t: 0 };
+      const l = new FailureLimiter(5, 10_000);
+      const gate = l.gate('ip', () => clock.t);
+      let reads = 0;
+      const lookup = (value: TokenRecord | null) => async () => {
         reads += 1;
-        throw new Error('storage down');
-      }),
-    );
-    assert.equal(await gate('flaky', lookup(TOKEN)), TOKEN, 'an error is not an answer');
-  });
+        return value;
+      };
+      assert.equal(await gate('fake', lookup(null)), null);
+      assert.equal(await l.gate('elsewhere', () => clock.t)('fake', lookup(TOKEN)), null, 'from any address');
+      assert.equal(reads, 1);
+      clock.t = 10_000;
+      assert.equal(await gate('fake', lookup(null)), null);
+      assert.equal(reads, 2, 'forgotten after the window');
+      await gate('real', lookup(TOKEN));
+      await gate('real', lookup(TOKEN));
+      assert.equal(reads, 4, "found tokens are the cache's business");
+      await assert.rejects(
+        gate('flaky', async () => {
+          reads += 1;
+          throw new Error('storage down');
+        }),
+      );
+      assert.equal(await gate('flaky', lookup(TOKEN)), TOKEN, 'an error is not an answer');
+    },
+  );
 
   it('a request that waited is not looked up if one ahead of it found the same hash unknown', async () => {
     const l = new FailureLimiter(1, 60_000);

@@ -83,7 +83,8 @@ describe('storage queries metric', () => {
   it('catalog reads and cached verifications send nothing to storage', async (t) => {
     const { app } = await build(t, { env: { CATALOG_REFRESH_MS: '600000', LAST_USED_FLUSH_MS: '600000' } });
     const tok = await mintToken(app, ['apps:read']);
-    await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read', headers: tok.auth }); // caches the token
+    // Caches the token.
+    await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read', headers: tok.auth });
     const read = async () =>
       value(
         parseExposition((await app.inject({ method: 'GET', url: '/metrics' })).body),

@@ -9,31 +9,34 @@ const POLICY = /^"(token|anonymous)";q=(\d+);w=(\d+)$/;
 const STATE = /^"(token|anonymous)";r=(\d+);t=(\d+)$/;
 
 describe('rate limits', () => {
-  it('anonymous requests are limited per address, with RateLimit-Policy and RateLimit headers; 429 past it', async (t) => {
-    const { app } = await build(t, { env: { RATE_LIMIT_ANONYMOUS: '3', RATE_LIMIT_WINDOW_S: '60' } });
-    const get = (remoteAddress = '10.1.1.1') => app.inject({ method: 'GET', url: '/api/v1/regions', remoteAddress });
-    const first = await get();
-    assert.equal(first.headers['ratelimit-policy'], '"anonymous";q=3;w=60');
-    const m = STATE.exec(String(first.headers.ratelimit));
-    assert.ok(m, String(first.headers.ratelimit));
-    assert.equal(m[2], '2');
-    assert.ok(Number(m[3]) >= 1 && Number(m[3]) <= 60);
-    assert.match(String((await get()).headers.ratelimit), /;r=1;/);
-    assert.match(String((await get()).headers.ratelimit), /;r=0;/);
-    const over = await get();
-    assert.equal(over.statusCode, 429);
-    assert.equal(over.headers['content-type'], 'application/problem+json; charset=utf-8');
-    assert.equal(over.json<{ code: string }>().code, 'RATE_LIMITED');
-    const retry = Number(over.headers['retry-after']);
-    assert.ok(retry >= 1 && retry <= 60);
-    assert.match(String(over.headers.ratelimit), /;r=0;t=\d+$/);
-    assert.equal((await get('10.1.1.2')).statusCode, 200, 'another address has its own budget');
-    assert.equal(
-      (await app.inject({ method: 'GET', url: '/healthz', remoteAddress: '10.1.1.1' })).statusCode,
-      200,
-      'health is exempt',
-    );
-  });
+  it(
+    'anonymous requests are limited per address, with RateLimit-Policy and RateLimit headers; 429 past ' + 'it',
+    async (t) => {
+      const { app } = await build(t, { env: { RATE_LIMIT_ANONYMOUS: '3', RATE_LIMIT_WINDOW_S: '60' } });
+      const get = (remoteAddress = '10.1.1.1') => app.inject({ method: 'GET', url: '/api/v1/regions', remoteAddress });
+      const first = await get();
+      assert.equal(first.headers['ratelimit-policy'], '"anonymous";q=3;w=60');
+      const m = STATE.exec(String(first.headers.ratelimit));
+      assert.ok(m, String(first.headers.ratelimit));
+      assert.equal(m[2], '2');
+      assert.ok(Number(m[3]) >= 1 && Number(m[3]) <= 60);
+      assert.match(String((await get()).headers.ratelimit), /;r=1;/);
+      assert.match(String((await get()).headers.ratelimit), /;r=0;/);
+      const over = await get();
+      assert.equal(over.statusCode, 429);
+      assert.equal(over.headers['content-type'], 'application/problem+json; charset=utf-8');
+      assert.equal(over.json<{ code: string }>().code, 'RATE_LIMITED');
+      const retry = Number(over.headers['retry-after']);
+      assert.ok(retry >= 1 && retry <= 60);
+      assert.match(String(over.headers.ratelimit), /;r=0;t=\d+$/);
+      assert.equal((await get('10.1.1.2')).statusCode, 200, 'another address has its own budget');
+      assert.equal(
+        (await app.inject({ method: 'GET', url: '/healthz', remoteAddress: '10.1.1.1' })).statusCode,
+        200,
+        'health is exempt',
+      );
+    },
+  );
 
   it('authenticated requests are limited per token, not per address', async (t) => {
     const { app } = await build(t, { env: { RATE_LIMIT: '2', RATE_LIMIT_ANONYMOUS: '100' } });
@@ -62,46 +65,49 @@ describe('rate limits', () => {
     assert.equal((await app.inject({ method: 'GET', url: '/api/v1/images' })).statusCode, 429);
   });
 
-  it('operational routes and the forward-auth check are exempt (config.rateLimit false); paths beside them are not', async (t) => {
-    const { app } = await build(t, { env: { RATE_LIMIT: '1', RATE_LIMIT_ANONYMOUS: '1' } });
-    const tok = await mintToken(app, ['apps:read']);
-    const exempt: { method?: 'GET' | 'POST'; url: string; headers?: Record<string, string> }[] = [
-      { url: '/healthz' },
-      { url: '/readyz' },
-      { url: '/metrics' },
-      { url: '/docs/' },
-      { url: '/docs/json' },
-      { url: '/' },
-      { url: '/console/console.css' },
-      { url: '/api/v1/auth/check?scope=apps:read' },
-      { url: '/api/v1/auth/check?scope=apps:read', headers: tok.auth },
-      { method: 'POST', url: '/api/v1/auth/check?scope=apps:read', headers: tok.auth },
-      { url: '/api/v1/auth/check/apps/1', headers: tok.auth },
-    ];
-    for (const request of exempt) {
-      for (let i = 0; i < 3; i++) {
-        const res = await app.inject({
-          method: request.method ?? 'GET',
-          url: request.url,
-          headers: request.headers ?? {},
-          remoteAddress: '127.0.0.1',
-        });
-        assert.notEqual(res.statusCode, 429, `${request.url} ${res.body}`);
-        assert.equal(res.headers['ratelimit-policy'], undefined, request.url);
+  it(
+    'operational routes and the forward-auth check are exempt (config.rateLimit false); paths beside them are ' + 'not',
+    async (t) => {
+      const { app } = await build(t, { env: { RATE_LIMIT: '1', RATE_LIMIT_ANONYMOUS: '1' } });
+      const tok = await mintToken(app, ['apps:read']);
+      const exempt: { method?: 'GET' | 'POST'; url: string; headers?: Record<string, string> }[] = [
+        { url: '/healthz' },
+        { url: '/readyz' },
+        { url: '/metrics' },
+        { url: '/docs/' },
+        { url: '/docs/json' },
+        { url: '/' },
+        { url: '/console/console.css' },
+        { url: '/api/v1/auth/check?scope=apps:read' },
+        { url: '/api/v1/auth/check?scope=apps:read', headers: tok.auth },
+        { method: 'POST', url: '/api/v1/auth/check?scope=apps:read', headers: tok.auth },
+        { url: '/api/v1/auth/check/apps/1', headers: tok.auth },
+      ];
+      for (const request of exempt) {
+        for (let i = 0; i < 3; i++) {
+          const res = await app.inject({
+            method: request.method ?? 'GET',
+            url: request.url,
+            headers: request.headers ?? {},
+            remoteAddress: '127.0.0.1',
+          });
+          assert.notEqual(res.statusCode, 429, `${request.url} ${res.body}`);
+          assert.equal(res.headers['ratelimit-policy'], undefined, request.url);
+        }
       }
-    }
-    // Neither the address's nor the token's budget was touched.
-    assert.equal((await app.inject({ url: '/api/v1/plans', remoteAddress: '127.0.0.1' })).statusCode, 200);
-    assert.equal((await app.inject({ url: '/api/v1/plans', headers: tok.auth })).statusCode, 200);
-    // Unknown paths that merely start like an exempt one are counted like any other.
-    for (const url of ['/docsx', '/api/v1/auth/checkx', '/healthzz']) {
-      const remoteAddress = `10.9.9.${url.length}`;
-      const first = await app.inject({ url, remoteAddress });
-      assert.equal(first.statusCode, 404, url);
-      assert.equal(first.headers['ratelimit-policy'], '"anonymous";q=1;w=60', url);
-      assert.equal((await app.inject({ url, remoteAddress })).statusCode, 429, url);
-    }
-  });
+      // Neither the address's nor the token's budget was touched.
+      assert.equal((await app.inject({ url: '/api/v1/plans', remoteAddress: '127.0.0.1' })).statusCode, 200);
+      assert.equal((await app.inject({ url: '/api/v1/plans', headers: tok.auth })).statusCode, 200);
+      // Unknown paths that merely start like an exempt one are counted like any other.
+      for (const url of ['/docsx', '/api/v1/auth/checkx', '/healthzz']) {
+        const remoteAddress = `10.9.9.${url.length}`;
+        const first = await app.inject({ url, remoteAddress });
+        assert.equal(first.statusCode, 404, url);
+        assert.equal(first.headers['ratelimit-policy'], '"anonymous";q=1;w=60', url);
+        assert.equal((await app.inject({ url, remoteAddress })).statusCode, 429, url);
+      }
+    },
+  );
 
   it('tracks a bounded number of windows: past maxKeys the least recently used is forgotten', async (t) => {
     const app = Fastify() as unknown as App;

@@ -77,23 +77,27 @@ describe('redactSecrets', () => {
     }
   });
 
-  it('property: a secret with a random prefix, escaped at random inside random text, leaves no piece in any decoding', () => {
-    const secret = fc.stringMatching(/^[a-z][a-z0-9]{1,15}$/).map((prefix) => generateSecret(prefix));
-    const context = fc.string({ maxLength: 20, unit: fc.constantFrom(...'ab/?&=_%+ 09AF'.split('')) });
-    const how = fc.array(fc.constantFrom(0, 0, 1, 2, 3), { minLength: 1, maxLength: 60 });
-    fc.assert(
-      fc.property(secret, how, context, context, (s, h, before, after) => {
-        const encoded = [...s].map((c, i) => {
-          const e = h[i % h.length]!;
-          return e === 0 ? c : e === 1 ? `%${hex(c).toUpperCase()}` : e === 2 ? `%${hex(c)}` : `%25${hex(c)}`;
-        });
-        const text = `${before}${encoded.join('')}${after}`;
-        const out = redactSecrets(text);
-        assert.ok(!showsPartOf(out, s), `${text} -> ${out}`);
-      }),
-      { numRuns: 2000 },
-    );
-  });
+  it(
+    'property: a secret with a random prefix, escaped at random inside random text, leaves no piece in any ' +
+      'decoding',
+    () => {
+      const secret = fc.stringMatching(/^[a-z][a-z0-9]{1,15}$/).map((prefix) => generateSecret(prefix));
+      const context = fc.string({ maxLength: 20, unit: fc.constantFrom(...'ab/?&=_%+ 09AF'.split('')) });
+      const how = fc.array(fc.constantFrom(0, 0, 1, 2, 3), { minLength: 1, maxLength: 60 });
+      fc.assert(
+        fc.property(secret, how, context, context, (s, h, before, after) => {
+          const encoded = [...s].map((c, i) => {
+            const e = h[i % h.length]!;
+            return e === 0 ? c : e === 1 ? `%${hex(c).toUpperCase()}` : e === 2 ? `%${hex(c)}` : `%25${hex(c)}`;
+          });
+          const text = `${before}${encoded.join('')}${after}`;
+          const out = redactSecrets(text);
+          assert.ok(!showsPartOf(out, s), `${text} -> ${out}`);
+        }),
+        { numRuns: 2000 },
+      );
+    },
+  );
 });
 
 describe('what relies on it', () => {

@@ -210,14 +210,17 @@ for (const backend of backends()) {
           if (r.ifNoneMatch !== undefined) headers['if-none-match'] = r.ifNoneMatch;
           if (r.requestId !== undefined) headers['x-request-id'] = r.requestId;
           if (r.originalUri !== undefined) headers['x-original-uri'] = r.originalUri;
-          for (const [k, v] of Object.entries(headers)) if (/[^\t\x20-\x7e\x80-\xff]/.test(v)) delete headers[k]; // not sendable as a header
+          // Drop what is not sendable as a header.
+          for (const [k, v] of Object.entries(headers)) if (/[^\t\x20-\x7e\x80-\xff]/.test(v)) delete headers[k];
           const res = await app.inject({
             method: r.method,
             url: r.path + r.query,
             headers,
             ...(r.body !== undefined ? { payload: r.body } : {}),
           });
-          const where = `${r.method} ${r.path.slice(0, 80)}${r.query.slice(0, 80)} -> ${res.statusCode} ${res.body.slice(0, 200)}`;
+          const where =
+            `${r.method} ${r.path.slice(0, 80)}${r.query.slice(0, 80)} -> ` +
+            `${res.statusCode} ${res.body.slice(0, 200)}`;
           assert.ok(res.statusCode < 500, where);
           for (const f of forbidden) assert.ok(!res.body.includes(f), `secret or hash echoed: ${where}`);
           if (res.statusCode >= 400 && r.method !== 'HEAD') {
@@ -253,29 +256,33 @@ describe('fuzzing below HTTP: what the parser rejects', () => {
     fc.string({ unit: 'binary-ascii', minLength: 1, maxLength: 200 }).map((s) => `${s}\r\n\r\n`),
   );
 
-  it('malformed request lines and headers get a 4xx problem or a closed connection, and the server lives on', async (t) => {
-    const { app } = await build(t, { env: NO_LIMITS });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const { port } = app.server.address() as { port: number };
-    await fc.assert(
-      fc.asyncProperty(rawRequests, async (raw) => {
-        const response = await new Promise<string>((resolve) => {
-          const socket = net.connect(port, '127.0.0.1');
-          let data = '';
-          socket.setTimeout(3000, () => socket.destroy());
-          socket.on('data', (c: Buffer) => (data += c.toString('latin1')));
-          socket.on('close', () => resolve(data));
-          socket.on('error', () => resolve(data));
-          socket.end(raw);
-        });
-        if (response === '') return; // closed without an answer: allowed
-        const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(response)?.[1]);
-        assert.ok(status >= 200 && status < 500, response.slice(0, 200));
-        if (status >= 400) assert.match(response, /content-type: application\/problem\+json/i, response.slice(0, 300));
-      }),
-      { numRuns: Math.max(30, Math.floor(RUNS / 5)) },
-    );
-    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
-    assert.equal(health.status, 200);
-  });
+  it(
+    'malformed request lines and headers get a 4xx problem or a closed connection, and the server lives ' + 'on',
+    async (t) => {
+      const { app } = await build(t, { env: NO_LIMITS });
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = app.server.address() as { port: number };
+      await fc.assert(
+        fc.asyncProperty(rawRequests, async (raw) => {
+          const response = await new Promise<string>((resolve) => {
+            const socket = net.connect(port, '127.0.0.1');
+            let data = '';
+            socket.setTimeout(3000, () => socket.destroy());
+            socket.on('data', (c: Buffer) => (data += c.toString('latin1')));
+            socket.on('close', () => resolve(data));
+            socket.on('error', () => resolve(data));
+            socket.end(raw);
+          });
+          if (response === '') return; // closed without an answer: allowed
+          const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(response)?.[1]);
+          assert.ok(status >= 200 && status < 500, response.slice(0, 200));
+          if (status >= 400)
+            assert.match(response, /content-type: application\/problem\+json/i, response.slice(0, 300));
+        }),
+        { numRuns: Math.max(30, Math.floor(RUNS / 5)) },
+      );
+      const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+      assert.equal(health.status, 200);
+    },
+  );
 });

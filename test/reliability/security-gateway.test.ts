@@ -423,11 +423,13 @@ describe('forward auth: bodies past the limit are refused, not drained', () => {
   it('a 50 MB chunked body (POST or GET) is a 413 long before it is all sent; a declared one at once', async (t) => {
     const { app, reader } = await listening(t, 'auto');
     const port = (app.server.address() as net.AddressInfo).port;
-    const common = `Host: x\r\nAuthorization: Bearer ${reader.secret}\r\nX-Original-Method: GET\r\nX-Original-URI: /apps/x\r\n`;
+    const common =
+      `Host: x\r\nAuthorization: Bearer ${reader.secret}\r\n` + 'X-Original-Method: GET\r\nX-Original-URI: /apps/x\r\n';
     for (const method of ['POST', 'GET']) {
       const { status, sent } = await streamBody(
         port,
-        `${method} ${CHECK_PATH} HTTP/1.1\r\n${common}Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n`,
+        `${method} ${CHECK_PATH} HTTP/1.1\r\n${common}` +
+          'Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n',
         FIFTY_MB,
       );
       assert.equal(status, 413, method);
@@ -435,7 +437,8 @@ describe('forward auth: bodies past the limit are refused, not drained', () => {
     }
     const declared = await streamBody(
       port,
-      `POST ${CHECK_PATH}/apps/x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${reader.secret}\r\nContent-Type: text/plain\r\nContent-Length: ${FIFTY_MB}\r\n\r\n`,
+      `POST ${CHECK_PATH}/apps/x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${reader.secret}\r\n` +
+        `Content-Type: text/plain\r\nContent-Length: ${FIFTY_MB}\r\n\r\n`,
       0,
     );
     assert.equal(declared.status, 413);

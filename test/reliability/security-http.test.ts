@@ -176,40 +176,46 @@ describe('no secret comes back or reaches a log, in any encoding', () => {
     ]);
   });
 
-  it(`${RUNS} random secrets (random prefixes), encoded at random, in ten places: none comes back or is logged`, async (t) => {
-    // A prefix other than icat: redaction goes by shape, not by the configured prefix.
-    const { app, logs } = await build(t, { env: { ...NO_LIMITS, TOKEN_PREFIX: 'acme', LOG_LEVEL: 'debug' } });
-    const admin = await mintToken(app, ['api-tokens:write', 'apps:write']);
-    assert.match(admin.secret, /^acme_/);
-    const secrets = fc.stringMatching(/^[a-z][a-z0-9]{1,15}$/).map((prefix) => generateSecret(prefix));
-    const encodings = fc.array(fc.constantFrom<Encoding>(0, 0, 1, 2, 3), { minLength: 1, maxLength: 60 });
-    await fc.assert(
-      fc.asyncProperty(secrets, encodings, fc.constantFrom(...PLACES), async (secret, how, place) => {
-        // Headers take no escapes-as-text reading, so they get the secret as is.
-        const text = place === 'request-id' || place === 'authorization' ? secret : encode(secret, how);
-        const before = logs.lines.length;
-        const res = await app.inject(requestWith(place, text, admin.secret));
-        const where = `${place} ${text.slice(0, 80)} -> ${res.statusCode}`;
-        assert.ok(res.statusCode < 500, where);
-        assertNoSecret(res.body, secret, `${where}: the body`);
-        assertNoSecret(JSON.stringify(res.headers), secret, `${where}: the headers`);
-        assertNoSecret(logs.lines.slice(before).join('\n'), secret, `${where}: the log`);
-      }),
-      { numRuns: RUNS },
-    );
-  });
+  it(
+    `${RUNS} random secrets (random prefixes), encoded at random, in ten places: none comes back or is ` + 'logged',
+    async (t) => {
+      // A prefix other than icat: redaction goes by shape, not by the configured prefix.
+      const { app, logs } = await build(t, { env: { ...NO_LIMITS, TOKEN_PREFIX: 'acme', LOG_LEVEL: 'debug' } });
+      const admin = await mintToken(app, ['api-tokens:write', 'apps:write']);
+      assert.match(admin.secret, /^acme_/);
+      const secrets = fc.stringMatching(/^[a-z][a-z0-9]{1,15}$/).map((prefix) => generateSecret(prefix));
+      const encodings = fc.array(fc.constantFrom<Encoding>(0, 0, 1, 2, 3), { minLength: 1, maxLength: 60 });
+      await fc.assert(
+        fc.asyncProperty(secrets, encodings, fc.constantFrom(...PLACES), async (secret, how, place) => {
+          // Headers take no escapes-as-text reading, so they get the secret as is.
+          const text = place === 'request-id' || place === 'authorization' ? secret : encode(secret, how);
+          const before = logs.lines.length;
+          const res = await app.inject(requestWith(place, text, admin.secret));
+          const where = `${place} ${text.slice(0, 80)} -> ${res.statusCode}`;
+          assert.ok(res.statusCode < 500, where);
+          assertNoSecret(res.body, secret, `${where}: the body`);
+          assertNoSecret(JSON.stringify(res.headers), secret, `${where}: the headers`);
+          assertNoSecret(logs.lines.slice(before).join('\n'), secret, `${where}: the log`);
+        }),
+        { numRuns: RUNS },
+      );
+    },
+  );
 
-  it("the placeholders and prose of the service's own messages survive; the credentials they describe do not", async (t) => {
-    const { app } = await build(t, { env: NO_LIMITS });
-    const missing = problemOf(await app.inject({ url: '/api/v1/api-tokens' }), 401, 'UNAUTHORIZED');
-    assert.equal(missing.detail, 'this endpoint needs a token: Authorization: Bearer <token>');
-    const scheme = problemOf(
-      await app.inject({ url: '/api/v1/api-tokens', headers: { authorization: 'Basic dTpw' } }),
-      401,
-      'UNAUTHORIZED',
-    );
-    assert.equal(scheme.detail, 'use the Authorization header with the Bearer scheme');
-  });
+  it(
+    "the placeholders and prose of the service's own messages survive; the credentials they describe do " + 'not',
+    async (t) => {
+      const { app } = await build(t, { env: NO_LIMITS });
+      const missing = problemOf(await app.inject({ url: '/api/v1/api-tokens' }), 401, 'UNAUTHORIZED');
+      assert.equal(missing.detail, 'this endpoint needs a token: Authorization: Bearer <token>');
+      const scheme = problemOf(
+        await app.inject({ url: '/api/v1/api-tokens', headers: { authorization: 'Basic dTpw' } }),
+        401,
+        'UNAUTHORIZED',
+      );
+      assert.equal(scheme.detail, 'use the Authorization header with the Bearer scheme');
+    },
+  );
 });
 
 // --- the size of a problem ----------------------------------------------------------
@@ -224,40 +230,44 @@ describe('a problem stays small whatever the request holds', () => {
     assert.match(body.detail, /too many query parameters/);
   });
 
-  it(`errors[] holds the first ${MAX_FIELD_ERRORS} field errors and errors_omitted counts the rest (query and body)`, async (t) => {
-    const { app } = await build(t, { env: NO_LIMITS });
-    const query = problemOf(
-      await app.inject({ url: `/api/v1/plans?${Array.from({ length: 50 }, (_, i) => `p${i}=1`).join('&')}` }),
-      400,
-      'INVALID_QUERY',
-    );
-    assert.equal((query.errors as unknown[]).length, MAX_FIELD_ERRORS);
-    assert.equal(query.errors_omitted, 50 - MAX_FIELD_ERRORS);
-    assert.match(query.detail, /^invalid query parameter p0, p1, p2, p3, p4 and 45 more$/);
+  it(
+    `errors[] holds the first ${MAX_FIELD_ERRORS} field errors and errors_omitted counts the rest (query and ` +
+      'body)',
+    async (t) => {
+      const { app } = await build(t, { env: NO_LIMITS });
+      const query = problemOf(
+        await app.inject({ url: `/api/v1/plans?${Array.from({ length: 50 }, (_, i) => `p${i}=1`).join('&')}` }),
+        400,
+        'INVALID_QUERY',
+      );
+      assert.equal((query.errors as unknown[]).length, MAX_FIELD_ERRORS);
+      assert.equal(query.errors_omitted, 50 - MAX_FIELD_ERRORS);
+      assert.match(query.detail, /^invalid query parameter p0, p1, p2, p3, p4 and 45 more$/);
 
-    const admin = await mintToken(app, ['api-tokens:write']);
-    const payload = {
-      name: 'x',
-      scopes: ['apps:read'],
-      ...Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`k${i}`, i])),
-    };
-    const res = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload });
-    const body = problemOf(res, 422, 'VALIDATION_FAILED');
-    assert.equal((body.errors as unknown[]).length, MAX_FIELD_ERRORS);
-    assert.equal(body.errors_omitted, 500 - MAX_FIELD_ERRORS);
-    assert.ok(res.body.length < 3000, `${res.body.length} bytes`);
-    const few = problemOf(
-      await app.inject({
-        method: 'POST',
-        url: '/api/v1/api-tokens',
-        headers: admin.auth,
-        payload: { name: 'x', scopes: ['apps:read'], extra: 1 },
-      }),
-      422,
-      'VALIDATION_FAILED',
-    );
-    assert.equal(few.errors_omitted, undefined, 'no count when nothing was left out');
-  });
+      const admin = await mintToken(app, ['api-tokens:write']);
+      const payload = {
+        name: 'x',
+        scopes: ['apps:read'],
+        ...Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`k${i}`, i])),
+      };
+      const res = await app.inject({ method: 'POST', url: '/api/v1/api-tokens', headers: admin.auth, payload });
+      const body = problemOf(res, 422, 'VALIDATION_FAILED');
+      assert.equal((body.errors as unknown[]).length, MAX_FIELD_ERRORS);
+      assert.equal(body.errors_omitted, 500 - MAX_FIELD_ERRORS);
+      assert.ok(res.body.length < 3000, `${res.body.length} bytes`);
+      const few = problemOf(
+        await app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens',
+          headers: admin.auth,
+          payload: { name: 'x', scopes: ['apps:read'], extra: 1 },
+        }),
+        422,
+        'VALIDATION_FAILED',
+      );
+      assert.equal(few.errors_omitted, undefined, 'no count when nothing was left out');
+    },
+  );
 
   it('a detail is at most 500 characters, the cut marked', async (t) => {
     const { app } = await build(t, { env: NO_LIMITS });
@@ -536,7 +546,9 @@ describe('a request body is read exactly as UTF-8 JSON, or refused', () => {
       port,
       Buffer.concat([
         Buffer.from(
-          `POST /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin.secret}\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n${zipped.length.toString(16)}\r\n`,
+          `POST /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${admin.secret}\r\n` +
+            'Content-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n' +
+            `${zipped.length.toString(16)}\r\n`,
         ),
         zipped,
         Buffer.from('\r\n0\r\n\r\n'),
@@ -600,51 +612,61 @@ describe('every refusal is a problem, whoever makes it', () => {
     for (const expect of ['foo', '100-continue, foo', 'x=1']) {
       const res = await raw(
         port,
-        `POST /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nExpect: ${expect}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
+        `POST /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nExpect: ${expect}\r\n` +
+          'Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}',
       );
       problemOf(res, 417, 'EXPECTATION_FAILED');
       assert.deepEqual(res.interim, [], `${expect}: no 100 Continue promised`);
     }
     const cont = await raw(
       port,
-      'POST /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}',
+      'POST /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n' +
+        'Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}',
     );
     assert.deepEqual(cont.interim, ['HTTP/1.1 100 Continue']);
     problemOf(cont, 401, 'UNAUTHORIZED');
   });
 
-  it('with CORS on, an OPTIONS that is not a preflight answers as without CORS (405/404 problem), and unknown paths stay 404', async (t) => {
-    const { app } = await build(t, { env: { ...NO_LIMITS, CORS_ORIGINS: 'https://console.example.com' } });
-    const origin = 'https://console.example.com';
-    for (const headers of [
-      {},
-      { origin },
-      { 'access-control-request-method': 'GET' },
-      { origin: '', 'access-control-request-method': 'GET' },
-    ]) {
-      const known = await app.inject({ method: 'OPTIONS', url: '/api/v1/plans', headers });
-      problemOf(known, 405, 'METHOD_NOT_ALLOWED');
-      assert.equal(known.headers.allow, 'GET, HEAD');
-      problemOf(await app.inject({ method: 'OPTIONS', url: '/api/v1/nothing', headers }), 404, 'NOT_FOUND');
-    }
-    problemOf(await app.inject({ url: '/api/v1/nothing' }), 404, 'NOT_FOUND');
-    problemOf(await app.inject({ method: 'DELETE', url: '/api/v1/nothing' }), 404, 'NOT_FOUND');
-    const wrong = await app.inject({ method: 'DELETE', url: '/api/v1/plans' });
-    problemOf(wrong, 405, 'METHOD_NOT_ALLOWED');
-    assert.equal(wrong.headers.allow, 'GET, HEAD');
-    // A real preflight is still answered as one.
-    const pre = await app.inject({
-      method: 'OPTIONS',
-      url: '/api/v1/api-tokens',
-      headers: { origin, 'access-control-request-method': 'POST' },
-    });
-    assert.equal(pre.statusCode, 204);
-    assert.equal(pre.headers['access-control-allow-origin'], origin);
-    // The forward-auth check takes OPTIONS from a gateway (no Origin) as it does without CORS.
-    const tok = await mintToken(app, ['apps:read']);
-    const check = await app.inject({ method: 'OPTIONS', url: '/api/v1/auth/check?scope=apps:read', headers: tok.auth });
-    assert.equal(check.statusCode, 200, check.body);
-  });
+  it(
+    'with CORS on, an OPTIONS that is not a preflight answers as without CORS (405/404 problem), and unknown ' +
+      'paths stay 404',
+    async (t) => {
+      const { app } = await build(t, { env: { ...NO_LIMITS, CORS_ORIGINS: 'https://console.example.com' } });
+      const origin = 'https://console.example.com';
+      for (const headers of [
+        {},
+        { origin },
+        { 'access-control-request-method': 'GET' },
+        { origin: '', 'access-control-request-method': 'GET' },
+      ]) {
+        const known = await app.inject({ method: 'OPTIONS', url: '/api/v1/plans', headers });
+        problemOf(known, 405, 'METHOD_NOT_ALLOWED');
+        assert.equal(known.headers.allow, 'GET, HEAD');
+        problemOf(await app.inject({ method: 'OPTIONS', url: '/api/v1/nothing', headers }), 404, 'NOT_FOUND');
+      }
+      problemOf(await app.inject({ url: '/api/v1/nothing' }), 404, 'NOT_FOUND');
+      problemOf(await app.inject({ method: 'DELETE', url: '/api/v1/nothing' }), 404, 'NOT_FOUND');
+      const wrong = await app.inject({ method: 'DELETE', url: '/api/v1/plans' });
+      problemOf(wrong, 405, 'METHOD_NOT_ALLOWED');
+      assert.equal(wrong.headers.allow, 'GET, HEAD');
+      // A real preflight is still answered as one.
+      const pre = await app.inject({
+        method: 'OPTIONS',
+        url: '/api/v1/api-tokens',
+        headers: { origin, 'access-control-request-method': 'POST' },
+      });
+      assert.equal(pre.statusCode, 204);
+      assert.equal(pre.headers['access-control-allow-origin'], origin);
+      // The forward-auth check takes OPTIONS from a gateway (no Origin) as it does without CORS.
+      const tok = await mintToken(app, ['apps:read']);
+      const check = await app.inject({
+        method: 'OPTIONS',
+        url: '/api/v1/auth/check?scope=apps:read',
+        headers: tok.auth,
+      });
+      assert.equal(check.statusCode, 200, check.body);
+    },
+  );
 
   it(`${RUNS} generated requests with CORS on: every 4xx is a catalogued problem`, async (t) => {
     const { app } = await build(t, { env: { ...NO_LIMITS, CORS_ORIGINS: 'https://a.example', LOG_LEVEL: 'silent' } });
@@ -703,7 +725,9 @@ describe('every refusal is a problem, whoever makes it', () => {
           headers,
           ...(r.body !== undefined ? { payload: r.body } : {}),
         });
-        const where = `${r.method} ${r.path}${r.query} ${JSON.stringify(headers)} -> ${res.statusCode} ${String(res.headers['content-type'])} ${res.body.slice(0, 200)}`;
+        const where =
+          `${r.method} ${r.path}${r.query} ${JSON.stringify(headers)} -> ` +
+          `${res.statusCode} ${String(res.headers['content-type'])} ${res.body.slice(0, 200)}`;
         assert.ok(res.statusCode < 500, where);
         if (res.statusCode >= 400 && r.method !== 'HEAD') {
           assert.equal(res.headers['content-type'], PROBLEM_TYPE, where);
@@ -864,7 +888,8 @@ describe('credentials are taken from one Authorization header only', () => {
     const port = await listen(app);
     const res = await raw(
       port,
-      `GET /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nAuthorization: ${tok.auth.authorization}\r\nauthorization: Bearer nope\r\nConnection: close\r\n\r\n`,
+      `GET /api/v1/api-tokens HTTP/1.1\r\nHost: x\r\nAuthorization: ${tok.auth.authorization}\r\n` +
+        'authorization: Bearer nope\r\nConnection: close\r\n\r\n',
     );
     problemOf(res, 400, 'BAD_REQUEST');
   });

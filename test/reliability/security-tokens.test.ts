@@ -204,25 +204,28 @@ for (const backend of backends()) {
     });
 
     // Issue #13, item 4: a narrow token deleted a broader one.
-    it('a token holding only api-tokens:write cannot delete the all-scope admin: 403 naming what it lacks', async (t) => {
-      const { app, operatorMint, del } = await setup(t, backend);
-      const admin = await operatorMint(ALL_SCOPES, undefined, 'admin');
-      const narrow = await operatorMint(['api-tokens:write'], undefined, 'narrow');
-      const res = await del(narrow.auth, admin.id);
-      assert.equal(res.statusCode, 403, res.body);
-      const body = res.json<Problem>();
-      assert.equal(body.code, 'INSUFFICIENT_SCOPE');
-      const lacking = ALL_SCOPES.filter((s) => !s.startsWith('api-tokens:'));
-      assert.deepEqual(body.missing_scopes, lacking, 'api-tokens:read is implied by write');
-      for (const s of lacking) assert.ok(body.detail.includes(s), body.detail);
-      assert.equal((await current(app, admin.secret)).statusCode, 200, 'the admin still works');
-      const stillListed = await app.inject({
-        method: 'GET',
-        url: `/api/v1/api-tokens/${admin.id}`,
-        headers: narrow.auth,
-      });
-      assert.equal(stillListed.statusCode, 200);
-    });
+    it(
+      'a token holding only api-tokens:write cannot delete the all-scope admin: 403 naming what it ' + 'lacks',
+      async (t) => {
+        const { app, operatorMint, del } = await setup(t, backend);
+        const admin = await operatorMint(ALL_SCOPES, undefined, 'admin');
+        const narrow = await operatorMint(['api-tokens:write'], undefined, 'narrow');
+        const res = await del(narrow.auth, admin.id);
+        assert.equal(res.statusCode, 403, res.body);
+        const body = res.json<Problem>();
+        assert.equal(body.code, 'INSUFFICIENT_SCOPE');
+        const lacking = ALL_SCOPES.filter((s) => !s.startsWith('api-tokens:'));
+        assert.deepEqual(body.missing_scopes, lacking, 'api-tokens:read is implied by write');
+        for (const s of lacking) assert.ok(body.detail.includes(s), body.detail);
+        assert.equal((await current(app, admin.secret)).statusCode, 200, 'the admin still works');
+        const stillListed = await app.inject({
+          method: 'GET',
+          url: `/api/v1/api-tokens/${admin.id}`,
+          headers: narrow.auth,
+        });
+        assert.equal(stillListed.statusCode, 200);
+      },
+    );
 
     it('unknown and deleted ids answer 404 to a narrow token exactly as to the admin', async (t) => {
       const { operatorMint, del } = await setup(t, backend);
@@ -316,78 +319,86 @@ for (const backend of backends()) {
       assert.deepEqual(JSON.parse(list.stdout), [], 'still no token');
     });
 
-    it('serve: a database first started with BOOTSTRAP_ADMIN_TOKEN=false never gets a bootstrap token later', async (t) => {
-      const db = await backend.fresh(t);
-      const off = await serve({ DATABASE_URL: db.url, BOOTSTRAP_ADMIN_TOKEN: 'false' });
-      t.after(() => off.child.proc.kill('SIGKILL'));
-      await off.child.waitFor(/no live API token/);
-      off.child.proc.kill('SIGTERM');
-      await off.child.exited;
-      const on = await serve({ DATABASE_URL: db.url, BOOTSTRAP_ADMIN_TOKEN: 'true' });
-      t.after(() => on.child.proc.kill('SIGKILL'));
-      await on.child.waitFor(/no live API token/);
-      on.child.proc.kill('SIGTERM');
-      await on.child.exited;
-      assert.ok(!on.child.stderr.join('\n').includes('token:'), 'the first start decided: no token');
-    });
+    it(
+      'serve: a database first started with BOOTSTRAP_ADMIN_TOKEN=false never gets a bootstrap token ' + 'later',
+      async (t) => {
+        const db = await backend.fresh(t);
+        const off = await serve({ DATABASE_URL: db.url, BOOTSTRAP_ADMIN_TOKEN: 'false' });
+        t.after(() => off.child.proc.kill('SIGKILL'));
+        await off.child.waitFor(/no live API token/);
+        off.child.proc.kill('SIGTERM');
+        await off.child.exited;
+        const on = await serve({ DATABASE_URL: db.url, BOOTSTRAP_ADMIN_TOKEN: 'true' });
+        t.after(() => on.child.proc.kill('SIGKILL'));
+        await on.child.waitFor(/no live API token/);
+        on.child.proc.kill('SIGTERM');
+        await on.child.exited;
+        assert.ok(!on.child.stderr.join('\n').includes('token:'), 'the first start decided: no token');
+      },
+    );
 
     // Issue #13, low: invisible, bidi and blank-looking characters in names.
-    it('names with control, format, bidi, line/paragraph separator or no visible character are 422 naming the character', async (t) => {
-      const { app, operatorMint, post } = await setup(t, backend);
-      const admin = await operatorMint(['api-tokens:write', 'apps:read']);
-      for (const cp of [
-        0x061c, 0x2028, 0x2029, 0x00ad, 0x2060, 0x180e, 0xe0041, 0x202e, 0x200b, 0xfeff, 0x0007, 0x0085,
-      ]) {
-        const c = String.fromCodePoint(cp);
-        for (const name of [`ad${c}min`, `${c}admin`, `admin${c}`, c]) {
-          const res = await post(admin.auth, { name, scopes: ['apps:read'] });
-          const body = expectFieldError(res, '/name');
-          assert.ok(
-            body.errors![0]!.detail.includes(hex(cp)),
-            `${hex(cp)} in ${JSON.stringify(name)}: ${body.errors![0]!.detail}`,
-          );
-          assert.ok(!res.body.includes(c), 'the character itself is not echoed');
+    it(
+      'names with control, format, bidi, line/paragraph separator or no visible character are 422 naming the ' +
+        'character',
+      async (t) => {
+        const { app, operatorMint, post } = await setup(t, backend);
+        const admin = await operatorMint(['api-tokens:write', 'apps:read']);
+        for (const cp of [
+          0x061c, 0x2028, 0x2029, 0x00ad, 0x2060, 0x180e, 0xe0041, 0x202e, 0x200b, 0xfeff, 0x0007, 0x0085,
+        ]) {
+          const c = String.fromCodePoint(cp);
+          for (const name of [`ad${c}min`, `${c}admin`, `admin${c}`, c]) {
+            const res = await post(admin.auth, { name, scopes: ['apps:read'] });
+            const body = expectFieldError(res, '/name');
+            assert.ok(
+              body.errors![0]!.detail.includes(hex(cp)),
+              `${hex(cp)} in ${JSON.stringify(name)}: ${body.errors![0]!.detail}`,
+            );
+            assert.ok(!res.body.includes(c), 'the character itself is not echoed');
+          }
         }
-      }
-      for (const name of [
-        '\u3164',
-        '\u3164\u3164\u3164',
-        '\u2800',
-        '\u2800 \u2800',
-        '\uffa0',
-        '\u115f\u1160',
-        '\u{1d159}',
-        '\u0301',
-        ' \u3000\u3164 ',
-        '\ufe0f',
-      ]) {
-        const body = expectFieldError(await post(admin.auth, { name, scopes: ['apps:read'] }), '/name');
-        assert.match(body.errors![0]!.detail, /visible/, JSON.stringify(name));
-      }
-      for (const name of ['admin\u3164', '\u2800admin', 'admin\u2800', '\u0301admin']) {
-        const body = expectFieldError(await post(admin.auth, { name, scopes: ['apps:read'] }), '/name');
-        assert.match(body.errors![0]!.detail, /U\+(3164|2800|0301)/, JSON.stringify(name));
-      }
-      for (const name of [
-        'deploy bot',
-        'déploiement 🚀 — 生产',
-        'ops ❤️',
-        '한국어 토큰',
-        'نشر التطبيقات',
-        'cafe\u0301',
-        'a\u3000b',
-        'x',
-      ]) {
-        const res = await post(admin.auth, { name, scopes: ['apps:read'] });
-        assert.equal(res.statusCode, 201, `${JSON.stringify(name)}: ${res.body}`);
-        assert.equal(res.json<{ name: string }>().name, name);
-      }
-      assert.equal(
-        (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth })).json<unknown[]>().length,
-        9,
-        'only the valid names were stored',
-      );
-    });
+        for (const name of [
+          '\u3164',
+          '\u3164\u3164\u3164',
+          '\u2800',
+          '\u2800 \u2800',
+          '\uffa0',
+          '\u115f\u1160',
+          '\u{1d159}',
+          '\u0301',
+          ' \u3000\u3164 ',
+          '\ufe0f',
+        ]) {
+          const body = expectFieldError(await post(admin.auth, { name, scopes: ['apps:read'] }), '/name');
+          assert.match(body.errors![0]!.detail, /visible/, JSON.stringify(name));
+        }
+        for (const name of ['admin\u3164', '\u2800admin', 'admin\u2800', '\u0301admin']) {
+          const body = expectFieldError(await post(admin.auth, { name, scopes: ['apps:read'] }), '/name');
+          assert.match(body.errors![0]!.detail, /U\+(3164|2800|0301)/, JSON.stringify(name));
+        }
+        for (const name of [
+          'deploy bot',
+          'déploiement 🚀 — 生产',
+          'ops ❤️',
+          '한국어 토큰',
+          'نشر التطبيقات',
+          'cafe\u0301',
+          'a\u3000b',
+          'x',
+        ]) {
+          const res = await post(admin.auth, { name, scopes: ['apps:read'] });
+          assert.equal(res.statusCode, 201, `${JSON.stringify(name)}: ${res.body}`);
+          assert.equal(res.json<{ name: string }>().name, name);
+        }
+        assert.equal(
+          (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth })).json<unknown[]>()
+            .length,
+          9,
+          'only the valid names were stored',
+        );
+      },
+    );
 
     // Issue #13, low: impossible dates rolled over.
     it('expires_at: impossible dates and times are 422, never rolled over; real edge instants are exact', async (t) => {
@@ -587,7 +598,9 @@ describe('the expires_at calendar check, over generated components (fast-check)'
       fc.property(components, (c) => {
         const offsetText =
           typeof c.offset === 'string' ? c.offset : `${c.offset[0]}${pad(c.offset[1])}:${pad(c.offset[2])}`;
-        const text = `${pad(c.year, 4)}-${pad(c.month)}-${pad(c.day)}${c.t}${pad(c.hour)}:${pad(c.minute)}:${pad(c.second)}${c.fraction === undefined ? '' : `.${c.fraction}`}${offsetText}`;
+        const date = `${pad(c.year, 4)}-${pad(c.month)}-${pad(c.day)}`;
+        const fraction = c.fraction === undefined ? '' : `.${c.fraction}`;
+        const text = `${date}${c.t}${pad(c.hour)}:${pad(c.minute)}:${pad(c.second)}${fraction}${offsetText}`;
         // The oracle: JavaScript's own calendar for the month length (day 0 of the next month).
         const last = new Date(0);
         last.setUTCFullYear(c.year, c.month, 0);

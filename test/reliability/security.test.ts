@@ -65,56 +65,60 @@ describe('unlisted fields are never serialised', () => {
 
 for (const backend of backends()) {
   describe(`a deleted token, everywhere (${backend.name})`, () => {
-    it('is refused at once where deleted, and by every endpoint kind on another instance within TOKEN_CACHE_TTL_MS', async (t) => {
-      const db = await backend.fresh(t);
-      const env = { DATABASE_URL: db.url, TOKEN_CACHE_TTL_MS: '500' };
-      const a = await build(t, { store: db.open(), env });
-      const b = await build(t, { store: db.open(), env });
-      const admin = await mintToken(a.app, ['api-tokens:write', 'apps:read', 'plans:read']); // holds the victim's scopes, so may delete it
-      const victim = await mintToken(a.app, ['api-tokens:read', 'apps:read', 'plans:read']);
-      const service = await mintToken(b.app, ['api-tokens:read']);
-      const probes = [
-        () => b.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth }),
-        () => b.app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: victim.auth }),
-        () =>
+    it(
+      'is refused at once where deleted, and by every endpoint kind on another instance within ' + 'TOKEN_CACHE_TTL_MS',
+      async (t) => {
+        const db = await backend.fresh(t);
+        const env = { DATABASE_URL: db.url, TOKEN_CACHE_TTL_MS: '500' };
+        const a = await build(t, { store: db.open(), env });
+        const b = await build(t, { store: db.open(), env });
+        // Holds the victim's scopes, so may delete it.
+        const admin = await mintToken(a.app, ['api-tokens:write', 'apps:read', 'plans:read']);
+        const victim = await mintToken(a.app, ['api-tokens:read', 'apps:read', 'plans:read']);
+        const service = await mintToken(b.app, ['api-tokens:read']);
+        const probes = [
+          () => b.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth }),
+          () => b.app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: victim.auth }),
+          () =>
+            b.app.inject({
+              method: 'GET',
+              url: '/api/v1/auth/check',
+              headers: { ...victim.auth, 'x-original-method': 'GET', 'x-original-uri': '/apps/1' },
+            }),
+          () => b.app.inject({ method: 'GET', url: '/api/v1/plans', headers: victim.auth }),
+        ];
+        for (const probe of probes)
+          assert.equal((await probe()).statusCode, 200, 'works before the delete (and is cached)');
+        const introspect = () =>
           b.app.inject({
-            method: 'GET',
-            url: '/api/v1/auth/check',
-            headers: { ...victim.auth, 'x-original-method': 'GET', 'x-original-uri': '/apps/1' },
-          }),
-        () => b.app.inject({ method: 'GET', url: '/api/v1/plans', headers: victim.auth }),
-      ];
-      for (const probe of probes)
-        assert.equal((await probe()).statusCode, 200, 'works before the delete (and is cached)');
-      const introspect = () =>
-        b.app.inject({
-          method: 'POST',
-          url: '/api/v1/api-tokens/introspect',
-          headers: service.auth,
-          payload: { token: victim.secret },
-        });
-      assert.equal((await introspect()).json<{ active: boolean }>().active, true);
+            method: 'POST',
+            url: '/api/v1/api-tokens/introspect',
+            headers: service.auth,
+            payload: { token: victim.secret },
+          });
+        assert.equal((await introspect()).json<{ active: boolean }>().active, true);
 
-      assert.equal(
-        (await a.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth })).statusCode,
-        200,
-        'cached where it will be deleted too',
-      );
-      assert.equal(
-        (await a.app.inject({ method: 'DELETE', url: `/api/v1/api-tokens/${victim.id}`, headers: admin.auth }))
-          .statusCode,
-        204,
-      );
-      const deletedAt = Date.now();
-      assert.equal(
-        (await a.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth })).statusCode,
-        401,
-        'refused at once where deleted',
-      );
-      await new Promise((r) => setTimeout(r, 500 + 100));
-      for (const probe of probes) assert.equal((await probe()).statusCode, 401, 'refused after the bound');
-      assert.equal((await introspect()).body, '{"active":false}');
-      assert.ok(Date.now() - deletedAt < 2000);
-    });
+        assert.equal(
+          (await a.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth })).statusCode,
+          200,
+          'cached where it will be deleted too',
+        );
+        assert.equal(
+          (await a.app.inject({ method: 'DELETE', url: `/api/v1/api-tokens/${victim.id}`, headers: admin.auth }))
+            .statusCode,
+          204,
+        );
+        const deletedAt = Date.now();
+        assert.equal(
+          (await a.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: victim.auth })).statusCode,
+          401,
+          'refused at once where deleted',
+        );
+        await new Promise((r) => setTimeout(r, 500 + 100));
+        for (const probe of probes) assert.equal((await probe()).statusCode, 401, 'refused after the bound');
+        assert.equal((await introspect()).body, '{"active":false}');
+        assert.ok(Date.now() - deletedAt < 2000);
+      },
+    );
   });
 }

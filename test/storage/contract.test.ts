@@ -112,39 +112,43 @@ function runStoreContract(backend: Backend): void {
       }
     });
 
-    it('list takes the retention bound: tokens expired after it stay listed; purgeExpired deletes only those before it', async () => {
-      const fresh = await backend.create();
-      const s = fresh.open();
-      try {
-        await s.migrate();
-        const DAY = 86_400_000;
-        const forever = sampleToken({ createdAt: 1, id: 'tok_forever', expiresAt: null });
-        const live = sampleToken({ createdAt: 2, id: 'tok_live', expiresAt: NOW + DAY });
-        const recent = sampleToken({ createdAt: 3, id: 'tok_recent', expiresAt: NOW - DAY });
-        const old = sampleToken({ createdAt: 4, id: 'tok_old', expiresAt: NOW - 40 * DAY });
-        const edge = sampleToken({ createdAt: 5, id: 'tok_edge', expiresAt: NOW - 30 * DAY });
-        for (const t of [forever, live, recent, old, edge]) await s.tokens.create(t, NO_LIMIT);
-        const retainedSince = NOW - 30 * DAY;
-        assert.deepEqual(
-          (await s.tokens.list(retainedSince)).map((t) => t.id),
-          ['tok_forever', 'tok_live', 'tok_recent'],
-        );
-        assert.equal(await s.tokens.purgeExpired(retainedSince), 2, 'the old and the edge token');
-        assert.equal(await s.tokens.get('tok_old'), null);
-        assert.equal(await s.tokens.get('tok_edge'), null);
-        assert.notEqual(await s.tokens.get('tok_recent'), null, 'an expired token within the retention stays');
-        assert.equal(await s.tokens.count(), 3);
-        assert.equal(await s.tokens.purgeExpired(retainedSince), 0, 'idempotent');
-        assert.equal(
-          await s.tokens.create(sampleToken({ id: 'tok_cap' }), { maxLive: 3, now: NOW }),
-          'created',
-          'the cap counts live tokens only (forever, live, cap)',
-        );
-      } finally {
-        await s.close();
-        await fresh.drop();
-      }
-    });
+    it(
+      'list takes the retention bound: tokens expired after it stay listed; purgeExpired deletes only those ' +
+        'before it',
+      async () => {
+        const fresh = await backend.create();
+        const s = fresh.open();
+        try {
+          await s.migrate();
+          const DAY = 86_400_000;
+          const forever = sampleToken({ createdAt: 1, id: 'tok_forever', expiresAt: null });
+          const live = sampleToken({ createdAt: 2, id: 'tok_live', expiresAt: NOW + DAY });
+          const recent = sampleToken({ createdAt: 3, id: 'tok_recent', expiresAt: NOW - DAY });
+          const old = sampleToken({ createdAt: 4, id: 'tok_old', expiresAt: NOW - 40 * DAY });
+          const edge = sampleToken({ createdAt: 5, id: 'tok_edge', expiresAt: NOW - 30 * DAY });
+          for (const t of [forever, live, recent, old, edge]) await s.tokens.create(t, NO_LIMIT);
+          const retainedSince = NOW - 30 * DAY;
+          assert.deepEqual(
+            (await s.tokens.list(retainedSince)).map((t) => t.id),
+            ['tok_forever', 'tok_live', 'tok_recent'],
+          );
+          assert.equal(await s.tokens.purgeExpired(retainedSince), 2, 'the old and the edge token');
+          assert.equal(await s.tokens.get('tok_old'), null);
+          assert.equal(await s.tokens.get('tok_edge'), null);
+          assert.notEqual(await s.tokens.get('tok_recent'), null, 'an expired token within the retention stays');
+          assert.equal(await s.tokens.count(), 3);
+          assert.equal(await s.tokens.purgeExpired(retainedSince), 0, 'idempotent');
+          assert.equal(
+            await s.tokens.create(sampleToken({ id: 'tok_cap' }), { maxLive: 3, now: NOW }),
+            'created',
+            'the cap counts live tokens only (forever, live, cap)',
+          );
+        } finally {
+          await s.close();
+          await fresh.drop();
+        }
+      },
+    );
 
     it('delete removes the token once and reports whether it existed', async () => {
       const t = sampleToken();
@@ -214,60 +218,71 @@ function runStoreContract(backend: Backend): void {
       }
     });
 
-    it('bootstrap: mints on the first call for an empty database, never again, not even after every token is deleted', async () => {
-      const fresh = await backend.create();
-      const s = fresh.open();
-      const other = fresh.open();
-      try {
-        await s.migrate();
-        const admin = sampleToken({ scopes: ['apps:read', 'apps:write'] });
-        assert.equal(await s.tokens.bootstrap(admin), true);
-        assert.deepEqual(await s.tokens.get(admin.id), admin);
-        const second = sampleToken();
-        assert.equal(await s.tokens.bootstrap(second), false);
-        assert.equal(await s.tokens.get(second.id), null);
-        assert.equal(await s.tokens.delete(admin.id), true);
-        assert.equal(await s.tokens.count(), 0);
-        assert.equal(await s.tokens.bootstrap(sampleToken()), false, 'an empty store again is not a first start');
-        assert.equal(await other.tokens.bootstrap(sampleToken()), false, 'nor for another instance');
-        await s.migrate();
-        assert.equal(await other.tokens.bootstrap(sampleToken()), false, 'nor after migrate runs again');
-        assert.equal(await s.tokens.count(), 0);
-      } finally {
-        await s.close();
-        await other.close();
-        await fresh.drop();
-      }
-    });
+    it(
+      'bootstrap: mints on the first call for an empty database, never again, not even after every token is ' +
+        'deleted',
+      async () => {
+        const fresh = await backend.create();
+        const s = fresh.open();
+        const other = fresh.open();
+        try {
+          await s.migrate();
+          const admin = sampleToken({ scopes: ['apps:read', 'apps:write'] });
+          assert.equal(await s.tokens.bootstrap(admin), true);
+          assert.deepEqual(await s.tokens.get(admin.id), admin);
+          const second = sampleToken();
+          assert.equal(await s.tokens.bootstrap(second), false);
+          assert.equal(await s.tokens.get(second.id), null);
+          assert.equal(await s.tokens.delete(admin.id), true);
+          assert.equal(await s.tokens.count(), 0);
+          assert.equal(await s.tokens.bootstrap(sampleToken()), false, 'an empty store again is not a first start');
+          assert.equal(await other.tokens.bootstrap(sampleToken()), false, 'nor for another instance');
+          await s.migrate();
+          assert.equal(await other.tokens.bootstrap(sampleToken()), false, 'nor after migrate runs again');
+          assert.equal(await s.tokens.count(), 0);
+        } finally {
+          await s.close();
+          await other.close();
+          await fresh.drop();
+        }
+      },
+    );
 
-    it('bootstrap: decided by the first call even when it mints nothing (turned off, or tokens already stored)', async () => {
-      const off = await backend.create();
-      const s = off.open();
-      const had = await backend.create();
-      const h = had.open();
-      try {
-        await s.migrate();
-        assert.equal(await s.tokens.bootstrap(null), false, 'turned off: nothing minted');
-        const later = sampleToken();
-        assert.equal(await s.tokens.bootstrap(later), false, 'and a later start with it on mints nothing either');
-        assert.equal(await s.tokens.count(), 0);
+    it(
+      'bootstrap: decided by the first call even when it mints nothing (turned off, or tokens already ' + 'stored)',
+      async () => {
+        const off = await backend.create();
+        const s = off.open();
+        const had = await backend.create();
+        const h = had.open();
+        try {
+          await s.migrate();
+          assert.equal(await s.tokens.bootstrap(null), false, 'turned off: nothing minted');
+          const later = sampleToken();
+          assert.equal(await s.tokens.bootstrap(later), false, 'and a later start with it on mints nothing either');
+          assert.equal(await s.tokens.count(), 0);
 
-        await h.migrate();
-        const existing = sampleToken();
-        await h.tokens.create(existing, NO_LIMIT);
-        const refused = sampleToken();
-        assert.equal(await h.tokens.bootstrap(refused), false, 'tokens already stored (e.g. made with the CLI first)');
-        assert.equal(await h.tokens.get(refused.id), null);
-        await h.tokens.delete(existing.id);
-        assert.equal(await h.tokens.bootstrap(sampleToken()), false);
-        assert.equal(await h.tokens.count(), 0);
-      } finally {
-        await s.close();
-        await h.close();
-        await off.drop();
-        await had.drop();
-      }
-    });
+          await h.migrate();
+          const existing = sampleToken();
+          await h.tokens.create(existing, NO_LIMIT);
+          const refused = sampleToken();
+          assert.equal(
+            await h.tokens.bootstrap(refused),
+            false,
+            'tokens already stored (e.g. made with the CLI first)',
+          );
+          assert.equal(await h.tokens.get(refused.id), null);
+          await h.tokens.delete(existing.id);
+          assert.equal(await h.tokens.bootstrap(sampleToken()), false);
+          assert.equal(await h.tokens.count(), 0);
+        } finally {
+          await s.close();
+          await h.close();
+          await off.drop();
+          await had.drop();
+        }
+      },
+    );
 
     it('bootstrap: exactly one of several racing instances mints', async () => {
       const fresh = await backend.create();

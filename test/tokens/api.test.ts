@@ -76,38 +76,41 @@ for (const backend of backends()) {
       }
     });
 
-    it('GET lists every live token with exactly id/name/scopes/created_at/last_used_at/expires_at, oldest first', async (t) => {
-      const { app, admin } = await setup(t);
-      for (const name of ['a', 'b', 'c']) {
-        await app.inject({
-          method: 'POST',
-          url: '/api/v1/api-tokens',
-          headers: admin.auth,
-          payload: { name, scopes: ['apps:read'] },
-        });
-      }
-      const res = await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth });
-      assert.equal(res.statusCode, 200);
-      assert.equal(res.headers['cache-control'], 'no-store');
-      const list = res.json<Record<string, unknown>[]>();
-      assert.ok(Array.isArray(list), 'a bare array');
-      assert.deepEqual(
-        list.map((x) => x.name),
-        ['admin', 'a', 'b', 'c'],
-      );
-      for (const item of list) {
-        assert.deepEqual(Object.keys(item).sort(), [
-          'created_at',
-          'expires_at',
-          'id',
-          'last_used_at',
-          'name',
-          'scopes',
-        ]);
-      }
-      assert.equal(list[1]!.last_used_at, null, 'null until first use');
-      assert.match(String(list[0]!.last_used_at), ISO, 'the admin token was just used');
-    });
+    it(
+      'GET lists every live token with exactly id/name/scopes/created_at/last_used_at/expires_at, oldest ' + 'first',
+      async (t) => {
+        const { app, admin } = await setup(t);
+        for (const name of ['a', 'b', 'c']) {
+          await app.inject({
+            method: 'POST',
+            url: '/api/v1/api-tokens',
+            headers: admin.auth,
+            payload: { name, scopes: ['apps:read'] },
+          });
+        }
+        const res = await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth });
+        assert.equal(res.statusCode, 200);
+        assert.equal(res.headers['cache-control'], 'no-store');
+        const list = res.json<Record<string, unknown>[]>();
+        assert.ok(Array.isArray(list), 'a bare array');
+        assert.deepEqual(
+          list.map((x) => x.name),
+          ['admin', 'a', 'b', 'c'],
+        );
+        for (const item of list) {
+          assert.deepEqual(Object.keys(item).sort(), [
+            'created_at',
+            'expires_at',
+            'id',
+            'last_used_at',
+            'name',
+            'scopes',
+          ]);
+        }
+        assert.equal(list[1]!.last_used_at, null, 'null until first use');
+        assert.match(String(list[0]!.last_used_at), ISO, 'the admin token was just used');
+      },
+    );
 
     it('DELETE answers 204, then 404; the deleted token is refused at once', async (t) => {
       const { app, admin } = await setup(t);
@@ -176,81 +179,88 @@ for (const backend of backends()) {
       assert.equal((await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current' })).statusCode, 401);
     });
 
-    it('authentication: missing 401 + realm; malformed or wrong scheme 401; insufficient scope 403 naming it', async (t) => {
-      const { app } = await setup(t);
-      const missing = await app.inject({ method: 'GET', url: '/api/v1/api-tokens' });
-      assert.equal(missing.statusCode, 401);
-      assert.equal(missing.headers['www-authenticate'], 'Bearer realm="infracat"');
-      assert.equal(missing.headers['content-type'], PROBLEM_TYPE);
-      assert.equal(missing.json<{ code: string }>().code, 'UNAUTHORIZED');
+    it(
+      'authentication: missing 401 + realm; malformed or wrong scheme 401; insufficient scope 403 naming ' + 'it',
+      async (t) => {
+        const { app } = await setup(t);
+        const missing = await app.inject({ method: 'GET', url: '/api/v1/api-tokens' });
+        assert.equal(missing.statusCode, 401);
+        assert.equal(missing.headers['www-authenticate'], 'Bearer realm="infracat"');
+        assert.equal(missing.headers['content-type'], PROBLEM_TYPE);
+        assert.equal(missing.json<{ code: string }>().code, 'UNAUTHORIZED');
 
-      const basic = await app.inject({
-        method: 'GET',
-        url: '/api/v1/api-tokens',
-        headers: { authorization: 'Basic dTpw' },
-      });
-      assert.equal(basic.statusCode, 401);
-      assert.equal(basic.headers['www-authenticate'], 'Bearer realm="infracat"');
+        const basic = await app.inject({
+          method: 'GET',
+          url: '/api/v1/api-tokens',
+          headers: { authorization: 'Basic dTpw' },
+        });
+        assert.equal(basic.statusCode, 401);
+        assert.equal(basic.headers['www-authenticate'], 'Bearer realm="infracat"');
 
-      for (const bad of [
-        'Bearer',
-        'Bearer ',
-        'Bearer not-a-token',
-        `Bearer ${generateSecret('ghp')}`,
-        'Bearer icat_short',
-      ]) {
-        const res = await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: { authorization: bad } });
-        assert.equal(res.statusCode, 401, bad);
-        assert.equal(
-          res.json<{ code: string }>().code,
-          bad.trim() === 'Bearer' ? 'UNAUTHORIZED' : 'INVALID_TOKEN',
-          bad,
+        for (const bad of [
+          'Bearer',
+          'Bearer ',
+          'Bearer not-a-token',
+          `Bearer ${generateSecret('ghp')}`,
+          'Bearer icat_short',
+        ]) {
+          const res = await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: { authorization: bad } });
+          assert.equal(res.statusCode, 401, bad);
+          assert.equal(
+            res.json<{ code: string }>().code,
+            bad.trim() === 'Bearer' ? 'UNAUTHORIZED' : 'INVALID_TOKEN',
+            bad,
+          );
+        }
+        const valid = generateSecret('icat');
+        const flipped = valid.slice(0, -1) + (valid.endsWith('A') ? 'B' : 'A');
+        const checksum = await app.inject({
+          method: 'GET',
+          url: '/api/v1/api-tokens',
+          headers: { authorization: `Bearer ${flipped}` },
+        });
+        assert.equal(checksum.statusCode, 401);
+        assert.match(
+          String(checksum.headers['www-authenticate']),
+          /^Bearer realm="infracat", error="invalid_token", error_description="[^"]+"$/,
         );
-      }
-      const valid = generateSecret('icat');
-      const flipped = valid.slice(0, -1) + (valid.endsWith('A') ? 'B' : 'A');
-      const checksum = await app.inject({
-        method: 'GET',
-        url: '/api/v1/api-tokens',
-        headers: { authorization: `Bearer ${flipped}` },
-      });
-      assert.equal(checksum.statusCode, 401);
-      assert.match(
-        String(checksum.headers['www-authenticate']),
-        /^Bearer realm="infracat", error="invalid_token", error_description="[^"]+"$/,
-      );
-      const unknown = await app.inject({
-        method: 'GET',
-        url: '/api/v1/api-tokens',
-        headers: { authorization: `Bearer ${valid}` },
-      });
-      assert.equal(unknown.statusCode, 401);
-      assert.equal(unknown.json<{ code: string }>().code, 'INVALID_TOKEN');
+        const unknown = await app.inject({
+          method: 'GET',
+          url: '/api/v1/api-tokens',
+          headers: { authorization: `Bearer ${valid}` },
+        });
+        assert.equal(unknown.statusCode, 401);
+        assert.equal(unknown.json<{ code: string }>().code, 'INVALID_TOKEN');
 
-      const reader = await mintToken(app, ['api-tokens:read']);
-      const forbidden = await app.inject({
-        method: 'POST',
-        url: '/api/v1/api-tokens',
-        headers: reader.auth,
-        payload: { name: 'x', scopes: ['apps:read'] },
-      });
-      assert.equal(forbidden.statusCode, 403);
-      assert.equal(
-        forbidden.headers['www-authenticate'],
-        'Bearer realm="infracat", error="insufficient_scope", scope="api-tokens:write"',
-      );
-      const body = forbidden.json<{ code: string; missing_scopes: string[]; detail: string }>();
-      assert.equal(body.code, 'INSUFFICIENT_SCOPE');
-      assert.deepEqual(body.missing_scopes, ['api-tokens:write']);
-      assert.match(body.detail, /api-tokens:write/);
-      const del = await app.inject({ method: 'DELETE', url: `/api/v1/api-tokens/${reader.id}`, headers: reader.auth });
-      assert.equal(del.statusCode, 403);
-      const noRead = await mintToken(app, ['apps:write']);
-      assert.equal(
-        (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: noRead.auth })).statusCode,
-        403,
-      );
-    });
+        const reader = await mintToken(app, ['api-tokens:read']);
+        const forbidden = await app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens',
+          headers: reader.auth,
+          payload: { name: 'x', scopes: ['apps:read'] },
+        });
+        assert.equal(forbidden.statusCode, 403);
+        assert.equal(
+          forbidden.headers['www-authenticate'],
+          'Bearer realm="infracat", error="insufficient_scope", scope="api-tokens:write"',
+        );
+        const body = forbidden.json<{ code: string; missing_scopes: string[]; detail: string }>();
+        assert.equal(body.code, 'INSUFFICIENT_SCOPE');
+        assert.deepEqual(body.missing_scopes, ['api-tokens:write']);
+        assert.match(body.detail, /api-tokens:write/);
+        const del = await app.inject({
+          method: 'DELETE',
+          url: `/api/v1/api-tokens/${reader.id}`,
+          headers: reader.auth,
+        });
+        assert.equal(del.statusCode, 403);
+        const noRead = await mintToken(app, ['apps:write']);
+        assert.equal(
+          (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: noRead.auth })).statusCode,
+          403,
+        );
+      },
+    );
 
     it('the Bearer scheme is case-insensitive; write implies read', async (t) => {
       const { app } = await setup(t);
@@ -297,40 +307,47 @@ for (const backend of backends()) {
       assert.equal(count, 3, 'the refused token was not stored');
     });
 
-    it('scopes: unknown, malformed or duplicate entries answer 422 listing the valid scopes; nothing is stored', async (t) => {
-      const { app, admin } = await setup(t);
-      const res = await app.inject({
-        method: 'POST',
-        url: '/api/v1/api-tokens',
-        headers: admin.auth,
-        payload: { name: 'x', scopes: ['apps:read', 'apps:admin', 'billing:read', 'apps:read', 'APPS:READ'] },
-      });
-      assert.equal(res.statusCode, 422);
-      const body = res.json<{ code: string; errors: { pointer: string; detail: string }[]; valid_scopes: string[] }>();
-      assert.equal(body.code, 'VALIDATION_FAILED');
-      assert.deepEqual(
-        body.errors.map((e) => e.pointer),
-        ['/scopes/1', '/scopes/2', '/scopes/3', '/scopes/4'],
-      );
-      assert.match(body.errors[2]!.detail, /duplicate/);
-      assert.match(body.errors[1]!.detail, /unknown/);
-      assert.ok(body.valid_scopes.includes('apps:write') && body.valid_scopes.includes('api-tokens:read'));
-      assert.equal(body.valid_scopes.length, 10);
-      for (const scopes of [[], 'apps:read', [1], null]) {
-        const r = await app.inject({
+    it(
+      'scopes: unknown, malformed or duplicate entries answer 422 listing the valid scopes; nothing is ' + 'stored',
+      async (t) => {
+        const { app, admin } = await setup(t);
+        const res = await app.inject({
           method: 'POST',
           url: '/api/v1/api-tokens',
           headers: admin.auth,
-          payload: { name: 'x', scopes },
+          payload: { name: 'x', scopes: ['apps:read', 'apps:admin', 'billing:read', 'apps:read', 'APPS:READ'] },
         });
-        assert.equal(r.statusCode, 422, JSON.stringify(scopes));
-        assert.ok(r.json<{ errors: { pointer: string }[] }>().errors.some((e) => e.pointer.startsWith('/scopes')));
-      }
-      const list = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth })).json<
-        unknown[]
-      >();
-      assert.equal(list.length, 1);
-    });
+        assert.equal(res.statusCode, 422);
+        const body = res.json<{
+          code: string;
+          errors: { pointer: string; detail: string }[];
+          valid_scopes: string[];
+        }>();
+        assert.equal(body.code, 'VALIDATION_FAILED');
+        assert.deepEqual(
+          body.errors.map((e) => e.pointer),
+          ['/scopes/1', '/scopes/2', '/scopes/3', '/scopes/4'],
+        );
+        assert.match(body.errors[2]!.detail, /duplicate/);
+        assert.match(body.errors[1]!.detail, /unknown/);
+        assert.ok(body.valid_scopes.includes('apps:write') && body.valid_scopes.includes('api-tokens:read'));
+        assert.equal(body.valid_scopes.length, 10);
+        for (const scopes of [[], 'apps:read', [1], null]) {
+          const r = await app.inject({
+            method: 'POST',
+            url: '/api/v1/api-tokens',
+            headers: admin.auth,
+            payload: { name: 'x', scopes },
+          });
+          assert.equal(r.statusCode, 422, JSON.stringify(scopes));
+          assert.ok(r.json<{ errors: { pointer: string }[] }>().errors.some((e) => e.pointer.startsWith('/scopes')));
+        }
+        const list = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth })).json<
+          unknown[]
+        >();
+        assert.equal(list.length, 1);
+      },
+    );
 
     it('name: required, trimmed, 1-100 characters, no control characters; 422 with a pointer', async (t) => {
       const { app, admin } = await setup(t);
@@ -400,109 +417,117 @@ for (const backend of backends()) {
       assert.equal(over.json<{ code: string }>().code, 'TOKEN_LIMIT_REACHED');
     });
 
-    it('expires_at: must be RFC 3339, in the future, within the maximum lifetime; shown in create and list', async (t) => {
-      const { app, admin } = await setup(t, { TOKEN_MAX_LIFETIME_DAYS: '30' });
-      const post = (expires_at: unknown) =>
-        app.inject({
-          method: 'POST',
-          url: '/api/v1/api-tokens',
-          headers: admin.auth,
-          payload: { name: 'x', scopes: ['apps:read'], expires_at },
-        });
-      const inTenDays = new Date(Date.now() + 10 * 86_400_000);
-      const ok = await post(inTenDays.toISOString().replace('Z', '+00:00'));
-      assert.equal(ok.statusCode, 201, ok.body);
-      assert.equal(ok.json<{ expires_at: string }>().expires_at, inTenDays.toISOString());
-      const listed = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth })).json<
-        { expires_at: string | null }[]
-      >();
-      assert.deepEqual(
-        listed.map((x) => x.expires_at),
-        [null, inTenDays.toISOString()],
-      );
-      for (const bad of [
-        new Date(Date.now() - 1000).toISOString(),
-        new Date(Date.now() + 31 * 86_400_000).toISOString(),
-        'tomorrow',
-        '2030-01-01',
-        '2030-01-01T00:00:00',
-        12,
-      ]) {
-        const res = await post(bad);
-        assert.equal(res.statusCode, 422, String(bad));
+    it(
+      'expires_at: must be RFC 3339, in the future, within the maximum lifetime; shown in create and ' + 'list',
+      async (t) => {
+        const { app, admin } = await setup(t, { TOKEN_MAX_LIFETIME_DAYS: '30' });
+        const post = (expires_at: unknown) =>
+          app.inject({
+            method: 'POST',
+            url: '/api/v1/api-tokens',
+            headers: admin.auth,
+            payload: { name: 'x', scopes: ['apps:read'], expires_at },
+          });
+        const inTenDays = new Date(Date.now() + 10 * 86_400_000);
+        const ok = await post(inTenDays.toISOString().replace('Z', '+00:00'));
+        assert.equal(ok.statusCode, 201, ok.body);
+        assert.equal(ok.json<{ expires_at: string }>().expires_at, inTenDays.toISOString());
+        const listed = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth })).json<
+          { expires_at: string | null }[]
+        >();
         assert.deepEqual(
-          res.json<{ errors: { pointer: string }[] }>().errors.map((e) => e.pointer),
-          ['/expires_at'],
-          String(bad),
+          listed.map((x) => x.expires_at),
+          [null, inTenDays.toISOString()],
         );
-      }
-      assert.equal((await post(null)).json<{ expires_at: null }>().expires_at, null);
-    });
-
-    it('an expired token is refused but stays listed (expires_at in the past) until purged after TOKEN_EXPIRED_RETENTION_DAYS', async (t) => {
-      const DAY = 86_400_000;
-      let clock = Date.now();
-      const now = clock;
-      const secret = generateSecret('icat');
-      const row = (id: string, expiresAt: number) => ({
-        id,
-        name: id,
-        scopes: ['api-tokens:read'],
-        secretHash: hashSecret(`${secret}${id}`),
-        createdAt: now - 40 * DAY,
-        expiresAt,
-        lastUsedAt: null,
-      });
-      const { app, admin, store } = await setup(
-        t,
-        {},
-        () => clock,
-        async (s) => {
-          await s.tokens.create(
-            { ...row('tok_expired', now - 1), secretHash: hashSecret(secret) },
-            { maxLive: 100, now },
+        for (const bad of [
+          new Date(Date.now() - 1000).toISOString(),
+          new Date(Date.now() + 31 * 86_400_000).toISOString(),
+          'tomorrow',
+          '2030-01-01',
+          '2030-01-01T00:00:00',
+          12,
+        ]) {
+          const res = await post(bad);
+          assert.equal(res.statusCode, 422, String(bad));
+          assert.deepEqual(
+            res.json<{ errors: { pointer: string }[] }>().errors.map((e) => e.pointer),
+            ['/expires_at'],
+            String(bad),
           );
-          await s.tokens.create(row('tok_long_gone', now - 31 * DAY), { maxLive: 100, now });
-          assert.notEqual(await s.tokens.get('tok_long_gone'), null);
-        },
-      );
-      const res = await app.inject({
-        method: 'GET',
-        url: '/api/v1/api-tokens/current',
-        headers: { authorization: `Bearer ${secret}` },
-      });
-      assert.equal(res.statusCode, 401);
-      assert.match(String(res.headers['www-authenticate']), /error="invalid_token"/);
-      assert.match(res.json<{ detail: string }>().detail, /expired/);
-      const list = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth })).json<
-        { id: string; expires_at: string }[]
-      >();
-      const shown = list.find((x) => x.id === 'tok_expired');
-      assert.ok(shown !== undefined, 'an expired token is still listed, so its owner sees why it stopped working');
-      assert.ok(Date.parse(shown.expires_at) < now);
-      assert.ok(
-        !list.some((x) => x.id === 'tok_long_gone'),
-        'past the retention (30 days by default) it is not listed',
-      );
-      const one = await app.inject({ method: 'GET', url: '/api/v1/api-tokens/tok_expired', headers: admin.auth });
-      assert.equal(one.statusCode, 200);
-      assert.equal(
-        (await app.inject({ method: 'GET', url: '/api/v1/api-tokens/tok_long_gone', headers: admin.auth })).statusCode,
-        404,
-      );
+        }
+        assert.equal((await post(null)).json<{ expires_at: null }>().expires_at, null);
+      },
+    );
 
-      // The background purge (at start, then hourly) removed the row past the retention.
-      await app.infracat.purger.idle();
-      assert.equal(await store.tokens.get('tok_long_gone'), null, 'purged at start');
-      assert.notEqual(await store.tokens.get('tok_expired'), null);
-      clock = now + 31 * DAY;
-      assert.equal(await app.infracat.tokens.service.purgeExpired(), 1);
-      assert.equal(await store.tokens.get('tok_expired'), null);
-      const after = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth })).json<
-        { id: string }[]
-      >();
-      assert.ok(!after.some((x) => x.id === 'tok_expired'));
-    });
+    it(
+      'an expired token is refused but stays listed (expires_at in the past) until purged after ' +
+        'TOKEN_EXPIRED_RETENTION_DAYS',
+      async (t) => {
+        const DAY = 86_400_000;
+        let clock = Date.now();
+        const now = clock;
+        const secret = generateSecret('icat');
+        const row = (id: string, expiresAt: number) => ({
+          id,
+          name: id,
+          scopes: ['api-tokens:read'],
+          secretHash: hashSecret(`${secret}${id}`),
+          createdAt: now - 40 * DAY,
+          expiresAt,
+          lastUsedAt: null,
+        });
+        const { app, admin, store } = await setup(
+          t,
+          {},
+          () => clock,
+          async (s) => {
+            await s.tokens.create(
+              { ...row('tok_expired', now - 1), secretHash: hashSecret(secret) },
+              { maxLive: 100, now },
+            );
+            await s.tokens.create(row('tok_long_gone', now - 31 * DAY), { maxLive: 100, now });
+            assert.notEqual(await s.tokens.get('tok_long_gone'), null);
+          },
+        );
+        const res = await app.inject({
+          method: 'GET',
+          url: '/api/v1/api-tokens/current',
+          headers: { authorization: `Bearer ${secret}` },
+        });
+        assert.equal(res.statusCode, 401);
+        assert.match(String(res.headers['www-authenticate']), /error="invalid_token"/);
+        assert.match(res.json<{ detail: string }>().detail, /expired/);
+        const list = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth })).json<
+          { id: string; expires_at: string }[]
+        >();
+        const shown = list.find((x) => x.id === 'tok_expired');
+        assert.ok(shown !== undefined, 'an expired token is still listed, so its owner sees why it stopped working');
+        assert.ok(Date.parse(shown.expires_at) < now);
+        assert.ok(
+          !list.some((x) => x.id === 'tok_long_gone'),
+          'past the retention (30 days by default) it is not listed',
+        );
+        const one = await app.inject({ method: 'GET', url: '/api/v1/api-tokens/tok_expired', headers: admin.auth });
+        assert.equal(one.statusCode, 200);
+        assert.equal(
+          (await app.inject({ method: 'GET', url: '/api/v1/api-tokens/tok_long_gone', headers: admin.auth }))
+            .statusCode,
+          404,
+        );
+
+        // The background purge (at start, then hourly) removed the row past the retention.
+        await app.infracat.purger.idle();
+        assert.equal(await store.tokens.get('tok_long_gone'), null, 'purged at start');
+        assert.notEqual(await store.tokens.get('tok_expired'), null);
+        clock = now + 31 * DAY;
+        assert.equal(await app.infracat.tokens.service.purgeExpired(), 1);
+        assert.equal(await store.tokens.get('tok_expired'), null);
+        const after = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth })).json<
+          { id: string }[]
+        >();
+        assert.ok(!after.some((x) => x.id === 'tok_expired'));
+      },
+    );
 
     it('TOKEN_EXPIRED_RETENTION_DAYS=0: an expired token leaves the list at once', async (t) => {
       const { app, admin, store } = await setup(t, { TOKEN_EXPIRED_RETENTION_DAYS: '0' });
@@ -557,39 +582,42 @@ for (const backend of backends()) {
       );
     });
 
-    it('GET /api/v1/scopes lists the registry with a one-line description each; the registry is configurable', async (t) => {
-      const { app } = await setup(t);
-      const res = await app.inject({ method: 'GET', url: '/api/v1/scopes' });
-      assert.equal(res.statusCode, 200);
-      const scopes = res.json<{ scope: string; description: string }[]>();
-      assert.deepEqual(
-        scopes.map((s) => s.scope),
-        [
+    it(
+      'GET /api/v1/scopes lists the registry with a one-line description each; the registry is ' + 'configurable',
+      async (t) => {
+        const { app } = await setup(t);
+        const res = await app.inject({ method: 'GET', url: '/api/v1/scopes' });
+        assert.equal(res.statusCode, 200);
+        const scopes = res.json<{ scope: string; description: string }[]>();
+        assert.deepEqual(
+          scopes.map((s) => s.scope),
+          [
+            'api-tokens:read',
+            'api-tokens:write',
+            'apps:read',
+            'apps:write',
+            'images:read',
+            'images:write',
+            'plans:read',
+            'plans:write',
+            'regions:read',
+            'regions:write',
+          ],
+        );
+        for (const s of scopes) assert.ok(s.description.length > 5 && !s.description.includes('\n'));
+        const custom = await build(t, { env: { SCOPE_RESOURCES: 'api-tokens,apps,billing' } });
+        const names = (await custom.app.inject({ method: 'GET', url: '/api/v1/scopes' }))
+          .json<{ scope: string }[]>()
+          .map((s) => s.scope);
+        assert.deepEqual(names, [
           'api-tokens:read',
           'api-tokens:write',
           'apps:read',
           'apps:write',
-          'images:read',
-          'images:write',
-          'plans:read',
-          'plans:write',
-          'regions:read',
-          'regions:write',
-        ],
-      );
-      for (const s of scopes) assert.ok(s.description.length > 5 && !s.description.includes('\n'));
-      const custom = await build(t, { env: { SCOPE_RESOURCES: 'api-tokens,apps,billing' } });
-      const names = (await custom.app.inject({ method: 'GET', url: '/api/v1/scopes' }))
-        .json<{ scope: string }[]>()
-        .map((s) => s.scope);
-      assert.deepEqual(names, [
-        'api-tokens:read',
-        'api-tokens:write',
-        'apps:read',
-        'apps:write',
-        'billing:read',
-        'billing:write',
-      ]);
-    });
+          'billing:read',
+          'billing:write',
+        ]);
+      },
+    );
   });
 }

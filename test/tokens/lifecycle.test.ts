@@ -117,50 +117,54 @@ for (const backend of backends()) {
       assert.equal((await store.tokens.get(created.id))?.secretHash.length, 64);
     });
 
-    it('a burst of verifications with a cold cache shares one storage read; a read begun before a delete is neither joined after it nor cached', async (t) => {
-      const db = await backend.fresh(t);
-      const store = db.open();
-      t.after(() => store.close());
-      await store.migrate();
-      const domain = createTokenDomain(loadConfig({ DATABASE_URL: db.url }), store);
-      const { token, secret } = await domain.service.create({ name: 'burst', scopes: ['apps:read'] }, null);
-      const findByHash = store.tokens.findByHash.bind(store.tokens);
-      let reads = 0;
-      let release = (): void => undefined;
-      let gate = Promise.resolve();
-      const hold = (): void => {
-        gate = new Promise<void>((r) => (release = r));
-      };
-      // Reads storage at once, answers when released: "in flight".
-      store.tokens.findByHash = async (hash: string) => {
-        reads += 1;
-        const found = await findByHash(hash);
-        await gate;
-        return found;
-      };
+    it(
+      'a burst of verifications with a cold cache shares one storage read; a read begun before a delete is ' +
+        'neither joined after it nor cached',
+      async (t) => {
+        const db = await backend.fresh(t);
+        const store = db.open();
+        t.after(() => store.close());
+        await store.migrate();
+        const domain = createTokenDomain(loadConfig({ DATABASE_URL: db.url }), store);
+        const { token, secret } = await domain.service.create({ name: 'burst', scopes: ['apps:read'] }, null);
+        const findByHash = store.tokens.findByHash.bind(store.tokens);
+        let reads = 0;
+        let release = (): void => undefined;
+        let gate = Promise.resolve();
+        const hold = (): void => {
+          gate = new Promise<void>((r) => (release = r));
+        };
+        // Reads storage at once, answers when released: "in flight".
+        store.tokens.findByHash = async (hash: string) => {
+          reads += 1;
+          const found = await findByHash(hash);
+          await gate;
+          return found;
+        };
 
-      hold();
-      const burst = Array.from({ length: 20 }, () => domain.service.verify(secret));
-      release();
-      assert.ok((await Promise.all(burst)).every((r) => r.ok));
-      assert.equal(reads, 1, '20 concurrent verifications, one storage read');
+        hold();
+        const burst = Array.from({ length: 20 }, () => domain.service.verify(secret));
+        release();
+        assert.ok((await Promise.all(burst)).every((r) => r.ok));
+        assert.equal(reads, 1, '20 concurrent verifications, one storage read');
 
-      domain.cache.evict(token.id, token.secretHash);
-      hold();
-      const before = domain.service.verify(secret); // its read finds the token, then waits
-      await new Promise((r) => setTimeout(r, 20));
-      assert.equal(await domain.service.delete(token.id, null), true);
-      const after = domain.service.verify(secret); // must not join the read from before
-      release();
-      assert.equal((await before).ok, true, 'concurrent with the delete');
-      assert.deepEqual(await after, { ok: false, reason: 'unknown' });
-      assert.deepEqual(
-        await domain.service.verify(secret),
-        { ok: false, reason: 'unknown' },
-        'the stale read was not cached',
-      );
-      assert.equal(reads, 4);
-    });
+        domain.cache.evict(token.id, token.secretHash);
+        hold();
+        const before = domain.service.verify(secret); // its read finds the token, then waits
+        await new Promise((r) => setTimeout(r, 20));
+        assert.equal(await domain.service.delete(token.id, null), true);
+        const after = domain.service.verify(secret); // must not join the read from before
+        release();
+        assert.equal((await before).ok, true, 'concurrent with the delete');
+        assert.deepEqual(await after, { ok: false, reason: 'unknown' });
+        assert.deepEqual(
+          await domain.service.verify(secret),
+          { ok: false, reason: 'unknown' },
+          'the stale read was not cached',
+        );
+        assert.equal(reads, 4);
+      },
+    );
 
     it('TOKEN_CACHE_TTL_MS=0 turns the verification cache off: a delete elsewhere is refused at once', async (t) => {
       const db = await backend.fresh(t);
@@ -203,35 +207,39 @@ for (const backend of backends()) {
       assert.equal(cache.misses, before + 1, 'a well-formed token is looked up');
     });
 
-    it('failed authentications per client address: 429 with Retry-After past the limit; valid tokens and other addresses unaffected', async (t) => {
-      const db = await backend.fresh(t);
-      const { app } = await build(t, {
-        store: db.open(),
-        env: { DATABASE_URL: db.url, AUTH_FAILURE_LIMIT: '3', AUTH_FAILURE_WINDOW_S: '60' },
-      });
-      const good = await mintToken(app, ['api-tokens:read']);
-      const from = (remoteAddress: string, authorization: string) =>
-        app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', remoteAddress, headers: { authorization } });
-      for (let i = 0; i < 3; i++)
-        assert.equal((await from('10.0.0.9', `Bearer ${generateSecret('icat')}`)).statusCode, 401);
-      const blocked = await from('10.0.0.9', `Bearer ${generateSecret('icat')}`);
-      assert.equal(blocked.statusCode, 429);
-      assert.equal(blocked.json<{ code: string }>().code, 'RATE_LIMITED');
-      const retry = Number(blocked.headers['retry-after']);
-      assert.ok(retry >= 1 && retry <= 60, `Retry-After ${retry}`);
-      assert.equal(
-        (await from('10.0.0.9', good.auth.authorization)).statusCode,
-        200,
-        'a valid token from that address is still answered',
-      );
-      assert.equal(
-        (await from('10.0.0.10', good.auth.authorization)).statusCode,
-        200,
-        'other addresses are not affected',
-      );
-      const anonymous = await app.inject({ method: 'GET', url: '/api/v1/scopes', remoteAddress: '10.0.0.9' });
-      assert.equal(anonymous.statusCode, 200, 'requests without credentials are not throttled by this limiter');
-    });
+    it(
+      'failed authentications per client address: 429 with Retry-After past the limit; valid tokens and other ' +
+        'addresses unaffected',
+      async (t) => {
+        const db = await backend.fresh(t);
+        const { app } = await build(t, {
+          store: db.open(),
+          env: { DATABASE_URL: db.url, AUTH_FAILURE_LIMIT: '3', AUTH_FAILURE_WINDOW_S: '60' },
+        });
+        const good = await mintToken(app, ['api-tokens:read']);
+        const from = (remoteAddress: string, authorization: string) =>
+          app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', remoteAddress, headers: { authorization } });
+        for (let i = 0; i < 3; i++)
+          assert.equal((await from('10.0.0.9', `Bearer ${generateSecret('icat')}`)).statusCode, 401);
+        const blocked = await from('10.0.0.9', `Bearer ${generateSecret('icat')}`);
+        assert.equal(blocked.statusCode, 429);
+        assert.equal(blocked.json<{ code: string }>().code, 'RATE_LIMITED');
+        const retry = Number(blocked.headers['retry-after']);
+        assert.ok(retry >= 1 && retry <= 60, `Retry-After ${retry}`);
+        assert.equal(
+          (await from('10.0.0.9', good.auth.authorization)).statusCode,
+          200,
+          'a valid token from that address is still answered',
+        );
+        assert.equal(
+          (await from('10.0.0.10', good.auth.authorization)).statusCode,
+          200,
+          'other addresses are not affected',
+        );
+        const anonymous = await app.inject({ method: 'GET', url: '/api/v1/scopes', remoteAddress: '10.0.0.9' });
+        assert.equal(anonymous.statusCode, 200, 'requests without credentials are not throttled by this limiter');
+      },
+    );
   });
 }
 

@@ -129,14 +129,17 @@ describe('create rules: a new token never outlives its creator', () => {
     }
   });
 
-  it("up to the creator's expiry is granted as asked; the operator and never-expiring creators may ask for null", () => {
-    for (const at of [now + 1, now + 4999, now + 5000])
-      assert.deepEqual(ask(iso(at), expiring), { value: { name: 'x', scopes: ['apps:read'], expiresAt: at } });
-    assert.deepEqual(ask(null, null), { value: { name: 'x', scopes: ['apps:read'], expiresAt: null } });
-    assert.deepEqual(ask(null, { scopes: [], expiresAt: null }), {
-      value: { name: 'x', scopes: ['apps:read'], expiresAt: null },
-    });
-  });
+  it(
+    "up to the creator's expiry is granted as asked; the operator and never-expiring creators may ask for " + 'null',
+    () => {
+      for (const at of [now + 1, now + 4999, now + 5000])
+        assert.deepEqual(ask(iso(at), expiring), { value: { name: 'x', scopes: ['apps:read'], expiresAt: at } });
+      assert.deepEqual(ask(null, null), { value: { name: 'x', scopes: ['apps:read'], expiresAt: null } });
+      assert.deepEqual(ask(null, { scopes: [], expiresAt: null }), {
+        value: { name: 'x', scopes: ['apps:read'], expiresAt: null },
+      });
+    },
+  );
 });
 
 describe('token views', () => {

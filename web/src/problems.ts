@@ -49,7 +49,8 @@ export function messageFor(err: ApiError): string {
     }
     case 409:
       return p.code === 'TOKEN_LIMIT_REACHED'
-        ? `The limit on live tokens is reached (${p.detail ?? 'no more can be created'}). Delete a token you no longer need, then try again.`
+        ? `The limit on live tokens is reached (${p.detail ?? 'no more can be created'}). ` +
+            'Delete a token you no longer need, then try again.'
         : `Conflict: ${p.detail ?? 'the request clashes with the current state'}.`;
     case 422:
       return 'Some fields need attention; see the messages next to them.';

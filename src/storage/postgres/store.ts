@@ -39,6 +39,9 @@ const UNAVAILABLE_ERRNO = new Set([
   'ENOTFOUND',
   'EAI_AGAIN',
 ]);
+// Messages of node-postgres errors that carry no code but mean the connection is gone.
+const UNAVAILABLE_MESSAGE =
+  /timeout|Connection terminated|connection .*closed|Client has encountered a connection error|not queryable/i;
 // SQLSTATEs of a concurrent CREATE ... IF NOT EXISTS race: unique_violation on the
 // catalog, duplicate_table, duplicate_object (the row type). The other creator has
 // committed by the time we see them, so the table exists.
@@ -175,7 +178,8 @@ class PostgresDriver extends Sender implements Driver {
   backup(): Promise<BackupReport> {
     return Promise.reject(
       new NotSupportedError(
-        'a PostgreSQL database is backed up with pg_dump and restored with pg_restore (README, "Backups"); infracat backup copies SQLite databases',
+        'a PostgreSQL database is backed up with pg_dump and restored with pg_restore (README, "Backups"); ' +
+          'infracat backup copies SQLite databases',
       ),
     );
   }
@@ -191,9 +195,7 @@ function isUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown };
   if (typeof e.code === 'string' && (UNAVAILABLE_SQLSTATE.test(e.code) || UNAVAILABLE_ERRNO.has(e.code))) return true;
   const msg = typeof e.message === 'string' ? e.message : '';
-  return /timeout|Connection terminated|connection .*closed|Client has encountered a connection error|not queryable/i.test(
-    msg,
-  );
+  return UNAVAILABLE_MESSAGE.test(msg);
 }
 
 function translate(err: unknown): Error {

@@ -19,7 +19,8 @@ export function preparePrivateFile(file: string, warn?: StorageWarning): void {
   const dirMode = statSync(dir).mode & 0o777;
   if ((dirMode & 0o022) !== 0) {
     warn(
-      `the directory ${dir} of the SQLite database is writable by other local users (mode ${octal(dirMode)}): they could replace or plant its files; chmod 700 it`,
+      `the directory ${dir} of the SQLite database is writable by other local users (mode ${octal(dirMode)}): ` +
+        'they could replace or plant its files; chmod 700 it',
       { path: dir, mode: octal(dirMode) },
     );
   }

@@ -26,7 +26,8 @@ export function signInForm(onSignedIn: (who: TokenView) => void, reason?: string
     h(
       'p',
       { id: 'signin-help', class: 'hint' },
-      'Paste a token (it starts with icat_). It stays in this browser tab only and is sent to nothing but this server. ',
+      'Paste a token (it starts with icat_). ' +
+        'It stays in this browser tab only and is sent to nothing but this server. ',
       'The first token of a new installation is printed in the server log at its first start; more come from ',
       h('code', {}, 'infracat tokens create'),
       '.',

@@ -406,7 +406,8 @@ function showSecret(slot: HTMLElement, created: CreatedToken): void {
       'p',
       { id: 'secret-warning', class: 'warning' },
       h('strong', {}, 'This is the only time it is shown.'),
-      ' infracat keeps only a hash of it and cannot show it again. Store it in a password manager or secret store before you leave this page.',
+      ' infracat keeps only a hash of it and cannot show it again. ' +
+        'Store it in a password manager or secret store before you leave this page.',
     ),
     h('label', { for: 'new-secret' }, 'New token'),
     h('div', { class: 'copy-row' }, value, copy),
