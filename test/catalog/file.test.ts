@@ -9,34 +9,8 @@ import { diffCatalogs, formatDiff, isEmptyDiff } from '../../src/catalog/diff.js
 import { formatCatalog, parseCatalogText, validateCatalog, type CatalogProblem } from '../../src/catalog/file.js';
 import { imageSlug } from '../../src/catalog/model.js';
 import { formatMoney } from '../../src/catalog/money.js';
+import { image, plan, region } from '../helpers/catalog-entries.js';
 
-const image = (over: Record<string, unknown> = {}) => ({
-  slug: 'ubuntu-24-04',
-  name: 'Ubuntu 24.04 LTS',
-  distribution: 'Ubuntu',
-  version: '24.04',
-  type: 'base',
-  min_disk_gb: 10,
-  ...over,
-});
-const plan = (over: Record<string, unknown> = {}) => ({
-  id: 's-1vcpu-1gb',
-  slug: 's-1vcpu-1gb',
-  vcpus: 1,
-  memory_mb: 1024,
-  disk_gb: 25,
-  transfer_tb: 1,
-  type: 'general',
-  price_monthly: 6,
-  ...over,
-});
-const region = (over: Record<string, unknown> = {}) => ({
-  slug: 'nyc3',
-  name: 'New York 3',
-  available: true,
-  features: ['backups', 'ipv6'],
-  ...over,
-});
 const doc = (over: Record<string, unknown> = {}) => ({
   currency: 'USD',
   images: [image()],

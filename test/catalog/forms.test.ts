@@ -12,18 +12,8 @@ import { formatMoney, MAX_CENTS, Money, parseMoney } from '../../src/catalog/mon
 import { CatalogFile, Plan } from '../../src/catalog/schemas.js';
 import { decodeCatalog, EMPTY_CATALOG } from '../../src/catalog/service.js';
 import { buildSnapshot } from '../../src/catalog/snapshot.js';
+import { plan } from '../helpers/catalog-entries.js';
 
-const plan = (over: Record<string, unknown> = {}) => ({
-  id: 's-1vcpu-1gb',
-  slug: 's-1vcpu-1gb',
-  vcpus: 1,
-  memory_mb: 1024,
-  disk_gb: 25,
-  transfer_tb: 1,
-  type: 'general',
-  price_monthly: 6,
-  ...over,
-});
 const doc = (plans: unknown[]) => ({ images: [], plans, regions: [] });
 const priceProblems = (price: unknown) => {
   const r = validateCatalog(doc([plan({ price_monthly: price })]));
