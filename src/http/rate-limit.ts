@@ -88,6 +88,11 @@ export function refuseOverLimit(request: FastifyRequest): void {
 export function installRateLimit(app: App, options: RateLimitOptions): void {
   const { quotas, windowS } = options;
   const windows = new LRUCache<string, Window>({ max: options.maxKeys ?? 100_000 });
+  // The policy field is fixed per policy: built once here, not on every request.
+  const policyFields: Record<RateLimitPolicy, string> = {
+    token: policyField('token', quotas.token, windowS),
+    anonymous: policyField('anonymous', quotas.anonymous, windowS),
+  };
 
   app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.routeOptions.config?.rateLimit === false) return;
@@ -105,7 +110,7 @@ export function installRateLimit(app: App, options: RateLimitOptions): void {
     const allowed = window.used < quota;
     if (allowed) window.used += 1;
     const remaining = quota - window.used;
-    reply.header('ratelimit-policy', policyField(policy, quota, windowS));
+    reply.header('ratelimit-policy', policyFields[policy]);
     reply.header('ratelimit', stateField(policy, remaining, resetS));
     if (allowed) {
       taken.set(request, { key, policy, remaining, resetS, held: null });

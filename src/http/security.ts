@@ -15,13 +15,15 @@ const SECURITY_HEADERS: Record<string, string> = {
   'strict-transport-security': 'max-age=31536000; includeSubDomains',
 };
 
-const ALL_HEADERS = { ...SECURITY_HEADERS, 'content-security-policy': API_CSP };
+// As [name, value] lists once, not per response: this hook runs on every answer.
+const PAGE_HEADERS = Object.entries(SECURITY_HEADERS);
+const ALL_HEADERS = [...PAGE_HEADERS, ['content-security-policy', API_CSP] as const];
 
 export function installSecurityHeaders(app: App): void {
   app.addHook('onSend', async (_request, reply, payload) => {
     // The /docs and console pages set their own policy (and may set others): theirs stay.
-    const headers = reply.hasHeader('content-security-policy') ? SECURITY_HEADERS : ALL_HEADERS;
-    for (const [name, value] of Object.entries(headers)) if (!reply.hasHeader(name)) reply.header(name, value);
+    const headers = reply.hasHeader('content-security-policy') ? PAGE_HEADERS : ALL_HEADERS;
+    for (const [name, value] of headers) if (!reply.hasHeader(name)) reply.header(name, value);
     return payload;
   });
 }
