@@ -11,7 +11,7 @@
 // - Its SQLite driver prepares every statement on each execution; ours prepares each
 //   SQL text once.
 // - infracat has about fifteen statements: a builder's types buy little over one row
-//   type declared once (rows.ts).
+//   table declared once (tables.ts).
 import type { Driver, LockName, Param, Queries } from './driver.js';
 import { BOOKKEEPING, BOOTSTRAP_KEY, pendingMigrations, schemaVersion, stepSql } from './migrations.js';
 import { bootstrapOutcome, latestPerId } from './rows.js';
