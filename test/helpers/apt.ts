@@ -33,13 +33,18 @@ function aptInstall(pkg: string): { ok: boolean; log: string } {
 }
 
 /**
- * The first of `candidates` that exists; under CI the Debian package is installed when
- * none does (a failed install throws). Undefined outside CI when unavailable.
+ * The first of `candidates` that exists; under CI (or with `install`, as the bench asks, when
+ * running as root) the Debian package is installed when none does (a failed install throws).
+ * Undefined when unavailable and not installed.
  */
-export function ensureDebianBinary(pkg: string, candidates: readonly string[]): string | undefined {
+export function ensureDebianBinary(
+  pkg: string,
+  candidates: readonly string[],
+  { install = false }: { install?: boolean } = {},
+): string | undefined {
   const find = () => candidates.find((p) => existsSync(p));
   const found = find();
-  if (found !== undefined || !isCI()) return found;
+  if (found !== undefined || !(isCI() || (install && process.getuid?.() === 0))) return found;
   const { ok, log } = aptInstall(pkg);
   const after = find();
   if (!ok || after === undefined) throw new Error(`could not install ${pkg}:\n${log}`);

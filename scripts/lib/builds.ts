@@ -1,15 +1,16 @@
-// Shared by the A/B scripts (startup-profile.mjs, throughput-ab.mjs): building a git
-// revision as it was built then, a free port, a median, starting a server.
-/* global fetch, setTimeout */
-import { execFileSync, execSync, spawn } from 'node:child_process';
+// Shared by the bench and the A/B scripts (startup-profile.ts, throughput-ab.ts): building
+// a git revision as it was built then, a free port, starting a server.
+import type { ChildProcess } from 'node:child_process';
+import { execFileSync, execSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { spawnServer } from './load.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
 /** A directory holding a build (cli/main.js) as is; a git revision built into .bench/builds/REV/dist. */
-export function buildDir(arg) {
+export function buildDir(arg: string): string {
   if (existsSync(path.join(arg, 'cli/main.js'))) return arg;
   const rev = execFileSync('git', ['rev-parse', '--short', arg], { cwd: ROOT, encoding: 'utf8' }).trim();
   // Inside the checkout, so the build resolves this checkout's node_modules.
@@ -26,24 +27,19 @@ export function buildDir(arg) {
   return path.join(dir, 'dist');
 }
 
-export function freePort() {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
     s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
+      const { port } = s.address() as { port: number };
       s.close(() => resolve(port));
     });
   });
 }
 
-export const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
 /** Polls `url` until it answers 2xx; throws if `child` exits first. */
-export async function waitUntilUp(url, child, timeoutMs = 20_000) {
+export async function waitUntilUp(url: string, child: ChildProcess, timeoutMs = 20_000): Promise<void> {
   const started = Date.now();
   for (;;) {
     try {
@@ -60,24 +56,34 @@ export async function waitUntilUp(url, child, timeoutMs = 20_000) {
 /**
  * `infracat serve` from a build's cli/main.js as the benchmarks run it: shipped settings
  * (info access log to a discarded stdout, metrics), rate limits raised so the limiter
- * runs without tripping. Resolves once /healthz answers.
+ * runs without tripping; pinned to the server CPU when `pin` (lib/load.mjs). Resolves once
+ * /healthz answers.
  */
-export async function startInfracat(cliPath, databaseUrl, env = {}) {
+export async function startInfracat(
+  cliPath: string,
+  databaseUrl: string,
+  { env = {}, pin = false }: { env?: Record<string, string>; pin?: boolean } = {},
+): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [cliPath, 'serve'], {
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATABASE_URL: databaseUrl,
-      LOG_LEVEL: 'info',
-      BOOTSTRAP_ADMIN_TOKEN: 'false',
-      RATE_LIMIT: '10000000',
-      RATE_LIMIT_ANONYMOUS: '10000000',
-      ...env,
+  const child = spawnServer(
+    process.execPath,
+    [cliPath, 'serve'],
+    {
+      env: {
+        ...process.env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATABASE_URL: databaseUrl,
+        LOG_LEVEL: 'info',
+        BOOTSTRAP_ADMIN_TOKEN: 'false',
+        RATE_LIMIT: '10000000',
+        RATE_LIMIT_ANONYMOUS: '10000000',
+        ...env,
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+    pin,
+  );
   const url = `http://127.0.0.1:${port}`;
   await waitUntilUp(`${url}/healthz`, child);
   return { child, url };

@@ -1,0 +1,107 @@
+// Two or more builds of `infracat serve` compared the fair way (scripts/lib/load.ts: server
+// pinned to CPU 0, wrk to CPU 1), for saying what a change bought (BENCHMARKS.md):
+//
+//   node --import tsx scripts/throughput-ab.ts BUILD BUILD ...   e.g. d2f2352 HEAD, or dist .bench/x/dist
+//
+// A BUILD is a build directory or a git revision (built as it was, see lib/builds.ts).
+// All builds run at once on their own SQLite files (idle when not loaded); each round
+// drives every scenario against every build in turn (order reversed every other round),
+// and each build is compared with the first build in the same round: its rate ratio and
+// its server CPU time per request as a ratio (first / this: above 1 is cheaper).
+//
+//   AB_ROUNDS=9  AB_SECONDS=4  AB_CONNECTIONS=32  AB_ENV='{"ACCESS_LOG":"errors"}'
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { buildDir, startInfracat } from './lib/builds.js';
+import { canPin, drive, ensureWrk, median } from './lib/load.js';
+
+const ROUNDS = Number(process.env.AB_ROUNDS ?? 9);
+const SECONDS = Number(process.env.AB_SECONDS ?? 4);
+const CONNECTIONS = Number(process.env.AB_CONNECTIONS ?? 32);
+const ENV = JSON.parse(process.env.AB_ENV ?? '{}') as Record<string, string>;
+const args = process.argv.slice(2);
+if (args.length < 2) throw new Error('usage: node --import tsx scripts/throughput-ab.ts BUILD BUILD [...]');
+const load = { wrk: ensureWrk(), pin: canPin() };
+const dists = args.map(buildDir);
+const tmp = mkdtempSync(path.join(tmpdir(), 'infracat-ab-'));
+
+interface Build {
+  pid: number;
+  url: string;
+  auth: Record<string, string>;
+  stop: () => void;
+}
+
+async function start(dist: string, i: number): Promise<Build> {
+  const databaseUrl = `sqlite:${path.join(tmp, `ab-${i}.sqlite`)}`;
+  const cli = path.join(dist, 'cli/main.js');
+  const env = { ...process.env, DATABASE_URL: databaseUrl };
+  execFileSync(process.execPath, [cli, 'migrate'], { env, stdio: 'ignore' });
+  const created = execFileSync(
+    process.execPath,
+    [cli, 'tokens', 'create', '--name', 'ab', '--scopes', 'apps:read,plans:read', '--json'],
+    { env },
+  );
+  const { token } = JSON.parse(created.toString()) as { token: string };
+  const { child, url } = await startInfracat(cli, databaseUrl, { env: ENV, pin: load.pin });
+  return { pid: child.pid!, url, auth: { authorization: `Bearer ${token}` }, stop: () => child.kill('SIGTERM') };
+}
+
+const scenarios: [string, (b: Build) => { path: string; headers: Record<string, string> }][] = [
+  ['catalog GET, anonymous', () => ({ path: '/api/v1/plans', headers: {} })],
+  ['catalog GET, valid token', (b) => ({ path: '/api/v1/plans', headers: b.auth })],
+  ['auth check, valid token', (b) => ({ path: '/api/v1/auth/check?scope=apps:read', headers: b.auth })],
+];
+
+const builds: Build[] = [];
+try {
+  for (let i = 0; i < dists.length; i++) builds.push(await start(dists[i]!, i));
+  const runOnce = async (b: Build, k: number, seconds: number) => {
+    const { path: p, headers } = scenarios[k]![1](b);
+    const run = await drive(load, b.pid, `${b.url}${p}`, { headers, seconds, connections: CONNECTIONS, dir: tmp });
+    if (run.non2xx + run.errors > 0)
+      throw new Error(`${scenarios[k]![0]}: ${run.non2xx} non-2xx, ${run.errors} errors`);
+    return run;
+  };
+  for (const b of builds) for (let k = 0; k < scenarios.length; k++) await runOnce(b, k, 1);
+  const rate = scenarios.map(() => builds.map(() => [] as number[]));
+  const cpu = scenarios.map(() => builds.map(() => [] as number[]));
+  const rateRatio = scenarios.map(() => builds.map(() => [] as number[]));
+  const cpuRatio = scenarios.map(() => builds.map(() => [] as number[]));
+  for (let round = 1; round <= ROUNDS; round++) {
+    process.stdout.write(`round ${round}/${ROUNDS}\n`);
+    for (let k = 0; k < scenarios.length; k++) {
+      const order = builds.map((_, i) => i);
+      if (round % 2 === 0) order.reverse();
+      const runs: { rps: number; cpu_us_per_request: number }[] = [];
+      for (const i of order) runs[i] = await runOnce(builds[i]!, k, SECONDS);
+      runs.forEach((r, i) => {
+        rate[k]![i]!.push(r.rps);
+        cpu[k]![i]!.push(r.cpu_us_per_request);
+        rateRatio[k]![i]!.push(r.rps / runs[0]!.rps);
+        cpuRatio[k]![i]!.push(runs[0]!.cpu_us_per_request / r.cpu_us_per_request);
+      });
+    }
+  }
+  const spread = (v: number[]) => `${Math.min(...v).toFixed(2)}-${Math.max(...v).toFixed(2)}`;
+  process.stdout.write(
+    `\nnode ${process.version}; ${load.pin ? 'pinned' : 'NOT pinned'}, ${load.wrk ? 'wrk' : 'autocannon'}; ` +
+      `${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections; ratios to ${args[0]} within each round\n`,
+  );
+  scenarios.forEach(([name], k) => {
+    process.stdout.write(`${name}\n`);
+    args.forEach((arg, i) => {
+      process.stdout.write(
+        `  ${arg.padEnd(12)} ${String(Math.round(median(rate[k]![i]!))).padStart(6)} rps` +
+          ` x${median(rateRatio[k]![i]!).toFixed(3)}` +
+          ` (rounds ${spread(rateRatio[k]![i]!)})   CPU ${median(cpu[k]![i]!).toFixed(1)} us/request,` +
+          ` cheaper x${median(cpuRatio[k]![i]!).toFixed(3)} (rounds ${spread(cpuRatio[k]![i]!)})\n`,
+      );
+    });
+  });
+} finally {
+  for (const b of builds) b.stop();
+  rmSync(tmp, { recursive: true, force: true });
+}
