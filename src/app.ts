@@ -23,7 +23,7 @@ import {
 import { installProtocolChecks } from './http/protocol.js';
 import type { App } from './http/types.js';
 import { validatorCompiler } from './http/validation.js';
-import { requestIdFrom } from './logging.js';
+import { accessLog, requestIdFrom } from './logging.js';
 import type { Store } from './storage/types.js';
 import { createTokenDomain, type TokenDomain } from './tokens/index.js';
 import { tokenRoutes } from './tokens/routes.js';
@@ -59,7 +59,7 @@ export function buildApp(deps: AppDeps): App {
   const app = Fastify({
     loggerInstance,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
-    logController: new RequestLog(config.accessLog),
+    logController: new RequestLog(accessLog(deps.logger), config.accessLog),
     bodyLimit: BODY_LIMIT_BYTES,
     // Our own closing check below answers with a problem body instead of Fastify's.
     return503OnClosing: false,
