@@ -2,8 +2,7 @@
 // counters (verification outcomes, cache hits, last-used flushes, catalog snapshot)
 // are read at scrape time, so the domain code knows nothing of Prometheus.
 import { BlockList, isIP } from 'node:net';
-import type { FastifyRequest } from 'fastify';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CatalogService } from '../catalog/service.js';
 import { AppError } from '../errors.js';
 import type { TokenDomain } from '../tokens/index.js';
@@ -36,6 +35,70 @@ export function isLoopback(address: string | undefined): boolean {
   }
 }
 
+const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+interface Series {
+  labels: string;
+  count: number;
+  sum: number;
+  /** Answers per bucket, not cumulative (the exposition adds them up); the last is +Inf. */
+  buckets: number[];
+}
+
+/**
+ * HTTP requests by method, route and status, and their durations as a histogram: counted
+ * on the request path in a plain map of running totals, written out in the Prometheus
+ * text format only when /metrics is read. prom-client's labelled inc() and observe()
+ * hashed the label object twice on every request (~20% of a catalog GET's CPU). The
+ * series are bounded: methods Node knows, route patterns (or "unmatched"), statuses.
+ */
+class HttpTraffic {
+  private readonly series = new Map<string, Series>();
+
+  record(method: string, route: string, status: number, ms: number): void {
+    const key = `${method} ${status} ${route}`;
+    let s = this.series.get(key);
+    if (s === undefined) {
+      const labels = `method="${escapeLabel(method)}",route="${escapeLabel(route)}",status="${status}"`;
+      s = { labels, count: 0, sum: 0, buckets: new Array<number>(DURATION_BUCKETS.length + 1).fill(0) };
+      this.series.set(key, s);
+    }
+    const seconds = ms / 1000;
+    s.count += 1;
+    s.sum += seconds;
+    let i = 0;
+    while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]!) i += 1;
+    s.buckets[i]! += 1;
+  }
+
+  exposition(): string {
+    const requests = 'infracat_http_requests_total';
+    const duration = 'infracat_http_request_duration_seconds';
+    const out = [
+      `# HELP ${requests} HTTP requests answered, by method, route and status`,
+      `# TYPE ${requests} counter`,
+      ...[...this.series.values()].map((s) => `${requests}{${s.labels}} ${s.count}`),
+      `# HELP ${duration} Time to answer HTTP requests, by method, route and status`,
+      `# TYPE ${duration} histogram`,
+    ];
+    for (const s of this.series.values()) {
+      let cumulative = 0;
+      DURATION_BUCKETS.forEach((le, i) => {
+        cumulative += s.buckets[i]!;
+        out.push(`${duration}_bucket{le="${le}",${s.labels}} ${cumulative}`);
+      });
+      out.push(`${duration}_bucket{le="+Inf",${s.labels}} ${s.count}`);
+      out.push(`${duration}_sum{${s.labels}} ${s.sum}`, `${duration}_count{${s.labels}} ${s.count}`);
+    }
+    return `${out.join('\n')}\n`;
+  }
+}
+
+/** A label value in the text format: backslash, double quote and newline escaped. */
+function escapeLabel(value: string): string {
+  return value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n');
+}
+
 /** A counter whose value is read from a running total at scrape time. */
 function totalCounter(registry: Registry, name: string, help: string, read: () => number): void {
   new Counter({
@@ -53,24 +116,10 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
-  const requests = new Counter({
-    name: 'infracat_http_requests_total',
-    help: 'HTTP requests answered, by method, route and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [registry],
-  });
-  const duration = new Histogram({
-    name: 'infracat_http_request_duration_seconds',
-    help: 'Time to answer HTTP requests, by method, route and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-    registers: [registry],
-  });
-  app.addHook('onResponse', async (request: FastifyRequest, reply) => {
-    const route = request.routeOptions.url ?? 'unmatched';
-    const labels = { method: request.method, route, status: String(reply.statusCode) };
-    requests.inc(labels);
-    duration.observe(labels, reply.elapsedTime / 1000);
+  const traffic = new HttpTraffic();
+  app.addHook('onResponse', (request, reply, done) => {
+    traffic.record(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime);
+    done();
   });
 
   const { service, cache, lastUsed } = sources.tokens;
@@ -160,7 +209,7 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
         throw new AppError('NOT_FOUND', 'no resource at /metrics');
       }
       reply.type(registry.contentType);
-      return registry.metrics();
+      return (await registry.metrics()) + traffic.exposition();
     });
   });
 }

@@ -35,6 +35,18 @@ describe('Prometheus metrics', () => {
     assert.equal(value(e, 'infracat_http_requests_total', { status: '404' }), 1);
     assert.equal(value(e, 'infracat_http_request_duration_seconds_count', { route: '/api/v1/plans' }), 1);
     assert.equal(value(e, 'infracat_http_request_duration_seconds_bucket', { route: '/api/v1/plans', le: '+Inf' }), 1);
+    // Buckets are cumulative: never falling with le, ending at the count; the sum is the time spent.
+    const current = { route: '/api/v1/api-tokens/current', status: '200' };
+    const buckets = e.samples
+      .filter((s) => s.name === 'infracat_http_request_duration_seconds_bucket')
+      .filter((s) => s.labels.route === current.route && s.labels.status === current.status)
+      .map((s) => [Number(s.labels.le), s.value] as const)
+      .sort((a, b) => a[0] - b[0]);
+    assert.equal(buckets.length, 14);
+    for (let i = 1; i < buckets.length; i++) assert.ok(buckets[i]![1] >= buckets[i - 1]![1], `le ${buckets[i]![0]}`);
+    assert.equal(buckets.at(-1)![1], 3);
+    const sum = value(e, 'infracat_http_request_duration_seconds_sum', current) ?? NaN;
+    assert.ok(sum > 0 && sum < 60, `sum ${sum}`);
     assert.equal(value(e, 'infracat_token_verifications_total', { outcome: 'ok' }), 3);
     assert.equal(value(e, 'infracat_token_verifications_total', { outcome: 'unknown' }), 1);
     assert.equal(value(e, 'infracat_token_verifications_total', { outcome: 'format' }), 1);
