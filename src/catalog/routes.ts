@@ -21,6 +21,8 @@ export interface CatalogRouteOptions {
   cacheControl: string;
 }
 
+const JSON_TYPE = 'application/json; charset=utf-8';
+
 function notAmount(text: string): never {
   const detail = `invalid query parameter max_price_monthly: ${JSON.stringify(text)} is not an amount such as 24.50`;
   throw new AppError('INVALID_QUERY', detail);
@@ -124,15 +126,16 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
             response: { 200: Type.Array(item), ...notModifiedDoc },
           },
         },
-        async (request, reply) => {
+        // Synchronous (nothing here waits): no promise between the request and its bytes.
+        (request, reply) => {
           const snap = catalog.snapshot;
-          if (notModified(request, reply, snap.etag)) return reply;
+          if (notModified(request, reply, snap.etag)) return;
           const predicate = PREDICATES[kind](request.query as never) as ((v: unknown) => boolean) | null;
           const entries: { value: unknown; json: string }[] = snap.entries[kind];
           const body = predicate === null ? snap.lists[kind] : joinEntries(entries.filter((e) => predicate(e.value)));
           // Pre-serialised bytes: the response schema documents their shape, and Fastify
           // passes Buffers through without serialising them again.
-          return reply.type('application/json; charset=utf-8').send(body as never);
+          void reply.type(JSON_TYPE).send(body as never);
         },
       );
 
@@ -148,15 +151,15 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
             response: { 200: item, ...notModifiedDoc },
           },
         },
-        async (request, reply) => {
+        (request, reply) => {
           const snap = catalog.snapshot;
           const body = snap.bySlug[kind].get(request.params.slug);
           if (body === undefined) {
             refuseOverLimit(request);
             throw new AppError('NOT_FOUND', `no ${noun} with slug ${request.params.slug}`);
           }
-          if (notModified(request, reply, snap.etag)) return reply;
-          return reply.type('application/json; charset=utf-8').send(body);
+          if (notModified(request, reply, snap.etag)) return;
+          void reply.type(JSON_TYPE).send(body);
         },
       );
     }

@@ -6,7 +6,7 @@
 //   config: { auth: 'optional' }                         anonymous allowed; a bad token is not
 //   config: { auth: 'custom' }                           the handler calls authenticate()
 // A successful authentication counts as a use (last_used_at, batched).
-import type { FastifyReply, FastifyRequest, onRequestAsyncHookHandler, onRequestHookHandler } from 'fastify';
+import type { FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { App } from './types.js';
 import { AppError } from '../errors.js';
 import type { TokenRecord } from '../storage/types.js';
@@ -50,10 +50,20 @@ export interface Auth {
    * `required` null: anonymous allowed; [] any valid token. Throws the 401/403/429 problem.
    */
   authenticate(request: FastifyRequest, required: readonly string[] | null): Promise<void>;
-  require(...scopes: string[]): onRequestAsyncHookHandler;
-  optional(): onRequestAsyncHookHandler;
-  /** Refuses a credential passed in the query string (installed on every route). */
-  refuseQueryTokens: onRequestAsyncHookHandler;
+  /** The onRequest hook of a route that needs `required` (null: anonymous allowed). */
+  hook(required: readonly string[] | null): onRequestHookHandler;
+}
+
+/** The refusal of a credential passed in the query string (checked on every request), or null. */
+export function queryCredentialProblem(query: unknown): AppError | null {
+  if (query === undefined || query === null) return null;
+  const found = Object.keys(query).find((k) => QUERY_CREDENTIALS.has(k.toLowerCase()));
+  if (found === undefined) return null;
+  return new AppError(
+    'TOKEN_IN_QUERY',
+    `credentials are not accepted in the query string (${found}); use the Authorization header`,
+    { headers: { 'www-authenticate': bearerChallenge({ error: 'invalid_request' }) } },
+  );
 }
 
 export interface AuthOptions {
@@ -132,24 +142,11 @@ export function createAuth(options: AuthOptions): Auth {
 
   return {
     authenticate,
-    require:
-      (...scopes) =>
-      async (request) =>
-        authenticate(request, scopes),
-    optional: () => async (request) => authenticate(request, null),
-    refuseQueryTokens: async (request: FastifyRequest, _reply: FastifyReply) => {
-      const query = request.query as Record<string, unknown> | undefined;
-      if (query === undefined || query === null) return;
-      const found = Object.keys(query).find((k) => QUERY_CREDENTIALS.has(k.toLowerCase()));
-      if (found !== undefined) {
-        throw new AppError(
-          'TOKEN_IN_QUERY',
-          `credentials are not accepted in the query string (${found}); use the Authorization header`,
-          {
-            headers: { 'www-authenticate': bearerChallenge({ error: 'invalid_request' }) },
-          },
-        );
-      }
+    // A callback hook: an anonymous request where anonymous may come (every catalog read
+    // by default) has nothing to look up and nothing to wait for.
+    hook: (required) => (request, _reply, done) => {
+      if (required === null && request.headers.authorization === undefined) return done();
+      authenticate(request, required).then(() => done(), done);
     },
   };
 }
@@ -159,7 +156,7 @@ export function installRouteAuth(app: App, auth: Auth): void {
   app.addHook('onRoute', (route) => {
     const need = route.config?.auth;
     if (need === undefined || need === 'custom') return;
-    const hook = (need === 'optional' ? auth.optional() : auth.require(...need.scopes)) as onRequestHookHandler;
+    const hook = auth.hook(need === 'optional' ? null : need.scopes);
     const existing =
       route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
     route.onRequest = [...existing, hook];

@@ -5,11 +5,12 @@
 // (500, details only in the log).
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
 import type { App } from './types.js';
 import { AppError, ERRORS, toProblem, type ErrorCode, type FieldError } from '../errors.js';
 import { StorageUnavailableError } from '../storage/types.js';
 import { ROUTED_METHODS } from './methods.js';
+import { SECURITY_HEADERS } from './security.js';
 
 const PROBLEM_CONTENT_TYPE = 'application/problem+json; charset=utf-8';
 export const RETRY_AFTER_SECONDS = 5;
@@ -21,8 +22,10 @@ const NAMED_PARAMETERS = 5;
 
 function sendProblem(request: FastifyRequest, reply: FastifyReply, err: AppError): FastifyReply {
   for (const [name, value] of Object.entries(err.extras.headers ?? {})) reply.header(name, value);
-  // Also set by the app's first onRequest hook, but a problem may be answered before it ran.
+  // Also set by the app's first onRequest hook, but a problem may be answered before it ran
+  // (a URL the router cannot read).
   reply.header('x-request-id', request.id);
+  if (!reply.hasHeader('x-content-type-options')) reply.headers(SECURITY_HEADERS);
   // The instance is the path as it arrived (toProblem redacts it, percent-encoded or not).
   return reply
     .code(err.status)
@@ -154,7 +157,7 @@ export interface ProblemOptions {
   onStorageError?: () => void;
 }
 
-/** Installs the error and not-found handlers on the root instance. */
+/** Installs the error handler on the root instance. */
 export function installProblemHandlers(app: App, options: ProblemOptions): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const problem = classify(error, options.bodyLimit);
@@ -166,8 +169,14 @@ export function installProblemHandlers(app: App, options: ProblemOptions): void 
     }
     return sendProblem(request, reply, problem);
   });
+}
 
-  app.setNotFoundHandler((request, reply) => {
+/**
+ * The answer to a path no route has (404), or a method it does not take (405 + Allow).
+ * `preHandler`: what must still run first (the rate limiter: unknown paths count too).
+ */
+export function installNotFoundHandler(app: App, preHandler?: preHandlerHookHandler): void {
+  app.setNotFoundHandler(preHandler === undefined ? {} : { preHandler }, (request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
     const allowed = ALLOW_CANDIDATES.filter(
       (m) => m !== request.method && app.findRoute({ method: m, url: path }) !== null,

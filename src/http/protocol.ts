@@ -1,6 +1,6 @@
 // HTTP/1.1 rules Node leaves to the application, or enforces with a bare answer of its
-// own (no body, no request id, no log line), checked first on every request so that they
-// are answered as problems like everything else:
+// own (no body, no request id, no log line), checked first on every request (by the app's
+// first hook, src/app.ts) so that they are answered as problems like everything else:
 // - Host (RFC 9112 section 3.2): an HTTP/1.1 request without one, or with more than one,
 //   is a 400. Node answers a missing Host itself unless `requireHostHeader` is off
 //   (app.ts turns it off so the check lands here), and keeps the first of several.
@@ -16,7 +16,7 @@ import type { App } from './types.js';
 /** Different query parameter names a request may use (a repeated name counts once). */
 const MAX_QUERY_NAMES = 100;
 
-function queryProblem(query: unknown): AppError | null {
+export function queryProblem(query: unknown): AppError | null {
   let names = 0;
   for (const _ in query as object) {
     if (++names > MAX_QUERY_NAMES)
@@ -30,7 +30,7 @@ function isHttp11(req: IncomingMessage): boolean {
 }
 
 /** The problem with the request's framing headers, or null. */
-function protocolProblem(req: IncomingMessage): AppError | null {
+export function protocolProblem(req: IncomingMessage): AppError | null {
   if (isHttp11(req)) {
     if (req.headers.host === undefined) return new AppError('BAD_REQUEST', 'an HTTP/1.1 request needs a Host header');
     if (repeatedHeader(req.rawHeaders, 'host')) {
@@ -44,7 +44,8 @@ function protocolProblem(req: IncomingMessage): AppError | null {
   return null;
 }
 
-export function installProtocolChecks(app: App): void {
+/** Routes the expectations Node would answer itself to the app (see the top of this file). */
+export function installExpectationHandling(app: App): void {
   // Hand unmet expectations to the router, where the hook below answers them; and
   // promise to read a body (100 Continue, what Node does unasked) only to a request that
   // passes (`Expect: 100-continue, foo` reaches Node as a 100-continue).
@@ -52,10 +53,5 @@ export function installProtocolChecks(app: App): void {
   app.server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     if (protocolProblem(req) === null) res.writeContinue();
     app.server.emit('request', req, res);
-  });
-  // A callback hook, not an async one: it runs on every request, and finds nothing wrong
-  // with almost all of them.
-  app.addHook('onRequest', (request, _reply, done) => {
-    done(protocolProblem(request.raw) ?? queryProblem(request.query) ?? undefined);
   });
 }

@@ -10,12 +10,15 @@
 // before any other answer; if it does not, onSend refuses anyway).
 // A route opts out with `config: { rateLimit: false }`, the one exemption mechanism:
 // operational routes (health, metrics, docs, console) and the forward-auth check (a
-// gateway's per-request call; limit at the gateway) do.
+// gateway's per-request call; limit at the gateway) do. The limiter is attached to each
+// route as it is declared (its config read once, not per request) and to the not-found
+// handler (an unknown path costs a unit like any other request), as Fastify's own
+// rate-limit plugin does; the 304 and over-limit bookkeeping only to `revalidates` routes.
 //
 // Not @fastify/rate-limit: its headers are the x-ratelimit-* or draft-03 ratelimit-limit/
 // -remaining/-reset fields, not these structured fields with a policy name, and it has no
 // way to give a 304's unit back or to let an over-limit revalidation through.
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import { AppError } from '../errors.js';
 import type { App } from './types.js';
@@ -37,6 +40,10 @@ export interface RateLimitOptions {
 }
 
 declare module 'fastify' {
+  interface FastifyRequest {
+    /** What the rate limiter took for this request; null when it did not count it. */
+    rateLimit: Taken | null;
+  }
   interface FastifyContextConfig {
     /** false: this route is not rate limited. */
     rateLimit?: boolean;
@@ -73,19 +80,21 @@ interface Taken {
   held: AppError | null;
 }
 
-const taken = new WeakMap<FastifyRequest, Taken>();
-
 /**
  * For routes that declare `revalidates`: when the request came in over the rate limit,
  * throws the 429 it was spared for being a revalidation. Call it once the answer is known
  * not to be a 304, before any other answer (or header) is made.
  */
 export function refuseOverLimit(request: FastifyRequest): void {
-  const held = taken.get(request)?.held;
+  const held = request.rateLimit?.held;
   if (held) throw held;
 }
 
-export function installRateLimit(app: App, options: RateLimitOptions): void {
+/**
+ * Installs the limiter on every route declared from now on (see the top of this file) and
+ * returns it for the not-found handler.
+ */
+export function installRateLimit(app: App, options: RateLimitOptions): preHandlerHookHandler {
   const { quotas, windowS } = options;
   const windows = new LRUCache<string, Window>({ max: options.maxKeys ?? 100_000 });
   // The policy field is fixed per policy: built once here, not on every request.
@@ -93,13 +102,14 @@ export function installRateLimit(app: App, options: RateLimitOptions): void {
     token: policyField('token', quotas.token, windowS),
     anonymous: policyField('anonymous', quotas.anonymous, windowS),
   };
+  app.decorateRequest('rateLimit', null);
 
-  app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (request.routeOptions.config?.rateLimit === false) return;
+  /** The 429 for this request, or null when it is within its budget (a unit is then taken). */
+  function take(request: FastifyRequest, reply: FastifyReply, revalidates: boolean): AppError | null {
     const [policy, key]: [RateLimitPolicy, string] =
       request.token !== null ? ['token', `t:${request.token.id}`] : ['anonymous', `a:${request.ip}`];
     const quota = quotas[policy];
-    if (quota === 0) return;
+    if (quota === 0) return null;
     const now = Date.now();
     let window = windows.get(key);
     if (window === undefined || now >= window.resetAt) {
@@ -113,36 +123,56 @@ export function installRateLimit(app: App, options: RateLimitOptions): void {
     reply.header('ratelimit-policy', policyFields[policy]);
     reply.header('ratelimit', stateField(policy, remaining, resetS));
     if (allowed) {
-      taken.set(request, { key, policy, remaining, resetS, held: null });
-      return;
+      request.rateLimit = { key, policy, remaining, resetS, held: null };
+      return null;
     }
     const detail = `rate limit of ${quota} requests per ${windowS} s reached; retry after ${resetS} s`;
     const refusal = new AppError('RATE_LIMITED', detail, { headers: { 'retry-after': String(resetS) } });
     const revalidation =
-      request.routeOptions.config?.revalidates === true &&
+      revalidates &&
       (request.method === 'GET' || request.method === 'HEAD') &&
       request.headers['if-none-match'] !== undefined;
-    if (!revalidation) throw refusal;
-    taken.set(request, { key, policy, remaining, resetS, held: refusal });
-  });
+    if (!revalidation) return refusal;
+    request.rateLimit = { key, policy, remaining, resetS, held: refusal };
+    return null;
+  }
 
-  app.addHook('onSend', async (request, reply, payload) => {
-    const took = taken.get(request);
-    if (took === undefined) return payload;
+  // Callback hooks: nothing here awaits, and these run on every counted request.
+  const limit =
+    (revalidates: boolean): preHandlerHookHandler =>
+    (request, reply, done) =>
+      done(take(request, reply, revalidates) ?? undefined);
+
+  const settle: onSendHookHandler = (request, reply, payload, done) => {
+    const took = request.rateLimit;
+    if (took === null) return done(null, payload);
     if (took.held !== null) {
       if (reply.statusCode !== 304 && reply.statusCode !== 429) {
         // The route answered something else over the limit without refusing: fail closed.
-        // (Thrown from onSend, the error goes to the problem handler; this hook sees its 429.)
+        // (Passed from onSend, the error goes to the problem handler; this hook sees its 429.)
         const refusal = took.held;
         took.held = null;
         reply.removeHeader('etag').removeHeader('cache-control').removeHeader('last-modified');
-        throw refusal;
+        return done(refusal);
       }
     } else if (reply.statusCode === 304) {
       const window = windows.get(took.key);
       if (window !== undefined && window.used > 0) window.used -= 1;
       reply.header('ratelimit', stateField(took.policy, took.remaining + 1, took.resetS));
     }
-    return payload;
+    done(null, payload);
+  };
+
+  app.addHook('onRoute', (route) => {
+    if (route.config?.rateLimit === false) return;
+    const revalidates = route.config?.revalidates === true;
+    route.preHandler = [...hooks(route.preHandler), limit(revalidates)];
+    if (revalidates) route.onSend = [...hooks(route.onSend), settle];
   });
+  return limit(false);
+}
+
+/** A route's hooks of one kind as a list (Fastify takes one, a list, or none). */
+function hooks<T>(declared: T | T[] | undefined): T[] {
+  return declared === undefined ? [] : Array.isArray(declared) ? declared : [declared];
 }

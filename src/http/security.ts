@@ -7,26 +7,19 @@ import type { App } from './types.js';
 
 const API_CSP = "default-src 'none'; frame-ancestors 'none'";
 
-const SECURITY_HEADERS: Record<string, string> = {
+/**
+ * Every answer's security headers, set by the app's first hook (src/app.ts) before
+ * anything can answer, so errors carry them too. The /docs and console pages set their
+ * own Content-Security-Policy afterwards, which replaces this one.
+ */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'referrer-policy': 'no-referrer',
   'cross-origin-resource-policy': 'same-origin',
   'strict-transport-security': 'max-age=31536000; includeSubDomains',
+  'content-security-policy': API_CSP,
 };
-
-// As [name, value] lists once, not per response: this hook runs on every answer.
-const PAGE_HEADERS = Object.entries(SECURITY_HEADERS);
-const ALL_HEADERS = [...PAGE_HEADERS, ['content-security-policy', API_CSP] as const];
-
-export function installSecurityHeaders(app: App): void {
-  app.addHook('onSend', async (_request, reply, payload) => {
-    // The /docs and console pages set their own policy (and may set others): theirs stay.
-    const headers = reply.hasHeader('content-security-policy') ? PAGE_HEADERS : ALL_HEADERS;
-    for (const [name, value] of headers) if (!reply.hasHeader(name)) reply.header(name, value);
-    return payload;
-  });
-}
 
 export function installCors(app: App, origins: readonly string[]): void {
   if (origins.length === 0) return;
