@@ -151,16 +151,18 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
     api.addHook('onRequest', noStore);
     // Fastify never reads a GET or HEAD body (Traefik's forwardBody sends one with GET):
     // read it here under the same limit, or Node would drain it after the answer.
-    api.addHook('preValidation', async (request, reply) => {
-      if (request.method !== 'GET' && request.method !== 'HEAD') return;
+    // A callback hook: almost every check has no body, and then nothing waits.
+    api.addHook('preValidation', (request, reply, done) => {
       const length = request.headers['content-length'];
-      if (request.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return;
-      try {
-        await discardBody(request.raw, length, bodyLimit);
-      } catch (err) {
-        reply.header('connection', 'close');
-        throw err;
-      }
+      const bodiless = request.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
+      if ((request.method !== 'GET' && request.method !== 'HEAD') || bodiless) return done();
+      discardBody(request.raw, length, bodyLimit).then(
+        () => done(),
+        (err: Error) => {
+          reply.header('connection', 'close');
+          done(err);
+        },
+      );
     });
 
     const check = async (request: FastifyRequest<{ Querystring: Static<typeof CheckQuery> }>, reply: FastifyReply) => {

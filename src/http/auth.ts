@@ -10,7 +10,7 @@ import type { FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { App } from './types.js';
 import { AppError } from '../errors.js';
 import type { TokenRecord } from '../storage/types.js';
-import type { TokenService, VerifyFailure } from '../tokens/service.js';
+import type { TokenService, VerifyFailure, VerifyResult } from '../tokens/service.js';
 import { missingScopes } from '../tokens/scopes.js';
 import { addressKey, type FailureLimiter } from './failure-limiter.js';
 import { repeatedHeader } from './headers.js';
@@ -29,6 +29,9 @@ declare module 'fastify' {
 }
 
 const REALM = 'infracat';
+
+type VerifyFailureResult = { ok: false; reason: 'scheme' };
+const SCHEME_FAILURE: VerifyFailureResult = { ok: false, reason: 'scheme' };
 
 const FAILURE_TEXT: Record<VerifyFailure | 'scheme', string> = {
   format: 'the token is malformed',
@@ -87,7 +90,12 @@ export function createAuth(options: AuthOptions): Auth {
   const { service, limiter } = options;
   const now = options.now ?? Date.now;
 
-  async function authenticate(request: FastifyRequest, required: readonly string[] | null): Promise<void> {
+  /**
+   * The secret the request presents, or null for an anonymous request where anonymous is
+   * allowed (request.token is then null). Throws the 400/401 of a request that cannot be
+   * authenticated as sent; a wrong scheme comes back as a failed verification.
+   */
+  function presented(request: FastifyRequest, required: readonly string[] | null): string | VerifyFailureResult | null {
     request.token = null;
     const header = request.headers.authorization;
     // Node keeps the first of several Authorization headers and drops the rest: which
@@ -98,20 +106,24 @@ export function createAuth(options: AuthOptions): Auth {
       });
     }
     if (header === undefined || header === '') {
-      if (required === null) return;
+      if (required === null) return null;
       throw new AppError('UNAUTHORIZED', 'this endpoint needs a token: Authorization: Bearer <token>', {
         headers: { 'www-authenticate': bearerChallenge() },
       });
     }
-    const client = addressKey(request.ip);
     const match = /^Bearer +([^\s]+) *$/i.exec(header);
-    const result =
-      match === null
-        ? ({ ok: false, reason: 'scheme' } as const)
-        : await service.verify(match[1]!, limiter.gate(client, now));
+    return match === null ? SCHEME_FAILURE : match[1]!;
+  }
+
+  /** Sets request.token and counts the use, or throws the 401/403/429 the result calls for. */
+  function accept(
+    request: FastifyRequest,
+    result: VerifyResult | VerifyFailureResult,
+    required: readonly string[] | null,
+  ): void {
     if (!result.ok) {
       // Past the limit a failure is a 429 (back off); a valid token is still answered.
-      const wait = limiter.fail(client, now());
+      const wait = limiter.fail(addressKey(request.ip), now());
       if (wait > 0) {
         throw new AppError('RATE_LIMITED', 'too many failed authentications from this address; wait before retrying', {
           headers: { 'retry-after': String(wait) },
@@ -140,13 +152,40 @@ export function createAuth(options: AuthOptions): Auth {
     }
   }
 
+  /**
+   * Authenticates from memory when it can: done (true) for an anonymous request, a
+   * malformed secret or a cached token; false when the token takes a storage lookup.
+   */
+  function authenticateFromMemory(request: FastifyRequest, required: readonly string[] | null): boolean {
+    const secret = presented(request, required);
+    if (secret === null) return true;
+    const result = typeof secret === 'string' ? service.verifyFromMemory(secret) : secret;
+    if (result === undefined) return false;
+    accept(request, result, required);
+    return true;
+  }
+
+  /** The rest of an authentication that authenticateFromMemory() could not finish. */
+  async function authenticateFromStorage(request: FastifyRequest, required: readonly string[] | null): Promise<void> {
+    const secret = presented(request, required) as string;
+    accept(request, await service.verifyFromStorage(secret, limiter.gate(addressKey(request.ip), now)), required);
+  }
+
+  async function authenticate(request: FastifyRequest, required: readonly string[] | null): Promise<void> {
+    if (!authenticateFromMemory(request, required)) await authenticateFromStorage(request, required);
+  }
+
   return {
     authenticate,
-    // A callback hook: an anonymous request where anonymous may come (every catalog read
-    // by default) has nothing to look up and nothing to wait for.
+    // A callback hook: an anonymous request, or a token the cache holds (almost every
+    // authenticated request), has nothing to wait for; only a storage lookup is awaited.
     hook: (required) => (request, _reply, done) => {
-      if (required === null && request.headers.authorization === undefined) return done();
-      authenticate(request, required).then(() => done(), done);
+      try {
+        if (authenticateFromMemory(request, required)) return done();
+      } catch (err) {
+        return done(err as Error);
+      }
+      authenticateFromStorage(request, required).then(() => done(), done);
     },
   };
 }

@@ -2,8 +2,10 @@
 // and metrics (true only now). A plugin whose every answer is such adds this hook:
 //   plugin.addHook('onRequest', noStore)
 // Set before the handler runs, so the plugin's errors (401, 503, ...) carry it too.
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { onRequestHookHandler } from 'fastify';
 
-export async function noStore(_request: FastifyRequest, reply: FastifyReply): Promise<void> {
+// A callback hook: nothing to wait for (the forward-auth check runs it on every call).
+export const noStore: onRequestHookHandler = (_request, reply, done) => {
   reply.header('cache-control', 'no-store');
-}
+  done();
+};

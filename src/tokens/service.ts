@@ -189,32 +189,44 @@ export class TokenService {
    * errors propagate: verification fails closed.
    */
   async verify(secret: string, gate?: LookupGate): Promise<VerifyResult> {
-    let result: VerifyResult;
-    try {
-      result = await this.verifyUncounted(secret, gate);
-    } catch (err) {
-      this.verifications.error += 1;
-      throw err;
-    }
+    return this.verifyFromMemory(secret) ?? (await this.verifyFromStorage(secret, gate));
+  }
+
+  /**
+   * verify() when it needs no storage: a malformed secret, or a token the cache holds
+   * (fresh); undefined when it takes a lookup. Synchronous, for the request path.
+   */
+  verifyFromMemory(secret: string): VerifyResult | undefined {
+    const shape = checkSecret(secret, this.prefix);
+    if (!shape.ok) return this.counted({ ok: false, reason: shape.reason });
+    const token = this.options.cache.get(hashSecret(secret));
+    if (token === undefined) return undefined;
+    return this.counted(this.isExpired(token) ? { ok: false, reason: 'expired' } : { ok: true, token });
+  }
+
+  private counted(result: VerifyResult): VerifyResult {
     this.verifications[result.ok ? 'ok' : result.reason] += 1;
     return result;
   }
 
-  private async verifyUncounted(secret: string, gate?: LookupGate): Promise<VerifyResult> {
-    const shape = checkSecret(secret, this.prefix);
-    if (!shape.ok) return { ok: false, reason: shape.reason };
-    const hash = hashSecret(secret);
-    const now = this.now();
-    let token = this.options.cache.get(hash);
-    if (token === undefined) {
-      const { cache } = this.options;
-      // At the gate the load may wait its turn; it then finds in the cache what others learnt meanwhile.
-      token = (await (gate === undefined ? cache.load(hash) : gate(hash, () => cache.load(hash)))) ?? undefined;
-      if (token === undefined) return { ok: false, reason: 'unknown' };
+  /** The storage half of verify(), once verifyFromMemory() returned undefined for `secret`. */
+  async verifyFromStorage(secret: string, gate?: LookupGate): Promise<VerifyResult> {
+    try {
+      return this.counted(await this.lookUp(secret, gate));
+    } catch (err) {
+      this.verifications.error += 1;
+      throw err;
     }
-    // The clock is read again: a gated lookup may have waited its turn.
-    if (this.isExpired(token, gate === undefined ? now : this.now())) return { ok: false, reason: 'expired' };
-    return { ok: true, token };
+  }
+
+  private async lookUp(secret: string, gate?: LookupGate): Promise<VerifyResult> {
+    const hash = hashSecret(secret);
+    const { cache } = this.options;
+    // At the gate the load may wait its turn; it then finds in the cache what others learnt meanwhile.
+    const token = (await (gate === undefined ? cache.load(hash) : gate(hash, () => cache.load(hash)))) ?? undefined;
+    if (token === undefined) return { ok: false, reason: 'unknown' };
+    // The clock is read after the lookup: a gated one may have waited its turn.
+    return this.isExpired(token) ? { ok: false, reason: 'expired' } : { ok: true, token };
   }
 
   /** Counts a successful authentication towards last_used_at (written in batches). */
