@@ -23,6 +23,7 @@ import {
 } from './http/problem.js';
 import { installExpectationHandling, protocolProblem, queryProblem } from './http/protocol.js';
 import type { App } from './http/types.js';
+import { buildLazySerializer } from './http/serialization.js';
 import { validatorCompiler } from './http/validation.js';
 import { accessLog, requestIdFrom } from './logging.js';
 import type { Store } from './storage/types.js';
@@ -74,6 +75,7 @@ export function buildApp(deps: AppDeps): App {
     http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000, requireHostHeader: false },
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler,
+    schemaController: { compilersFactory: { buildSerializer: buildLazySerializer } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

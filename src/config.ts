@@ -207,8 +207,7 @@ export const SettingsSchema = Type.Object({
     'TOKEN_CACHE_MAX',
     Type.Integer({
       minimum: 1,
-      // lru-cache sets aside memory for `max` entries at start (about 16 bytes each): at
-      // 10 million that was 160 MB and 0.8 s before the first request. One per live token suffices.
+      // One entry per live token suffices; the bound keeps a flood of tokens from taking the memory.
       maximum: 1_000_000,
       default: 10000,
       description: 'Most tokens held in the verification cache (least recently used go first).',

@@ -22,6 +22,7 @@
 
 import { isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
+import { entries } from '../bounded.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { LookupGate } from '../tokens/service.js';
 
@@ -51,8 +52,8 @@ export class FailureLimiter {
     maxKeys = 100_000,
     maxUnknown = 10_000,
   ) {
-    this.windows = new LRUCache({ max: maxKeys });
-    this.unknown = new LRUCache({ max: maxUnknown });
+    this.windows = new LRUCache(entries(maxKeys));
+    this.unknown = new LRUCache(entries(maxUnknown));
   }
 
   /** Seconds to wait when `key` is over the limit, else 0. */

@@ -20,6 +20,7 @@
 // way to give a 304's unit back or to let an over-limit revalidation through.
 import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
 import { LRUCache } from 'lru-cache';
+import { entries } from '../bounded.js';
 import { AppError } from '../errors.js';
 import type { App } from './types.js';
 
@@ -96,7 +97,7 @@ export function refuseOverLimit(request: FastifyRequest): void {
  */
 export function installRateLimit(app: App, options: RateLimitOptions): preHandlerHookHandler {
   const { quotas, windowS } = options;
-  const windows = new LRUCache<string, Window>({ max: options.maxKeys ?? 100_000 });
+  const windows = new LRUCache<string, Window>(entries(options.maxKeys ?? 100_000));
   // The policy field is fixed per policy: built once here, not on every request.
   const policyFields: Record<RateLimitPolicy, string> = {
     token: policyField('token', quotas.token, windowS),

@@ -8,6 +8,7 @@
 // found tokens are kept: an unknown hash is not cached (a flood of made-up secrets must
 // not push real tokens out; the failure limiter remembers unknown hashes per window).
 import { LRUCache } from 'lru-cache';
+import { entries } from '../bounded.js';
 import type { TokenRecord } from '../storage/types.js';
 
 /** A storage error, told apart from lru-cache's rejection of an aborted load (see load()). */
@@ -29,7 +30,7 @@ export class VerificationCache {
     clock: () => number = () => performance.now(),
   ) {
     this.lru = new LRUCache<string, TokenRecord>({
-      max,
+      ...entries(max),
       // lru-cache reads ttl 0 as "never expires": with caching off nothing is served (get()
       // answers a miss, loads force a read), and entries kept meanwhile are never trusted.
       ttl: ttlMs,

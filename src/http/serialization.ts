@@ -1,0 +1,18 @@
+// Response serialisers (fast-json-stringify, Fastify's own default) compiled on a route's
+// first answer with a given status, not when Fastify asks at ready(): compiling every
+// route's response schemas was ~15% of the cold start (profiled in BENCHMARKS.md), for
+// routes and statuses a process may never serve. validation.ts does the same for Ajv.
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
+
+type SerializerFactory = ReturnType<typeof SerializerSelector>;
+
+const eager = SerializerSelector();
+
+/** Fastify's `schemaController.compilersFactory.buildSerializer`, compiling lazily. */
+export const buildLazySerializer: SerializerFactory = (externalSchemas, options) => {
+  const compile = eager(externalSchemas, options);
+  return (route) => {
+    let serialize: ((doc: unknown) => string) | undefined;
+    return (doc) => (serialize ??= compile(route))(doc);
+  };
+};
