@@ -53,6 +53,13 @@ export interface Auth {
    * `required` null: anonymous allowed; [] any valid token. Throws the 401/403/429 problem.
    */
   authenticate(request: FastifyRequest, required: readonly string[] | null): Promise<void>;
+  /**
+   * authenticate() when it needs no storage (anonymous, a malformed secret, a cached token):
+   * true when done, false when authenticateFromStorage() must finish it. Synchronous.
+   */
+  authenticateFromMemory(request: FastifyRequest, required: readonly string[] | null): boolean;
+  /** The rest of an authentication that authenticateFromMemory() could not finish. */
+  authenticateFromStorage(request: FastifyRequest, required: readonly string[] | null): Promise<void>;
   /** The onRequest hook of a route that needs `required` (null: anonymous allowed). */
   hook(required: readonly string[] | null): onRequestHookHandler;
 }
@@ -177,6 +184,8 @@ export function createAuth(options: AuthOptions): Auth {
 
   return {
     authenticate,
+    authenticateFromMemory,
+    authenticateFromStorage,
     // A callback hook: an anonymous request, or a token the cache holds (almost every
     // authenticated request), has nothing to wait for; only a storage lookup is awaited.
     hook: (required) => (request, _reply, done) => {
