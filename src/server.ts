@@ -47,6 +47,7 @@ export async function startServer(
     { url, storage: describeDatabase(config.database), startup_ms: Math.round(performance.now() - started) },
     'infracat listening',
   );
+
   return { app, url, close: () => app.close() };
 }
 
@@ -101,4 +102,7 @@ export async function serve(config: Config): Promise<void> {
     logger.info('shutdown complete');
     logger.flush();
   });
+  // Log lines are written in batches (src/logging.ts): whoever waits for "infracat
+  // listening" (an orchestrator, an operator) sees it now, once signals are handled.
+  logger.flush();
 }
