@@ -249,7 +249,8 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
           operationId: 'introspectApiToken',
           summary: 'RFC 7662 token introspection',
           description:
-            'Form-encoded (`token=...`) or JSON body. Anything but an active token gives exactly `{"active": false}`. ' +
+            'Form-encoded (`token=...`) or JSON body. ' +
+            'Anything but an active token gives exactly `{"active": false}`. ' +
             "A token of the operator account may introspect any token; any other only its own account's " +
             '(`{"active": false}` for the others). A suspended account\'s tokens are not active.',
           body: IntrospectBody,

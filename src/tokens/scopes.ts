@@ -65,7 +65,7 @@ export class ScopeRegistry {
     return this.infos.map((i) => i.scope);
   }
 
-  /** Every scope a token of an account may hold: all of them in the operator account, else all but the operator-only ones. */
+  /** Every scope a token of an account may hold: all in the operator account, else all but the operator-only ones. */
   namesFor(operatorAccount: boolean): string[] {
     return operatorAccount
       ? this.names()

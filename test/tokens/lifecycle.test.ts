@@ -184,7 +184,8 @@ for (const backend of backends()) {
       assert.equal((await current()).statusCode, 200);
       assert.equal((await current()).statusCode, 200);
       assert.equal(app.infracat.tokens.cache.hits, 0, 'nothing answered from memory');
-      assert.equal(await store.tokens.delete(OPERATOR_ACCOUNT_ID, victim.id), true); // as another instance would, behind this one's back
+      // As another instance would, behind this one's back.
+      assert.equal(await store.tokens.delete(OPERATOR_ACCOUNT_ID, victim.id), true);
       assert.equal((await current()).statusCode, 401);
     });
 
