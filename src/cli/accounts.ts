@@ -4,7 +4,6 @@
 import { createAccountService } from '../accounts/index.js';
 import { accountView } from '../accounts/views.js';
 import type { Account } from '../accounts/schemas.js';
-import type { AccountStatus } from '../storage/types.js';
 import { createTokenDomain } from '../tokens/index.js';
 import { UsageError, type Command } from './command.js';
 import { parseFlags } from './options.js';
@@ -78,9 +77,7 @@ export const accountsCommand: Command = {
       return withStore(values['database-url'], async (store, config) => {
         const service = createAccountService(store, createTokenDomain(config, store).cache);
         try {
-          const views = (
-            await service.list({ status: status as AccountStatus | undefined, externalId: values['external-id'] })
-          ).map(accountView);
+          const views = (await service.list({ status: status, externalId: values['external-id'] })).map(accountView);
           if (values.json === true) process.stdout.write(`${JSON.stringify(views, null, 2)}\n`);
           else if (views.length === 0) process.stdout.write('no accounts\n');
           else {

@@ -41,7 +41,7 @@ describe('infracat accounts', () => {
     }[];
     assert.deepEqual(
       theirs.map((x) => x.id),
-      [token.id, JSON.parse(all.stdout).id],
+      [token.id, (JSON.parse(all.stdout) as { id: string }).id],
     );
     const operators = JSON.parse((await cli(['tokens', 'list', '--json'], { env })).stdout) as { id: string }[];
     assert.ok(!operators.some((x) => x.id === token.id), 'the default is the operator account');
@@ -50,9 +50,11 @@ describe('infracat accounts', () => {
 
     const suspended = await cli(['accounts', 'suspend', id, '--json'], { env });
     assert.equal((JSON.parse(suspended.stdout) as { status: string }).status, 'suspended');
-    const listed = JSON.parse((await cli(['accounts', 'list', '--status', 'suspended', '--json'], { env })).stdout);
+    const listed = JSON.parse((await cli(['accounts', 'list', '--status', 'suspended', '--json'], { env })).stdout) as {
+      id: string;
+    }[];
     assert.deepEqual(
-      (listed as { id: string }[]).map((a) => a.id),
+      listed.map((a) => a.id),
       [id],
     );
     assert.match((await cli(['accounts', 'resume', id], { env })).stdout, /is active/);
