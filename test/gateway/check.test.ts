@@ -110,7 +110,7 @@ for (const backend of backends()) {
       return build(t, { store: db.open(), env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000', ...env } });
     }
 
-    it('allowed: 200 with X-Token-Id/Name/Scopes, counted as a use', async (t) => {
+    it('allowed: 200 with X-Token-Id/Name/Scopes and X-Account-Id, counted as a use', async (t) => {
       const { app } = await setup(t);
       const tok = await mintToken(app, ['apps:read'], 'déploiement bot');
       const res = await app.inject({
@@ -122,6 +122,7 @@ for (const backend of backends()) {
       assert.equal(res.headers['x-token-id'], tok.id);
       assert.equal(res.headers['x-token-name'], encodeURIComponent('déploiement bot'));
       assert.equal(res.headers['x-token-scopes'], 'apps:read');
+      assert.equal(res.headers['x-account-id'], OPERATOR_ACCOUNT_ID);
       assert.equal(res.headers['cache-control'], 'no-store');
       assert.notEqual(app.infracat.tokens.lastUsed.pending(tok.id), undefined);
       const plain = await mintToken(app, ['apps:read'], 'ci bot');
