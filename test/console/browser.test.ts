@@ -121,7 +121,7 @@ describe('web console in headless Chromium', () => {
       await signIn(page, base, admin.secret);
       await page.getByLabel('Name').fill('ci-deploy');
       // The picker comes from /api/v1/scopes: one box per scope, grouped by resource.
-      assert.equal(await page.locator('input[name="scope"]').count(), 10);
+      assert.equal(await page.locator('input[name="scope"]').count(), 12);
       await page.locator('#scope-images-read').check();
       await page.locator('#scope-plans-read').check();
       await page.getByLabel('Expires').selectOption('30');
