@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { OPERATOR_ACCOUNT_ID } from '../src/storage/migrations.js';
 
 interface LoadConfig {
   base: string;
@@ -78,8 +79,11 @@ async function main(): Promise<number> {
   });
   const server = await startServer(config, createLogger('warn'));
   const tokens = server.app.infracat.tokens.service;
-  const admin = (await tokens.create({ name: 'soak admin', scopes: ['api-tokens:write', 'apps:read'] }, null)).secret;
-  const reader = (await tokens.create({ name: 'soak reader', scopes: ['apps:read'] }, null)).secret;
+  const admin = (
+    await tokens.create({ name: 'soak admin', scopes: ['api-tokens:write', 'apps:read'] }, null, OPERATOR_ACCOUNT_ID)
+  ).secret;
+  const reader = (await tokens.create({ name: 'soak reader', scopes: ['apps:read'] }, null, OPERATOR_ACCOUNT_ID))
+    .secret;
   const base = server.url;
 
   const warmup = Math.max(2, Math.round(seconds / 10));

@@ -36,13 +36,16 @@ import { CatalogService } from './catalog/service.js';
 import { createAuth, installRouteAuth, queryCredentialProblem } from './http/auth.js';
 import { FailureLimiter } from './http/failure-limiter.js';
 import { consoleRoutes } from './console/routes.js';
+import { createAccountService } from './accounts/index.js';
+import { accountRoutes } from './accounts/routes.js';
+import type { AccountService } from './accounts/service.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** The domain objects behind the routes (for the server's bootstrap, and tests). */
-    infracat: { tokens: TokenDomain; catalog: CatalogService; purger: ExpiredTokenPurger };
+    infracat: { tokens: TokenDomain; accounts: AccountService; catalog: CatalogService; purger: ExpiredTokenPurger };
   }
 }
 
@@ -148,7 +151,8 @@ export function buildApp(deps: AppDeps): App {
       app.log.warn({ err }, 'purging expired tokens failed; will retry');
     },
   });
-  app.decorate('infracat', { tokens, catalog, purger });
+  const accounts = createAccountService(store, tokens.cache, deps.now);
+  app.decorate('infracat', { tokens, accounts, catalog, purger });
   const auth = createAuth({
     service: tokens.service,
     limiter: new FailureLimiter(config.authFailureLimit, config.authFailureWindowS * 1000),
@@ -197,6 +201,7 @@ export function buildApp(deps: AppDeps): App {
   registerOpenApi(app, { version: VERSION, bodyLimit: BODY_LIMIT_BYTES, tokenPrefix: config.tokenPrefix, rateLimit });
   healthRoutes(app, { store, timeoutMs: config.databaseTimeoutMs });
   tokenRoutes(app, { service: tokens.service });
+  accountRoutes(app, { accounts, tokens: tokens.service });
   gatewayRoutes(app, { service: tokens.service, auth, rules: config.authCheckRules, gateway: config.authCheckGateway });
   catalogRoutes(app, { catalog, access: config.catalogAccess, cacheControl: config.catalogCacheControl });
   if (config.console) consoleRoutes(app);

@@ -169,7 +169,7 @@ export const SettingsSchema = Type.Object({
       minimum: 1,
       maximum: 1_000_000,
       default: 1000,
-      description: 'Most live (unexpired) tokens; creating one more answers 409.',
+      description: 'Most live (unexpired) tokens per account; creating one more in that account answers 409.',
     }),
   ),
   tokenMaxLifetimeDays: setting(

@@ -19,6 +19,7 @@ export const ERRORS = {
   REQUEST_TIMEOUT: { status: 408, title: 'Request timeout' },
   CONFLICT: { status: 409, title: 'Conflict' },
   TOKEN_LIMIT_REACHED: { status: 409, title: 'Token limit reached' },
+  OPERATOR_ACCOUNT: { status: 409, title: 'The operator account cannot be suspended or deleted' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   EXPECTATION_FAILED: { status: 417, title: 'Expectation failed' },

@@ -10,6 +10,7 @@ import { trustProxyWarning } from './http/trust-proxy.js';
 import { describeDatabase } from './storage/database-url.js';
 import { createLogger } from './logging.js';
 import { openStore } from './storage/index.js';
+import { OPERATOR_ACCOUNT_ID } from './storage/migrations.js';
 
 export interface RunningServer {
   app: App;
@@ -62,7 +63,7 @@ async function bootstrapAdminToken(app: App, logger: Logger, mint: boolean): Pro
   const service = app.infracat.tokens.service;
   const issued = await service.bootstrapAdmin(mint);
   if (issued === null) {
-    if ((await service.list()).length === 0) {
+    if ((await service.list(OPERATOR_ACCOUNT_ID)).length === 0) {
       logger.warn(
         'no live API token exists and this start mints none ' +
           '(the bootstrap admin token is minted only on the first start of a database, ' +

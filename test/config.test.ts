@@ -236,7 +236,7 @@ describe('configuration', () => {
         lastUsedFlushMs: 1000,
         authFailureLimit: 20,
         authFailureWindowS: 60,
-        scopeResources: ['api-tokens', 'apps', 'images', 'plans', 'regions'],
+        scopeResources: ['api-tokens', 'apps', 'images', 'plans', 'regions', 'accounts'],
         bootstrapAdminToken: true,
         catalogAccess: 'public',
         catalogRefreshMs: 5000,

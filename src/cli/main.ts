@@ -8,10 +8,18 @@ import { UsageError, type Command } from './command.js';
 import { migrateCommand } from './migrate.js';
 import { FLAGS, flagName, serveCommand } from './serve.js';
 import { tokensCommand } from './tokens.js';
+import { accountsCommand } from './accounts.js';
 import { catalogCommand } from './catalog.js';
 import { backupCommand } from './backup.js';
 
-const COMMANDS: readonly Command[] = [serveCommand, migrateCommand, tokensCommand, catalogCommand, backupCommand];
+const COMMANDS: readonly Command[] = [
+  serveCommand,
+  migrateCommand,
+  tokensCommand,
+  accountsCommand,
+  catalogCommand,
+  backupCommand,
+];
 
 const mainHelp = `Usage: infracat <command> [options]
 

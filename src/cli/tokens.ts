@@ -1,6 +1,7 @@
 // `infracat tokens create|list|delete`: the operator's path, straight to the configured
-// store (no HTTP, no token needed). Running instances see a delete within
-// TOKEN_CACHE_TTL_MS.
+// store (no HTTP, no token needed), in one account: --account ID, the operator account
+// by default. Running instances see a delete within TOKEN_CACHE_TTL_MS.
+import { OPERATOR_ACCOUNT_ID } from '../accounts/ids.js';
 import { AppError } from '../errors.js';
 import { createTokenDomain } from '../tokens/index.js';
 import { createdView, tokenView } from '../tokens/views.js';
@@ -16,27 +17,31 @@ Manage API tokens directly in the configured store (DATABASE_URL or --database-u
   infracat tokens create --name NAME --all-scopes [--expires-at RFC3339] [--json]
       Creates a token and prints it; the secret is shown this once. --json prints the
       same JSON as POST /api/v1/api-tokens. --all-scopes grants every scope of the
-      registry: the way back in when the admin token is lost.
+      registry (in another account than the operator's, every scope but accounts:*):
+      the way back in when the admin token is lost, and the way an upgraded database's
+      operator gets a token with accounts:read and accounts:write.
   infracat tokens list [--json]
       Lists live tokens (never their secrets). --json prints GET /api/v1/api-tokens.
-  infracat tokens delete ID
+  infracat tokens delete ID [--json]
       Deletes a token. Other running instances refuse it within TOKEN_CACHE_TTL_MS.
 
 Options:
+  --account ID          the account to act in (default: the operator account,
+                        ${OPERATOR_ACCOUNT_ID})
   --database-url URL    DATABASE_URL
   -h, --help            show this help
 `;
 
-function fail(err: unknown): number {
+export function fail(err: unknown, command = 'tokens'): number {
   if (!(err instanceof AppError)) throw err;
-  process.stderr.write(`infracat tokens: ${err.message}\n`);
+  process.stderr.write(`infracat ${command}: ${err.message}\n`);
   for (const e of err.extras.errors ?? []) process.stderr.write(`  ${e.pointer.replace(/^\//, '')}: ${e.detail}\n`);
   const valid = err.extras.members?.valid_scopes;
   if (Array.isArray(valid)) process.stderr.write(`  valid scopes: ${valid.join(', ')}\n`);
   return 1;
 }
 
-function table(rows: string[][]): string {
+export function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   return (
     rows
@@ -48,6 +53,10 @@ function table(rows: string[][]): string {
       )
       .join('\n') + '\n'
   );
+}
+
+function noAccount(id: string): AppError {
+  return new AppError('NOT_FOUND', `no account with id ${id} (see infracat accounts list)`);
 }
 
 export const tokensCommand: Command = {
@@ -63,6 +72,7 @@ export const tokensCommand: Command = {
         'all-scopes': { type: 'boolean' },
         'expires-at': { type: 'string' },
         json: { type: 'boolean' },
+        account: { type: 'string' },
         'database-url': { type: 'string' },
       });
       const all = values['all-scopes'] === true;
@@ -75,11 +85,13 @@ export const tokensCommand: Command = {
         .filter((s) => s !== '');
       return withStore(values['database-url'], async (store, config) => {
         const { service } = createTokenDomain(config, store);
-        const scopes = all ? service.registry.names() : requested;
+        const account = values.account ?? OPERATOR_ACCOUNT_ID;
+        const scopes = all ? service.registry.namesFor(account === OPERATOR_ACCOUNT_ID) : requested;
         try {
           const issued = await service.create(
             { name: values.name!, scopes, expires_at: values['expires-at'] ?? null },
             null,
+            account,
           );
           const view = createdView(issued);
           if (values.json === true) process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
@@ -95,9 +107,16 @@ export const tokensCommand: Command = {
       });
     }
     if (sub === 'list') {
-      const { values } = parseFlags(rest, { json: { type: 'boolean' }, 'database-url': { type: 'string' } });
+      const { values } = parseFlags(rest, {
+        json: { type: 'boolean' },
+        account: { type: 'string' },
+        'database-url': { type: 'string' },
+      });
       return withStore(values['database-url'], async (store, config) => {
-        const views = (await createTokenDomain(config, store).service.list()).map(tokenView);
+        const account = values.account ?? OPERATOR_ACCOUNT_ID;
+        // An unknown account is an error, not an empty list (a typo must not look like "no tokens").
+        if ((await store.accounts.get(account)) === null) return fail(noAccount(account));
+        const views = (await createTokenDomain(config, store).service.list(account)).map(tokenView);
         if (values.json === true) process.stdout.write(`${JSON.stringify(views, null, 2)}\n`);
         else if (views.length === 0) process.stdout.write('no tokens\n');
         else {
@@ -117,15 +136,22 @@ export const tokensCommand: Command = {
       });
     }
     if (sub === 'delete') {
-      const { values, positionals } = parseFlags(rest, { 'database-url': { type: 'string' } }, true);
+      const { values, positionals } = parseFlags(
+        rest,
+        { json: { type: 'boolean' }, account: { type: 'string' }, 'database-url': { type: 'string' } },
+        true,
+      );
       if (positionals.length !== 1) throw new UsageError('delete needs exactly one token id');
       const id = positionals[0]!;
       return withStore(values['database-url'], async (store, config) => {
-        if (await createTokenDomain(config, store).service.delete(id, null)) {
-          process.stdout.write(`deleted ${id}\n`);
+        const account = values.account ?? OPERATOR_ACCOUNT_ID;
+        if ((await store.accounts.get(account)) === null) return fail(noAccount(account));
+        if (await createTokenDomain(config, store).service.delete(account, id, null)) {
+          if (values.json === true) process.stdout.write(`${JSON.stringify({ deleted: id, account_id: account })}\n`);
+          else process.stdout.write(`deleted ${id}\n`);
           return 0;
         }
-        process.stderr.write(`infracat tokens: no token with id ${id}\n`);
+        process.stderr.write(`infracat tokens: no token with id ${id} in account ${account}\n`);
         return 1;
       });
     }

@@ -9,12 +9,15 @@
 //   Traefik's X-Forwarded-Method/-Uri, or Envoy's `/api/v1/auth/check/<original path>`
 //   with the original method (there the query is the client's, so `scope` is not read).
 //   Anything ambiguous is a 400, never a guess.
-// - Introspection (RFC 7662): POST /api/v1/api-tokens/introspect.
+// - Introspection (RFC 7662): POST /api/v1/api-tokens/introspect. A token of the operator
+//   account may introspect any token; any other only its own account's ("active": false
+//   for the rest, exactly as for an unknown token).
 //
 // Every answer is no-store. A check that cannot reach storage fails closed (503).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
+import { isOperatorAccount } from '../accounts/ids.js';
 import { AppError } from '../errors.js';
 import { bearerChallenge, type Auth } from '../http/auth.js';
 import { readTextBody } from '../http/body-encoding.js';
@@ -64,6 +67,7 @@ const CheckAllowed = Type.Object({
   id: Type.String(),
   name: Type.String(),
   scopes: Type.Array(Type.String()),
+  account_id: Type.String(),
 });
 
 const IntrospectBody = Type.Object(
@@ -81,6 +85,7 @@ const IntrospectResponse = Type.Object({
   name: Type.Optional(Type.String()),
   iat: Type.Optional(Type.Integer()),
   exp: Type.Optional(Type.Integer()),
+  account_id: Type.Optional(Type.String({ description: 'The account the token belongs to' })),
 });
 
 /** Header-safe token name: printable ASCII as is, anything else percent-encoded (UTF-8). */
@@ -93,8 +98,9 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
     reply
       .header('x-token-id', token.id)
       .header('x-token-name', headerSafe(token.name))
-      .header('x-token-scopes', token.scopes.join(' '));
-    return { id: token.id, name: token.name, scopes: token.scopes };
+      .header('x-token-scopes', token.scopes.join(' '))
+      .header('x-account-id', token.accountId);
+    return { id: token.id, name: token.name, scopes: token.scopes, account_id: token.accountId };
   }
 
   /** Scopes named by `scope` parameters (each may hold several, space-separated). */
@@ -188,7 +194,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
         description:
           'Required scopes: the `scope` parameters, else the rule table applied to ' +
           'X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). ' +
-          'Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes. ' +
+          'Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. ' +
           'Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.',
         querystring: CheckQuery,
         response: { 200: CheckAllowed },
@@ -246,7 +252,10 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
           operationId: 'introspectApiToken',
           summary: 'RFC 7662 token introspection',
           description:
-            'Form-encoded (`token=...`) or JSON body. Anything but an active token gives exactly `{"active": false}`.',
+            'Form-encoded (`token=...`) or JSON body. ' +
+            'Anything but an active token gives exactly `{"active": false}`. ' +
+            "A token of the operator account may introspect any token; any other only its own account's " +
+            '(`{"active": false}` for the others). A suspended account\'s tokens are not active.',
           body: IntrospectBody,
           response: { 200: IntrospectResponse },
         },
@@ -255,6 +264,9 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
         const result = await service.verify(request.body.token);
         if (!result.ok) return { active: false };
         const t = result.token;
+        const caller = request.token!;
+        // Another account's token is answered exactly as an unknown one, and not counted as a use.
+        if (!isOperatorAccount(caller.accountId) && t.accountId !== caller.accountId) return { active: false };
         // The holder presented it to a resource server: that is a use.
         service.recordUse(t);
         return {
@@ -264,6 +276,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
           name: t.name,
           iat: Math.floor(t.createdAt / 1000),
           ...(t.expiresAt !== null ? { exp: Math.floor(t.expiresAt / 1000) } : {}),
+          account_id: t.accountId,
         };
       },
     );

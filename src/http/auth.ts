@@ -38,6 +38,7 @@ const FAILURE_TEXT: Record<VerifyFailure | 'scheme', string> = {
   checksum: 'the token is malformed (checksum mismatch)',
   unknown: 'the token is not valid (unknown or deleted)',
   expired: 'the token has expired',
+  suspended: "the token's account is suspended",
   scheme: 'use the Authorization header with the Bearer scheme',
 };
 

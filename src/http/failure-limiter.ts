@@ -23,7 +23,7 @@
 import { isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import { entries } from '../bounded.js';
-import type { TokenRecord } from '../storage/types.js';
+import type { TokenWithAccount } from '../storage/types.js';
 import type { LookupGate } from '../tokens/service.js';
 
 interface Window {
@@ -80,7 +80,7 @@ export class FailureLimiter {
 
   /** The gate for the lookups of `key` (one client address). */
   gate(key: string, now: () => number): LookupGate {
-    return async (hash: string, read: () => Promise<TokenRecord | null>): Promise<TokenRecord | null> => {
+    return async (hash: string, read: () => Promise<TokenWithAccount | null>): Promise<TokenWithAccount | null> => {
       if (this.knownUnknown(hash, now())) return null;
       await this.acquire(key, now);
       try {

@@ -4,6 +4,10 @@
 // read as UTF-8 exactly or refused (body-encoding.ts), and so are strings that JSON
 // escapes can make but Unicode cannot hold (a lone surrogate, "\ud800"): stored, they
 // would come back as U+FFFD.
+//
+// The same parser reads application/merge-patch+json (RFC 7396) where a route accepts
+// it (PATCH /api/v1/accounts/{id}: installMergePatchParser), with the same strictness.
+import type { FastifyRequest } from 'fastify';
 import sjson from 'secure-json-parse';
 import { AppError } from '../errors.js';
 import { readTextBody } from './body-encoding.js';
@@ -28,54 +32,71 @@ function hasLoneSurrogate(parsed: unknown): boolean {
   return false;
 }
 
+type Done = (err: Error | null, body?: unknown) => void;
+
+/** Parses a JSON body (bytes) exactly as described above, or answers the problem. */
+function parseJsonBody(request: FastifyRequest, body: Buffer, done: Done): void {
+  let text: string;
+  try {
+    text = readTextBody(request, body, 'MALFORMED_JSON');
+  } catch (err) {
+    done(err as AppError, undefined);
+    return;
+  }
+  if (text.trim() === '') {
+    done(new AppError('MALFORMED_JSON', 'the body is empty but Content-Type says JSON'), undefined);
+    return;
+  }
+  // The decoder dropped one byte order mark; secure-json-parse would silently drop another.
+  if (text.charCodeAt(0) === 0xfeff) {
+    done(
+      new AppError('MALFORMED_JSON', 'the body is not valid JSON: it starts with a second byte order mark'),
+      undefined,
+    );
+    return;
+  }
+  let parsed: unknown;
+  try {
+    parsed = sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch (err) {
+    const message = (err as Error).message;
+    if (/forbidden prototype property/i.test(message)) {
+      done(
+        new AppError('BAD_REQUEST', 'the body contains a forbidden property (__proto__ or constructor.prototype)'),
+        undefined,
+      );
+    } else {
+      // V8's messages quote at most a short excerpt and give a position: useful, not sensitive.
+      done(new AppError('MALFORMED_JSON', `the body is not valid JSON: ${message.slice(0, 160)}`), undefined);
+    }
+    return;
+  }
+  if (hasLoneSurrogate(parsed)) {
+    done(
+      new AppError(
+        'MALFORMED_JSON',
+        'the body holds a \\u escape of a lone surrogate (U+D800 to U+DFFF), which is not a character',
+      ),
+      undefined,
+    );
+    return;
+  }
+  done(null, parsed);
+}
+
 export function installJsonBodyParser(app: App): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
-    let text: string;
-    try {
-      text = readTextBody(request, body, 'MALFORMED_JSON');
-    } catch (err) {
-      done(err as AppError, undefined);
-      return;
-    }
-    if (text.trim() === '') {
-      done(new AppError('MALFORMED_JSON', 'the body is empty but Content-Type says JSON'), undefined);
-      return;
-    }
-    // The decoder dropped one byte order mark; secure-json-parse would silently drop another.
-    if (text.charCodeAt(0) === 0xfeff) {
-      done(
-        new AppError('MALFORMED_JSON', 'the body is not valid JSON: it starts with a second byte order mark'),
-        undefined,
-      );
-      return;
-    }
-    let parsed: unknown;
-    try {
-      parsed = sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
-    } catch (err) {
-      const message = (err as Error).message;
-      if (/forbidden prototype property/i.test(message)) {
-        done(
-          new AppError('BAD_REQUEST', 'the body contains a forbidden property (__proto__ or constructor.prototype)'),
-          undefined,
-        );
-      } else {
-        // V8's messages quote at most a short excerpt and give a position: useful, not sensitive.
-        done(new AppError('MALFORMED_JSON', `the body is not valid JSON: ${message.slice(0, 160)}`), undefined);
-      }
-      return;
-    }
-    if (hasLoneSurrogate(parsed)) {
-      done(
-        new AppError(
-          'MALFORMED_JSON',
-          'the body holds a \\u escape of a lone surrogate (U+D800 to U+DFFF), which is not a character',
-        ),
-        undefined,
-      );
-      return;
-    }
-    done(null, parsed);
-  });
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) =>
+    parseJsonBody(request, body, done),
+  );
+}
+
+/**
+ * Also accepts application/merge-patch+json (RFC 7396) in `app` (an encapsulated plugin:
+ * only its routes), read by the same JSON parser.
+ */
+export function installMergePatchParser(app: App): void {
+  app.addContentTypeParser('application/merge-patch+json', { parseAs: 'buffer' }, (request, body: Buffer, done) =>
+    parseJsonBody(request, body, done),
+  );
 }

@@ -125,7 +125,7 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
   const { service, cache, lastUsed } = sources.tokens;
   new Counter({
     name: 'infracat_token_verifications_total',
-    help: 'Token verifications by outcome (ok, format, checksum, unknown, expired, error)',
+    help: 'Token verifications by outcome (ok, format, checksum, unknown, expired, suspended, error)',
     labelNames: ['outcome'] as const,
     registers: [registry],
     collect() {

@@ -16,6 +16,12 @@ export interface Migration {
   steps: readonly Step[];
 }
 
+/**
+ * The operator account, created by migration 4: `acc_` + the ULID of time zero, the same
+ * on every database (src/accounts/ids.ts says why).
+ */
+export const OPERATOR_ACCOUNT_ID = 'acc_00000000000000000000000000';
+
 const MIGRATIONS: readonly Migration[] = [
   {
     // The bookkeeping itself, run idempotently by every migrate() before anything else
@@ -101,6 +107,35 @@ const MIGRATIONS: readonly Migration[] = [
       `INSERT INTO infracat_meta (key, value)
    SELECT 'bootstrap_admin', 'in use before migration 3'
     WHERE EXISTS (SELECT 1 FROM api_tokens) OR EXISTS (SELECT 1 FROM catalog_revisions)`,
+    ],
+  },
+  {
+    version: 4,
+    name: 'accounts',
+    // Accounts (tenants). Every token belongs to one; existing tokens land in the operator
+    // account, created here with the database (so it exists exactly once, however many
+    // instances migrate at once: migrations run under the migrate lock). Its created_at
+    // is when the database was first migrated. account_id's DEFAULT only fills the rows
+    // of an upgraded database (SQLite cannot add a NOT NULL column without one); every
+    // insert names the column. No foreign key: SQLite refuses to add a REFERENCES column
+    // with a non-NULL default while foreign keys are on, so deleting an account deletes
+    // its tokens in the same transaction (sql-store.ts). external_id is UNIQUE (several
+    // NULLs allowed on both engines): a duplicate is refused by the index, not by a
+    // check-then-insert.
+    steps: [
+      `CREATE TABLE accounts (
+     id          TEXT PRIMARY KEY,
+     name        TEXT NOT NULL,
+     external_id TEXT UNIQUE,
+     status      TEXT NOT NULL CHECK (status IN ('active', 'suspended')),
+     created_at  BIGINT NOT NULL
+   )`,
+      `CREATE INDEX accounts_created ON accounts (created_at, id)`,
+      `INSERT INTO accounts (id, name, external_id, status, created_at)
+   SELECT '${OPERATOR_ACCOUNT_ID}', 'operator', NULL, 'active', COALESCE(MIN(applied_at), 0)
+     FROM infracat_schema_migrations`,
+      `ALTER TABLE api_tokens ADD COLUMN account_id TEXT NOT NULL DEFAULT '${OPERATOR_ACCOUNT_ID}'`,
+      `CREATE INDEX api_tokens_account ON api_tokens (account_id, created_at, id)`,
     ],
   },
 ];

@@ -15,8 +15,12 @@
 import type { Driver, LockName, Param, Queries } from './driver.js';
 import { BOOKKEEPING, BOOTSTRAP_KEY, pendingMigrations, schemaVersion, stepSql } from './migrations.js';
 import { bootstrapOutcome, latestPerId } from './rows.js';
-import { API_TOKENS, CATALOG_REVISIONS } from './tables.js';
+import { ACCOUNTS, API_TOKENS, CATALOG_REVISIONS } from './tables.js';
 import type {
+  AccountFilter,
+  AccountRecord,
+  AccountStatus,
+  AccountStore,
   BackupReport,
   CatalogRevision,
   CatalogStore,
@@ -24,21 +28,41 @@ import type {
   LastUsed,
   MigrationReport,
   Store,
+  CreateAccountResult,
   TokenRecord,
   TokenStore,
+  TokenWithAccount,
 } from './types.js';
 
 const SQL = {
   insertToken: `INSERT INTO api_tokens (${API_TOKENS.columns}) VALUES (${API_TOKENS.placeholders})`,
+  // One statement: the account's live tokens and whether the account exists (its status).
   // CAST: COUNT(*) is a BIGINT in PostgreSQL, which its driver returns as a string.
-  countLive: 'SELECT CAST(COUNT(*) AS INTEGER) AS n FROM api_tokens WHERE expires_at IS NULL OR expires_at > ?',
+  countLive:
+    'SELECT CAST((SELECT COUNT(*) FROM api_tokens WHERE account_id = ? AND (expires_at IS NULL OR expires_at > ?))' +
+    ' AS INTEGER) AS n, (SELECT status FROM accounts WHERE id = ?) AS status',
   count: 'SELECT CAST(COUNT(*) AS INTEGER) AS n FROM api_tokens',
   list:
     `SELECT ${API_TOKENS.columns} FROM api_tokens` +
-    ' WHERE expires_at IS NULL OR expires_at > ? ORDER BY created_at, id',
-  getToken: `SELECT ${API_TOKENS.columns} FROM api_tokens WHERE id = ?`,
-  byHash: `SELECT ${API_TOKENS.columns} FROM api_tokens WHERE secret_hash = ?`,
-  deleteToken: 'DELETE FROM api_tokens WHERE id = ?',
+    ' WHERE account_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, id',
+  getToken: `SELECT ${API_TOKENS.columns} FROM api_tokens WHERE id = ? AND account_id = ?`,
+  // Verification's one read: the token and its account's status together.
+  byHash:
+    `SELECT ${API_TOKENS.qualified('t')}, a.status AS account_status` +
+    ' FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.secret_hash = ?',
+  deleteToken: 'DELETE FROM api_tokens WHERE id = ? AND account_id = ?',
+  deleteAccountTokens: 'DELETE FROM api_tokens WHERE account_id = ?',
+  // DO NOTHING on a conflict (the id is new: the external_id's UNIQUE index): 0 rows.
+  insertAccount:
+    `INSERT INTO accounts (${ACCOUNTS.columns}) VALUES (${ACCOUNTS.placeholders})` + ' ON CONFLICT DO NOTHING',
+  getAccount: `SELECT ${ACCOUNTS.columns} FROM accounts WHERE id = ?`,
+  // CAST: PostgreSQL cannot type a bare `? IS NULL` parameter.
+  listAccounts:
+    `SELECT ${ACCOUNTS.columns} FROM accounts` +
+    ' WHERE (CAST(? AS TEXT) IS NULL OR status = ?) AND (CAST(? AS TEXT) IS NULL OR external_id = ?)' +
+    ' ORDER BY created_at, id',
+  updateAccount: 'UPDATE accounts SET name = COALESCE(?, name), status = COALESCE(?, status) WHERE id = ?',
+  deleteAccount: 'DELETE FROM accounts WHERE id = ?',
   purgeExpired: 'DELETE FROM api_tokens WHERE expires_at IS NOT NULL AND expires_at <= ?',
   // last_used_at = max(stored, at), portably (SQLite's MAX(a, b) is PostgreSQL's GREATEST):
   // only a later time is written, and a row already as recent is not written at all.
@@ -97,6 +121,7 @@ export class SqlStore implements Store {
   readonly backend: string;
   readonly description: string;
   readonly tokens: TokenStore;
+  readonly accounts: AccountStore;
   readonly catalog: CatalogStore;
   readonly stats = { queries: 0 };
   private readonly db: Counted;
@@ -105,7 +130,9 @@ export class SqlStore implements Store {
     this.backend = driver.backend;
     this.description = driver.description;
     this.db = new Counted(driver, this.stats);
-    this.tokens = new SqlTokenStore(this.db, (body, lock) => this.transaction(body, lock));
+    const transact: Transact = (body, lock) => this.transaction(body, lock);
+    this.tokens = new SqlTokenStore(this.db, transact);
+    this.accounts = new SqlAccountStore(this.db, transact);
     this.catalog = new SqlCatalogStore(this.db);
   }
 
@@ -170,8 +197,13 @@ class SqlTokenStore implements TokenStore {
 
   create(token: TokenRecord, limits: { maxLive: number; now: number }): Promise<CreateTokenResult> {
     return this.transaction(async (tx) => {
-      const live = await tx.get<{ n: number }>(SQL.countLive, [limits.now]);
-      if ((live?.n ?? 0) >= limits.maxLive) return 'limit_reached';
+      const found = await tx.get<{ n: number; status: AccountStatus | null }>(SQL.countLive, [
+        token.accountId,
+        limits.now,
+        token.accountId,
+      ]);
+      if (found === undefined || found.status === null) return 'no_account';
+      if (found.n >= limits.maxLive) return 'limit_reached';
       await tx.run(SQL.insertToken, API_TOKENS.params(token));
       return 'created';
     }, 'tokens');
@@ -189,26 +221,29 @@ class SqlTokenStore implements TokenStore {
     }, 'tokens');
   }
 
-  async list(expiredAfter: number): Promise<TokenRecord[]> {
-    return (await this.db.all<Record<string, unknown>>(SQL.list, [expiredAfter])).map((row) => API_TOKENS.fromRow(row));
+  async list(accountId: string, expiredAfter: number): Promise<TokenRecord[]> {
+    return (await this.db.all<Record<string, unknown>>(SQL.list, [accountId, expiredAfter])).map((row) =>
+      API_TOKENS.fromRow(row),
+    );
   }
 
   purgeExpired(before: number): Promise<number> {
     return this.db.run(SQL.purgeExpired, [before]);
   }
 
-  async get(id: string): Promise<TokenRecord | null> {
-    const row = await this.db.get<Record<string, unknown>>(SQL.getToken, [id]);
+  async get(accountId: string, id: string): Promise<TokenRecord | null> {
+    const row = await this.db.get<Record<string, unknown>>(SQL.getToken, [id, accountId]);
     return row === undefined ? null : API_TOKENS.fromRow(row);
   }
 
-  async findByHash(secretHash: string): Promise<TokenRecord | null> {
+  async findByHash(secretHash: string): Promise<TokenWithAccount | null> {
     const row = await this.db.get<Record<string, unknown>>(SQL.byHash, [secretHash]);
-    return row === undefined ? null : API_TOKENS.fromRow(row);
+    if (row === undefined) return null;
+    return { ...API_TOKENS.fromRow(row), accountStatus: row.account_status as AccountStatus };
   }
 
-  async delete(id: string): Promise<boolean> {
-    return (await this.db.run(SQL.deleteToken, [id])) > 0;
+  async delete(accountId: string, id: string): Promise<boolean> {
+    return (await this.db.run(SQL.deleteToken, [id, accountId])) > 0;
   }
 
   async touch(entries: readonly LastUsed[]): Promise<void> {
@@ -230,6 +265,49 @@ class SqlTokenStore implements TokenStore {
 
   async count(): Promise<number> {
     return (await this.db.get<{ n: number }>(SQL.count))?.n ?? 0;
+  }
+}
+
+class SqlAccountStore implements AccountStore {
+  constructor(
+    private readonly db: Queries,
+    private readonly transaction: Transact,
+  ) {}
+
+  async create(account: AccountRecord): Promise<CreateAccountResult> {
+    return (await this.db.run(SQL.insertAccount, ACCOUNTS.params(account))) === 1 ? 'created' : 'external_id_taken';
+  }
+
+  async get(id: string): Promise<AccountRecord | null> {
+    const row = await this.db.get<Record<string, unknown>>(SQL.getAccount, [id]);
+    return row === undefined ? null : ACCOUNTS.fromRow(row);
+  }
+
+  async list(filter: AccountFilter): Promise<AccountRecord[]> {
+    const status = filter.status ?? null;
+    const externalId = filter.externalId ?? null;
+    const rows = await this.db.all<Record<string, unknown>>(SQL.listAccounts, [status, status, externalId, externalId]);
+    return rows.map((row) => ACCOUNTS.fromRow(row));
+  }
+
+  update(
+    id: string,
+    changes: { name?: string | undefined; status?: AccountStatus | undefined },
+  ): Promise<AccountRecord | null> {
+    return this.transaction(async (tx) => {
+      await tx.run(SQL.updateAccount, [changes.name ?? null, changes.status ?? null, id]);
+      const row = await tx.get<Record<string, unknown>>(SQL.getAccount, [id]);
+      return row === undefined ? null : ACCOUNTS.fromRow(row);
+    });
+  }
+
+  delete(id: string): Promise<boolean> {
+    // Under the tokens lock: a token create into this account either finished before
+    // (and is deleted here) or runs after (and finds no account).
+    return this.transaction(async (tx) => {
+      await tx.run(SQL.deleteAccountTokens, [id]);
+      return (await tx.run(SQL.deleteAccount, [id])) > 0;
+    }, 'tokens');
   }
 }
 

@@ -15,7 +15,16 @@ interface Column<V> {
 // milliseconds fit a double exactly.
 const toNumber = (raw: unknown): number => (typeof raw === 'number' ? raw : Number(raw));
 
-const text = (column: string): Column<string> => ({ column, write: (v) => v, read: (raw) => raw as string });
+const text = <V extends string = string>(column: string): Column<V> => ({
+  column,
+  write: (v) => v,
+  read: (raw) => raw as V,
+});
+const textOrNull = (column: string): Column<string | null> => ({
+  column,
+  write: (v) => v,
+  read: (raw) => (raw === null || raw === undefined ? null : (raw as string)),
+});
 const integer = (column: string): Column<number> => ({ column, write: (v) => v, read: toNumber });
 const integerOrNull = (column: string): Column<number | null> => ({
   column,
@@ -38,6 +47,8 @@ export interface Table<R> {
   readonly name: string;
   /** `a, b, c`: the column list of SELECT and INSERT. */
   readonly columns: string;
+  /** `x.a, x.b, x.c`: the column list of a SELECT that joins this table as `alias`. */
+  qualified(alias: string): string;
   /** `?, ?, ?`: one placeholder per column, for INSERT. */
   readonly placeholders: string;
   fromRow(row: Record<string, unknown>): R;
@@ -53,6 +64,7 @@ function table<C extends Columns>(name: string, fields: C): Table<RecordOf<C>> {
   return {
     name,
     columns: entries.map(([, c]) => c.column).join(', '),
+    qualified: (alias) => entries.map(([, c]) => `${alias}.${c.column}`).join(', '),
     placeholders: entries.map(() => '?').join(', '),
     fromRow(row) {
       const record: Record<string, unknown> = {};
@@ -75,6 +87,21 @@ export const API_TOKENS = table('api_tokens', {
   createdAt: integer('created_at'),
   expiresAt: integerOrNull('expires_at'),
   lastUsedAt: integerOrNull('last_used_at'),
+  /** The account (tenant) the token belongs to (migration 4). */
+  accountId: text('account_id'),
+});
+
+/** `active` accounts' tokens work; a `suspended` account's tokens are refused everywhere. */
+export type AccountStatus = 'active' | 'suspended';
+
+/** accounts: one row per account (tenant); the operator account is created by migration 4. */
+export const ACCOUNTS = table('accounts', {
+  id: text('id'),
+  name: text('name'),
+  /** The platform's own id of its customer; unique when set (a UNIQUE index). */
+  externalId: textOrNull('external_id'),
+  status: text<AccountStatus>('status'),
+  createdAt: integer('created_at'),
 });
 
 /** catalog_revisions: every applied catalog document; the highest version is live. */

@@ -8,22 +8,62 @@
 //   PostgreSQL synchronous commit): the caller may acknowledge it to a client.
 // - Connectivity failures reject with StorageUnavailableError, so the HTTP layer can
 //   answer 503 + Retry-After instead of 500.
-import type { API_TOKENS, CATALOG_REVISIONS, RecordOfTable } from './tables.js';
+import type { ACCOUNTS, API_TOKENS, AccountStatus, CATALOG_REVISIONS, RecordOfTable } from './tables.js';
+
+export type { AccountStatus } from './tables.js';
 
 /** A stored API token (its columns: tables.ts). Only the SHA-256 of the secret is ever stored. */
 export type TokenRecord = RecordOfTable<typeof API_TOKENS>;
+
+/**
+ * A token as verification reads it: with its account's status, from the same row read
+ * (a join), so the status travels with the cached entry and costs no extra statement.
+ */
+export interface TokenWithAccount extends TokenRecord {
+  accountStatus: AccountStatus;
+}
+
+/** A stored account (tenant) (its columns: tables.ts). */
+export type AccountRecord = RecordOfTable<typeof ACCOUNTS>;
+
+export type CreateAccountResult = 'created' | 'external_id_taken';
+
+export interface AccountFilter {
+  status?: AccountStatus | undefined;
+  externalId?: string | undefined;
+}
+
+export interface AccountStore {
+  /** Inserts the account; 'external_id_taken' (nothing stored) when its external_id is already used. */
+  create(account: AccountRecord): Promise<CreateAccountResult>;
+  get(id: string): Promise<AccountRecord | null>;
+  /** Accounts matching every given filter, oldest first (created_at, then id). */
+  list(filter: AccountFilter): Promise<AccountRecord[]>;
+  /** Sets the given fields; resolves to the account as it is afterwards, or null when no such id. */
+  update(
+    id: string,
+    changes: { name?: string | undefined; status?: AccountStatus | undefined },
+  ): Promise<AccountRecord | null>;
+  /**
+   * Deletes the account and every token of it, in one transaction ordered with token
+   * creation (no token can be created into it meanwhile); false when no such id.
+   */
+  delete(id: string): Promise<boolean>;
+}
 
 export interface LastUsed {
   id: string;
   at: number;
 }
 
-export type CreateTokenResult = 'created' | 'limit_reached';
+/** limit_reached: the account holds maxLive live tokens; no_account: the account does not exist. */
+export type CreateTokenResult = 'created' | 'limit_reached' | 'no_account';
 
 export interface TokenStore {
   /**
-   * Inserts the token unless `maxLive` live (unexpired at `now`) tokens already exist.
-   * The count and the insert are one atomic step, also across instances.
+   * Inserts the token unless its account does not exist or already holds `maxLive` live
+   * (unexpired at `now`) tokens. The check and the insert are one atomic step, also
+   * across instances (and ordered with deleting the account).
    */
   create(token: TokenRecord, limits: { maxLive: number; now: number }): Promise<CreateTokenResult>;
   /**
@@ -36,16 +76,18 @@ export interface TokenStore {
    */
   bootstrap(token: TokenRecord | null): Promise<boolean>;
   /**
-   * Tokens that never expire or expire after `expiredAfter` (callers pass now minus the
-   * retention of expired tokens), oldest first (created_at, then id).
+   * The account's tokens that never expire or expire after `expiredAfter` (callers pass
+   * now minus the retention of expired tokens), oldest first (created_at, then id).
    */
-  list(expiredAfter: number): Promise<TokenRecord[]>;
+  list(accountId: string, expiredAfter: number): Promise<TokenRecord[]>;
   /** Deletes tokens that expired at or before `before`; resolves to how many. */
   purgeExpired(before: number): Promise<number>;
-  get(id: string): Promise<TokenRecord | null>;
-  findByHash(secretHash: string): Promise<TokenRecord | null>;
-  /** Deletes the token; false when no such id. */
-  delete(id: string): Promise<boolean>;
+  /** The token of that id in that account; null when there is none (in that account). */
+  get(accountId: string, id: string): Promise<TokenRecord | null>;
+  /** The token of that hash with its account's status (one statement: a join); any account. */
+  findByHash(secretHash: string): Promise<TokenWithAccount | null>;
+  /** Deletes the token of that id in that account; false when there is none (in that account). */
+  delete(accountId: string, id: string): Promise<boolean>;
   /** Sets last_used_at = max(stored, at) for each entry; unknown ids are ignored. */
   touch(entries: readonly LastUsed[]): Promise<void>;
   /** Number of stored tokens, expired included. */
@@ -105,6 +147,7 @@ export interface Store {
   /** Waits for in-flight work and releases connections/handles. Idempotent. */
   close(): Promise<void>;
   readonly tokens: TokenStore;
+  readonly accounts: AccountStore;
   readonly catalog: CatalogStore;
   /**
    * Statements this store sent to the database since it opened (metrics; proves what

@@ -7,9 +7,13 @@
 // storage read (when a busy token's entry expires, its burst costs one round trip). Only
 // found tokens are kept: an unknown hash is not cached (a flood of made-up secrets must
 // not push real tokens out; the failure limiter remembers unknown hashes per window).
+//
+// An entry carries its account's status (read with the token, one statement): suspending,
+// resuming or deleting an account evicts that account's entries on this instance at once
+// (evictAccount); other instances re-read within `ttlMs`.
 import { LRUCache } from 'lru-cache';
 import { entries } from '../bounded.js';
-import type { TokenRecord } from '../storage/types.js';
+import type { TokenWithAccount } from '../storage/types.js';
 
 /** A storage error, told apart from lru-cache's rejection of an aborted load (see load()). */
 class ReadFailed extends Error {}
@@ -17,7 +21,9 @@ class ReadFailed extends Error {}
 export class VerificationCache {
   hits = 0;
   misses = 0;
-  private readonly lru: LRUCache<string, TokenRecord>;
+  private readonly lru: LRUCache<string, TokenWithAccount>;
+  /** Hashes whose storage read is in flight (evictAccount cannot know their account yet). */
+  private readonly loading = new Set<string>();
 
   /**
    * `read` looks a hash up in storage (null: unknown). `ttlMs` 0 turns caching off but still
@@ -26,10 +32,10 @@ export class VerificationCache {
   constructor(
     max: number,
     private readonly ttlMs: number,
-    read: (hash: string) => Promise<TokenRecord | null>,
+    read: (hash: string) => Promise<TokenWithAccount | null>,
     clock: () => number = () => performance.now(),
   ) {
-    this.lru = new LRUCache<string, TokenRecord>({
+    this.lru = new LRUCache<string, TokenWithAccount>({
       ...entries(max),
       // lru-cache reads ttl 0 as "never expires": with caching off nothing is served (get()
       // answers a miss, loads force a read), and entries kept meanwhile are never trusted.
@@ -45,11 +51,14 @@ export class VerificationCache {
       ignoreFetchAbort: true,
       fetchMethod: async (hash, _stale, { options }) => {
         const started = clock();
-        let token: TokenRecord | null;
+        let token: TokenWithAccount | null;
+        this.loading.add(hash);
         try {
           token = await read(hash);
         } catch (err) {
           throw new ReadFailed('storage read failed', { cause: err });
+        } finally {
+          this.loading.delete(hash);
         }
         // Trusted for ttlMs from when the read began, as a delete it missed may be that old.
         if (ttlMs > 0) options.ttl = Math.max(1, ttlMs - (clock() - started));
@@ -60,7 +69,7 @@ export class VerificationCache {
   }
 
   /** The cached token of `hash`, counted as a hit or a miss (metrics). */
-  get(hash: string): TokenRecord | undefined {
+  get(hash: string): TokenWithAccount | undefined {
     const token = this.ttlMs > 0 ? this.lru.get(hash) : undefined;
     if (token === undefined) this.misses += 1;
     else this.hits += 1;
@@ -72,7 +81,7 @@ export class VerificationCache {
    * limiter's gate may find it there), else from the storage read in flight for it, or
    * from a new one. Storage errors propagate.
    */
-  async load(hash: string): Promise<TokenRecord | null> {
+  async load(hash: string): Promise<TokenWithAccount | null> {
     try {
       const token = await (this.ttlMs > 0 ? this.lru.fetch(hash) : this.lru.fetch(hash, { forceRefresh: true }));
       return token ?? null;
@@ -86,15 +95,29 @@ export class VerificationCache {
 
   /**
    * Forgets a deleted token: the entry of `hash` and any load of it in flight, or, when
-   * the hash is not known (storage had already lost the token), every entry of `id`.
+   * the hash is not known (storage had already lost the token), every entry of `id` in
+   * account `accountId`.
    */
-  evict(id: string, hash: string | undefined): void {
+  evict(id: string, hash: string | undefined, accountId: string): void {
     if (hash !== undefined) {
       this.lru.delete(hash);
       return;
     }
     const hashes: string[] = [];
-    for (const [key, token] of this.lru.entries()) if (token.id === id) hashes.push(key);
+    for (const [key, token] of this.lru.entries())
+      if (token.id === id && token.accountId === accountId) hashes.push(key);
+    for (const key of hashes) this.lru.delete(key);
+  }
+
+  /**
+   * Forgets every entry of an account whose status changed or that was deleted, and every
+   * load in flight (which account a load is for is known only when its read returns; an
+   * unrelated one merely goes uncached): a read that began before the change never
+   * caches the old status. Walks the cache: an operator action, not a request path.
+   */
+  evictAccount(accountId: string): void {
+    const hashes = [...this.loading];
+    for (const [key, token] of this.lru.entries()) if (token.accountId === accountId) hashes.push(key);
     for (const key of hashes) this.lru.delete(key);
   }
 

@@ -1,15 +1,20 @@
-// Token ids: `tok_` + a ULID (48-bit millisecond time + 80 random bits, Crockford
-// base32): opaque, URL-safe, and sortable by creation. Within one millisecond the
-// random part is incremented, so ids minted by one process stay strictly ordered.
+// Ids of stored things: `<prefix>_` + a ULID (48-bit millisecond time + 80 random bits,
+// Crockford base32): opaque, URL-safe, and sortable by creation. Tokens are `tok_`,
+// accounts `acc_` (src/accounts/ids.ts). Within one millisecond the random part is
+// incremented, so ids minted by one process stay strictly ordered (across prefixes too:
+// one sequence).
 import { randomBytes } from 'node:crypto';
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-export const TOKEN_ID_PATTERN = /^tok_[0-9A-HJKMNP-TV-Z]{26}$/;
+/** The 26 characters of a ULID. */
+export const ULID_PATTERN_SOURCE = '[0-9A-HJKMNP-TV-Z]{26}';
+export const TOKEN_ID_PATTERN = new RegExp(`^tok_${ULID_PATTERN_SOURCE}$`);
 
 let lastTime = -1;
 let lastRandom: bigint = 0n;
 
-export function newTokenId(now: number): string {
+/** `<prefix>_` + a ULID of `now` (epoch milliseconds). */
+export function newId(prefix: string, now: number): string {
   let random: bigint;
   if (now <= lastTime) {
     random = (lastRandom + 1n) & ((1n << 80n) - 1n);
@@ -26,5 +31,9 @@ export function newTokenId(now: number): string {
     out = CROCKFORD[Number(v & 31n)]! + out;
     v >>= 5n;
   }
-  return `tok_${out}`;
+  return `${prefix}_${out}`;
+}
+
+export function newTokenId(now: number): string {
+  return newId('tok', now);
 }

@@ -1,5 +1,7 @@
 // The token endpoints of the spec, plus GET /api-tokens/{id}, GET /api-tokens/current
-// and GET /scopes. Every response here carries Cache-Control: no-store.
+// and GET /scopes. Every response here carries Cache-Control: no-store. Each acts inside
+// the calling token's account only: another account's token id is answered exactly as
+// an unknown one (404), so nothing here tells whether it exists.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { AppError } from '../errors.js';
 import { bearerChallenge } from '../http/auth.js';
@@ -7,8 +9,16 @@ import { noStore } from '../http/no-store.js';
 import type { App } from '../http/types.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { Caller } from './rules.js';
-import { CreatedToken, CreateTokenBody, IdParams, ScopeList, TokenList, TokenView } from './schemas.js';
-import { createdView, tokenView } from './views.js';
+import {
+  CreatedToken,
+  CreateTokenBody,
+  CurrentTokenView,
+  IdParams,
+  ScopeList,
+  TokenList,
+  TokenView,
+} from './schemas.js';
+import { createdView, currentView, tokenView } from './views.js';
 import type { TokenService } from './service.js';
 
 const tags = ['tokens'];
@@ -39,7 +49,9 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
             'and the new token never outlives it: ' +
             "without `expires_at` it gets the calling token's expiry; " +
             'a later one, or null from an expiring token, is 422. ' +
-            '409 TOKEN_LIMIT_REACHED past TOKEN_MAX_LIVE live tokens.',
+            '409 TOKEN_LIMIT_REACHED past TOKEN_MAX_LIVE live tokens in the account. ' +
+            "The token is created in the calling token's account; only the operator account's tokens " +
+            'may hold accounts:* scopes (422 elsewhere).',
           body: CreateTokenBody,
           response: {
             201: CreatedToken,
@@ -47,7 +59,8 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
         },
       },
       async (request, reply) => {
-        const issued = await service.create(request.body, callerOf(request.token));
+        const caller = callerOf(request.token);
+        const issued = await service.create(request.body, caller, caller.accountId);
         reply.code(201).header('location', `/api/v1/api-tokens/${issued.token.id}`);
         return createdView(issued);
       },
@@ -60,11 +73,11 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
         schema: {
           tags,
           operationId: 'listApiTokens',
-          summary: 'List live API tokens (never their secrets), oldest first',
+          summary: "List the calling token's account's live API tokens (never their secrets), oldest first",
           response: { 200: TokenList },
         },
       },
-      async () => (await service.list()).map(tokenView),
+      async (request) => (await service.list(callerOf(request.token).accountId)).map(tokenView),
     );
 
     api.get(
@@ -74,11 +87,11 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
         schema: {
           tags,
           operationId: 'getCurrentApiToken',
-          summary: "The calling token's own metadata",
-          response: { 200: TokenView },
+          summary: "The calling token's own metadata, and its account",
+          response: { 200: CurrentTokenView },
         },
       },
-      async (request) => tokenView(service.withPendingUse(request.token!)),
+      async (request) => currentView(service.withPendingUse(request.token!)),
     );
 
     api.get(
@@ -88,13 +101,13 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
         schema: {
           tags,
           operationId: 'getApiToken',
-          summary: 'One live API token',
+          summary: "One live API token of the calling token's account (another account's id: 404)",
           params: IdParams,
           response: { 200: TokenView },
         },
       },
       async (request) => {
-        const token = await service.get(request.params.id);
+        const token = await service.get(callerOf(request.token).accountId, request.params.id);
         if (token === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
         return tokenView(token);
       },
@@ -110,13 +123,15 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
           summary: 'Delete an API token (refused everywhere within TOKEN_CACHE_TTL_MS)',
           description:
             'A token can delete only tokens whose scopes it holds itself (itself included); ' +
-            'otherwise 403 INSUFFICIENT_SCOPE naming the scopes it lacks. Unknown id: 404.',
+            'otherwise 403 INSUFFICIENT_SCOPE naming the scopes it lacks. ' +
+            "Unknown id, or another account's: 404.",
           params: IdParams,
           response: { 204: { type: 'null', description: 'Deleted' } },
         },
       },
       async (request, reply) => {
-        if (!(await service.delete(request.params.id, callerOf(request.token))))
+        const caller = callerOf(request.token);
+        if (!(await service.delete(caller.accountId, request.params.id, caller)))
           throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
         return reply.code(204).send(null);
       },
@@ -138,11 +153,11 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
 }
 
 /** The authenticated token as the domain's caller. These routes all require a token; without one, refuse. */
-function callerOf(token: TokenRecord | null): Caller {
+export function callerOf(token: TokenRecord | null): Caller & { accountId: string } {
   if (token === null) {
     throw new AppError('UNAUTHORIZED', 'this endpoint needs a token: Authorization: Bearer <token>', {
       headers: { 'www-authenticate': bearerChallenge() },
     });
   }
-  return { scopes: token.scopes, expiresAt: token.expiresAt };
+  return { scopes: token.scopes, expiresAt: token.expiresAt, accountId: token.accountId };
 }

@@ -2,7 +2,7 @@
 // Pure functions: no HTTP, no storage.
 import type { FieldError } from '../errors.js';
 import { SECRET_SHAPE } from '../redact.js';
-import type { ScopeRegistry } from './scopes.js';
+import { OPERATOR_ONLY_RESOURCES, parseScope, type ScopeRegistry } from './scopes.js';
 
 export const NAME_MAX = 100;
 
@@ -38,6 +38,8 @@ export interface RuleContext {
   maxLifetimeMs: number;
   /** Who asks; a new token never outlives a calling token. */
   caller: Caller | null;
+  /** Whether the token is for the operator account: only its tokens may hold operator-only scopes. */
+  operatorAccount: boolean;
 }
 
 // Refused anywhere in a name, by general category rather than by a list: controls (Cc),
@@ -226,6 +228,16 @@ export function validateCreate(
   if ('error' in name) errors.push(name.error);
   if (input.scopes.length === 0) errors.push({ pointer: '/scopes', detail: 'must hold at least one scope' });
   errors.push(...ctx.registry.validate(input.scopes));
+  if (!ctx.operatorAccount) {
+    input.scopes.forEach((scope, i) => {
+      const resource = parseScope(scope)?.resource;
+      if (resource !== undefined && OPERATOR_ONLY_RESOURCES.includes(resource) && ctx.registry.has(scope))
+        errors.push({
+          pointer: `/scopes/${i}`,
+          detail: `"${scope}" can only be held by tokens of the operator account`,
+        });
+    });
+  }
   const expiry = validateExpiry(input.expires_at, ctx);
   if ('error' in expiry) errors.push(expiry.error);
   if (errors.length > 0 || 'error' in name || 'error' in expiry) return { errors };

@@ -6,7 +6,7 @@
 import { Type, type Static } from 'typebox';
 import { NAME_MAX } from './rules.js';
 
-const Timestamp = Type.String({
+export const Timestamp = Type.String({
   format: 'date-time',
   description: 'RFC 3339 UTC timestamp',
   examples: ['2026-11-21T19:00:00.000Z'],
@@ -78,6 +78,16 @@ export const TokenView = Type.Object({
 export type TokenView = Static<typeof TokenView>;
 
 export const TokenList = Type.Array(TokenView);
+
+/** GET /api-tokens/current: the token's view and the account it belongs to. */
+export const CurrentTokenView = Type.Object({
+  ...TokenView.properties,
+  account_id: Type.String({
+    description: 'The account the token belongs to (`acc_` + ULID)',
+    examples: ['acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H'],
+  }),
+});
+export type CurrentTokenView = Static<typeof CurrentTokenView>;
 
 export const ScopeView = Type.Object({
   scope: Type.String(),

@@ -8,7 +8,9 @@ import type { ScopeView } from './schemas.js';
 export const ACTIONS = ['read', 'write'] as const;
 export type Action = (typeof ACTIONS)[number];
 
-export const DEFAULT_RESOURCES = ['api-tokens', 'apps', 'images', 'plans', 'regions'] as const;
+export const DEFAULT_RESOURCES = ['api-tokens', 'apps', 'images', 'plans', 'regions', 'accounts'] as const;
+/** Resources whose scopes only tokens of the operator account may hold (they run the other accounts). */
+export const OPERATOR_ONLY_RESOURCES: readonly string[] = ['accounts'];
 export const RESOURCE_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
 const SCOPE_PATTERN = /^([a-z][a-z0-9-]{0,39}):(read|write)$/;
 
@@ -24,6 +26,10 @@ const DESCRIPTIONS: Record<string, Record<Action, string>> = {
   images: { read: 'Read the OS image catalog.', write: 'Manage the OS image catalog.' },
   plans: { read: 'Read the instance plan catalog.', write: 'Manage the instance plan catalog.' },
   regions: { read: 'Read the region catalog.', write: 'Manage the region catalog.' },
+  accounts: {
+    read: "List accounts and their tokens (operator account's tokens only).",
+    write: "Create, suspend, resume and delete accounts and manage their tokens (operator account's tokens only).",
+  },
 };
 
 export function parseScope(scope: string): { resource: string; action: Action } | null {
@@ -57,6 +63,13 @@ export class ScopeRegistry {
 
   names(): string[] {
     return this.infos.map((i) => i.scope);
+  }
+
+  /** Every scope a token of an account may hold: all in the operator account, else all but the operator-only ones. */
+  namesFor(operatorAccount: boolean): string[] {
+    return operatorAccount
+      ? this.names()
+      : this.infos.filter((i) => !OPERATOR_ONLY_RESOURCES.includes(i.resource)).map((i) => i.scope);
   }
 
   has(scope: string): boolean {

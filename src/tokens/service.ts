@@ -1,7 +1,8 @@
 // The token domain: issue, list, delete and verify API tokens. Knows the rules and
 // the storage interface; knows nothing of HTTP or SQL.
 import { AppError } from '../errors.js';
-import type { TokenRecord, TokenStore } from '../storage/types.js';
+import { OPERATOR_ACCOUNT_ID } from '../storage/migrations.js';
+import type { TokenRecord, TokenStore, TokenWithAccount } from '../storage/types.js';
 import type { VerificationCache } from './cache.js';
 import { checkSecret, generateSecret, hashSecret } from './format.js';
 import { newTokenId } from './ids.js';
@@ -12,7 +13,7 @@ import { missingScopes, type ScopeRegistry } from './scopes.js';
 export interface TokenServiceOptions {
   prefix: string;
   registry: ScopeRegistry;
-  /** Most live (unexpired) tokens the store may hold. */
+  /** Most live (unexpired) tokens one account may hold. */
   maxLive: number;
   /** Longest allowed lifetime of a token created with expires_at. */
   maxLifetimeMs: number;
@@ -27,14 +28,17 @@ export interface TokenServiceOptions {
 // plain ASCII). Checked before storage: PostgreSQL rejects some strings (NUL) outright.
 const PLAUSIBLE_ID = /^[A-Za-z0-9_-]{1,100}$/;
 
-export type VerifyFailure = 'format' | 'checksum' | 'unknown' | 'expired';
-export type VerifyResult = { ok: true; token: TokenRecord } | { ok: false; reason: VerifyFailure };
+export type VerifyFailure = 'format' | 'checksum' | 'unknown' | 'expired' | 'suspended';
+export type VerifyResult = { ok: true; token: TokenWithAccount } | { ok: false; reason: VerifyFailure };
 
 /**
  * Runs a verification's storage lookup by hash (`read`), possibly after a wait, or answers
  * null (unknown) without one: the failed-authentication limiter's per-address gate.
  */
-export type LookupGate = (hash: string, read: () => Promise<TokenRecord | null>) => Promise<TokenRecord | null>;
+export type LookupGate = (
+  hash: string,
+  read: () => Promise<TokenWithAccount | null>,
+) => Promise<TokenWithAccount | null>;
 
 export interface IssuedToken {
   token: TokenRecord;
@@ -52,6 +56,7 @@ export class TokenService {
     checksum: 0,
     unknown: 0,
     expired: 0,
+    suspended: 0,
     error: 0,
   };
   private readonly now: () => number;
@@ -66,17 +71,20 @@ export class TokenService {
   }
 
   /**
-   * Issues a token. `caller` is the token making the request, or null for the operator
-   * (CLI, bootstrap), who may grant any registered scope and any lifetime. A token can
-   * grant only scopes it holds, and the new token never outlives it (rules.ts).
+   * Issues a token in account `accountId`. `caller` is the token making the request, or
+   * null for the operator (CLI, bootstrap), who may grant any registered scope and any
+   * lifetime. A token can grant only scopes it holds, and the new token never outlives
+   * it (rules.ts); only the operator account's tokens may hold accounts:* scopes.
+   * An account that does not exist is NOT_FOUND.
    */
-  async create(input: CreateTokenInput, caller: Caller | null): Promise<IssuedToken> {
+  async create(input: CreateTokenInput, caller: Caller | null, accountId: string): Promise<IssuedToken> {
     const now = this.now();
     const checked = validateCreate(input, {
       registry: this.registry,
       now,
       maxLifetimeMs: this.options.maxLifetimeMs,
       caller,
+      operatorAccount: accountId === OPERATOR_ACCOUNT_ID,
     });
     if ('errors' in checked) {
       const scopeProblem = checked.errors.some((e) => e.pointer.startsWith('/scopes'));
@@ -96,12 +104,14 @@ export class TokenService {
       createdAt: now,
       expiresAt,
       lastUsedAt: null,
+      accountId,
     };
     const result = await this.store.create(token, { maxLive: this.options.maxLive, now });
+    if (result === 'no_account') throw new AppError('NOT_FOUND', `no account with id ${accountId}`);
     if (result === 'limit_reached') {
       throw new AppError(
         'TOKEN_LIMIT_REACHED',
-        `at most ${this.options.maxLive} live tokens may exist; delete one first`,
+        `at most ${this.options.maxLive} live tokens may exist in an account; delete one first`,
       );
     }
     return { token, secret };
@@ -129,22 +139,28 @@ export class TokenService {
       createdAt: now,
       expiresAt: null,
       lastUsedAt: null,
+      // The first-start admin belongs to the operator account.
+      accountId: OPERATOR_ACCOUNT_ID,
     };
     return (await this.store.bootstrap(token)) ? { token, secret } : null;
   }
 
-  /** Tokens, oldest first: live ones and those expired within the retention, with uses not yet flushed counted. */
-  async list(): Promise<TokenRecord[]> {
-    return (await this.store.list(this.retainedSince())).map((t) => this.withPendingUse(t));
+  /**
+   * The account's tokens, oldest first: live ones and those expired within the retention,
+   * with uses not yet flushed counted.
+   */
+  async list(accountId: string): Promise<TokenRecord[]> {
+    return (await this.store.list(accountId, this.retainedSince())).map((t) => this.withPendingUse(t));
   }
 
   /**
-   * A token by id, or null (unknown, deleted, or expired longer ago than the retention).
-   * An expired token is still shown, so its owner can see why it stopped working.
+   * A token of the account by id, or null (unknown, another account's, deleted, or expired
+   * longer ago than the retention): another account's token is answered exactly as an
+   * unknown one. An expired token is still shown, so its owner can see why it stopped working.
    */
-  async get(id: string): Promise<TokenRecord | null> {
+  async get(accountId: string, id: string): Promise<TokenRecord | null> {
     if (!PLAUSIBLE_ID.test(id)) return null;
-    const token = await this.store.get(id);
+    const token = await this.store.get(accountId, id);
     return token === null || this.isExpired(token, this.retainedSince()) ? null : this.withPendingUse(token);
   }
 
@@ -159,25 +175,26 @@ export class TokenService {
   }
 
   /**
-   * Deletes a token; false when no such id. `caller` is the token making the request,
+   * Deletes a token of the account; false when the account has no such id (another
+   * account's token included: answered alike). `caller` is the token making the request,
    * or null for the operator (CLI). As for creation, a token may delete only tokens
    * whose scopes it holds (itself included): otherwise INSUFFICIENT_SCOPE. An unknown
    * id is false before any scope is compared, so it answers alike whoever asks.
    * (Between the read and the delete the target cannot change: scopes and secret hash
    * are immutable.)
    */
-  async delete(id: string, caller: Caller | null): Promise<boolean> {
+  async delete(accountId: string, id: string, caller: Caller | null): Promise<boolean> {
     if (!PLAUSIBLE_ID.test(id)) return false;
-    const target = await this.store.get(id);
+    const target = await this.store.get(accountId, id);
     if (caller !== null) {
       if (target === null) return false;
       refuseUnheld(caller, target.scopes, 'a token can only delete tokens whose scopes it holds itself; it lacks');
     }
-    const deleted = await this.store.delete(id);
+    const deleted = await this.store.delete(accountId, id);
     // After the storage delete, so a verification that reads storage later finds nothing,
     // and one whose read began earlier is neither cached nor joined (cache.ts). Evicted
     // even when already gone from storage: this instance may still cache it.
-    this.options.cache.evict(id, target?.secretHash);
+    this.options.cache.evict(id, target?.secretHash, accountId);
     this.options.tracker.forget(id);
     return deleted;
   }
@@ -201,7 +218,7 @@ export class TokenService {
     if (!shape.ok) return this.counted({ ok: false, reason: shape.reason });
     const token = this.options.cache.get(hashSecret(secret));
     if (token === undefined) return undefined;
-    return this.counted(this.isExpired(token) ? { ok: false, reason: 'expired' } : { ok: true, token });
+    return this.counted(this.judge(token));
   }
 
   private counted(result: VerifyResult): VerifyResult {
@@ -225,8 +242,15 @@ export class TokenService {
     // At the gate the load may wait its turn; it then finds in the cache what others learnt meanwhile.
     const token = (await (gate === undefined ? cache.load(hash) : gate(hash, () => cache.load(hash)))) ?? undefined;
     if (token === undefined) return { ok: false, reason: 'unknown' };
-    // The clock is read after the lookup: a gated one may have waited its turn.
-    return this.isExpired(token) ? { ok: false, reason: 'expired' } : { ok: true, token };
+    // Judged after the lookup: a gated one may have waited its turn.
+    return this.judge(token);
+  }
+
+  /** A found token's verdict: its account's status travels with it (one read, cached together), then its expiry. */
+  private judge(token: TokenWithAccount): VerifyResult {
+    if (token.accountStatus !== 'active') return { ok: false, reason: 'suspended' };
+    if (this.isExpired(token)) return { ok: false, reason: 'expired' };
+    return { ok: true, token };
   }
 
   /** Counts a successful authentication towards last_used_at (written in batches). */

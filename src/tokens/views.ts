@@ -1,7 +1,7 @@
 // Token records -> the JSON the API (and `infracat tokens --json`) shows. The shapes are
 // the response schemas' (schemas.ts); here only how each field is made from a record.
 import type { TokenRecord } from '../storage/types.js';
-import type { CreatedToken, TokenView } from './schemas.js';
+import type { CreatedToken, CurrentTokenView, TokenView } from './schemas.js';
 import type { IssuedToken } from './service.js';
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -15,6 +15,10 @@ export function tokenView(t: TokenRecord): TokenView {
     last_used_at: iso(t.lastUsedAt),
     expires_at: iso(t.expiresAt),
   };
+}
+
+export function currentView(t: TokenRecord): CurrentTokenView {
+  return { ...tokenView(t), account_id: t.accountId };
 }
 
 export function createdView({ token, secret }: IssuedToken): CreatedToken {

@@ -84,7 +84,7 @@ describe('infracat tokens', () => {
       });
       assert.equal(res.status, 200);
       const me = (await res.json()) as { scopes: string[] };
-      assert.equal(me.scopes.length, 10);
+      assert.equal(me.scopes.length, 12);
       first.child.proc.kill('SIGTERM');
       await first.child.exited;
       assert.ok(!first.child.stdout.join('\n').includes(secret), 'not in the log stream');

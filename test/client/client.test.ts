@@ -102,4 +102,61 @@ describe('real client from the OpenAPI document', () => {
     const scopes = await anon.GET('/api/v1/scopes');
     check('get', '/api/v1/scopes', 200, scopes.response.headers.get('content-type')!, scopes.data);
   });
+
+  it('accounts: create, list, merge patch, mint into one, its tokens, delete, through openapi-fetch', async (t) => {
+    const { app } = await build(t);
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as { port: number };
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const doc = (await (await fetch(`${baseUrl}/api/v1/openapi.json`)).json()) as Record<string, unknown>;
+    const check = responseValidator(doc);
+    const operator = await mintToken(app, ['accounts:write', 'api-tokens:write', 'apps:write']);
+    const client = createClient<paths>({ baseUrl, headers: operator.auth });
+    const type = (r: Response) => r.headers.get('content-type')!;
+
+    const created = await client.POST('/api/v1/accounts', { body: { name: 'Acme', external_id: 'cus_1' } });
+    assert.equal(created.response.status, 201);
+    assert.ok(created.data);
+    check('post', '/api/v1/accounts', 201, type(created.response), created.data);
+    const id = created.data.id;
+    const dup = await client.POST('/api/v1/accounts', { body: { name: 'Again', external_id: 'cus_1' } });
+    assert.equal(dup.response.status, 409);
+    check('post', '/api/v1/accounts', 409, type(dup.response), dup.error);
+    const list = await client.GET('/api/v1/accounts', { params: { query: { status: 'active' } } });
+    check('get', '/api/v1/accounts', 200, type(list.response), list.data);
+    const one = await client.GET('/api/v1/accounts/{id}', { params: { path: { id } } });
+    check('get', '/api/v1/accounts/{id}', 200, type(one.response), one.data);
+    const patched = await client.PATCH('/api/v1/accounts/{id}', {
+      params: { path: { id } },
+      body: { status: 'suspended' },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
+    assert.equal(patched.data?.status, 'suspended');
+    check('patch', '/api/v1/accounts/{id}', 200, type(patched.response), patched.data);
+    const minted = await client.POST('/api/v1/accounts/{id}/api-tokens', {
+      params: { path: { id } },
+      body: { name: 'first', scopes: ['apps:read'] },
+    });
+    assert.equal(minted.response.status, 201);
+    check('post', '/api/v1/accounts/{id}/api-tokens', 201, type(minted.response), minted.data);
+    const tokens = await client.GET('/api/v1/accounts/{id}/api-tokens', { params: { path: { id } } });
+    check('get', '/api/v1/accounts/{id}/api-tokens', 200, type(tokens.response), tokens.data);
+    const token = await client.GET('/api/v1/accounts/{id}/api-tokens/{token_id}', {
+      params: { path: { id, token_id: minted.data!.id } },
+    });
+    check('get', '/api/v1/accounts/{id}/api-tokens/{token_id}', 200, type(token.response), token.data);
+    const removed = await client.DELETE('/api/v1/accounts/{id}/api-tokens/{token_id}', {
+      params: { path: { id, token_id: minted.data!.id } },
+    });
+    assert.equal(removed.response.status, 204);
+    const operatorDelete = await client.DELETE('/api/v1/accounts/{id}', {
+      params: { path: { id: 'acc_00000000000000000000000000' } },
+    });
+    assert.equal(operatorDelete.response.status, 409);
+    check('delete', '/api/v1/accounts/{id}', 409, type(operatorDelete.response), operatorDelete.error);
+    const deleted = await client.DELETE('/api/v1/accounts/{id}', { params: { path: { id } } });
+    assert.equal(deleted.response.status, 204);
+    const current = await client.GET('/api/v1/api-tokens/current');
+    assert.equal(current.data?.account_id, 'acc_00000000000000000000000000');
+  });
 });

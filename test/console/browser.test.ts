@@ -10,6 +10,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { CONSOLE_CSP } from '../../src/console/routes.js';
 import { build, mintToken } from '../helpers/app.js';
 import { artifactPath, ensureChromium, launchChromium } from '../helpers/browser.js';
+import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 const ALL_SCOPES = ['api-tokens:write', 'apps:write', 'images:write', 'plans:write', 'regions:write'];
 const SECRET = /^icat_[0-9A-Za-z]{36}$/;
@@ -120,7 +121,7 @@ describe('web console in headless Chromium', () => {
       await signIn(page, base, admin.secret);
       await page.getByLabel('Name').fill('ci-deploy');
       // The picker comes from /api/v1/scopes: one box per scope, grouped by resource.
-      assert.equal(await page.locator('input[name="scope"]').count(), 10);
+      assert.equal(await page.locator('input[name="scope"]').count(), 12);
       await page.locator('#scope-images-read').check();
       await page.locator('#scope-plans-read').check();
       await page.getByLabel('Expires').selectOption('30');
@@ -382,6 +383,7 @@ describe('web console in headless Chromium', () => {
           createdAt: now - 86_400_000,
           expiresAt: now - 60_000,
           lastUsedAt: null,
+          accountId: OPERATOR_ACCOUNT_ID,
         },
         { maxLive: 1000, now },
       );

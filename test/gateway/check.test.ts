@@ -10,6 +10,7 @@ import { compileRules, requiredScopes } from '../../src/gateway/rules.js';
 import { generateSecret } from '../../src/tokens/format.js';
 import { build, mintToken } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
+import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 describe('forward-auth rules', () => {
   const rules = compileRules(
@@ -109,7 +110,7 @@ for (const backend of backends()) {
       return build(t, { store: db.open(), env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000', ...env } });
     }
 
-    it('allowed: 200 with X-Token-Id/Name/Scopes, counted as a use', async (t) => {
+    it('allowed: 200 with X-Token-Id/Name/Scopes and X-Account-Id, counted as a use', async (t) => {
       const { app } = await setup(t);
       const tok = await mintToken(app, ['apps:read'], 'déploiement bot');
       const res = await app.inject({
@@ -121,6 +122,7 @@ for (const backend of backends()) {
       assert.equal(res.headers['x-token-id'], tok.id);
       assert.equal(res.headers['x-token-name'], encodeURIComponent('déploiement bot'));
       assert.equal(res.headers['x-token-scopes'], 'apps:read');
+      assert.equal(res.headers['x-account-id'], OPERATOR_ACCOUNT_ID);
       assert.equal(res.headers['cache-control'], 'no-store');
       assert.notEqual(app.infracat.tokens.lastUsed.pending(tok.id), undefined);
       const plain = await mintToken(app, ['apps:read'], 'ci bot');
@@ -227,7 +229,7 @@ for (const backend of backends()) {
           assert.match(String(res.headers['www-authenticate']), /error="invalid_token"/);
         }
         const gone = await mintToken(app, ['apps:read']);
-        await app.infracat.tokens.service.delete(gone.id, null);
+        await app.infracat.tokens.service.delete(OPERATOR_ACCOUNT_ID, gone.id, null);
         assert.equal(
           (await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...fwd, ...gone.auth } }))
             .statusCode,
@@ -484,6 +486,7 @@ for (const backend of backends()) {
       const { token, secret } = await app.infracat.tokens.service.create(
         { name: 'svc', scopes: ['apps:read', 'apps:write'], expires_at: expiresAt },
         null,
+        OPERATOR_ACCOUNT_ID,
       );
       const form = await app.inject({
         method: 'POST',
@@ -500,6 +503,7 @@ for (const backend of backends()) {
         name: 'svc',
         iat: Math.floor(token.createdAt / 1000),
         exp: Math.floor(Date.parse(expiresAt) / 1000),
+        account_id: OPERATOR_ACCOUNT_ID,
       });
       const json = await app.inject({
         method: 'POST',
@@ -509,7 +513,7 @@ for (const backend of backends()) {
       });
       assert.equal(json.json<{ active: boolean; exp?: number }>().active, true);
       assert.ok(!('exp' in json.json<object>()), 'no exp for a token that never expires');
-      await app.infracat.tokens.service.delete(token.id, null);
+      await app.infracat.tokens.service.delete(OPERATOR_ACCOUNT_ID, token.id, null);
       for (const presented of [secret, 'junk', generateSecret('icat'), '']) {
         const res = await app.inject({
           method: 'POST',

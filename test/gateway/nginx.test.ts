@@ -14,6 +14,7 @@ import { spoofs } from '../helpers/gateways.js';
 import { ensureNginx } from '../helpers/nginx.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { tempDir } from '../helpers/sqlite.js';
+import { OPERATOR_ACCOUNT_ID } from '../../src/accounts/ids.js';
 
 interface Seen {
   method: string;
@@ -132,7 +133,11 @@ describe('forward auth behind a real nginx', () => {
       // Allowed: the upstream sees who is calling, never the secret, never a forged identity.
       seen.length = 0;
       const ok = await fetch(`${base}/apps/42?verbose=1`, {
-        headers: { authorization: `Bearer ${reader.secret}`, 'x-token-id': 'tok_FORGED' },
+        headers: {
+          authorization: `Bearer ${reader.secret}`,
+          'x-token-id': 'tok_FORGED',
+          'x-account-id': 'acc_FORGED',
+        },
       });
       assert.equal(ok.status, 200);
       assert.deepEqual(await ok.json(), { ok: true });
@@ -141,6 +146,7 @@ describe('forward auth behind a real nginx', () => {
       assert.equal(seen[0]!.headers['x-token-id'], reader.id);
       assert.equal(seen[0]!.headers['x-token-name'], encodeURIComponent('reader ✓'));
       assert.equal(seen[0]!.headers['x-token-scopes'], 'apps:read');
+      assert.equal(seen[0]!.headers['x-account-id'], OPERATOR_ACCOUNT_ID, "the token's account, not the client's");
       assert.equal(seen[0]!.headers.authorization, undefined, 'the secret does not reach the service');
 
       // Writes need apps:write.

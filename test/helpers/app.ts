@@ -9,6 +9,7 @@ import { createLogger } from '../../src/logging.js';
 import { SqliteStore } from '../../src/storage/sqlite/store.js';
 import type { Store } from '../../src/storage/types.js';
 import { tempDir } from './sqlite.js';
+import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 export class LogCapture extends Writable {
   readonly lines: string[] = [];
@@ -79,7 +80,7 @@ export async function mintToken(
   scopes: string[],
   name = 'test',
 ): Promise<{ id: string; secret: string; auth: { authorization: string } }> {
-  const { token, secret } = await app.infracat.tokens.service.create({ name, scopes }, null);
+  const { token, secret } = await app.infracat.tokens.service.create({ name, scopes }, null, OPERATOR_ACCOUNT_ID);
   return { id: token.id, secret, auth: { authorization: `Bearer ${secret}` } };
 }
 

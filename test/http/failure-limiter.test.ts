@@ -4,9 +4,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { addressKey, FailureLimiter } from '../../src/http/failure-limiter.js';
-import type { TokenRecord } from '../../src/storage/types.js';
+import type { TokenWithAccount } from '../../src/storage/types.js';
+import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
-const TOKEN: TokenRecord = {
+const TOKEN: TokenWithAccount = {
   id: 'tok_1',
   name: 'x',
   scopes: [],
@@ -14,15 +15,17 @@ const TOKEN: TokenRecord = {
   createdAt: 0,
   expiresAt: null,
   lastUsedAt: null,
+  accountId: OPERATOR_ACCOUNT_ID,
+  accountStatus: 'active',
 };
 
 /** Lookups that finish only when the test says so, recording the order they started in. */
 function controlledReads() {
   const started: string[] = [];
-  const finish = new Map<string, (value: TokenRecord | null) => void>();
+  const finish = new Map<string, (value: TokenWithAccount | null) => void>();
   const fail = new Map<string, (err: Error) => void>();
   const read = (hash: string) => () =>
-    new Promise<TokenRecord | null>((resolve, reject) => {
+    new Promise<TokenWithAccount | null>((resolve, reject) => {
       started.push(hash);
       finish.set(hash, resolve);
       fail.set(hash, reject);
@@ -30,7 +33,7 @@ function controlledReads() {
   return {
     started,
     read,
-    finish: (hash: string, v: TokenRecord | null) => finish.get(hash)!(v),
+    finish: (hash: string, v: TokenWithAccount | null) => finish.get(hash)!(v),
     fail: (hash: string) => fail.get(hash)!(new Error('storage down')),
   };
 }
@@ -97,7 +100,7 @@ describe('failure limiter gate', () => {
       const l = new FailureLimiter(5, 10_000);
       const gate = l.gate('ip', () => clock.t);
       let reads = 0;
-      const lookup = (value: TokenRecord | null) => async () => {
+      const lookup = (value: TokenWithAccount | null) => async () => {
         reads += 1;
         return value;
       };

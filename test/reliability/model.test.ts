@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import type { App } from '../../src/http/types.js';
 import { build } from '../helpers/app.js';
 import { backends, type Backend } from '../helpers/backends.js';
+import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 const RUNS = Number(process.env.MODEL_RUNS ?? 50);
 const SCOPES = ['api-tokens:read', 'apps:read', 'apps:write', 'images:read', 'regions:read'];
@@ -172,7 +173,11 @@ async function runModel(t: TestContext, backend: Backend): Promise<void> {
         },
       });
       const admin = (
-        await built.app.infracat.tokens.service.create({ name: 'admin', scopes: ['api-tokens:write', ...SCOPES] }, null)
+        await built.app.infracat.tokens.service.create(
+          { name: 'admin', scopes: ['api-tokens:write', ...SCOPES] },
+          null,
+          OPERATOR_ACCOUNT_ID,
+        )
       ).secret;
       try {
         await fc.asyncModelRun(

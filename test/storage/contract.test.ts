@@ -5,9 +5,12 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import Database from 'better-sqlite3';
+import pg from 'pg';
 import { LATEST_VERSION, VERSIONED } from '../../src/storage/migrations.js';
-import type { Store, TokenRecord } from '../../src/storage/types.js';
+import type { AccountRecord, Store, TokenRecord } from '../../src/storage/types.js';
 import { backends, type Backend, type BackendDb } from '../helpers/backends.js';
+import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 const ALL_VERSIONS = VERSIONED.map((m) => m.version);
 
@@ -22,6 +25,20 @@ function sampleToken(over: Partial<TokenRecord> = {}): TokenRecord {
     createdAt: 1_700_000_000_000 + seq,
     expiresAt: null,
     lastUsedAt: null,
+    accountId: OPERATOR_ACCOUNT_ID,
+    ...over,
+  };
+}
+
+let accountSeq = 0;
+function sampleAccount(over: Partial<AccountRecord> = {}): AccountRecord {
+  accountSeq += 1;
+  return {
+    id: `acc_${String(accountSeq).padStart(6, '0')}_${randomUUID().slice(0, 8)}`,
+    name: `account ${accountSeq}`,
+    externalId: null,
+    status: 'active',
+    createdAt: 1_700_000_000_000 + accountSeq,
     ...over,
   };
 }
@@ -74,9 +91,9 @@ function runStoreContract(backend: Backend): void {
         lastUsedAt: null,
       });
       assert.equal(await store.tokens.create(t, NO_LIMIT), 'created');
-      assert.deepEqual(await store.tokens.get(t.id), t);
-      assert.deepEqual(await store.tokens.findByHash(t.secretHash), t);
-      assert.equal(await store.tokens.get('tok_unknown'), null);
+      assert.deepEqual(await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id), t);
+      assert.deepEqual(await store.tokens.findByHash(t.secretHash), { ...t, accountStatus: 'active' });
+      assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_unknown'), null);
       assert.equal(await store.tokens.findByHash('0'.repeat(64)), null);
     });
 
@@ -98,11 +115,11 @@ function runStoreContract(backend: Backend): void {
         const expired = sampleToken({ createdAt: 500, id: 'tok_x', expiresAt: NOW });
         for (const t of [b, a, c, expired]) await s.tokens.create(t, NO_LIMIT);
         assert.deepEqual(
-          (await s.tokens.list(NOW)).map((t) => t.id),
+          (await s.tokens.list(OPERATOR_ACCOUNT_ID, NOW)).map((t) => t.id),
           ['tok_a', 'tok_b', 'tok_c'],
         );
         assert.deepEqual(
-          (await s.tokens.list(NOW + 1)).map((t) => t.id),
+          (await s.tokens.list(OPERATOR_ACCOUNT_ID, NOW + 1)).map((t) => t.id),
           ['tok_a', 'tok_b'],
         );
         assert.equal(await s.tokens.count(), 4, 'count includes expired tokens');
@@ -129,13 +146,17 @@ function runStoreContract(backend: Backend): void {
           for (const t of [forever, live, recent, old, edge]) await s.tokens.create(t, NO_LIMIT);
           const retainedSince = NOW - 30 * DAY;
           assert.deepEqual(
-            (await s.tokens.list(retainedSince)).map((t) => t.id),
+            (await s.tokens.list(OPERATOR_ACCOUNT_ID, retainedSince)).map((t) => t.id),
             ['tok_forever', 'tok_live', 'tok_recent'],
           );
           assert.equal(await s.tokens.purgeExpired(retainedSince), 2, 'the old and the edge token');
-          assert.equal(await s.tokens.get('tok_old'), null);
-          assert.equal(await s.tokens.get('tok_edge'), null);
-          assert.notEqual(await s.tokens.get('tok_recent'), null, 'an expired token within the retention stays');
+          assert.equal(await s.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_old'), null);
+          assert.equal(await s.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_edge'), null);
+          assert.notEqual(
+            await s.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_recent'),
+            null,
+            'an expired token within the retention stays',
+          );
           assert.equal(await s.tokens.count(), 3);
           assert.equal(await s.tokens.purgeExpired(retainedSince), 0, 'idempotent');
           assert.equal(
@@ -153,26 +174,26 @@ function runStoreContract(backend: Backend): void {
     it('delete removes the token once and reports whether it existed', async () => {
       const t = sampleToken();
       await store.tokens.create(t, NO_LIMIT);
-      assert.equal(await store.tokens.delete(t.id), true);
-      assert.equal(await store.tokens.get(t.id), null);
+      assert.equal(await store.tokens.delete(OPERATOR_ACCOUNT_ID, t.id), true);
+      assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id), null);
       assert.equal(await store.tokens.findByHash(t.secretHash), null);
-      assert.equal(await store.tokens.delete(t.id), false);
-      assert.ok(!(await store.tokens.list(NOW)).some((x) => x.id === t.id));
+      assert.equal(await store.tokens.delete(OPERATOR_ACCOUNT_ID, t.id), false);
+      assert.ok(!(await store.tokens.list(OPERATOR_ACCOUNT_ID, NOW)).some((x) => x.id === t.id));
     });
 
     it('touch sets last_used_at, never moves it backwards, and takes the latest of a batch', async () => {
       const t = sampleToken();
       await store.tokens.create(t, NO_LIMIT);
       await store.tokens.touch([{ id: t.id, at: 5000 }]);
-      assert.equal((await store.tokens.get(t.id))?.lastUsedAt, 5000);
+      assert.equal((await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id))?.lastUsedAt, 5000);
       await store.tokens.touch([{ id: t.id, at: 4000 }]);
-      assert.equal((await store.tokens.get(t.id))?.lastUsedAt, 5000, 'an older time does not win');
+      assert.equal((await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id))?.lastUsedAt, 5000, 'an older time does not win');
       await store.tokens.touch([
         { id: t.id, at: 7000 },
         { id: t.id, at: 6000 },
         { id: 'tok_missing', at: 9000 },
       ]);
-      assert.equal((await store.tokens.get(t.id))?.lastUsedAt, 7000);
+      assert.equal((await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id))?.lastUsedAt, 7000);
       await store.tokens.touch([]);
     });
 
@@ -180,7 +201,8 @@ function runStoreContract(backend: Backend): void {
       const tokens = Array.from({ length: 50 }, () => sampleToken());
       for (const t of tokens) await store.tokens.create(t, NO_LIMIT);
       await store.tokens.touch(tokens.map((t, i) => ({ id: t.id, at: 10_000 + i })));
-      for (const [i, t] of tokens.entries()) assert.equal((await store.tokens.get(t.id))?.lastUsedAt, 10_000 + i);
+      for (const [i, t] of tokens.entries())
+        assert.equal((await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id))?.lastUsedAt, 10_000 + i);
     });
 
     it('create refuses past maxLive live tokens; expired tokens do not count', async () => {
@@ -193,7 +215,7 @@ function runStoreContract(backend: Backend): void {
         assert.equal(await s.tokens.create(sampleToken(), { maxLive: 2, now: NOW }), 'created');
         const over = sampleToken();
         assert.equal(await s.tokens.create(over, { maxLive: 2, now: NOW }), 'limit_reached');
-        assert.equal(await s.tokens.get(over.id), null, 'a refused token is not stored');
+        assert.equal(await s.tokens.get(OPERATOR_ACCOUNT_ID, over.id), null, 'a refused token is not stored');
       } finally {
         await s.close();
         await fresh.drop();
@@ -229,11 +251,11 @@ function runStoreContract(backend: Backend): void {
           await s.migrate();
           const admin = sampleToken({ scopes: ['apps:read', 'apps:write'] });
           assert.equal(await s.tokens.bootstrap(admin), true);
-          assert.deepEqual(await s.tokens.get(admin.id), admin);
+          assert.deepEqual(await s.tokens.get(OPERATOR_ACCOUNT_ID, admin.id), admin);
           const second = sampleToken();
           assert.equal(await s.tokens.bootstrap(second), false);
-          assert.equal(await s.tokens.get(second.id), null);
-          assert.equal(await s.tokens.delete(admin.id), true);
+          assert.equal(await s.tokens.get(OPERATOR_ACCOUNT_ID, second.id), null);
+          assert.equal(await s.tokens.delete(OPERATOR_ACCOUNT_ID, admin.id), true);
           assert.equal(await s.tokens.count(), 0);
           assert.equal(await s.tokens.bootstrap(sampleToken()), false, 'an empty store again is not a first start');
           assert.equal(await other.tokens.bootstrap(sampleToken()), false, 'nor for another instance');
@@ -271,8 +293,8 @@ function runStoreContract(backend: Backend): void {
             false,
             'tokens already stored (e.g. made with the CLI first)',
           );
-          assert.equal(await h.tokens.get(refused.id), null);
-          await h.tokens.delete(existing.id);
+          assert.equal(await h.tokens.get(OPERATOR_ACCOUNT_ID, refused.id), null);
+          await h.tokens.delete(OPERATOR_ACCOUNT_ID, existing.id);
           assert.equal(await h.tokens.bootstrap(sampleToken()), false);
           assert.equal(await h.tokens.count(), 0);
         } finally {
@@ -300,10 +322,11 @@ function runStoreContract(backend: Backend): void {
     });
 
     it('upgrade to schema 3: a database already in use counts as bootstrapped; an untouched one does not', async () => {
-      const cases: { name: string; use(s: Store): Promise<void>; bootstraps: boolean }[] = [
+      const cases: { name: string; use(s: Store, db: BackendDb): Promise<void>; bootstraps: boolean }[] = [
         {
           name: 'tokens stored',
-          use: async (s) => void (await s.tokens.create(sampleToken(), NO_LIMIT)),
+          // As release 2 stored them (this release's insert names account_id, migration 4's).
+          use: (_s, db) => insertLegacyToken(backend, db, sampleToken()),
           bootstraps: false,
         },
         {
@@ -322,9 +345,10 @@ function runStoreContract(backend: Backend): void {
             { applied: [1, 2], version: 2 },
             'the schema of the release before',
           );
-          await c.use(s);
+          await c.use(s, fresh);
           assert.deepEqual(await s.migrate(), { applied: ALL_VERSIONS.filter((v) => v > 2), version: LATEST_VERSION });
-          for (const t of await s.tokens.list(NOW)) await s.tokens.delete(t.id);
+          for (const t of await s.tokens.list(OPERATOR_ACCOUNT_ID, NOW))
+            await s.tokens.delete(OPERATOR_ACCOUNT_ID, t.id);
           assert.equal(await s.tokens.bootstrap(sampleToken()), c.bootstraps, c.name);
         } finally {
           await s.close();
@@ -352,10 +376,181 @@ function runStoreContract(backend: Backend): void {
       const t = sampleToken();
       await store.tokens.create(t, NO_LIMIT);
       const other = open();
-      assert.deepEqual(await other.tokens.get(t.id), t);
+      assert.deepEqual(await other.tokens.get(OPERATOR_ACCOUNT_ID, t.id), t);
       await other.close();
       const reopened = open();
-      assert.deepEqual(await reopened.tokens.findByHash(t.secretHash), t);
+      assert.deepEqual(await reopened.tokens.findByHash(t.secretHash), { ...t, accountStatus: 'active' });
+    });
+
+    it('accounts: migration 4 creates the operator account, active, oldest of all', async () => {
+      const operator = await store.accounts.get(OPERATOR_ACCOUNT_ID);
+      assert.ok(operator !== null);
+      assert.equal(operator.name, 'operator');
+      assert.equal(operator.externalId, null);
+      assert.equal(operator.status, 'active');
+      assert.ok(operator.createdAt > 0, 'created when the database was first migrated');
+      assert.equal((await store.accounts.list({}))[0]?.id, OPERATOR_ACCOUNT_ID);
+    });
+
+    it('accounts: create stores every field; get returns it; unknown ids are null', async () => {
+      const a = sampleAccount({ name: 'Ünïcode ✓ 🚀', externalId: 'cust-42 ✓' });
+      assert.equal(await store.accounts.create(a), 'created');
+      assert.deepEqual(await store.accounts.get(a.id), a);
+      assert.equal(await store.accounts.get('acc_unknown'), null);
+      const b = sampleAccount();
+      const c = sampleAccount();
+      assert.equal(await store.accounts.create(b), 'created');
+      assert.equal(await store.accounts.create(c), 'created', 'several accounts without an external_id');
+    });
+
+    it('accounts: a duplicate external_id is refused by the index, nothing stored, even when racing', async () => {
+      const first = sampleAccount({ externalId: `dup-${randomUUID()}` });
+      assert.equal(await store.accounts.create(first), 'created');
+      const second = sampleAccount({ externalId: first.externalId });
+      assert.equal(await store.accounts.create(second), 'external_id_taken');
+      assert.equal(await store.accounts.get(second.id), null);
+      const other = open();
+      const racing = Array.from({ length: 6 }, (_, i) =>
+        (i % 2 === 0 ? store : other).accounts.create(sampleAccount({ externalId: 'race-' + first.externalId })),
+      );
+      const results = await Promise.all(racing);
+      assert.equal(results.filter((r) => r === 'created').length, 1);
+    });
+
+    it('accounts: list is oldest first and filters by status and external_id', async () => {
+      const fresh = await backend.create();
+      const s = fresh.open();
+      try {
+        await s.migrate();
+        const since = (await s.accounts.get(OPERATOR_ACCOUNT_ID))!.createdAt;
+        const late = sampleAccount({ createdAt: since + 3000, externalId: 'x-late' });
+        const early = sampleAccount({ createdAt: since + 1000, status: 'suspended' });
+        const mid = sampleAccount({ createdAt: since + 2000, externalId: 'x-mid' });
+        for (const a of [late, early, mid]) await s.accounts.create(a);
+        const ids = (as: AccountRecord[]) => as.map((a) => a.id);
+        assert.deepEqual(ids(await s.accounts.list({})), [OPERATOR_ACCOUNT_ID, early.id, mid.id, late.id]);
+        assert.deepEqual(ids(await s.accounts.list({ status: 'suspended' })), [early.id]);
+        assert.deepEqual(ids(await s.accounts.list({ status: 'active' })), [OPERATOR_ACCOUNT_ID, mid.id, late.id]);
+        assert.deepEqual(ids(await s.accounts.list({ externalId: 'x-mid' })), [mid.id]);
+        assert.deepEqual(ids(await s.accounts.list({ externalId: 'x-mid', status: 'suspended' })), []);
+        assert.deepEqual(ids(await s.accounts.list({ externalId: 'nobody' })), []);
+      } finally {
+        await s.close();
+        await fresh.drop();
+      }
+    });
+
+    it("accounts: update changes the given fields; findByHash carries the account's status", async () => {
+      const a = sampleAccount();
+      await store.accounts.create(a);
+      const t = sampleToken({ accountId: a.id });
+      assert.equal(await store.tokens.create(t, NO_LIMIT), 'created');
+      assert.deepEqual(await store.accounts.update(a.id, { status: 'suspended' }), { ...a, status: 'suspended' });
+      assert.equal((await store.tokens.findByHash(t.secretHash))?.accountStatus, 'suspended');
+      assert.deepEqual(await store.accounts.update(a.id, { name: 'renamed' }), {
+        ...a,
+        name: 'renamed',
+        status: 'suspended',
+      });
+      assert.deepEqual(await store.accounts.update(a.id, {}), { ...a, name: 'renamed', status: 'suspended' });
+      assert.deepEqual(await store.accounts.update(a.id, { status: 'active' }), { ...a, name: 'renamed' });
+      assert.equal((await store.tokens.findByHash(t.secretHash))?.accountStatus, 'active');
+      assert.equal(await store.accounts.update('acc_unknown', { status: 'suspended' }), null);
+    });
+
+    it("tokens: get, delete and list see only the given account's tokens", async () => {
+      const a = sampleAccount();
+      const b = sampleAccount();
+      await store.accounts.create(a);
+      await store.accounts.create(b);
+      const ta = sampleToken({ accountId: a.id });
+      const tb = sampleToken({ accountId: b.id });
+      await store.tokens.create(ta, NO_LIMIT);
+      await store.tokens.create(tb, NO_LIMIT);
+      assert.equal(await store.tokens.get(b.id, ta.id), null);
+      assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, ta.id), null);
+      assert.deepEqual(await store.tokens.get(a.id, ta.id), ta);
+      assert.deepEqual(
+        (await store.tokens.list(a.id, NOW)).map((t) => t.id),
+        [ta.id],
+      );
+      assert.equal(await store.tokens.delete(b.id, ta.id), false, 'another account cannot delete it');
+      assert.deepEqual(await store.tokens.get(a.id, ta.id), ta, 'still there');
+      assert.equal(await store.tokens.delete(a.id, ta.id), true);
+      assert.deepEqual(await store.tokens.get(b.id, tb.id), tb);
+    });
+
+    it('tokens: create into an account that does not exist stores nothing; the cap counts per account', async () => {
+      const orphan = sampleToken({ accountId: 'acc_missing' });
+      assert.equal(await store.tokens.create(orphan, NO_LIMIT), 'no_account');
+      assert.equal(await store.tokens.findByHash(orphan.secretHash), null);
+      const a = sampleAccount();
+      const b = sampleAccount();
+      await store.accounts.create(a);
+      await store.accounts.create(b);
+      const cap = { maxLive: 2, now: NOW };
+      assert.equal(await store.tokens.create(sampleToken({ accountId: a.id }), cap), 'created');
+      assert.equal(await store.tokens.create(sampleToken({ accountId: a.id }), cap), 'created');
+      assert.equal(await store.tokens.create(sampleToken({ accountId: a.id }), cap), 'limit_reached');
+      assert.equal(await store.tokens.create(sampleToken({ accountId: b.id }), cap), 'created', 'b has its own cap');
+    });
+
+    it("accounts: delete removes the account and its tokens, nobody else's, once", async () => {
+      const a = sampleAccount();
+      const b = sampleAccount();
+      await store.accounts.create(a);
+      await store.accounts.create(b);
+      const ta = [sampleToken({ accountId: a.id }), sampleToken({ accountId: a.id })];
+      const tb = sampleToken({ accountId: b.id });
+      for (const t of [...ta, tb]) await store.tokens.create(t, NO_LIMIT);
+      assert.equal(await store.accounts.delete(a.id), true);
+      assert.equal(await store.accounts.get(a.id), null);
+      for (const t of ta) assert.equal(await store.tokens.findByHash(t.secretHash), null);
+      assert.notEqual(await store.tokens.findByHash(tb.secretHash), null);
+      assert.equal(await store.accounts.delete(a.id), false);
+      assert.equal(await store.tokens.create(sampleToken({ accountId: a.id }), NO_LIMIT), 'no_account');
+    });
+
+    it('accounts: tokens created while their account is deleted on another instance never outlive it', async () => {
+      const other = open();
+      for (let round = 0; round < 5; round++) {
+        const a = sampleAccount();
+        await store.accounts.create(a);
+        const made = Array.from({ length: 4 }, () => sampleToken({ accountId: a.id }));
+        await Promise.all([
+          ...made.map((t, i) => (i % 2 === 0 ? store : other).tokens.create(t, NO_LIMIT)),
+          other.accounts.delete(a.id),
+        ]);
+        for (const t of made) assert.equal(await store.tokens.findByHash(t.secretHash), null, `round ${round}`);
+      }
+    });
+
+    it('upgrade to schema 4: existing tokens land in the operator account and keep working', async () => {
+      const fresh = await backend.create();
+      const s = fresh.open();
+      try {
+        await s.migrate({ upTo: 3 });
+        const legacy = sampleToken();
+        // Stored as release 3 stored tokens: without the account_id column.
+        await insertLegacyToken(backend, fresh, legacy);
+        const instances = [s, fresh.open(), fresh.open()];
+        const reports = await Promise.all(instances.map((i) => i.migrate()));
+        assert.deepEqual(
+          reports.flatMap((r) => r.applied),
+          [4],
+          'migration 4 applied once',
+        );
+        for (const i of instances.slice(1)) await i.close();
+        assert.deepEqual(await s.tokens.findByHash(legacy.secretHash), { ...legacy, accountStatus: 'active' });
+        assert.deepEqual(
+          (await s.accounts.list({})).map((a) => a.id),
+          [OPERATOR_ACCOUNT_ID],
+          'exactly one operator account',
+        );
+      } finally {
+        await s.close();
+        await fresh.drop();
+      }
     });
 
     it('catalog: empty at first; apply stores version 1; current returns the document unchanged', async () => {
@@ -419,9 +614,9 @@ function runStoreContract(backend: Backend): void {
         'count, then insert (the lock is not a statement)',
       );
       assert.equal(await sent(() => s.tokens.bootstrap(null)), 2, 'count, then the marker');
-      assert.equal(await sent(() => s.tokens.get(t.id)), 1);
+      assert.equal(await sent(() => s.tokens.get(OPERATOR_ACCOUNT_ID, t.id)), 1);
       assert.equal(await sent(() => s.tokens.findByHash(t.secretHash)), 1);
-      assert.equal(await sent(() => s.tokens.list(NOW)), 1);
+      assert.equal(await sent(() => s.tokens.list(OPERATOR_ACCOUNT_ID, NOW)), 1);
       assert.equal(
         await sent(() =>
           s.tokens.touch([
@@ -434,7 +629,7 @@ function runStoreContract(backend: Backend): void {
         'one per token',
       );
       assert.equal(await sent(() => s.tokens.touch([])), 0);
-      assert.equal(await sent(() => s.tokens.delete(t.id)), 1);
+      assert.equal(await sent(() => s.tokens.delete(OPERATOR_ACCOUNT_ID, t.id)), 1);
       assert.equal(await sent(() => s.catalog.latestVersion()), 1);
       assert.equal(await sent(() => s.catalog.current()), 1);
       assert.equal(await sent(() => s.ping()), 1);
@@ -451,14 +646,14 @@ function runStoreContract(backend: Backend): void {
       // The create rolls back (the hash is taken) while the delete and touch are sent.
       const [refused, deleted] = await Promise.allSettled([
         store.tokens.create(sampleToken({ secretHash: kept.secretHash }), NO_LIMIT),
-        store.tokens.delete(doomed.id),
+        store.tokens.delete(OPERATOR_ACCOUNT_ID, doomed.id),
         store.tokens.touch([{ id: kept.id, at: 4242 }]),
       ]);
       assert.equal(refused.status, 'rejected');
       assert.deepEqual(deleted, { status: 'fulfilled', value: true });
       const other = open();
-      assert.equal(await other.tokens.get(doomed.id), null, 'the acknowledged delete stuck');
-      assert.equal((await other.tokens.get(kept.id))?.lastUsedAt, 4242);
+      assert.equal(await other.tokens.get(OPERATOR_ACCOUNT_ID, doomed.id), null, 'the acknowledged delete stuck');
+      assert.equal((await other.tokens.get(OPERATOR_ACCOUNT_ID, kept.id))?.lastUsedAt, 4242);
     });
 
     it('schemaVersion: 0 for an empty database (nothing written), the latest once migrated', async () => {
@@ -495,4 +690,29 @@ function runStoreContract(backend: Backend): void {
       await s.close();
     });
   });
+}
+
+/** Inserts a token row as schema 3 stored it (no account_id), through the backend's own client. */
+async function insertLegacyToken(backend: Backend, db: BackendDb, t: TokenRecord): Promise<void> {
+  const values = [t.id, t.name, JSON.stringify(t.scopes), t.secretHash, t.createdAt, t.expiresAt, t.lastUsedAt];
+  const sql =
+    'INSERT INTO api_tokens (id, name, scopes, secret_hash, created_at, expires_at, last_used_at) VALUES ' +
+    (backend.name === 'postgres' ? '($1, $2, $3, $4, $5, $6, $7)' : '(?, ?, ?, ?, ?, ?, ?)');
+  if (backend.name === 'postgres') {
+    const c = new pg.Client({ connectionString: db.url });
+    await c.connect();
+    try {
+      await c.query(sql, values);
+    } finally {
+      await c.end();
+    }
+  } else {
+    const file = db.url.slice('sqlite:'.length);
+    const raw = new Database(file);
+    try {
+      raw.prepare(sql).run(...values);
+    } finally {
+      raw.close();
+    }
+  }
 }

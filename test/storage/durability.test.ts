@@ -7,6 +7,7 @@ import Database from '../../src/storage/sqlite/driver.js';
 import type { Store } from '../../src/storage/types.js';
 import { backends } from '../helpers/backends.js';
 import { runTs } from '../helpers/process.js';
+import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 const WRITER = path.resolve(import.meta.dirname, '../fixtures/writer.ts');
 
@@ -23,7 +24,8 @@ async function killMidStream(databaseUrl: string, rounds: number, open: () => St
     assert.ok(acked.length >= 5 + round * 7);
     const store = open();
     try {
-      for (const id of acked) assert.ok(await store.tokens.get(id), `acknowledged ${id} survived kill -9`);
+      for (const id of acked)
+        assert.ok(await store.tokens.get(OPERATOR_ACCOUNT_ID, id), `acknowledged ${id} survived kill -9`);
     } finally {
       await store.close();
     }

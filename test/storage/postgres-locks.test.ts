@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import pg from 'pg';
 import type { Store } from '../../src/storage/types.js';
 import { postgresBackend } from '../helpers/backends.js';
+import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 describe('PostgreSQL lock rows', () => {
   it('migrate creates the lock rows in the same list as the schema; a missing lock row fails closed', async (t) => {
@@ -39,9 +40,10 @@ async function check(c: pg.Client, store: Store): Promise<void> {
     createdAt: 1,
     expiresAt: null,
     lastUsedAt: null,
+    accountId: OPERATOR_ACCOUNT_ID,
   };
   await assert.rejects(store.tokens.create(token, { maxLive: 10, now: 1 }), /lock row 'tokens' is missing/);
-  assert.equal(await store.tokens.get('tok_x'), null, 'nothing inserted without the lock');
+  assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_x'), null, 'nothing inserted without the lock');
   await store.migrate();
   assert.equal(await store.tokens.create(token, { maxLive: 10, now: 1 }), 'created', 'migrate puts the row back');
 }

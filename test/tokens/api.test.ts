@@ -7,6 +7,7 @@ import { checkSecret, generateSecret, hashSecret } from '../../src/tokens/format
 import { TOKEN_ID_PATTERN } from '../../src/tokens/ids.js';
 import { backends } from '../helpers/backends.js';
 import { build, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
+import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -331,7 +332,7 @@ for (const backend of backends()) {
         assert.match(body.errors[2]!.detail, /duplicate/);
         assert.match(body.errors[1]!.detail, /unknown/);
         assert.ok(body.valid_scopes.includes('apps:write') && body.valid_scopes.includes('api-tokens:read'));
-        assert.equal(body.valid_scopes.length, 10);
+        assert.equal(body.valid_scopes.length, 12);
         for (const scopes of [[], 'apps:read', [1], null]) {
           const r = await app.inject({
             method: 'POST',
@@ -475,6 +476,7 @@ for (const backend of backends()) {
           createdAt: now - 40 * DAY,
           expiresAt,
           lastUsedAt: null,
+          accountId: OPERATOR_ACCOUNT_ID,
         });
         const { app, admin, store } = await setup(
           t,
@@ -486,7 +488,7 @@ for (const backend of backends()) {
               { maxLive: 100, now },
             );
             await s.tokens.create(row('tok_long_gone', now - 31 * DAY), { maxLive: 100, now });
-            assert.notEqual(await s.tokens.get('tok_long_gone'), null);
+            assert.notEqual(await s.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_long_gone'), null);
           },
         );
         const res = await app.inject({
@@ -517,11 +519,11 @@ for (const backend of backends()) {
 
         // The background purge (at start, then hourly) removed the row past the retention.
         await app.infracat.purger.idle();
-        assert.equal(await store.tokens.get('tok_long_gone'), null, 'purged at start');
-        assert.notEqual(await store.tokens.get('tok_expired'), null);
+        assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_long_gone'), null, 'purged at start');
+        assert.notEqual(await store.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_expired'), null);
         clock = now + 31 * DAY;
         assert.equal(await app.infracat.tokens.service.purgeExpired(), 1);
-        assert.equal(await store.tokens.get('tok_expired'), null);
+        assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_expired'), null);
         const after = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth })).json<
           { id: string }[]
         >();
@@ -541,6 +543,7 @@ for (const backend of backends()) {
           createdAt: now - 10_000,
           expiresAt: now - 1,
           lastUsedAt: null,
+          accountId: OPERATOR_ACCOUNT_ID,
         },
         { maxLive: 100, now },
       );
@@ -567,6 +570,7 @@ for (const backend of backends()) {
           createdAt: now,
           expiresAt: now + 400,
           lastUsedAt: null,
+          accountId: OPERATOR_ACCOUNT_ID,
         },
         { maxLive: 100, now },
       );
@@ -602,6 +606,8 @@ for (const backend of backends()) {
             'plans:write',
             'regions:read',
             'regions:write',
+            'accounts:read',
+            'accounts:write',
           ],
         );
         for (const s of scopes) assert.ok(s.description.length > 5 && !s.description.includes('\n'));

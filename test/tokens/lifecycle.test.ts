@@ -13,6 +13,7 @@ import { generateSecret } from '../../src/tokens/format.js';
 import { build, mintToken } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
 import { freePort } from '../helpers/embedded-pg.js';
+import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 for (const backend of backends()) {
   describe(`token lifecycle on ${backend.name}`, () => {
@@ -34,7 +35,7 @@ for (const backend of backends()) {
       }
       await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: other.auth });
       assert.equal(tracker.stats.rows, 0, 'no writes on the request path');
-      assert.equal((await store.tokens.get(tok.id))?.lastUsedAt, null);
+      assert.equal((await store.tokens.get(OPERATOR_ACCOUNT_ID, tok.id))?.lastUsedAt, null);
       // The API already shows the pending use.
       const listed = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: tok.auth })).json<
         { id: string; last_used_at: string | null }[]
@@ -47,7 +48,7 @@ for (const backend of backends()) {
         { flushes: 1, rows: 2, failures: 0 },
         '51 uses of two tokens -> one batch of two rows',
       );
-      const stored = await store.tokens.get(tok.id);
+      const stored = await store.tokens.get(OPERATOR_ACCOUNT_ID, tok.id);
       assert.ok(stored?.lastUsedAt !== null && stored!.lastUsedAt >= Date.parse(shown));
     });
 
@@ -57,9 +58,13 @@ for (const backend of backends()) {
       const a = await mintToken(timed.app, ['apps:read']);
       await timed.app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: a.auth });
       const deadline = Date.now() + 3000;
-      while ((await timed.store.tokens.get(a.id))?.lastUsedAt === null && Date.now() < deadline)
+      while ((await timed.store.tokens.get(OPERATOR_ACCOUNT_ID, a.id))?.lastUsedAt === null && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 20));
-      assert.notEqual((await timed.store.tokens.get(a.id))?.lastUsedAt, null, 'written by the timer');
+      assert.notEqual(
+        (await timed.store.tokens.get(OPERATOR_ACCOUNT_ID, a.id))?.lastUsedAt,
+        null,
+        'written by the timer',
+      );
 
       const slow = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000' } });
       const b = await mintToken(slow.app, ['apps:read']);
@@ -67,7 +72,7 @@ for (const backend of backends()) {
       await slow.app.close();
       const check = db.open();
       t.after(() => check.close());
-      assert.notEqual((await check.tokens.get(b.id))?.lastUsedAt, null, 'written on close');
+      assert.notEqual((await check.tokens.get(OPERATOR_ACCOUNT_ID, b.id))?.lastUsedAt, null, 'written on close');
     });
 
     it('the secret is in no table, file or log line; only its SHA-256 is stored', async (t) => {
@@ -114,7 +119,7 @@ for (const backend of backends()) {
         for (const n of needles) assert.ok(!dump.includes(n), 'secret in api_tokens');
         assert.match(dump, /"secret_hash":"[0-9a-f]{64}"/);
       }
-      assert.equal((await store.tokens.get(created.id))?.secretHash.length, 64);
+      assert.equal((await store.tokens.get(OPERATOR_ACCOUNT_ID, created.id))?.secretHash.length, 64);
     });
 
     it(
@@ -126,7 +131,11 @@ for (const backend of backends()) {
         t.after(() => store.close());
         await store.migrate();
         const domain = createTokenDomain(loadConfig({ DATABASE_URL: db.url }), store);
-        const { token, secret } = await domain.service.create({ name: 'burst', scopes: ['apps:read'] }, null);
+        const { token, secret } = await domain.service.create(
+          { name: 'burst', scopes: ['apps:read'] },
+          null,
+          OPERATOR_ACCOUNT_ID,
+        );
         const findByHash = store.tokens.findByHash.bind(store.tokens);
         let reads = 0;
         let release = (): void => undefined;
@@ -148,11 +157,11 @@ for (const backend of backends()) {
         assert.ok((await Promise.all(burst)).every((r) => r.ok));
         assert.equal(reads, 1, '20 concurrent verifications, one storage read');
 
-        domain.cache.evict(token.id, token.secretHash);
+        domain.cache.evict(token.id, token.secretHash, OPERATOR_ACCOUNT_ID);
         hold();
         const before = domain.service.verify(secret); // its read finds the token, then waits
         await new Promise((r) => setTimeout(r, 20));
-        assert.equal(await domain.service.delete(token.id, null), true);
+        assert.equal(await domain.service.delete(OPERATOR_ACCOUNT_ID, token.id, null), true);
         const after = domain.service.verify(secret); // must not join the read from before
         release();
         assert.equal((await before).ok, true, 'concurrent with the delete');
@@ -175,7 +184,8 @@ for (const backend of backends()) {
       assert.equal((await current()).statusCode, 200);
       assert.equal((await current()).statusCode, 200);
       assert.equal(app.infracat.tokens.cache.hits, 0, 'nothing answered from memory');
-      assert.equal(await store.tokens.delete(victim.id), true); // as another instance would, behind this one's back
+      // As another instance would, behind this one's back.
+      assert.equal(await store.tokens.delete(OPERATOR_ACCOUNT_ID, victim.id), true);
       assert.equal((await current()).statusCode, 401);
     });
 
@@ -275,7 +285,7 @@ for (const backend of backends()) {
       const winners = results.filter((r) => r !== null);
       assert.equal(winners.length, 1);
       assert.equal(await stores[0]!.tokens.count(), 1);
-      assert.deepEqual(winners[0]!.token.scopes.length, 10, 'every registered scope');
+      assert.deepEqual(winners[0]!.token.scopes.length, 12, 'every registered scope');
     });
   });
 }

@@ -10,7 +10,8 @@ import { CreatedToken, ScopeView, TokenView } from '../../src/tokens/schemas.js'
 import { grants, missingScopes, parseScope, ScopeRegistry } from '../../src/tokens/scopes.js';
 import { createdView, tokenView } from '../../src/tokens/views.js';
 import { FailureLimiter } from '../../src/http/failure-limiter.js';
-import type { TokenRecord } from '../../src/storage/types.js';
+import type { TokenRecord, TokenWithAccount } from '../../src/storage/types.js';
+import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 describe('secret format', () => {
   it('is <prefix>_<30 base62><6 base62 checksum> and passes its own check', () => {
@@ -103,6 +104,7 @@ describe('create rules: a new token never outlives its creator', () => {
     now,
     maxLifetimeMs: 30 * 86_400_000,
     caller,
+    operatorAccount: true,
   });
   const iso = (ms: number) => new Date(ms).toISOString();
   const ask = (expires_at: string | null | undefined, caller: Caller | null) =>
@@ -152,6 +154,7 @@ describe('token views', () => {
     createdAt: Date.UTC(2026, 10, 21, 19),
     expiresAt: null,
     lastUsedAt: null,
+    accountId: OPERATOR_ACCOUNT_ID,
   };
 
   it('carry exactly the fields of their response schemas, in order, and no secret hash', () => {
@@ -176,7 +179,7 @@ describe('token views', () => {
 });
 
 describe('verification cache', () => {
-  const token = (id: string): TokenRecord => ({
+  const token = (id: string): TokenWithAccount => ({
     id,
     name: id,
     scopes: [],
@@ -184,13 +187,15 @@ describe('verification cache', () => {
     createdAt: 0,
     expiresAt: null,
     lastUsedAt: null,
+    accountId: OPERATOR_ACCOUNT_ID,
+    accountStatus: 'active',
   });
   /** A storage stand-in by hash: reads are counted; `hold()` makes the next reads wait for `release()`. */
-  function storage(records: Record<string, TokenRecord | null>) {
+  function storage(records: Record<string, TokenWithAccount | null>) {
     let reads = 0;
     let gate: Promise<void> = Promise.resolve();
     let release = (): void => undefined;
-    const read = async (hash: string): Promise<TokenRecord | null> => {
+    const read = async (hash: string): Promise<TokenWithAccount | null> => {
       reads += 1;
       const found = records[hash] ?? null;
       await gate;
@@ -282,11 +287,11 @@ describe('verification cache', () => {
     const s = storage({ h1: token('a'), h2: token('b') });
     const c = new VerificationCache(10, 10_000, s.read);
     await c.load('h1');
-    c.evict('a', undefined);
+    c.evict('a', undefined, OPERATOR_ACCOUNT_ID);
     assert.equal(c.get('h1'), undefined);
     s.hold();
     const before = c.load('h2');
-    c.evict('b', 'h2');
+    c.evict('b', 'h2', OPERATOR_ACCOUNT_ID);
     const after = c.load('h2');
     s.release();
     assert.equal((await before)?.id, 'b');

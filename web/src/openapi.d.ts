@@ -42,14 +42,14 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List live API tokens (never their secrets), oldest first
+         * List the calling token's account's live API tokens (never their secrets), oldest first
          * @description Needs a token with `api-tokens:read` (`write` implies `read`).
          */
         get: operations["listApiTokens"];
         put?: never;
         /**
          * Create an API token
-         * @description The response is the only one that ever shows the secret (`token`). A token can only grant scopes it holds itself (403 INSUFFICIENT_SCOPE), and the new token never outlives it: without `expires_at` it gets the calling token's expiry; a later one, or null from an expiring token, is 422. 409 TOKEN_LIMIT_REACHED past TOKEN_MAX_LIVE live tokens.
+         * @description The response is the only one that ever shows the secret (`token`). A token can only grant scopes it holds itself (403 INSUFFICIENT_SCOPE), and the new token never outlives it: without `expires_at` it gets the calling token's expiry; a later one, or null from an expiring token, is 422. 409 TOKEN_LIMIT_REACHED past TOKEN_MAX_LIVE live tokens in the account. The token is created in the calling token's account; only the operator account's tokens may hold accounts:* scopes (422 elsewhere).
          *
          *     Needs a token with `api-tokens:write` (`write` implies `read`).
          */
@@ -68,7 +68,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The calling token's own metadata
+         * The calling token's own metadata, and its account
          * @description Needs any valid token.
          */
         get: operations["getCurrentApiToken"];
@@ -88,7 +88,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * One live API token
+         * One live API token of the calling token's account (another account's id: 404)
          * @description Needs a token with `api-tokens:read` (`write` implies `read`).
          */
         get: operations["getApiToken"];
@@ -96,7 +96,7 @@ export interface paths {
         post?: never;
         /**
          * Delete an API token (refused everywhere within TOKEN_CACHE_TTL_MS)
-         * @description A token can delete only tokens whose scopes it holds itself (itself included); otherwise 403 INSUFFICIENT_SCOPE naming the scopes it lacks. Unknown id: 404.
+         * @description A token can delete only tokens whose scopes it holds itself (itself included); otherwise 403 INSUFFICIENT_SCOPE naming the scopes it lacks. Unknown id, or another account's: 404.
          *
          *     Needs a token with `api-tokens:write` (`write` implies `read`).
          */
@@ -123,6 +123,116 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List accounts, oldest first (the operator account first)
+         * @description Needs a token with `accounts:read` (`write` implies `read`).
+         */
+        get: operations["listAccounts"];
+        put?: never;
+        /**
+         * Create an account (active)
+         * @description 201 with Location. 409 CONFLICT when another account has the same external_id.
+         *
+         *     Needs a token with `accounts:write` (`write` implies `read`).
+         */
+        post: operations["createAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/accounts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One account
+         * @description Needs a token with `accounts:read` (`write` implies `read`).
+         */
+        get: operations["getAccount"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an account and every token of it
+         * @description Its tokens are deleted with it: refused at once by this instance, by the others within TOKEN_CACHE_TTL_MS. The operator account: 409 OPERATOR_ACCOUNT.
+         *
+         *     Needs a token with `accounts:write` (`write` implies `read`).
+         */
+        delete: operations["deleteAccount"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename, suspend or resume an account (JSON merge patch)
+         * @description A JSON merge patch (RFC 7396), as `application/merge-patch+json` or `application/json`: the fields present are set (`name`, `status`), the others kept; `{}` changes nothing. null or any other field is 422. Suspending refuses every token of the account (401 invalid_token) at once on this instance and within TOKEN_CACHE_TTL_MS on the others; resuming restores them. The operator account: 409 OPERATOR_ACCOUNT.
+         *
+         *     Needs a token with `accounts:write` (`write` implies `read`).
+         */
+        patch: operations["updateAccount"];
+        trace?: never;
+    };
+    "/api/v1/accounts/{id}/api-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An account's live API tokens (never their secrets), oldest first
+         * @description Needs a token with `accounts:read` (`write` implies `read`).
+         */
+        get: operations["listAccountApiTokens"];
+        put?: never;
+        /**
+         * Create an API token in an account (how a new customer gets its first token)
+         * @description Same body and answer as POST /api/v1/api-tokens, inside account {id}. The calling token still grants only scopes it holds (403 INSUFFICIENT_SCOPE) and the new token never outlives it; accounts:* scopes are 422 in any account but the operator one.
+         *
+         *     Needs a token with `accounts:write` (`write` implies `read`).
+         */
+        post: operations["createAccountApiToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/accounts/{id}/api-tokens/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One live API token of an account
+         * @description Needs a token with `accounts:read` (`write` implies `read`).
+         */
+        get: operations["getAccountApiToken"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an API token of an account
+         * @description As DELETE /api/v1/api-tokens/{id}, inside account {id}: the calling token deletes only tokens whose scopes it holds (403 INSUFFICIENT_SCOPE). Unknown id, or another account's: 404.
+         *
+         *     Needs a token with `accounts:write` (`write` implies `read`).
+         */
+        delete: operations["deleteAccountApiToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/check": {
         parameters: {
             query?: never;
@@ -132,7 +242,7 @@ export interface paths {
         };
         /**
          * Forward auth for nginx auth_request, Traefik ForwardAuth and Envoy ext_authz
-         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
          *
          *     Needs a valid bearer token; the scopes depend on the request (see below).
          */
@@ -156,7 +266,7 @@ export interface paths {
         put?: never;
         /**
          * RFC 7662 token introspection
-         * @description Form-encoded (`token=...`) or JSON body. Anything but an active token gives exactly `{"active": false}`.
+         * @description Form-encoded (`token=...`) or JSON body. Anything but an active token gives exactly `{"active": false}`. A token of the operator account may introspect any token; any other only its own account's (`{"active": false}` for the others). A suspended account's tokens are not active.
          *
          *     Needs a token with `api-tokens:read` (`write` implies `read`).
          */
@@ -311,7 +421,7 @@ export interface components {
             /** @example the token request is invalid; see errors */
             detail: string;
             /** @description Stable error code; see docs/errors.md */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INSUFFICIENT_SCOPE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INSUFFICIENT_SCOPE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "OPERATOR_ACCOUNT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
             /** @example /api/v1/api-tokens */
             instance?: string;
             /** @description Also in the X-Request-Id header and the server log */
@@ -769,6 +879,11 @@ export interface operations {
                         created_at: string;
                         last_used_at: string | null;
                         expires_at: string | null;
+                        /**
+                         * @description The account the token belongs to (`acc_` + ULID)
+                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        account_id: string;
                     };
                 };
             };
@@ -1078,6 +1193,1163 @@ export interface operations {
             };
         };
     };
+    listAccounts: {
+        parameters: {
+            query?: {
+                /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
+                status?: "active" | "suspended";
+                /** @description Exactly this external_id */
+                external_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Account id, `acc_` + ULID
+                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        id: string;
+                        /** @example Acme Corp */
+                        name: string;
+                        /**
+                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
+                         * @example cus_8412
+                         */
+                        external_id: string | null;
+                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
+                        status: "active" | "suspended";
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
+                         */
+                        created_at: string;
+                    }[];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Acme Corp",
+                 *       "external_id": "cus_8412"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @example Acme Corp
+                     */
+                    name: string;
+                    /** @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts. Absent or null: none. */
+                    external_id?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created; `Location` names the new resource */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Account id, `acc_` + ULID
+                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        id: string;
+                        /** @example Acme Corp */
+                        name: string;
+                        /**
+                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
+                         * @example cus_8412
+                         */
+                        external_id: string | null;
+                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
+                        status: "active" | "suspended";
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
+                         */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The external_id is already taken (CONFLICT) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Account id, `acc_` + ULID
+                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        id: string;
+                        /** @example Acme Corp */
+                        name: string;
+                        /**
+                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
+                         * @example cus_8412
+                         */
+                        external_id: string | null;
+                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
+                        status: "active" | "suspended";
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
+                         */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The operator account cannot be deleted (OPERATOR_ACCOUNT) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "status": "suspended"
+                 *     }
+                 */
+                "application/merge-patch+json": {
+                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
+                    name?: string;
+                    /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
+                    status?: "active" | "suspended";
+                };
+                /**
+                 * @example {
+                 *       "status": "suspended"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
+                    name?: string;
+                    /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
+                    status?: "active" | "suspended";
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Account id, `acc_` + ULID
+                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        id: string;
+                        /** @example Acme Corp */
+                        name: string;
+                        /**
+                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
+                         * @example cus_8412
+                         */
+                        external_id: string | null;
+                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
+                        status: "active" | "suspended";
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
+                         */
+                        created_at: string;
+                    };
+                };
+            };
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The operator account cannot be suspended (OPERATOR_ACCOUNT) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listAccountApiTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Token id, `tok_` + ULID
+                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        id: string;
+                        /** @example ci deploy */
+                        name: string;
+                        /**
+                         * @description `<resource>:<action>` scopes
+                         * @example [
+                         *       "apps:read",
+                         *       "apps:write"
+                         *     ]
+                         */
+                        scopes: string[];
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
+                         */
+                        created_at: string;
+                        last_used_at: string | null;
+                        expires_at: string | null;
+                    }[];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createAccountApiToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "ci deploy",
+                 *       "scopes": [
+                 *         "apps:read",
+                 *         "apps:write"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @example ci deploy
+                     */
+                    name: string;
+                    /**
+                     * @example [
+                     *       "apps:read",
+                     *       "apps:write"
+                     *     ]
+                     */
+                    scopes: string[];
+                    /** @description RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token's expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token's expiry is 422. */
+                    expires_at?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created; `Location` names the new resource */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Token id, `tok_` + ULID
+                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        id: string;
+                        /** @example ci deploy */
+                        name: string;
+                        /**
+                         * @description The secret. Shown in this response only.
+                         * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
+                         */
+                        token: string;
+                        /**
+                         * @description `<resource>:<action>` scopes
+                         * @example [
+                         *       "apps:read",
+                         *       "apps:write"
+                         *     ]
+                         */
+                        scopes: string[];
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
+                         */
+                        created_at: string;
+                        expires_at: string | null;
+                    };
+                };
+            };
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The cap on live tokens of the account is reached (TOKEN_LIMIT_REACHED) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAccountApiToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Token id, `tok_` + ULID
+                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        id: string;
+                        /** @example ci deploy */
+                        name: string;
+                        /**
+                         * @description `<resource>:<action>` scopes
+                         * @example [
+                         *       "apps:read",
+                         *       "apps:write"
+                         *     ]
+                         */
+                        scopes: string[];
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
+                         */
+                        created_at: string;
+                        last_used_at: string | null;
+                        expires_at: string | null;
+                    };
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteAccountApiToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     forwardAuthCheck: {
         parameters: {
             query?: {
@@ -1100,6 +2372,7 @@ export interface operations {
                         id: string;
                         name: string;
                         scopes: string[];
+                        account_id: string;
                     };
                 };
             };
@@ -1205,6 +2478,8 @@ export interface operations {
                         name?: string;
                         iat?: number;
                         exp?: number;
+                        /** @description The account the token belongs to */
+                        account_id?: string;
                     };
                 };
             };

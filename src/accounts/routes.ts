@@ -1,0 +1,261 @@
+// The operator plane: /api/v1/accounts (create, list, get, patch, delete) and
+// /api/v1/accounts/{id}/api-tokens (the tokens of one account, with the same bodies and
+// answers as /api/v1/api-tokens). Only tokens of the operator account may hold the
+// accounts:* scopes these need; they are also refused any other account's token here,
+// whatever it holds (fail closed). Every response carries Cache-Control: no-store.
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '../errors.js';
+import { installMergePatchParser } from '../http/json-body.js';
+import { noStore } from '../http/no-store.js';
+import type { App } from '../http/types.js';
+import { callerOf } from '../tokens/routes.js';
+import { CreatedToken, CreateTokenBody, TokenList, TokenView } from '../tokens/schemas.js';
+import type { TokenService } from '../tokens/service.js';
+import { createdView, tokenView } from '../tokens/views.js';
+import { isOperatorAccount } from './ids.js';
+import {
+  Account,
+  AccountIdParams,
+  AccountList,
+  AccountQuery,
+  AccountTokenParams,
+  CreateAccountBody,
+  PatchAccountBody,
+} from './schemas.js';
+import type { AccountService } from './service.js';
+import { accountView } from './views.js';
+
+const tags = ['accounts'];
+
+export interface AccountRouteOptions {
+  accounts: AccountService;
+  tokens: TokenService;
+}
+
+/** 403 unless the authenticated token belongs to the operator account. */
+async function operatorOnly(request: FastifyRequest): Promise<void> {
+  const token = request.token;
+  if (token !== null && !isOperatorAccount(token.accountId)) {
+    throw new AppError('INSUFFICIENT_SCOPE', 'only tokens of the operator account may manage accounts');
+  }
+}
+
+const notFound = (id: string) => new AppError('NOT_FOUND', `no account with id ${id}`);
+
+export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOptions): void {
+  /** The account, or 404: the account-scoped token routes act only inside an existing account. */
+  async function existing(id: string): Promise<string> {
+    if ((await accounts.get(id)) === null) throw notFound(id);
+    return id;
+  }
+
+  void app.register(async (plugin) => {
+    const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
+    api.addHook('onRequest', noStore);
+    // After authentication (the routes' own onRequest hooks), before the body is validated.
+    api.addHook('preValidation', operatorOnly);
+
+    api.post(
+      '/api/v1/accounts',
+      {
+        config: {
+          auth: { scopes: ['accounts:write'] },
+          problems: { 409: 'The external_id is already taken (CONFLICT)' },
+        },
+        schema: {
+          tags,
+          operationId: 'createAccount',
+          summary: 'Create an account (active)',
+          description: '201 with Location. 409 CONFLICT when another account has the same external_id.',
+          body: CreateAccountBody,
+          response: { 201: Account },
+        },
+      },
+      async (request, reply) => {
+        const account = await accounts.create(request.body);
+        reply.code(201).header('location', `/api/v1/accounts/${account.id}`);
+        return accountView(account);
+      },
+    );
+
+    api.get(
+      '/api/v1/accounts',
+      {
+        config: { auth: { scopes: ['accounts:read'] } },
+        schema: {
+          tags,
+          operationId: 'listAccounts',
+          summary: 'List accounts, oldest first (the operator account first)',
+          querystring: AccountQuery,
+          response: { 200: AccountList },
+        },
+      },
+      async (request) =>
+        (await accounts.list({ status: request.query.status, externalId: request.query.external_id })).map(accountView),
+    );
+
+    api.get(
+      '/api/v1/accounts/:id',
+      {
+        config: { auth: { scopes: ['accounts:read'] } },
+        schema: {
+          tags,
+          operationId: 'getAccount',
+          summary: 'One account',
+          params: AccountIdParams,
+          response: { 200: Account },
+        },
+      },
+      async (request) => {
+        const account = await accounts.get(request.params.id);
+        if (account === null) throw notFound(request.params.id);
+        return accountView(account);
+      },
+    );
+
+    api.delete(
+      '/api/v1/accounts/:id',
+      {
+        config: {
+          auth: { scopes: ['accounts:write'] },
+          problems: { 409: 'The operator account cannot be deleted (OPERATOR_ACCOUNT)' },
+        },
+        schema: {
+          tags,
+          operationId: 'deleteAccount',
+          summary: 'Delete an account and every token of it',
+          description:
+            'Its tokens are deleted with it: refused at once by this instance, by the others within ' +
+            'TOKEN_CACHE_TTL_MS. The operator account: 409 OPERATOR_ACCOUNT.',
+          params: AccountIdParams,
+          response: { 204: { type: 'null', description: 'Deleted' } },
+        },
+      },
+      async (request, reply) => {
+        if (!(await accounts.delete(request.params.id))) throw notFound(request.params.id);
+        return reply.code(204).send(null);
+      },
+    );
+
+    // The merge-patch media type is accepted by this route only (its own plugin).
+    void api.register(async (patchPlugin) => {
+      const patchApi = patchPlugin.withTypeProvider<TypeBoxTypeProvider>();
+      installMergePatchParser(patchPlugin);
+      patchApi.patch(
+        '/api/v1/accounts/:id',
+        {
+          config: {
+            auth: { scopes: ['accounts:write'] },
+            problems: { 409: 'The operator account cannot be suspended (OPERATOR_ACCOUNT)' },
+          },
+          schema: {
+            tags,
+            operationId: 'updateAccount',
+            summary: 'Rename, suspend or resume an account (JSON merge patch)',
+            description:
+              'A JSON merge patch (RFC 7396), as `application/merge-patch+json` or `application/json`: ' +
+              'the fields present are set (`name`, `status`), the others kept; `{}` changes nothing. ' +
+              'null or any other field is 422. Suspending refuses every token of the account ' +
+              '(401 invalid_token) at once on this instance and within TOKEN_CACHE_TTL_MS on the others; ' +
+              'resuming restores them. The operator account: 409 OPERATOR_ACCOUNT.',
+            consumes: ['application/merge-patch+json', 'application/json'],
+            params: AccountIdParams,
+            body: PatchAccountBody,
+            response: { 200: Account },
+          },
+        },
+        async (request) => {
+          const account = await accounts.update(request.params.id, request.body);
+          if (account === null) throw notFound(request.params.id);
+          return accountView(account);
+        },
+      );
+    });
+
+    api.post(
+      '/api/v1/accounts/:id/api-tokens',
+      {
+        config: {
+          auth: { scopes: ['accounts:write'] },
+          problems: { 409: 'The cap on live tokens of the account is reached (TOKEN_LIMIT_REACHED)' },
+        },
+        schema: {
+          tags,
+          operationId: 'createAccountApiToken',
+          summary: 'Create an API token in an account (how a new customer gets its first token)',
+          description:
+            'Same body and answer as POST /api/v1/api-tokens, inside account {id}. The calling token ' +
+            'still grants only scopes it holds (403 INSUFFICIENT_SCOPE) and the new token never outlives ' +
+            'it; accounts:* scopes are 422 in any account but the operator one.',
+          params: AccountIdParams,
+          body: CreateTokenBody,
+          response: { 201: CreatedToken },
+        },
+      },
+      async (request, reply) => {
+        const id = await existing(request.params.id);
+        const issued = await tokens.create(request.body, callerOf(request.token), id);
+        reply.code(201).header('location', `/api/v1/accounts/${id}/api-tokens/${issued.token.id}`);
+        return createdView(issued);
+      },
+    );
+
+    api.get(
+      '/api/v1/accounts/:id/api-tokens',
+      {
+        config: { auth: { scopes: ['accounts:read'] } },
+        schema: {
+          tags,
+          operationId: 'listAccountApiTokens',
+          summary: "An account's live API tokens (never their secrets), oldest first",
+          params: AccountIdParams,
+          response: { 200: TokenList },
+        },
+      },
+      async (request) => (await tokens.list(await existing(request.params.id))).map(tokenView),
+    );
+
+    api.get(
+      '/api/v1/accounts/:id/api-tokens/:token_id',
+      {
+        config: { auth: { scopes: ['accounts:read'] } },
+        schema: {
+          tags,
+          operationId: 'getAccountApiToken',
+          summary: 'One live API token of an account',
+          params: AccountTokenParams,
+          response: { 200: TokenView },
+        },
+      },
+      async (request) => {
+        const token = await tokens.get(await existing(request.params.id), request.params.token_id);
+        if (token === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.token_id}`);
+        return tokenView(token);
+      },
+    );
+
+    api.delete(
+      '/api/v1/accounts/:id/api-tokens/:token_id',
+      {
+        config: { auth: { scopes: ['accounts:write'] } },
+        schema: {
+          tags,
+          operationId: 'deleteAccountApiToken',
+          summary: 'Delete an API token of an account',
+          description:
+            'As DELETE /api/v1/api-tokens/{id}, inside account {id}: the calling token deletes only ' +
+            "tokens whose scopes it holds (403 INSUFFICIENT_SCOPE). Unknown id, or another account's: 404.",
+          params: AccountTokenParams,
+          response: { 204: { type: 'null', description: 'Deleted' } },
+        },
+      },
+      async (request, reply) => {
+        const id = await existing(request.params.id);
+        if (!(await tokens.delete(id, request.params.token_id, callerOf(request.token))))
+          throw new AppError('NOT_FOUND', `no token with id ${request.params.token_id}`);
+        return reply.code(204).send(null);
+      },
+    );
+  });
+}

@@ -1,0 +1,107 @@
+// The account domain: create, list, change and delete accounts (tenants). Knows the
+// rules and the storage interface; knows nothing of HTTP or SQL. A status change or a
+// delete evicts the account's cached verifications on this instance at once; other
+// instances re-read within TOKEN_CACHE_TTL_MS (the entry carries the status).
+import { AppError } from '../errors.js';
+import type { AccountFilter, AccountRecord, AccountStatus, AccountStore } from '../storage/types.js';
+import type { VerificationCache } from '../tokens/cache.js';
+import { validateName } from '../tokens/rules.js';
+import { isOperatorAccount, newAccountId } from './ids.js';
+import { validateCreateAccount, validateExternalId, type CreateAccountInput } from './rules.js';
+
+// Anything else cannot be an id we issued; checked before storage (PostgreSQL refuses NUL).
+const PLAUSIBLE_ID = /^[A-Za-z0-9_-]{1,100}$/;
+
+export interface AccountServiceOptions {
+  cache: VerificationCache;
+  now?: () => number;
+}
+
+/** A JSON merge patch of an account (RFC 7396): the fields present are set. */
+export interface AccountPatch {
+  name?: string | undefined;
+  status?: AccountStatus | undefined;
+}
+
+export class AccountService {
+  private readonly now: () => number;
+
+  constructor(
+    private readonly store: AccountStore,
+    private readonly options: AccountServiceOptions,
+  ) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Creates an active account; 422 for a bad name or external_id, 409 CONFLICT when the external_id is taken. */
+  async create(input: CreateAccountInput): Promise<AccountRecord> {
+    const checked = validateCreateAccount(input);
+    if ('errors' in checked)
+      throw new AppError('VALIDATION_FAILED', 'the account request is invalid; see errors', { errors: checked.errors });
+    const now = this.now();
+    const account: AccountRecord = {
+      id: newAccountId(now),
+      name: checked.value.name,
+      externalId: checked.value.externalId,
+      status: 'active',
+      createdAt: now,
+    };
+    if ((await this.store.create(account)) === 'external_id_taken') {
+      throw new AppError('CONFLICT', 'another account already has this external_id', {
+        errors: [{ pointer: '/external_id', detail: 'is already the external_id of another account' }],
+      });
+    }
+    return account;
+  }
+
+  /** Accounts, oldest first, matching the filters. A malformed external_id filter is INVALID_QUERY. */
+  list(filter: AccountFilter): Promise<AccountRecord[]> {
+    if (filter.externalId !== undefined) {
+      const bad = validateExternalId(filter.externalId, 'querystring:/external_id');
+      if (bad !== null)
+        throw new AppError('INVALID_QUERY', `invalid query parameter external_id: ${bad.detail}`, { errors: [bad] });
+    }
+    return this.store.list(filter);
+  }
+
+  async get(id: string): Promise<AccountRecord | null> {
+    return PLAUSIBLE_ID.test(id) ? this.store.get(id) : null;
+  }
+
+  /**
+   * Applies a merge patch; null when no such account. The operator account's status
+   * cannot become suspended (409 OPERATOR_ACCOUNT). An empty patch changes nothing.
+   */
+  async update(id: string, patch: AccountPatch): Promise<AccountRecord | null> {
+    if (!PLAUSIBLE_ID.test(id)) return null;
+    let name: string | undefined;
+    if (patch.name !== undefined) {
+      const checked = validateName(patch.name);
+      if ('error' in checked)
+        throw new AppError('VALIDATION_FAILED', 'the account patch is invalid; see errors', {
+          errors: [checked.error],
+        });
+      name = checked.name;
+    }
+    if (patch.status === 'suspended' && isOperatorAccount(id)) {
+      throw new AppError('OPERATOR_ACCOUNT', 'the operator account cannot be suspended: it runs the other accounts');
+    }
+    if (name === undefined && patch.status === undefined) return this.store.get(id);
+    const updated = await this.store.update(id, { name, status: patch.status });
+    // After the write: a verification that reads later sees the new status, and one whose
+    // read began earlier is not cached (cache.ts).
+    if (patch.status !== undefined) this.options.cache.evictAccount(id);
+    return updated;
+  }
+
+  /** Deletes the account and its tokens; false when no such account. The operator account: 409. */
+  async delete(id: string): Promise<boolean> {
+    if (!PLAUSIBLE_ID.test(id)) return false;
+    if (isOperatorAccount(id)) {
+      throw new AppError('OPERATOR_ACCOUNT', 'the operator account cannot be deleted: it runs the other accounts');
+    }
+    const deleted = await this.store.delete(id);
+    this.options.cache.evictAccount(id);
+    return deleted;
+  }
+}

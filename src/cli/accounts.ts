@@ -1,0 +1,133 @@
+// `infracat accounts create|list|suspend|resume|delete`: the operator's path to accounts,
+// straight to the configured store (no HTTP, no token needed). Running instances refuse
+// a suspended or deleted account's tokens within TOKEN_CACHE_TTL_MS.
+import { createAccountService } from '../accounts/index.js';
+import { accountView } from '../accounts/views.js';
+import type { Account } from '../accounts/schemas.js';
+import { createTokenDomain } from '../tokens/index.js';
+import { UsageError, type Command } from './command.js';
+import { parseFlags } from './options.js';
+import { withStore } from './store.js';
+import { fail, table } from './tokens.js';
+
+const help = `Usage: infracat accounts <create|list|suspend|resume|delete> [options]
+
+Manage accounts (the platform's customers, each with its own tokens) directly in the
+configured store (DATABASE_URL or --database-url).
+
+  infracat accounts create --name NAME [--external-id ID] [--json]
+      Creates an active account. --json prints the same JSON as POST /api/v1/accounts.
+      Then: infracat tokens create --account ID ... mints its first token.
+  infracat accounts list [--status active|suspended] [--external-id ID] [--json]
+      Lists accounts, oldest first (the operator account first).
+  infracat accounts suspend ID [--json]
+  infracat accounts resume ID [--json]
+      Refuses (suspend) or restores (resume) every token of the account.
+  infracat accounts delete ID [--json]
+      Deletes the account and every token of it.
+  The operator account can be neither suspended nor deleted.
+
+Options:
+  --database-url URL    DATABASE_URL
+  -h, --help            show this help
+`;
+
+function print(json: boolean, account: Account, text: string): void {
+  if (json) process.stdout.write(`${JSON.stringify(account, null, 2)}\n`);
+  else process.stdout.write(`${text}\n`);
+}
+
+export const accountsCommand: Command = {
+  name: 'accounts',
+  summary: 'create, list, suspend, resume and delete accounts',
+  help,
+  async run(args) {
+    const [sub, ...rest] = args;
+    if (sub === 'create') {
+      const { values } = parseFlags(rest, {
+        name: { type: 'string' },
+        'external-id': { type: 'string' },
+        json: { type: 'boolean' },
+        'database-url': { type: 'string' },
+      });
+      if (values.name === undefined) throw new UsageError('create needs --name');
+      return withStore(values['database-url'], async (store, config) => {
+        const service = createAccountService(store, createTokenDomain(config, store).cache);
+        try {
+          const view = accountView(
+            await service.create({ name: values.name!, external_id: values['external-id'] ?? null }),
+          );
+          print(values.json === true, view, `created ${view.id} "${view.name}"`);
+          return 0;
+        } catch (err) {
+          return fail(err, 'accounts');
+        }
+      });
+    }
+    if (sub === 'list') {
+      const { values } = parseFlags(rest, {
+        status: { type: 'string' },
+        'external-id': { type: 'string' },
+        json: { type: 'boolean' },
+        'database-url': { type: 'string' },
+      });
+      const status = values.status;
+      if (status !== undefined && status !== 'active' && status !== 'suspended')
+        throw new UsageError('--status must be active or suspended');
+      return withStore(values['database-url'], async (store, config) => {
+        const service = createAccountService(store, createTokenDomain(config, store).cache);
+        try {
+          const views = (await service.list({ status: status, externalId: values['external-id'] })).map(accountView);
+          if (values.json === true) process.stdout.write(`${JSON.stringify(views, null, 2)}\n`);
+          else if (views.length === 0) process.stdout.write('no accounts\n');
+          else {
+            const rows = [['ID', 'NAME', 'EXTERNAL ID', 'STATUS', 'CREATED']];
+            for (const v of views) rows.push([v.id, v.name, v.external_id ?? '-', v.status, v.created_at]);
+            process.stdout.write(table(rows));
+          }
+          return 0;
+        } catch (err) {
+          return fail(err, 'accounts');
+        }
+      });
+    }
+    if (sub === 'suspend' || sub === 'resume' || sub === 'delete') {
+      const { values, positionals } = parseFlags(
+        rest,
+        { json: { type: 'boolean' }, 'database-url': { type: 'string' } },
+        true,
+      );
+      if (positionals.length !== 1) throw new UsageError(`${sub} needs exactly one account id`);
+      const id = positionals[0]!;
+      return withStore(values['database-url'], async (store, config) => {
+        const service = createAccountService(store, createTokenDomain(config, store).cache);
+        try {
+          if (sub === 'delete') {
+            if (!(await service.delete(id))) {
+              process.stderr.write(`infracat accounts: no account with id ${id}\n`);
+              return 1;
+            }
+            if (values.json === true) process.stdout.write(`${JSON.stringify({ deleted: id })}\n`);
+            else process.stdout.write(`deleted ${id} and its tokens\n`);
+            return 0;
+          }
+          const updated = await service.update(id, { status: sub === 'suspend' ? 'suspended' : 'active' });
+          if (updated === null) {
+            process.stderr.write(`infracat accounts: no account with id ${id}\n`);
+            return 1;
+          }
+          const view = accountView(updated);
+          print(values.json === true, view, `${view.id} "${view.name}" is ${view.status}`);
+          return 0;
+        } catch (err) {
+          return fail(err, 'accounts');
+        }
+      });
+    }
+    throw new UsageError(
+      sub === undefined
+        ? 'missing sub-command: create, list, suspend, resume or delete'
+        : `unknown sub-command '${sub}'`,
+    );
+  },
+};
