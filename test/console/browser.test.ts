@@ -120,8 +120,9 @@ describe('web console in headless Chromium', () => {
       const { page } = await open(t, browser, base);
       await signIn(page, base, admin.secret);
       await page.getByLabel('Name').fill('ci-deploy');
-      // The picker comes from /api/v1/scopes: one box per scope, grouped by resource.
-      assert.equal(await page.locator('input[name="scope"]').count(), 10);
+      // The picker comes from /api/v1/scopes: one box per scope, grouped by resource
+      // (six resources, accounts included, each read and write).
+      assert.equal(await page.locator('input[name="scope"]').count(), 12);
       await page.locator('#scope-images-read').check();
       await page.locator('#scope-plans-read').check();
       await page.getByLabel('Expires').selectOption('30');
