@@ -16,7 +16,7 @@ import { tokenSpace } from './tokens.js';
 
 const accountPath = (id: string): string => `/accounts/${encodeURIComponent(id)}`;
 
-/** Why this token cannot use the page, or null when it can. */
+/** Shows why the signed-in token (or no token) cannot use the page; false when it can. */
 function refusal(root: HTMLElement): boolean {
   const who = session.identity();
   if (who === null) {

@@ -39,7 +39,9 @@ export function confirmDialog(shell: Shell, trigger: HTMLElement, c: Confirmatio
     c.action()
       .then(() => {
         succeeded = true;
-        dialog.close();
+        // Escape may have closed the dialog while the request ran: the outcome still counts.
+        if (dialog.open) dialog.close();
+        else c.done();
       })
       .catch((err: unknown) => {
         confirm.disabled = false;
