@@ -63,6 +63,22 @@ async function signIn(page: Page, base: string, secret: string): Promise<void> {
   await page.getByRole('heading', { name: 'All tokens' }).waitFor();
 }
 
+/** axe-core's WCAG 2 A/AA violations on the page as it is (its context must bypass the CSP). */
+async function axeViolations(page: Page): Promise<string[]> {
+  const axe = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  await page.addScriptTag({ content: axe });
+  return page.evaluate(async () => {
+    const result = await (
+      window as unknown as {
+        axe: {
+          run: (ctx: Document, o: unknown) => Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }>;
+        };
+      }
+    ).axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] });
+    return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  });
+}
+
 const row = (page: Page, name: string) =>
   page.locator('tbody tr').filter({ has: page.locator('.token-name', { hasText: new RegExp(`^${name}$`) }) });
 
@@ -120,7 +136,8 @@ describe('web console in headless Chromium', () => {
       const { page } = await open(t, browser, base);
       await signIn(page, base, admin.secret);
       await page.getByLabel('Name').fill('ci-deploy');
-      // The picker comes from /api/v1/scopes: one box per scope, grouped by resource.
+      // The picker comes from /api/v1/scopes: one box per scope, grouped by resource
+      // (six resources, accounts included, each read and write).
       assert.equal(await page.locator('input[name="scope"]').count(), 12);
       await page.locator('#scope-images-read').check();
       await page.locator('#scope-plans-read').check();
@@ -345,7 +362,6 @@ describe('web console in headless Chromium', () => {
 
     await t.test('accessibility: axe-core finds no WCAG 2 A/AA violations on any view', async (t) => {
       // axe is injected, so this one context bypasses the page's CSP; the others enforce it.
-      const axe = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
       const { page } = await open(t, browser, base, { bypassCSP: true });
       await signIn(page, base, admin.secret);
       const found: string[] = [];
@@ -353,21 +369,7 @@ describe('web console in headless Chromium', () => {
         await page.goto(`${base}/#/${view}`);
         await page.reload();
         await page.locator('.view table, .view section, .view form').first().waitFor();
-        await page.addScriptTag({ content: axe });
-        const violations = await page.evaluate(async () => {
-          const result = await (
-            window as unknown as {
-              axe: {
-                run: (
-                  ctx: Document,
-                  o: unknown,
-                ) => Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }>;
-              };
-            }
-          ).axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] });
-          return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-        });
-        found.push(...violations.map((v) => `${view}: ${v}`));
+        found.push(...(await axeViolations(page)).map((v) => `${view}: ${v}`));
       }
       assert.deepEqual(found, []);
     });
@@ -479,6 +481,365 @@ describe('web console in headless Chromium', () => {
       }
       assert.equal(status, 429);
       await limited.waitFor();
+    },
+  );
+
+  it(
+    'accounts: the operator creates, suspends, resumes, mints, lists and deletes; others see no such page',
+    { skip, timeout: 240_000 },
+    async (t) => {
+      const browser = await launchChromium(executable!);
+      t.after(() => browser.close());
+      const { base, app } = await listening(t);
+      const operator = await mintToken(app, [...ALL_SCOPES, 'accounts:write'], 'operator');
+      const asOperator = { authorization: `Bearer ${operator.secret}` };
+      const getJson = async <T>(path: string, secret = operator.secret): Promise<{ status: number; body: T }> => {
+        const res = await fetch(`${base}/api/v1${path}`, { headers: { authorization: `Bearer ${secret}` } });
+        return { status: res.status, body: (await res.json()) as T };
+      };
+      const accountRow = (page: Page, name: string) =>
+        page
+          .locator('tbody tr[data-account-id]')
+          .filter({ has: page.locator('.account-name', { hasText: new RegExp(`^${name}$`) }) });
+      const focused = (page: Page) =>
+        page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.id);
+
+      let acme = '';
+      let first = '';
+      await t.test("the header names the token's account; the Accounts page lists the operator's", async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, operator.secret);
+        await page.locator('header .account-name').waitFor();
+        assert.equal(
+          await page.locator('header .account').textContent(),
+          `Account operator ${OPERATOR_ACCOUNT_ID}`,
+          'the operator token reads its account name',
+        );
+        await page.getByRole('link', { name: 'Accounts' }).click();
+        await page.getByRole('heading', { name: 'Accounts', level: 1 }).waitFor();
+        const op = page.locator(`tr[data-account-id="${OPERATOR_ACCOUNT_ID}"]`);
+        await op.waitFor();
+        assert.equal(await op.locator('.badge').textContent(), 'operator');
+        assert.equal(await op.locator('td[data-label="Status"]').textContent(), 'Active');
+        assert.equal(await op.locator('td[data-label="External ID"]').textContent(), 'None');
+        assert.equal(await op.getByRole('button').count(), 0, 'the operator account offers no suspend or delete');
+        assert.equal(
+          await op.locator('td[data-label="Actions"]').textContent(),
+          'Operator account: cannot be suspended or deleted',
+        );
+      });
+
+      await t.test('create: an account with an external id; a duplicate external id is a clear 409', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, operator.secret);
+        await page.goto(`${base}/#/accounts`);
+        await page.getByRole('button', { name: 'Create account' }).click();
+        await page.getByText('Give the account a name.').waitFor();
+        assert.equal(await page.evaluate(() => document.activeElement?.id), 'account-name');
+
+        await page.getByLabel('Name').fill('Acme Corp');
+        await page.getByLabel('External ID (optional)').fill('cus_8412');
+        await page.getByRole('button', { name: 'Create account' }).click();
+        const created = page.getByRole('link', { name: 'Open “Acme Corp” to mint its first token' });
+        await created.waitFor();
+        assert.equal(await page.evaluate(() => document.activeElement?.textContent), await created.textContent());
+        const acmeRow = accountRow(page, 'Acme Corp');
+        await acmeRow.waitFor();
+        acme = (await acmeRow.getAttribute('data-account-id')) ?? '';
+        assert.match(acme, /^acc_[0-9A-HJKMNP-TV-Z]{26}$/);
+        assert.equal(await acmeRow.locator('td[data-label="External ID"]').textContent(), 'cus_8412');
+        assert.equal(await acmeRow.locator('td[data-label="Status"]').textContent(), 'Active');
+
+        await page.getByLabel('Name').fill('Acme Again');
+        await page.getByLabel('External ID (optional)').fill('cus_8412');
+        await page.getByRole('button', { name: 'Create account' }).click();
+        await page
+          .getByRole('alert')
+          .filter({ hasText: 'Conflict: another account already has this external_id.' })
+          .waitFor();
+        assert.equal(
+          await page.locator('#account-external-id-error').textContent(),
+          'is already the external_id of another account',
+        );
+        assert.equal(await page.getByLabel('External ID (optional)').getAttribute('aria-invalid'), 'true');
+        assert.equal(await page.evaluate(() => document.activeElement?.id), 'account-external-id');
+        assert.equal(await accountRow(page, 'Acme Again').count(), 0);
+
+        // No external id: none is sent (the field is left out, not sent empty).
+        await page.getByLabel('External ID (optional)').fill('');
+        await page.getByLabel('Name').fill('Beta');
+        const [post] = await Promise.all([
+          page.waitForRequest((r) => r.method() === 'POST' && r.url() === `${base}/api/v1/accounts`),
+          page.getByRole('button', { name: 'Create account' }).click(),
+        ]);
+        assert.deepEqual(post.postDataJSON(), { name: 'Beta' });
+        await accountRow(page, 'Beta').waitFor();
+        assert.equal(await accountRow(page, 'Beta').locator('td[data-label="External ID"]').textContent(), 'None');
+        await page.screenshot({ path: artifactPath('accounts.png'), fullPage: true });
+      });
+
+      await t.test('suspend behind a confirmation naming the account; resume restores it', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, operator.secret);
+        await page.goto(`${base}/#/accounts`);
+        await page.getByRole('button', { name: 'Suspend account Acme Corp' }).click();
+        const dialog = page.getByRole('dialog', { name: 'Suspend the account “Acme Corp”?' });
+        await dialog.waitFor();
+        assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Cancel');
+        await dialog.getByRole('button', { name: 'Suspend “Acme Corp”' }).click();
+        await dialog.waitFor({ state: 'detached' });
+        const status = accountRow(page, 'Acme Corp').locator('td[data-label="Status"]');
+        await status.filter({ hasText: 'Suspended' }).waitFor();
+        await page.waitForFunction(
+          () => document.activeElement?.getAttribute('aria-label') === 'Resume account Acme Corp',
+        );
+        assert.equal((await getJson<{ status: string }>(`/accounts/${acme}`)).body.status, 'suspended');
+
+        await page.getByRole('button', { name: 'Resume account Acme Corp' }).click();
+        await status.filter({ hasText: 'Active' }).waitFor();
+        await page.waitForFunction(
+          () => document.activeElement?.getAttribute('aria-label') === 'Suspend account Acme Corp',
+        );
+        assert.equal((await getJson<{ status: string }>(`/accounts/${acme}`)).body.status, 'active');
+      });
+
+      await t.test("mint a first token into the account: the account's own form and once-shown secret", async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, operator.secret);
+        await page.goto(`${base}/#/accounts`);
+        await accountRow(page, 'Acme Corp').getByRole('link', { name: 'Acme Corp' }).click();
+        await page.getByRole('heading', { name: 'Account “Acme Corp”', level: 1 }).waitFor();
+        assert.equal(await page.locator('#account-status').textContent(), 'Active');
+        await page.getByRole('heading', { name: 'Tokens of “Acme Corp”' }).waitFor();
+        await page.getByText('No tokens.').waitFor();
+        // accounts:* belong to the operator account only: not offered here, and said why.
+        await page.locator('input[name="scope"]').first().waitFor();
+        assert.equal(await page.locator('#scope-accounts-read').isDisabled(), true);
+        assert.match(
+          (await page.locator('#scope-accounts-read-desc').textContent()) ?? '',
+          /not in this account: operator account only/,
+        );
+        await page.getByLabel('Name').fill('first');
+        await page.locator('#scope-api-tokens-write').check();
+        await page.locator('#scope-apps-write').check();
+        await page.getByLabel('Expires').selectOption('never');
+        const [post] = await Promise.all([
+          page.waitForRequest((r) => r.method() === 'POST'),
+          page.getByRole('button', { name: 'Create token' }).click(),
+        ]);
+        assert.equal(post.url(), `${base}/api/v1/accounts/${acme}/api-tokens`);
+        assert.deepEqual(
+          post.postDataJSON(),
+          { name: 'first', scopes: ['api-tokens:write', 'apps:write'] },
+          '"Never" sends no expires_at',
+        );
+        await page.getByRole('heading', { name: 'Copy the token “first” now' }).waitFor();
+        first = await page.getByLabel('New token').inputValue();
+        assert.match(first, SECRET);
+        await row(page, 'first').waitFor();
+        await page.screenshot({ path: artifactPath('account-tokens.png'), fullPage: true });
+
+        const me = await getJson<{ name: string; account_id: string; scopes: string[]; expires_at: null }>(
+          '/api-tokens/current',
+          first,
+        );
+        assert.equal(me.status, 200);
+        const { name, account_id, scopes, expires_at } = me.body;
+        assert.deepEqual(
+          { name, account_id, scopes, expires_at },
+          { name: 'first', account_id: acme, scopes: ['api-tokens:write', 'apps:write'], expires_at: null },
+          'in the account, with what was picked, never expiring (as the operator token)',
+        );
+        // The operator's own list does not show it (tokens stay in their account).
+        const own = await getJson<{ name: string }[]>('/api-tokens');
+        assert.ok(!own.body.some((tok) => tok.name === 'first'));
+      });
+
+      await t.test("the account's tokens: listed, and one deleted behind its confirmation", async (t) => {
+        const second = (
+          await app.inject({
+            method: 'POST',
+            url: `/api/v1/accounts/${acme}/api-tokens`,
+            headers: asOperator,
+            payload: { name: 'second', scopes: ['apps:read'] },
+          })
+        ).json<{ id: string; token: string }>();
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, operator.secret);
+        await page.goto(`${base}/#/accounts/${acme}`);
+        await row(page, 'second').waitFor();
+        assert.deepEqual(await page.locator('tbody tr .token-name').allTextContents(), ['first', 'second']);
+        await page.getByRole('button', { name: 'Delete token second' }).click();
+        const dialog = page.getByRole('dialog', { name: 'Delete the token “second”?' });
+        await dialog.getByRole('button', { name: 'Delete “second”' }).click();
+        await row(page, 'second').waitFor({ state: 'detached' });
+        assert.equal((await getJson(`/accounts/${acme}/api-tokens/${second.id}`)).status, 404);
+        assert.equal((await getJson('/api-tokens/current', second.token)).status, 401);
+        assert.equal(await row(page, 'first').count(), 1);
+      });
+
+      await t.test('a customer token: its account id, no Accounts page, only its own tokens', async (t) => {
+        const { page } = await open(t, browser, base);
+        const accountCalls: string[] = [];
+        page.on('request', (r) => {
+          if (r.url().startsWith(`${base}/api/v1/accounts`)) accountCalls.push(r.url());
+        });
+        await signIn(page, base, first);
+        await row(page, 'first').waitFor();
+        assert.equal(await page.locator('header .account').textContent(), `Account ${acme}`);
+        assert.equal(await page.getByRole('link', { name: 'Accounts' }).isVisible(), false);
+        assert.deepEqual(await page.locator('tbody tr .token-name').allTextContents(), ['first']);
+        await page.goto(`${base}/#/accounts`);
+        await page.getByRole('heading', { name: 'Accounts', level: 1 }).waitFor();
+        await page.getByRole('alert').filter({ hasText: 'Accounts are managed by the operator account' }).waitFor();
+        await page.goto(`${base}/#/accounts/${acme}`);
+        await page.getByRole('alert').filter({ hasText: 'Accounts are managed by the operator account' }).waitFor();
+        assert.equal(await page.locator('table').count(), 0);
+        assert.deepEqual(accountCalls, [], 'the console asks nothing about accounts');
+      });
+
+      await t.test('suspended from its page: the customer is told why it is refused; resumed, it works', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, operator.secret);
+        await page.goto(`${base}/#/accounts/${acme}`);
+        await page.getByRole('button', { name: 'Suspend account Acme Corp' }).click();
+        await page.getByRole('dialog').getByRole('button', { name: 'Suspend “Acme Corp”' }).click();
+        await page.locator('#account-status').filter({ hasText: 'Suspended' }).waitFor();
+        await page.waitForFunction(
+          () => document.activeElement?.getAttribute('aria-label') === 'Resume account Acme Corp',
+        );
+
+        const customer = await open(t, browser, base);
+        await customer.page.goto(`${base}/`);
+        await customer.page.getByLabel('API token').fill(first);
+        await customer.page.getByRole('button', { name: 'Sign in' }).click();
+        await customer.page
+          .getByRole('alert')
+          .filter({
+            hasText: "The token's account is suspended: its tokens are refused until the platform operator resumes it.",
+          })
+          .waitFor();
+
+        await page.getByRole('button', { name: 'Resume account Acme Corp' }).click();
+        await page.locator('#account-status').filter({ hasText: 'Active' }).waitFor();
+        await customer.page.getByRole('button', { name: 'Sign in' }).click();
+        await customer.page.getByRole('heading', { name: 'All tokens' }).waitFor();
+      });
+
+      await t.test(
+        'delete: a confirmation naming the account; Escape cancels, confirm deletes it and its tokens',
+        async (t) => {
+          const { page } = await open(t, browser, base);
+          await signIn(page, base, operator.secret);
+          await page.goto(`${base}/#/accounts`);
+          const button = page.getByRole('button', { name: 'Delete account Acme Corp' });
+          await button.click();
+          const dialog = page.getByRole('dialog', { name: 'Delete the account “Acme Corp”?' });
+          await dialog.waitFor();
+          assert.match((await dialog.locator('#confirm-detail').textContent()) ?? '', /Every token of it is deleted/);
+          assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Cancel');
+          await page.screenshot({ path: artifactPath('account-delete-dialog.png') });
+          await page.keyboard.press('Escape');
+          await dialog.waitFor({ state: 'detached' });
+          assert.equal(await focused(page), 'Delete account Acme Corp', 'focus returns');
+          assert.equal((await getJson(`/accounts/${acme}`)).status, 200);
+
+          await button.click();
+          await dialog.getByRole('button', { name: 'Delete “Acme Corp”' }).click();
+          await accountRow(page, 'Acme Corp').waitFor({ state: 'detached' });
+          assert.equal(await page.evaluate(() => document.activeElement?.id), 'accounts-heading');
+          assert.equal((await getJson(`/accounts/${acme}`)).status, 404);
+          assert.equal((await getJson('/api-tokens/current', first)).status, 401, 'its tokens went with it');
+          assert.equal(await accountRow(page, 'Beta').count(), 1);
+
+          // From its own page, deleting goes back to the list.
+          await accountRow(page, 'Beta').getByRole('link', { name: 'Beta' }).click();
+          await page.getByRole('heading', { name: 'Account “Beta”', level: 1 }).waitFor();
+          await page.getByRole('button', { name: 'Delete account Beta' }).click();
+          await page.getByRole('dialog').getByRole('button', { name: 'Delete “Beta”' }).click();
+          await page.getByRole('heading', { name: 'Accounts', level: 1 }).waitFor();
+          await page.getByRole('heading', { name: 'All accounts' }).waitFor();
+          assert.equal(await accountRow(page, 'Beta').count(), 0);
+        },
+      );
+
+      await t.test("the server's 409 is shown if the operator account is acted on anyway", async (t) => {
+        const { page } = await open(t, browser, base);
+        // The console decides which account is the operator's from the signed-in token's
+        // account; told another one, it offers the operator account's buttons.
+        await page.route(`${base}/api/v1/api-tokens/current`, async (route) => {
+          const res = await route.fetch();
+          const body = (await res.json()) as Record<string, unknown>;
+          await route.fulfill({ response: res, json: { ...body, account_id: 'acc_01ZZZZZZZZZZZZZZZZZZZZZZZZ' } });
+        });
+        await signIn(page, base, operator.secret);
+        await page.goto(`${base}/#/accounts`);
+        await page.getByRole('button', { name: 'Suspend account operator' }).click();
+        const dialog = page.getByRole('dialog', { name: 'Suspend the account “operator”?' });
+        await dialog.getByRole('button', { name: 'Suspend “operator”' }).click();
+        await dialog
+          .getByRole('alert')
+          .filter({ hasText: 'Refused: the operator account cannot be suspended: it runs the other accounts.' })
+          .waitFor();
+        assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Cancel');
+        await page.keyboard.press('Escape');
+        await page.getByRole('button', { name: 'Delete account operator' }).click();
+        await page.getByRole('dialog').getByRole('button', { name: 'Delete “operator”' }).click();
+        await page
+          .getByRole('dialog')
+          .getByRole('alert')
+          .filter({ hasText: /^Refused: the operator account cannot be/ })
+          .waitFor();
+        assert.equal((await getJson<{ status: string }>(`/accounts/${OPERATOR_ACCOUNT_ID}`)).body.status, 'active');
+      });
+
+      await t.test('"Never" on the own tokens page still sends no expires_at', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, operator.secret);
+        await page.getByLabel('Name').fill('forever');
+        await page.locator('#scope-plans-read').check();
+        await page.getByLabel('Expires').selectOption('never');
+        const [post] = await Promise.all([
+          page.waitForRequest((r) => r.method() === 'POST'),
+          page.getByRole('button', { name: 'Create token' }).click(),
+        ]);
+        assert.equal(post.url(), `${base}/api/v1/api-tokens`);
+        assert.deepEqual(post.postDataJSON(), { name: 'forever', scopes: ['plans:read'] });
+        await row(page, 'forever').waitFor();
+        assert.equal(await row(page, 'forever').locator('td[data-label="Expires"]').textContent(), 'Never');
+      });
+
+      await t.test('accessibility and narrow screens on the accounts pages', async (t) => {
+        const created = (
+          await app.inject({ method: 'POST', url: '/api/v1/accounts', headers: asOperator, payload: { name: 'Gamma' } })
+        ).json<{ id: string }>();
+        const { page } = await open(t, browser, base, { bypassCSP: true });
+        await signIn(page, base, operator.secret);
+        const found: string[] = [];
+        // The list, and an account's page once its token list has loaded.
+        const views = [
+          ['accounts', '.view table'],
+          [`accounts/${created.id}`, 'text=No tokens.'],
+        ] as const;
+        for (const [view, ready] of views) {
+          await page.goto(`${base}/#/${view}`);
+          await page.reload();
+          await page.locator(ready).first().waitFor();
+          found.push(...(await axeViolations(page)).map((v) => `${view}: ${v}`));
+        }
+        assert.deepEqual(found, []);
+        const narrow = await open(t, browser, base, { width: 375 });
+        await signIn(narrow.page, base, operator.secret);
+        for (const [view, ready] of views) {
+          await narrow.page.goto(`${base}/#/${view}`);
+          await narrow.page.locator(ready).first().waitFor();
+          assert.ok(
+            await narrow.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
+            `${view} fits 375 px`,
+          );
+        }
+        await narrow.page.screenshot({ path: artifactPath('narrow-account.png'), fullPage: true });
+      });
     },
   );
 });

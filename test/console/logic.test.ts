@@ -2,9 +2,11 @@
 // and what each API refusal is turned into for a person.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { accountActions, scopeOffer, statusLabel } from '../../web/src/accounts.js';
 import { exactTime, expiryFrom, isExpired, memory, price, relativeTime } from '../../web/src/format.js';
 import { filterPlans, nextSort, numberOrNull, sortPlans, type Plan } from '../../web/src/plans.js';
 import { ApiError, fieldErrors, messageFor } from '../../web/src/problems.js';
+import { isRoute, parseRoute } from '../../web/src/route.js';
 
 const NOW = Date.parse('2026-11-21T12:00:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
@@ -131,6 +133,24 @@ describe('console messages for API refusals', () => {
         'Sign in with a token that holds it, or ask whoever manages your tokens.',
     );
     assert.match(messageFor(err(403, { missing_scopes: ['a:read', 'b:read'] })), /the a:read, b:read scopes/);
+    assert.equal(
+      messageFor(err(401, { code: 'INVALID_TOKEN', detail: "the token's account is suspended" })),
+      "The token's account is suspended: its tokens are refused until the platform operator resumes it.",
+    );
+    assert.match(messageFor(err(401, { code: 'INVALID_TOKEN', detail: 'the token has expired' })), /not accepted/);
+    assert.equal(
+      messageFor(
+        err(409, {
+          code: 'OPERATOR_ACCOUNT',
+          detail: 'the operator account cannot be suspended: it runs the other accounts',
+        }),
+      ),
+      'Refused: the operator account cannot be suspended: it runs the other accounts.',
+    );
+    assert.equal(
+      messageFor(err(409, { code: 'CONFLICT', detail: 'another account already has this external_id' })),
+      'Conflict: another account already has this external_id.',
+    );
     assert.match(
       messageFor(err(409, { code: 'TOKEN_LIMIT_REACHED', detail: 'at most 5 live tokens' })),
       /limit on live tokens is reached \(at most 5 live tokens\)\. Delete a token/,
@@ -160,5 +180,54 @@ describe('console messages for API refusals', () => {
         ['name', ['empty']],
       ],
     );
+  });
+});
+
+describe('console routes and accounts', () => {
+  const pages = { tokens: { withId: false }, accounts: { withId: true } };
+  const ACC = 'acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H';
+
+  it('a fragment names a page, and an id only on a page that takes one', () => {
+    assert.deepEqual(parseRoute('#/accounts', pages, 'tokens'), { page: 'accounts', id: null });
+    assert.deepEqual(parseRoute(`#/accounts/${ACC}`, pages, 'tokens'), { page: 'accounts', id: ACC });
+    for (const hash of [
+      '',
+      '#',
+      '#main',
+      '#/nope',
+      '#/tokens/tok_1',
+      '#/accounts/',
+      '#/accounts/a/b',
+      '#/constructor',
+    ]) {
+      assert.deepEqual(parseRoute(hash, pages, 'tokens'), { page: 'tokens', id: null }, hash);
+    }
+    // Nothing that would need decoding or could leave the API path reaches a view.
+    for (const id of ['..', 'a%2Fb', 'a.b', 'a b', 'x'.repeat(65)]) {
+      assert.deepEqual(parseRoute(`#/accounts/${id}`, pages, 'tokens'), { page: 'tokens', id: null }, id);
+    }
+    assert.equal(isRoute('#/plans'), true);
+    assert.equal(isRoute(`#/accounts/${ACC}`), true);
+    assert.equal(isRoute('#main'), false);
+  });
+
+  it('the operator account is offered no suspend or delete; others suspend or resume, and delete', () => {
+    const OP = 'acc_00000000000000000000000000';
+    assert.deepEqual(accountActions({ id: OP, status: 'active' }, OP), []);
+    assert.deepEqual(accountActions({ id: ACC, status: 'active' }, OP), ['suspend', 'delete']);
+    assert.deepEqual(accountActions({ id: ACC, status: 'suspended' }, OP), ['resume', 'delete']);
+    assert.equal(statusLabel('active'), 'Active');
+    assert.equal(statusLabel('suspended'), 'Suspended');
+  });
+
+  it('the token form offers a scope only if the token holds it, accounts:* only into the operator account', () => {
+    const holds = (scope: string) => ['accounts:read', 'apps:write'].includes(scope);
+    assert.deepEqual(scopeOffer('apps:write', holds, false), { enabled: true });
+    assert.deepEqual(scopeOffer('accounts:read', holds, true), { enabled: true });
+    assert.deepEqual(scopeOffer('accounts:read', holds, false), {
+      enabled: false,
+      reason: 'not in this account: operator account only',
+    });
+    assert.deepEqual(scopeOffer('plans:read', holds, true), { enabled: false, reason: 'your token lacks this scope' });
   });
 });

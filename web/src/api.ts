@@ -5,14 +5,16 @@ import { ApiError, type Problem } from './problems.js';
 import { session } from './session.js';
 
 export async function api<T>(
-  method: 'GET' | 'POST' | 'DELETE',
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
   path: string,
   body?: unknown,
   token = session.token(),
 ): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (token !== null) headers.authorization = `Bearer ${token}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
+  // A PATCH is a JSON merge patch (RFC 7396), the media type that says so.
+  if (body !== undefined)
+    headers['content-type'] = method === 'PATCH' ? 'application/merge-patch+json' : 'application/json';
   let res: Response;
   try {
     res = await fetch(`/api/v1${path}`, {
@@ -48,6 +50,9 @@ type Json<
   : never;
 
 export type TokenView = Json<'listApiTokens', 200>[number];
+/** The signed-in token, with the account it belongs to. */
+export type CurrentToken = Json<'getCurrentApiToken', 200>;
+export type Account = Json<'listAccounts', 200>[number];
 export type CreatedToken = Json<'createApiToken', 201>;
 export type ScopeInfo = Json<'listScopes', 200>[number];
 export type Image = Json<'listImages', 200>[number];

@@ -1,25 +1,44 @@
-// The console's shell: hash routes (#/tokens, #/plans, #/images, #/regions), the header
-// with the signed-in token and sign-out, and focus on the page heading after navigation.
-import { api, type TokenView } from './api.js';
+// The console's shell: hash routes (#/tokens, #/accounts, #/accounts/acc_..., #/plans,
+// #/images, #/regions), the header with the signed-in token, its account and sign-out, and
+// focus on the page heading after navigation.
+import { api, type Account, type CurrentToken } from './api.js';
 import { announce, focusOn, h, replace } from './dom.js';
 import { ApiError } from './problems.js';
+import { isRoute, parseRoute } from './route.js';
 import { session } from './session.js';
+import { accountsView } from './views/accounts.js';
 import { imagesView, plansView, regionsView } from './views/catalog.js';
 import { errorText, type Shell } from './views/common.js';
 import { tokensView } from './views/tokens.js';
 
-type View = (root: HTMLElement, shell: Shell, reason?: string) => void | Promise<void>;
+type View = (root: HTMLElement, shell: Shell, reason?: string, id?: string | null) => void | Promise<void>;
 
-const ROUTES: Record<string, { title: string; view: View }> = {
-  tokens: { title: 'API tokens', view: tokensView },
-  plans: { title: 'Plans', view: plansView },
-  images: { title: 'Images', view: imagesView },
-  regions: { title: 'Regions', view: regionsView },
+const ROUTES: Record<string, { title: string; view: View; withId: boolean }> = {
+  tokens: { title: 'API tokens', view: tokensView, withId: false },
+  accounts: { title: 'Accounts', view: accountsView, withId: true },
+  plans: { title: 'Plans', view: plansView, withId: false },
+  images: { title: 'Images', view: imagesView, withId: false },
+  regions: { title: 'Regions', view: regionsView, withId: false },
 };
 
 function routeName(): string {
-  const name = /^#\/([a-z]+)$/.exec(location.hash)?.[1];
-  return name !== undefined && name in ROUTES ? name : 'tokens';
+  return parseRoute(location.hash, ROUTES, 'tokens').page;
+}
+
+// The signed-in account's name, when the token may read it (an operator token holding
+// accounts:read); other tokens are shown their account's id only.
+let accountName: { id: string; name: string } | null = null;
+
+function showAccountName(accountId: string): void {
+  if (!session.holds('accounts:read') || accountName?.id === accountId) return;
+  api<Account>('GET', `/accounts/${encodeURIComponent(accountId)}`)
+    .then((account) => {
+      accountName = { id: account.id, name: account.name };
+      if (session.identity()?.account_id === account.id) shell.sessionChanged();
+    })
+    .catch(() => {
+      // The id alone stays shown; a refused token is reported by the page itself.
+    });
 }
 
 const main = document.getElementById('main')!;
@@ -35,6 +54,8 @@ const shell: Shell = {
   },
   sessionChanged() {
     const who = session.identity();
+    // The Accounts page is offered only to a token that can read accounts.
+    document.getElementById('nav-accounts')!.hidden = !session.holds('accounts:read');
     if (who === null) {
       replace(sessionBox, h('a', { href: '#/tokens', class: 'button secondary' }, 'Sign in'));
       return;
@@ -47,16 +68,25 @@ const shell: Shell = {
       if (routeName() === 'tokens') render(true);
       else location.hash = '#/tokens';
     });
+    const named = accountName?.id === who.account_id ? accountName.name : null;
     replace(
       sessionBox,
       h('span', { class: 'who' }, 'Signed in as ', h('strong', { class: 'token-name' }, who.name)),
+      h(
+        'span',
+        { class: 'account' },
+        'Account ',
+        named === null ? null : [h('strong', { class: 'account-name' }, named), ' '],
+        h('code', { class: 'account-id' }, who.account_id),
+      ),
       out,
     );
+    showAccountName(who.account_id);
   },
 };
 
 function render(moveFocus: boolean, reason?: string): void {
-  const name = routeName();
+  const { page: name, id } = parseRoute(location.hash, ROUTES, 'tokens');
   const route = ROUTES[name]!;
   document.title = `${route.title} · infracat console`;
   for (const link of document.querySelectorAll<HTMLAnchorElement>('nav a')) {
@@ -66,7 +96,7 @@ function render(moveFocus: boolean, reason?: string): void {
   const heading = h('h1', {}, route.title);
   const root = h('div', { class: 'view' });
   replace(main, heading, root);
-  void route.view(root, shell, reason);
+  void route.view(root, shell, reason, id);
   if (moveFocus) focusOn(heading);
 }
 
@@ -76,7 +106,7 @@ async function start(): Promise<void> {
   let reason: string | undefined;
   if (token !== null) {
     try {
-      session.remember(await api<TokenView>('GET', '/api-tokens/current'));
+      session.remember(await api<CurrentToken>('GET', '/api-tokens/current'));
     } catch (err) {
       // Refused: forget it. Unreachable or failing server: keep it for a retry (reload).
       if (err instanceof ApiError && err.status === 401) session.signOut();
@@ -86,8 +116,8 @@ async function start(): Promise<void> {
   shell.sessionChanged();
   render(false, reason);
   window.addEventListener('hashchange', () => {
-    // Only "#/name" is a route; other fragments (the skip link's #main) are in-page jumps.
-    if (/^#\/[a-z]+$/.test(location.hash)) render(true);
+    // Only "#/name" and "#/name/id" are routes; other fragments (the skip link's #main) are in-page jumps.
+    if (isRoute(location.hash)) render(true);
   });
   document.querySelector('.skip')?.addEventListener('click', (event) => {
     event.preventDefault();

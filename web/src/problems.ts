@@ -38,9 +38,13 @@ export function messageFor(err: ApiError): string {
     case 0:
       return 'Cannot reach infracat. Check the connection and try again.';
     case 401:
-      return p.code === 'UNAUTHORIZED'
-        ? 'Sign in with an API token to continue.'
-        : 'The token was not accepted: it is malformed, unknown, expired or deleted. Sign in with a valid token.';
+      if (p.code === 'UNAUTHORIZED') return 'Sign in with an API token to continue.';
+      // The one refusal a person can do something about besides a new token: the code is
+      // INVALID_TOKEN for every reason, the detail says which (src/http/auth.ts).
+      if (p.detail === "the token's account is suspended") {
+        return "The token's account is suspended: its tokens are refused until the platform operator resumes it.";
+      }
+      return 'The token was not accepted: it is malformed, unknown, expired or deleted. Sign in with a valid token.';
     case 403: {
       const missing = p.missing_scopes ?? [];
       const what =
@@ -48,6 +52,9 @@ export function messageFor(err: ApiError): string {
       return `This token lacks ${what}. Sign in with a token that holds it, or ask whoever manages your tokens.`;
     }
     case 409:
+      if (p.code === 'OPERATOR_ACCOUNT') {
+        return `Refused: ${p.detail ?? 'the operator account cannot be suspended or deleted'}.`;
+      }
       return p.code === 'TOKEN_LIMIT_REACHED'
         ? `The limit on live tokens is reached (${p.detail ?? 'no more can be created'}). ` +
             'Delete a token you no longer need, then try again.'

@@ -6,6 +6,8 @@ export interface Identity {
   id: string;
   name: string;
   scopes: string[];
+  /** The account the token belongs to (its tokens are the only ones it sees). */
+  account_id: string;
 }
 
 let identity: Identity | null = null;

@@ -1,10 +1,10 @@
 // Sign in by pasting a token: checked against /api/v1/api-tokens/current before it is kept.
-import { api, type TokenView } from '../api.js';
+import { api, type CurrentToken } from '../api.js';
 import { h } from '../dom.js';
 import { session } from '../session.js';
 import { errorText, noticeArea, showNotice } from './common.js';
 
-export function signInForm(onSignedIn: (who: TokenView) => void, reason?: string): HTMLElement {
+export function signInForm(onSignedIn: (who: CurrentToken) => void, reason?: string): HTMLElement {
   const input = h('input', {
     id: 'signin-token',
     name: 'token',
@@ -45,7 +45,7 @@ export function signInForm(onSignedIn: (who: TokenView) => void, reason?: string
       return;
     }
     submit.disabled = true;
-    api<TokenView>('GET', '/api-tokens/current', undefined, token)
+    api<CurrentToken>('GET', '/api-tokens/current', undefined, token)
       .then((who) => {
         session.signIn(token, who);
         input.value = '';

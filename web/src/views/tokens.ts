@@ -1,5 +1,7 @@
 // The API tokens page: the live tokens, a form to create one (its secret shown once),
-// and deletion behind a confirmation that names the token.
+// and deletion behind a confirmation that names the token. The operator's page of one
+// account (views/accounts.ts) shows the same list and form on that account's tokens.
+import { scopeOffer } from '../accounts.js';
 import { api, type CreatedToken, type ScopeInfo, type TokenView } from '../api.js';
 import { announce, focusOn, h, replace } from '../dom.js';
 import { exactTime, expiryFrom, isExpired, shortDate } from '../format.js';
@@ -7,6 +9,26 @@ import { ApiError, fieldErrors } from '../problems.js';
 import { session } from '../session.js';
 import { cell, errorText, loading, noticeArea, reportError, showNotice, tags, timeAgo, type Shell } from './common.js';
 import { signInForm } from './signin.js';
+
+/** Where a token list and form act: the signed-in token's own account, or one account. */
+export interface TokenSpace {
+  /** The API collection: "/api-tokens", or "/accounts/{id}/api-tokens". */
+  path: string;
+  /**
+   * Whether the accounts:* scopes may be offered (only the operator account's tokens may
+   * hold them). In the caller's own space the caller's scopes already decide.
+   */
+  operatorScopes: boolean;
+  listTitle: string;
+  createTitle: string;
+}
+
+const OWN_TOKENS: TokenSpace = {
+  path: '/api-tokens',
+  operatorScopes: true,
+  listTitle: 'All tokens',
+  createTitle: 'Create a token',
+};
 
 export function tokensView(root: HTMLElement, shell: Shell, reason?: string): void {
   if (session.token() === null || session.identity() === null) {
@@ -21,40 +43,45 @@ export function tokensView(root: HTMLElement, shell: Shell, reason?: string): vo
     );
     return;
   }
+  replace(root, ...tokenSpace(shell, OWN_TOKENS));
+}
+
+/** The secret slot, the form to create a token and the list of the space's tokens. */
+export function tokenSpace(shell: Shell, space: TokenSpace): HTMLElement[] {
   const secretSlot = h('div');
   const list = h('section', { 'aria-labelledby': 'list-heading', class: 'card' });
-  const reload = (): Promise<void> => loadList(list, shell);
-  replace(root, secretSlot, createSection(shell, secretSlot, reload), list);
+  const reload = (): Promise<void> => loadList(list, shell, space);
   void reload();
+  return [secretSlot, createSection(shell, space, secretSlot, reload), list];
 }
 
 // ---- list ----------------------------------------------------------------------------
 
-async function loadList(section: HTMLElement, shell: Shell): Promise<void> {
+async function loadList(section: HTMLElement, shell: Shell, space: TokenSpace): Promise<void> {
   const notice = noticeArea();
   const refresh = h('button', { type: 'button', class: 'secondary' }, 'Refresh');
   const body = h('div', {}, loading('tokens'));
   replace(
     section,
-    h('div', { class: 'section-head' }, h('h2', { id: 'list-heading' }, 'All tokens'), refresh),
+    h('div', { class: 'section-head' }, h('h2', { id: 'list-heading' }, space.listTitle), refresh),
     notice,
     body,
   );
   refresh.addEventListener('click', () => {
-    void loadList(section, shell).then(() => announce('Token list refreshed'));
+    void loadList(section, shell, space).then(() => announce('Token list refreshed'));
   });
   try {
-    const tokens = await api<TokenView[]>('GET', '/api-tokens');
+    const tokens = await api<TokenView[]>('GET', space.path);
     replace(
       body,
-      tokenTable(tokens, shell, () => void loadList(section, shell)),
+      tokenTable(tokens, shell, space, () => void loadList(section, shell, space)),
     );
   } catch (err) {
     if (!reportError(shell, notice, err)) body.replaceChildren();
   }
 }
 
-function tokenTable(tokens: readonly TokenView[], shell: Shell, reload: () => void): HTMLElement {
+function tokenTable(tokens: readonly TokenView[], shell: Shell, space: TokenSpace, reload: () => void): HTMLElement {
   if (tokens.length === 0) return h('p', { class: 'muted' }, 'No tokens.');
   const now = Date.now();
   const me = session.identity()?.id;
@@ -84,7 +111,7 @@ function tokenTable(tokens: readonly TokenView[], shell: Shell, reload: () => vo
             type: 'button',
             class: 'danger small',
             'aria-label': `Delete token ${t.name}`,
-            onclick: (e: Event) => confirmDelete(t, e.currentTarget as HTMLButtonElement, shell, reload),
+            onclick: (e: Event) => confirmDelete(t, e.currentTarget as HTMLButtonElement, shell, space, reload),
           },
           'Delete',
         ),
@@ -119,7 +146,13 @@ function tokenTable(tokens: readonly TokenView[], shell: Shell, reload: () => vo
 
 // ---- delete --------------------------------------------------------------------------
 
-function confirmDelete(token: TokenView, trigger: HTMLButtonElement, shell: Shell, reload: () => void): void {
+function confirmDelete(
+  token: TokenView,
+  trigger: HTMLButtonElement,
+  shell: Shell,
+  space: TokenSpace,
+  reload: () => void,
+): void {
   const notice = noticeArea();
   const cancel = h('button', { type: 'button', class: 'secondary', autofocus: true }, 'Cancel');
   const confirm = h('button', { type: 'button', class: 'danger' }, `Delete “${token.name}”`);
@@ -142,7 +175,7 @@ function confirmDelete(token: TokenView, trigger: HTMLButtonElement, shell: Shel
   cancel.addEventListener('click', close);
   confirm.addEventListener('click', () => {
     confirm.disabled = true;
-    api<undefined>('DELETE', `/api-tokens/${encodeURIComponent(token.id)}`)
+    api<undefined>('DELETE', `${space.path}/${encodeURIComponent(token.id)}`)
       .catch((err: unknown) => {
         // Deleted meanwhile (another tab, the CLI): the outcome the user asked for.
         if (err instanceof ApiError && err.status === 404) return;
@@ -187,7 +220,12 @@ function fieldError(id: string): HTMLParagraphElement {
   return h('p', { id, class: 'field-error' });
 }
 
-function createSection(shell: Shell, secretSlot: HTMLElement, reload: () => Promise<void>): HTMLElement {
+function createSection(
+  shell: Shell,
+  space: TokenSpace,
+  secretSlot: HTMLElement,
+  reload: () => Promise<void>,
+): HTMLElement {
   const name = h('input', {
     id: 'new-name',
     name: 'name',
@@ -242,6 +280,7 @@ function createSection(shell: Shell, secretSlot: HTMLElement, reload: () => Prom
         'p',
         { id: 'scopes-hint', class: 'hint' },
         'write includes read. A token can grant only scopes it holds itself, so scopes yours lacks are disabled.',
+        space.operatorScopes ? '' : ' The accounts scopes belong to the operator account only.',
       ),
       scopeBox,
       scopesError,
@@ -260,7 +299,7 @@ function createSection(shell: Shell, secretSlot: HTMLElement, reload: () => Prom
   );
 
   void api<ScopeInfo[]>('GET', '/scopes')
-    .then((scopes) => replace(scopeBox, scopePicker(scopes)))
+    .then((scopes) => replace(scopeBox, scopePicker(scopes, space)))
     .catch((err: unknown) => {
       scopeBox.replaceChildren();
       reportError(shell, notice, err);
@@ -310,7 +349,7 @@ function createSection(shell: Shell, secretSlot: HTMLElement, reload: () => Prom
     submit.disabled = true;
     // "Never" sends no expires_at: the new token then lives as long as the signed-in one
     // (forever, if that never expires), since a token never outlives its creator.
-    api<CreatedToken>('POST', '/api-tokens', {
+    api<CreatedToken>('POST', space.path, {
       name: name.value,
       scopes,
       ...(expires === null ? {} : { expires_at: expires }),
@@ -335,12 +374,12 @@ function createSection(shell: Shell, secretSlot: HTMLElement, reload: () => Prom
   return h(
     'section',
     { class: 'card', 'aria-labelledby': 'create-heading' },
-    h('h2', { id: 'create-heading' }, 'Create a token'),
+    h('h2', { id: 'create-heading' }, space.createTitle),
     form,
   );
 }
 
-function scopePicker(scopes: readonly ScopeInfo[]): HTMLElement[] {
+function scopePicker(scopes: readonly ScopeInfo[], space: TokenSpace): HTMLElement[] {
   const byResource = new Map<string, ScopeInfo[]>();
   for (const s of scopes) byResource.set(s.resource, [...(byResource.get(s.resource) ?? []), s]);
   return [...byResource].map(([resource, list]) =>
@@ -349,7 +388,8 @@ function scopePicker(scopes: readonly ScopeInfo[]): HTMLElement[] {
       { class: 'scope-group', role: 'group', 'aria-labelledby': `res-${resource}` },
       h('span', { id: `res-${resource}`, class: 'resource' }, resource),
       list.map((s) => {
-        const held = session.holds(s.scope);
+        const offer = scopeOffer(s.scope, (scope) => session.holds(scope), space.operatorScopes);
+        const held = offer.enabled;
         const id = `scope-${s.scope.replace(':', '-')}`;
         return h(
           'div',
@@ -363,7 +403,7 @@ function scopePicker(scopes: readonly ScopeInfo[]): HTMLElement[] {
             'aria-describedby': `${id}-desc`,
           }),
           h('label', { for: id }, s.action),
-          h('span', { id: `${id}-desc`, class: 'hint' }, s.description, held ? '' : ' (your token lacks this scope)'),
+          h('span', { id: `${id}-desc`, class: 'hint' }, s.description, offer.enabled ? '' : ` (${offer.reason})`),
         );
       }),
     ),
