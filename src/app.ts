@@ -25,7 +25,7 @@ import { installExpectationHandling, protocolProblem, queryProblem } from './htt
 import type { App } from './http/types.js';
 import { buildLazySerializer } from './http/serialization.js';
 import { validatorCompiler } from './http/validation.js';
-import { accessLog, requestIdFrom } from './logging.js';
+import { requestIdFrom } from './logging.js';
 import type { Store } from './storage/types.js';
 import { createTokenDomain, type TokenDomain } from './tokens/index.js';
 import { tokenRoutes } from './tokens/routes.js';
@@ -64,7 +64,7 @@ export function buildApp(deps: AppDeps): App {
   const app = Fastify({
     loggerInstance,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
-    logController: new RequestLog(accessLog(deps.logger), config.accessLog),
+    logController: new RequestLog(config.accessLog),
     bodyLimit: BODY_LIMIT_BYTES,
     // Our own closing check below answers with a problem body instead of Fastify's.
     return503OnClosing: false,
