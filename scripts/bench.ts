@@ -343,7 +343,9 @@ async function main(): Promise<void> {
       sc.label,
       `${ratio.toFixed(2)}x (${spread(ratios.get(sc.key)!)})`,
       `${p99.toFixed(2)} ms (${(p99 / cP99).toFixed(2)}x)`,
-      `${cpu.toFixed(1)} (infracat's own: ${(cpu - cMed).toFixed(1)})`,
+      sc.metrics === undefined && !sc.key.includes(':')
+        ? cpu.toFixed(1)
+        : `${cpu.toFixed(1)} (infracat's own: ${(cpu - cMed).toFixed(1)})`,
       String(bad),
     ]);
   }
