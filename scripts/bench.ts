@@ -21,7 +21,7 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { copiedHeaders, startNginx, startNodeBaseline } from './lib/baselines.js';
 import { startInfracat } from './lib/builds.js';
-import { canPin, drive, ensureWrk, median, rssMb } from './lib/load.js';
+import { canPin, drive, ensureWrk, median, rssMb, type Run as LoadRun } from './lib/load.js';
 import { ensureDebianBinary } from '../test/helpers/apt.js';
 import { startEmbeddedPostgres } from '../test/helpers/embedded-pg.js';
 
@@ -32,15 +32,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const BACKENDS = (process.env.BENCH_BACKENDS ?? 'sqlite,postgres').split(',').map((s) => s.trim());
 
-interface Run {
-  requests: number;
-  rps: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-  errors: number;
-  cpu_us_per_request: number;
-}
+type Run = LoadRun & { cpu_us_per_request: number };
 interface Server {
   name: string;
   child: ChildProcess;
