@@ -172,6 +172,22 @@ class DeleteAccount extends Cmd {
   toString = () => `deleteAccount(#${this.a})`;
 }
 
+/**
+ * Where a command on account `index`'s tokens goes: its own admin on /api-tokens, or the
+ * operator on /accounts/{id}/api-tokens; and the refusal it must get instead (404 for a
+ * deleted account via the operator, 401 when the account's own admin no longer works).
+ */
+function tokenRoute(m: Model, index: number, viaOperator: boolean) {
+  const acc = m.accounts[index]!;
+  return viaOperator
+    ? { base: `/api/v1/accounts/${acc.id}/api-tokens`, auth: bearer(adminOf(m, 0)), refused: acc.deleted ? 404 : null }
+    : {
+        base: '/api/v1/api-tokens',
+        auth: bearer(adminOf(m, index)),
+        refused: works(m, adminOf(m, index)) ? null : 401,
+      };
+}
+
 /** A token created by account `a`'s admin in its own account, or by the operator through /accounts/{id}/api-tokens. */
 class CreateToken extends Cmd {
   constructor(
@@ -182,14 +198,9 @@ class CreateToken extends Cmd {
   }
   async run(m: Model, r: Real) {
     const index = this.a % m.accounts.length;
-    const acc = m.accounts[index]!;
-    const payload = { name: 'made', scopes: ['apps:read'] };
-    const res = this.viaOperator
-      ? await call(r, 'POST', `/api/v1/accounts/${acc.id}/api-tokens`, bearer(adminOf(m, 0)), payload)
-      : await call(r, 'POST', '/api/v1/api-tokens', bearer(adminOf(m, index)), payload);
-    if (this.viaOperator ? acc.deleted : !works(m, adminOf(m, index))) {
-      return assert.equal(res.statusCode, this.viaOperator ? 404 : 401, res.body);
-    }
+    const { base, auth, refused } = tokenRoute(m, index, this.viaOperator);
+    const res = await call(r, 'POST', base, auth, { name: 'made', scopes: ['apps:read'] });
+    if (refused !== null) return assert.equal(res.statusCode, refused, res.body);
     assert.equal(res.statusCode, 201, res.body);
     const t = res.json<{ id: string; token: string }>();
     m.tokens.push({ id: t.id, secret: t.token, account: index, deleted: false, scopes: ['apps:read'] });
@@ -206,13 +217,9 @@ class ListTokens extends Cmd {
   }
   async run(m: Model, r: Real) {
     const index = this.a % m.accounts.length;
-    const acc = m.accounts[index]!;
-    const res = this.viaOperator
-      ? await call(r, 'GET', `/api/v1/accounts/${acc.id}/api-tokens`, bearer(adminOf(m, 0)))
-      : await call(r, 'GET', '/api/v1/api-tokens', bearer(adminOf(m, index)));
-    if (this.viaOperator ? acc.deleted : !works(m, adminOf(m, index))) {
-      return assert.equal(res.statusCode, this.viaOperator ? 404 : 401);
-    }
+    const { base, auth, refused } = tokenRoute(m, index, this.viaOperator);
+    const res = await call(r, 'GET', base, auth);
+    if (refused !== null) return assert.equal(res.statusCode, refused);
     assert.equal(res.statusCode, 200);
     assert.deepEqual(
       res.json<{ id: string }[]>().map((t) => t.id),
@@ -235,17 +242,13 @@ class TokenById extends Cmd {
   }
   async run(m: Model, r: Real) {
     const index = this.a % m.accounts.length;
-    const acc = m.accounts[index]!;
     // The operator's own admin is never the target: every later step needs it.
     const targets = m.tokens.filter((x) => x !== adminOf(m, 0));
     if (targets.length === 0) return;
     const target = pick(targets, this.t);
-    const base = this.viaOperator ? `/api/v1/accounts/${acc.id}/api-tokens` : '/api/v1/api-tokens';
-    const auth = bearer(this.viaOperator ? adminOf(m, 0) : adminOf(m, index));
+    const { base, auth, refused } = tokenRoute(m, index, this.viaOperator);
     const res = await call(r, this.method, `${base}/${target.id}`, auth);
-    if (this.viaOperator ? acc.deleted : !works(m, adminOf(m, index))) {
-      return assert.equal(res.statusCode, this.viaOperator ? 404 : 401);
-    }
+    if (refused !== null) return assert.equal(res.statusCode, refused);
     const visible = target.account === index && !target.deleted;
     if (!visible) {
       // Exactly as an id that never existed: same status, same body, same headers.

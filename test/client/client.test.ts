@@ -5,7 +5,7 @@
 // disagree, at compile time (npm run typecheck) or at run time.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsImport from 'ajv-formats';
 import createClient from 'openapi-fetch';
@@ -27,6 +27,16 @@ function responseValidator(doc: Record<string, unknown>) {
   };
 }
 
+/** The app listening on a free port, and a checker of answers against the document it serves. */
+async function served(t: TestContext) {
+  const { app } = await build(t);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as { port: number };
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const doc = (await (await fetch(`${baseUrl}/api/v1/openapi.json`)).json()) as Record<string, unknown>;
+  return { app, baseUrl, check: responseValidator(doc) };
+}
+
 describe('real client from the OpenAPI document', () => {
   it('the committed types match the served document (run npm run gen:client after API changes)', async () => {
     const committed = readFileSync(new URL('../../web/src/openapi.d.ts', import.meta.url), 'utf8');
@@ -34,12 +44,7 @@ describe('real client from the OpenAPI document', () => {
   });
 
   it('create -> list -> use -> delete, and the catalogs, through openapi-fetch', async (t) => {
-    const { app } = await build(t);
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const { port } = app.server.address() as { port: number };
-    const baseUrl = `http://127.0.0.1:${port}`;
-    const doc = (await (await fetch(`${baseUrl}/api/v1/openapi.json`)).json()) as Record<string, unknown>;
-    const check = responseValidator(doc);
+    const { app, baseUrl, check } = await served(t);
 
     const admin = await mintToken(app, ['api-tokens:write', 'apps:write']);
     const client = createClient<paths>({ baseUrl, headers: admin.auth });
@@ -104,12 +109,7 @@ describe('real client from the OpenAPI document', () => {
   });
 
   it('accounts: create, list, merge patch, mint into one, its tokens, delete, through openapi-fetch', async (t) => {
-    const { app } = await build(t);
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const { port } = app.server.address() as { port: number };
-    const baseUrl = `http://127.0.0.1:${port}`;
-    const doc = (await (await fetch(`${baseUrl}/api/v1/openapi.json`)).json()) as Record<string, unknown>;
-    const check = responseValidator(doc);
+    const { app, baseUrl, check } = await served(t);
     const operator = await mintToken(app, ['accounts:write', 'api-tokens:write', 'apps:write']);
     const client = createClient<paths>({ baseUrl, headers: operator.auth });
     const type = (r: Response) => r.headers.get('content-type')!;
