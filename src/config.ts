@@ -319,6 +319,21 @@ export const SettingsSchema = Type.Object({
         'Set it to your gateway so only its headers count. See docs/forward-auth.md.',
     }),
   ),
+  // Only the path: the file is read (and refused when it is not a valid key list) when
+  // the app is built, and re-read when it changes (src/secret-scanning/keys.ts).
+  secretScanningKeysFile: setting(
+    'SECRET_SCANNING_KEYS_FILE',
+    Type.String({
+      pattern: '^[^\\x00-\\x1f\\x7f]*$',
+      default: '',
+      description:
+        "GitHub secret scanning: a JSON file of the public keys GitHub signs leak reports with, in GitHub's " +
+        'published format (`{"public_keys": [...]}`), re-read when it changes. Set, `POST ' +
+        '/api/v1/secret-scanning/leaks` revokes the leaked tokens GitHub reports; unset, that path is a 404. ' +
+        'See docs/secret-scanning.md.',
+    }),
+    { expected: 'expected a file path (no control characters)' },
+  ),
   rateLimit: setting(
     'RATE_LIMIT',
     Type.Integer({

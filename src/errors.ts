@@ -12,6 +12,7 @@ export const ERRORS = {
   TOKEN_IN_QUERY: { status: 400, title: 'Credentials in the query string' },
   UNAUTHORIZED: { status: 401, title: 'Authentication required' },
   INVALID_TOKEN: { status: 401, title: 'Invalid token' },
+  INVALID_SIGNATURE: { status: 401, title: 'Invalid signature' },
   INSUFFICIENT_SCOPE: { status: 403, title: 'Insufficient scope' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },

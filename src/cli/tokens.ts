@@ -8,8 +8,9 @@ import { createdView, tokenView } from '../tokens/views.js';
 import { UsageError, type Command } from './command.js';
 import { parseFlags } from './options.js';
 import { withStore } from './store.js';
+import { checkHelp, checkToken } from './tokens-check.js';
 
-const help = `Usage: infracat tokens <create|list|delete> [options]
+const help = `Usage: infracat tokens <create|list|delete|check> [options]
 
 Manage API tokens directly in the configured store (DATABASE_URL or --database-url).
 
@@ -24,7 +25,7 @@ Manage API tokens directly in the configured store (DATABASE_URL or --database-u
       Lists live tokens (never their secrets). --json prints GET /api/v1/api-tokens.
   infracat tokens delete ID [--json]
       Deletes a token. Other running instances refuse it within TOKEN_CACHE_TTL_MS.
-
+${checkHelp}
 Options:
   --account ID          the account to act in (default: the operator account,
                         ${OPERATOR_ACCOUNT_ID})
@@ -61,7 +62,7 @@ function noAccount(id: string): AppError {
 
 export const tokensCommand: Command = {
   name: 'tokens',
-  summary: 'create, list and delete API tokens in the store',
+  summary: 'create, list, delete and check API tokens in the store',
   help,
   async run(args) {
     const [sub, ...rest] = args;
@@ -155,8 +156,9 @@ export const tokensCommand: Command = {
         return 1;
       });
     }
+    if (sub === 'check') return checkToken(rest);
     throw new UsageError(
-      sub === undefined ? 'missing sub-command: create, list or delete' : `unknown sub-command '${sub}'`,
+      sub === undefined ? 'missing sub-command: create, list, delete or check' : `unknown sub-command '${sub}'`,
     );
   },
 };

@@ -1,0 +1,182 @@
+// `infracat tokens check`: offline well-formedness with a reason for each fault, and
+// which token has a secret, on both backends; the string is never printed.
+import assert from 'node:assert/strict';
+import { describe, it, type TestContext } from 'node:test';
+import { loadConfig } from '../../src/config.js';
+import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
+import { generateSecret } from '../../src/tokens/format.js';
+import { createTokenDomain } from '../../src/tokens/index.js';
+import { backends } from '../helpers/backends.js';
+import { runCli } from '../helpers/process.js';
+import { secretPieceIn } from '../helpers/secrets.js';
+import { tempDir } from '../helpers/sqlite.js';
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `infracat tokens check ...`, with `stdin` written to it (and closed). */
+async function check(args: string[], env: Record<string, string | undefined>, stdin = ''): Promise<Run> {
+  const child = runCli(['tokens', 'check', ...args], { env });
+  child.proc.stdin.end(stdin);
+  const { code } = await child.exited;
+  return { code, stdout: child.stdout.join('\n'), stderr: child.stderr.join('\n') };
+}
+
+/** Neither output holds the secret or any 12-character piece of it, in any encoding. */
+function quiet(run: Run, secret: string): void {
+  assert.equal(secretPieceIn(run.stdout, secret), undefined, 'stdout');
+  assert.equal(secretPieceIn(run.stderr, secret), undefined, 'stderr');
+}
+
+async function databaseWith(t: TestContext, backend: ReturnType<typeof backends>[number]) {
+  const db = await backend.fresh(t);
+  const store = db.open();
+  t.after(() => store.close());
+  const config = loadConfig({ DATABASE_URL: db.url });
+  return { db, store, domain: (now?: () => number) => createTokenDomain(config, store, undefined, now) };
+}
+
+describe('infracat tokens check', () => {
+  it('offline: a well-formed secret, from stdin or as an argument, exit 0, never printed', async () => {
+    const secret = generateSecret('icat');
+    const env = { DATABASE_URL: 'sqlite:/nonexistent/never-opened.sqlite' };
+    const piped = await check(['-', '--offline'], env, `${secret}\n`);
+    assert.equal(piped.code, 0, piped.stderr);
+    assert.match(piped.stdout, /^well-formed infracat secret \(prefix icat_, checksum valid\); not looked up$/);
+    quiet(piped, secret);
+    const json = await check([secret, '--offline', '--json'], env);
+    assert.equal(json.code, 0, json.stderr);
+    const body = JSON.parse(json.stdout) as Record<string, unknown>;
+    assert.equal(body.well_formed, true);
+    assert.equal(body.looked_up, false);
+    assert.match(String(body.token_hash), /^[0-9a-f]{64}$/);
+    quiet(json, secret);
+  });
+
+  it('a malformed string: exit 1 with the reason, database untouched, the string never printed', async () => {
+    const secret = generateSecret('icat');
+    const body = secret.slice('icat_'.length);
+    const last = body.at(-1) === 'A' ? 'B' : 'A';
+    // No database there: a malformed string is refused before any is opened.
+    const env = { DATABASE_URL: 'sqlite:/nonexistent/never-opened.sqlite' };
+    const cases: [string, RegExp][] = [
+      [`${secret.slice(0, -1)}${last}`, /its last 6 characters are not the checksum of the rest/],
+      [`icat_${body.slice(2)}`, /it is 39 characters long; a secret is 41/],
+      [`ghp_${body}`, /it does not start with icat_/],
+      [`icat_${body.slice(0, 5)}%${body.slice(6)}`, /character 11 is not a letter/],
+    ];
+    for (const [text, reason] of cases) {
+      const run = await check(['-'], env, text);
+      assert.equal(run.code, 1, run.stderr);
+      assert.match(run.stderr, /^infracat tokens: not a well-formed infracat secret: /);
+      assert.match(run.stderr, reason);
+      assert.doesNotMatch(run.stderr, /database/, 'no database was opened');
+      quiet(run, text);
+    }
+    const json = await check(['--json', '-'], env, cases[0]![0]);
+    assert.equal(json.code, 1);
+    const out = JSON.parse(json.stdout) as Record<string, unknown>;
+    assert.equal(out.well_formed, false);
+    assert.match(String(out.reason), /checksum/);
+    quiet(json, cases[0]![0]);
+    // TOKEN_PREFIX decides what is well-formed.
+    const other = await check(['-', '--offline'], { ...env, TOKEN_PREFIX: 'acme' }, secret);
+    assert.equal(other.code, 1);
+    assert.match(other.stderr, /does not start with acme_ \(TOKEN_PREFIX is acme\)/);
+    quiet(other, secret);
+  });
+
+  it('usage: one secret or -; stdin of one line; the arguments never quoted back', async () => {
+    const secret = generateSecret('icat');
+    const env = { DATABASE_URL: 'sqlite:/nonexistent/never-opened.sqlite' };
+    const none = await check([], env);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /check needs exactly one secret, or - to read it from stdin/);
+    const two = await check([secret, secret], env);
+    assert.equal(two.code, 2);
+    quiet(two, secret);
+    const lines = await check(['-'], env, `${secret}\n${secret}\n`);
+    assert.equal(lines.code, 2);
+    assert.match(lines.stderr, /stdin holds more than one line/);
+    quiet(lines, secret);
+    const help = runCli(['tokens', 'check', '--help']);
+    await help.exited;
+    assert.match(help.stdout.join('\n'), /infracat tokens check - \[--offline\] \[--json\]/);
+    assert.match(help.stdout.join('\n'), /Prefer - : it reads the secret\s+from stdin/);
+  });
+
+  for (const backend of backends()) {
+    it(`${backend.name}: names the token (id, name, account, which secret, expiry) or says none has it`, async (t) => {
+      const { db, domain } = await databaseWith(t, backend);
+      const env = { DATABASE_URL: db.url };
+      const live = await domain().service.create(
+        { name: 'ci deploy', scopes: ['apps:read'] },
+        null,
+        OPERATOR_ACCOUNT_ID,
+      );
+
+      const found = await check(['-'], env, live.secret);
+      assert.equal(found.code, 0, found.stderr);
+      assert.equal(
+        found.stdout,
+        [
+          'well-formed infracat secret (prefix icat_, checksum valid)',
+          `token ${live.token.id} "ci deploy" in account ${OPERATOR_ACCOUNT_ID}`,
+          '  this is its current secret',
+          '  never expires',
+          '  accepted now: revoke it if it leaked (infracat tokens delete ID)',
+        ].join('\n'),
+      );
+      quiet(found, live.secret);
+
+      const json = await check(['--json', '-'], env, live.secret);
+      assert.equal(json.code, 0, json.stderr);
+      assert.deepEqual((JSON.parse(json.stdout) as { token: unknown }).token, {
+        id: live.token.id,
+        name: 'ci deploy',
+        account_id: OPERATOR_ACCOUNT_ID,
+        account_status: 'active',
+        secret: 'current',
+        expires_at: null,
+        expired: false,
+        accepted: true,
+      });
+      quiet(json, live.secret);
+
+      // Created two days ago to expire a day ago: still stored (within the retention), refused.
+      const past = Date.now() - 2 * 86_400_000;
+      const old = await domain(() => past).service.create(
+        { name: 'old', scopes: ['apps:read'], expires_at: new Date(past + 86_400_000).toISOString() },
+        null,
+        OPERATOR_ACCOUNT_ID,
+      );
+      const expired = JSON.parse((await check(['--json', '-'], env, old.secret)).stdout) as {
+        token: Record<string, unknown>;
+      };
+      assert.equal(expired.token.expired, true);
+      assert.equal(expired.token.accepted, false);
+      assert.equal(expired.token.expires_at, new Date(past + 86_400_000).toISOString());
+      const expiredText = await check(['-'], env, old.secret);
+      assert.match(expiredText.stdout, /expired \d{4}-.*Z\n {2}refused now$/);
+
+      const unknown = generateSecret('icat');
+      const none = await check(['-'], env, unknown);
+      assert.equal(none.code, 0, 'well-formed, whatever the database says');
+      assert.match(none.stdout, /\nno token has this secret/);
+      const noneJson = JSON.parse((await check(['--json', unknown], env)).stdout) as Record<string, unknown>;
+      assert.equal(noneJson.token, null);
+      assert.equal(noneJson.looked_up, true);
+      quiet(none, unknown);
+    });
+  }
+
+  it('without a database at the configured location it fails as the other commands do (exit 66)', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const run = await check(['-'], { DATABASE_URL: `sqlite:${tmp.file()}` }, generateSecret('icat'));
+    assert.equal(run.code, 66, run.stderr);
+  });
+});
