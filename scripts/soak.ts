@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { OPERATOR_ACCOUNT_ID } from '../src/storage/migrations.js';
+import { cliAuditContext } from '../src/audit/context.js';
 
 interface LoadConfig {
   base: string;
@@ -80,10 +81,16 @@ async function main(): Promise<number> {
   const server = await startServer(config, createLogger('warn'));
   const tokens = server.app.infracat.tokens.service;
   const admin = (
-    await tokens.create({ name: 'soak admin', scopes: ['api-tokens:write', 'apps:read'] }, null, OPERATOR_ACCOUNT_ID)
+    await tokens.create(
+      { name: 'soak admin', scopes: ['api-tokens:write', 'apps:read'] },
+      null,
+      OPERATOR_ACCOUNT_ID,
+      cliAuditContext(),
+    )
   ).secret;
-  const reader = (await tokens.create({ name: 'soak reader', scopes: ['apps:read'] }, null, OPERATOR_ACCOUNT_ID))
-    .secret;
+  const reader = (
+    await tokens.create({ name: 'soak reader', scopes: ['apps:read'] }, null, OPERATOR_ACCOUNT_ID, cliAuditContext())
+  ).secret;
   const base = server.url;
 
   const warmup = Math.max(2, Math.round(seconds / 10));

@@ -1,6 +1,8 @@
 // buildApp(): the whole HTTP service as a Fastify instance that is never listening.
 // Tests drive it with app.inject() (which readies it); src/server.ts listens. The app
 // owns the store it is given: on close it flushes pending last-used times, then closes it.
+import type { AuditSink } from './audit/events.js';
+import { auditEventView } from './audit/views.js';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import type { Logger } from 'pino';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -118,6 +120,9 @@ export function buildApp(deps: AppDeps): App {
   });
   // A flush retries every LAST_USED_FLUSH_MS: while storage is down or read-only, one
   // warning a minute (with the count) says it all, instead of one a second.
+  // Each audit event, once its transaction committed, is also one log line (`"audit": true`)
+  // in the event's wire shape, for operators to ship to their SIEM.
+  const audit: AuditSink = (event) => app.log.info({ audit: true, event: auditEventView(event) }, 'audit event');
   let flushFailures = 0;
   let flushWarnedAt = Number.NEGATIVE_INFINITY;
   const tokens = createTokenDomain(
@@ -134,9 +139,11 @@ export function buildApp(deps: AppDeps): App {
       );
     },
     deps.now,
+    audit,
   );
   const catalog = new CatalogService(store.catalog, {
     refreshMs: config.catalogRefreshMs,
+    audit,
     onRefreshError: (err) => {
       countStorageError();
       app.log.warn({ err }, 'catalog refresh failed; serving the last snapshot');
@@ -151,7 +158,7 @@ export function buildApp(deps: AppDeps): App {
       app.log.warn({ err }, 'purging expired tokens failed; will retry');
     },
   });
-  const accounts = createAccountService(store, tokens.cache, deps.now);
+  const accounts = createAccountService(store, tokens.cache, deps.now, audit);
   app.decorate('infracat', { tokens, accounts, catalog, purger });
   const auth = createAuth({
     service: tokens.service,

@@ -3,6 +3,7 @@
 // answers as /api/v1/api-tokens). Only tokens of the operator account may hold the
 // accounts:* scopes these need; they are also refused any other account's token here,
 // whatever it holds (fail closed). Every response carries Cache-Control: no-store.
+import { auditContext } from '../audit/context.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
@@ -73,7 +74,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
         },
       },
       async (request, reply) => {
-        const account = await accounts.create(request.body);
+        const account = await accounts.create(request.body, auditContext(request));
         reply.code(201).header('location', `/api/v1/accounts/${account.id}`);
         return accountView(account);
       },
@@ -133,7 +134,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
         },
       },
       async (request, reply) => {
-        if (!(await accounts.delete(request.params.id))) throw notFound(request.params.id);
+        if (!(await accounts.delete(request.params.id, auditContext(request)))) throw notFound(request.params.id);
         return reply.code(204).send(null);
       },
     );
@@ -166,7 +167,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           },
         },
         async (request) => {
-          const account = await accounts.update(request.params.id, request.body);
+          const account = await accounts.update(request.params.id, request.body, auditContext(request));
           if (account === null) throw notFound(request.params.id);
           return accountView(account);
         },
@@ -195,7 +196,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
       },
       async (request, reply) => {
         const id = await existing(request.params.id);
-        const issued = await tokens.create(request.body, callerOf(request.token), id);
+        const issued = await tokens.create(request.body, callerOf(request.token), id, auditContext(request));
         reply.code(201).header('location', `/api/v1/accounts/${id}/api-tokens/${issued.token.id}`);
         return createdView(issued);
       },
@@ -252,7 +253,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
       },
       async (request, reply) => {
         const id = await existing(request.params.id);
-        if (!(await tokens.delete(id, request.params.token_id, callerOf(request.token))))
+        if (!(await tokens.delete(id, request.params.token_id, callerOf(request.token), auditContext(request))))
           throw new AppError('NOT_FOUND', `no token with id ${request.params.token_id}`);
         return reply.code(204).send(null);
       },

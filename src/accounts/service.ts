@@ -2,6 +2,8 @@
 // rules and the storage interface; knows nothing of HTTP or SQL. A status change or a
 // delete evicts the account's cached verifications on this instance at once; other
 // instances re-read within TOKEN_CACHE_TTL_MS (the entry carries the status).
+import type { AuditContext } from '../audit/context.js';
+import { accountTarget, auditEvent, NO_SINK, type AuditAction, type AuditSink } from '../audit/events.js';
 import { AppError } from '../errors.js';
 import type { AccountFilter, AccountRecord, AccountStatus, AccountStore } from '../storage/types.js';
 import type { VerificationCache } from '../tokens/cache.js';
@@ -14,6 +16,8 @@ const PLAUSIBLE_ID = /^[A-Za-z0-9_-]{1,100}$/;
 
 export interface AccountServiceOptions {
   cache: VerificationCache;
+  /** Told of each audit event once written (the audit log line). */
+  audit?: AuditSink;
   now?: () => number;
 }
 
@@ -25,16 +29,36 @@ export interface AccountPatch {
 
 export class AccountService {
   private readonly now: () => number;
+  private readonly audit: AuditSink;
 
   constructor(
     private readonly store: AccountStore,
     private readonly options: AccountServiceOptions,
   ) {
     this.now = options.now ?? Date.now;
+    this.audit = options.audit ?? NO_SINK;
+  }
+
+  /** The event of a change to `account`: in that account's own trail (and the operator's). */
+  private event(
+    action: AuditAction,
+    account: Pick<AccountRecord, 'id' | 'name'>,
+    context: AuditContext,
+    now: number,
+    details?: Record<string, unknown>,
+  ) {
+    return auditEvent({
+      action,
+      target: accountTarget(account),
+      accountId: account.id,
+      context,
+      now,
+      ...(details !== undefined ? { details } : {}),
+    });
   }
 
   /** Creates an active account; 422 for a bad name or external_id, 409 CONFLICT when the external_id is taken. */
-  async create(input: CreateAccountInput): Promise<AccountRecord> {
+  async create(input: CreateAccountInput, context: AuditContext): Promise<AccountRecord> {
     const checked = validateCreateAccount(input);
     if ('errors' in checked)
       throw new AppError('VALIDATION_FAILED', 'the account request is invalid; see errors', { errors: checked.errors });
@@ -46,11 +70,13 @@ export class AccountService {
       status: 'active',
       createdAt: now,
     };
-    if ((await this.store.create(account)) === 'external_id_taken') {
+    const event = this.event('account.created', account, context, now, { external_id: account.externalId });
+    if ((await this.store.create(account, event)) === 'external_id_taken') {
       throw new AppError('CONFLICT', 'another account already has this external_id', {
         errors: [{ pointer: '/external_id', detail: 'is already the external_id of another account' }],
       });
     }
+    this.audit(event);
     return account;
   }
 
@@ -72,7 +98,7 @@ export class AccountService {
    * Applies a merge patch; null when no such account. The operator account's status
    * cannot become suspended (409 OPERATOR_ACCOUNT). An empty patch changes nothing.
    */
-  async update(id: string, patch: AccountPatch): Promise<AccountRecord | null> {
+  async update(id: string, patch: AccountPatch, context: AuditContext): Promise<AccountRecord | null> {
     if (!PLAUSIBLE_ID.test(id)) return null;
     let name: string | undefined;
     if (patch.name !== undefined) {
@@ -86,22 +112,42 @@ export class AccountService {
     if (patch.status === 'suspended' && isOperatorAccount(id)) {
       throw new AppError('OPERATOR_ACCOUNT', 'the operator account cannot be suspended: it runs the other accounts');
     }
-    if (name === undefined && patch.status === undefined) return this.store.get(id);
-    const updated = await this.store.update(id, { name, status: patch.status });
+    const before = await this.store.get(id);
+    if (before === null) return null;
+    const changes: Record<string, unknown> = {};
+    if (name !== undefined && name !== before.name) changes.name = { from: before.name, to: name };
+    if (patch.status !== undefined && patch.status !== before.status)
+      changes.status = { from: before.status, to: patch.status };
+    // Nothing changes (an empty patch, or the values it already has): nothing written or audited.
+    if (Object.keys(changes).length === 0) return before;
+    // A status change is the event's action (a rename with it is in its details).
+    const action: AuditAction =
+      changes.status === undefined
+        ? 'account.updated'
+        : patch.status === 'suspended'
+          ? 'account.suspended'
+          : 'account.resumed';
+    const event = this.event(action, before, context, this.now(), { changes });
+    const updated = await this.store.update(id, { name, status: patch.status }, event);
     // After the write: a verification that reads later sees the new status, and one whose
     // read began earlier is not cached (cache.ts).
     if (patch.status !== undefined) this.options.cache.evictAccount(id);
+    if (updated !== null) this.audit(event);
     return updated;
   }
 
   /** Deletes the account and its tokens; false when no such account. The operator account: 409. */
-  async delete(id: string): Promise<boolean> {
+  async delete(id: string, context: AuditContext): Promise<boolean> {
     if (!PLAUSIBLE_ID.test(id)) return false;
     if (isOperatorAccount(id)) {
       throw new AppError('OPERATOR_ACCOUNT', 'the operator account cannot be deleted: it runs the other accounts');
     }
-    const deleted = await this.store.delete(id);
+    const account = await this.store.get(id);
+    if (account === null) return false;
+    const event = this.event('account.deleted', account, context, this.now());
+    const deleted = await this.store.delete(id, event);
     this.options.cache.evictAccount(id);
+    if (deleted) this.audit(event);
     return deleted;
   }
 }

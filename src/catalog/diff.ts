@@ -57,6 +57,17 @@ export function diffCatalogs(before: Catalog | null, after: Catalog): CatalogDif
   return diff;
 }
 
+/** The diff in brief (slugs and setting names, no values): what the audit event of an apply records. */
+export function diffSummary(d: CatalogDiff): Record<string, unknown> {
+  const slugs = (pick: (k: Kind) => string[]) => Object.fromEntries(KINDS.map((k) => [k, pick(k)]));
+  return {
+    settings: d.settings.map((s) => s.field),
+    added: slugs((k) => d.added[k]),
+    removed: slugs((k) => d.removed[k]),
+    changed: slugs((k) => d.changed[k].map((c) => c.slug)),
+  };
+}
+
 /** How many entries the diff removes, over every kind. */
 export function removedCount(d: CatalogDiff): number {
   return KINDS.reduce((n, k) => n + d.removed[k].length, 0);

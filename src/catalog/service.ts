@@ -2,7 +2,10 @@
 // snapshot, refreshed by polling the latest version (a cheap query) every
 // CATALOG_REFRESH_MS, and kept as it is whenever storage cannot be reached. Applying
 // a new catalog is one optimistic insert, so concurrent applies cannot interleave.
+import { SYSTEM_CONTEXT, type AuditContext } from '../audit/context.js';
+import { auditEvent, NO_SINK, type AuditSink } from '../audit/events.js';
 import { AppError } from '../errors.js';
+import { OPERATOR_ACCOUNT_ID } from '../storage/migrations.js';
 import type { CatalogStore } from '../storage/types.js';
 import { diffCatalogs, type CatalogDiff } from './diff.js';
 import { KINDS, sortCatalog, type Catalog } from './model.js';
@@ -12,6 +15,8 @@ import { buildSnapshot, type CatalogSnapshot } from './snapshot.js';
 export interface CatalogServiceOptions {
   refreshMs: number;
   onRefreshError?: (err: unknown) => void;
+  /** Told of each audit event once written (the audit log line). */
+  audit?: AuditSink;
   now?: () => number;
 }
 
@@ -85,10 +90,17 @@ export class CatalogService {
     return { diff: diffCatalogs(before, sortCatalog(next)), baseVersion: rev?.version ?? 0 };
   }
 
-  /** Applies `next` atomically on top of `baseVersion`; 409 if another apply came first. */
-  async apply(next: Catalog, baseVersion: number): Promise<number> {
-    const ok = await this.store.apply(encodeCatalog(next), baseVersion, this.now());
-    if (!ok)
+  /**
+   * Applies `next` atomically on top of `baseVersion`, audited as `catalog.applied` (in the
+   * operator account's trail); 409 if another apply came first.
+   */
+  async apply(
+    next: Catalog,
+    baseVersion: number,
+    context: AuditContext,
+    details: Record<string, unknown> = {},
+  ): Promise<number> {
+    if (!(await this.storeApply(next, baseVersion, context, details)))
       throw new AppError(
         'CONFLICT',
         'the catalog was changed by someone else meanwhile; review the new diff and apply again',
@@ -97,13 +109,34 @@ export class CatalogService {
     return baseVersion + 1;
   }
 
+  private async storeApply(
+    next: Catalog,
+    baseVersion: number,
+    context: AuditContext,
+    details: Record<string, unknown>,
+  ): Promise<boolean> {
+    const now = this.now();
+    const version = baseVersion + 1;
+    const event = auditEvent({
+      action: 'catalog.applied',
+      target: { type: 'catalog', id: String(version), name: null },
+      accountId: OPERATOR_ACCOUNT_ID,
+      context,
+      now,
+      details: { version, ...details },
+    });
+    const ok = await this.store.apply(encodeCatalog(next), baseVersion, now, event);
+    if (ok) (this.options.audit ?? NO_SINK)(event);
+    return ok;
+  }
+
   /**
    * First start: stores the initial catalog only if none was ever applied. `initial` is
    * called only then (parsing the shipped YAML is not free at every start).
    */
   async seedIfEmpty(initial: () => Catalog | Promise<Catalog>): Promise<boolean> {
     if ((await this.store.latestVersion()) !== 0) return false;
-    return this.store.apply(encodeCatalog(await initial()), 0, this.now());
+    return this.storeApply(await initial(), 0, SYSTEM_CONTEXT, { seed: true });
   }
 
   private now(): number {

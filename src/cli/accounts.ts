@@ -2,6 +2,7 @@
 // straight to the configured store (no HTTP, no token needed). Running instances refuse
 // a suspended or deleted account's tokens within TOKEN_CACHE_TTL_MS.
 import { createAccountService } from '../accounts/index.js';
+import { cliAuditContext } from '../audit/context.js';
 import { accountView } from '../accounts/views.js';
 import type { Account } from '../accounts/schemas.js';
 import { createTokenDomain } from '../tokens/index.js';
@@ -55,7 +56,7 @@ export const accountsCommand: Command = {
         const service = createAccountService(store, createTokenDomain(config, store).cache);
         try {
           const view = accountView(
-            await service.create({ name: values.name!, external_id: values['external-id'] ?? null }),
+            await service.create({ name: values.name!, external_id: values['external-id'] ?? null }, cliAuditContext()),
           );
           print(values.json === true, view, `created ${view.id} "${view.name}"`);
           return 0;
@@ -103,7 +104,7 @@ export const accountsCommand: Command = {
         const service = createAccountService(store, createTokenDomain(config, store).cache);
         try {
           if (sub === 'delete') {
-            if (!(await service.delete(id))) {
+            if (!(await service.delete(id, cliAuditContext()))) {
               process.stderr.write(`infracat accounts: no account with id ${id}\n`);
               return 1;
             }
@@ -111,7 +112,11 @@ export const accountsCommand: Command = {
             else process.stdout.write(`deleted ${id} and its tokens\n`);
             return 0;
           }
-          const updated = await service.update(id, { status: sub === 'suspend' ? 'suspended' : 'active' });
+          const updated = await service.update(
+            id,
+            { status: sub === 'suspend' ? 'suspended' : 'active' },
+            cliAuditContext(),
+          );
           if (updated === null) {
             process.stderr.write(`infracat accounts: no account with id ${id}\n`);
             return 1;

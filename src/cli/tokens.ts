@@ -2,6 +2,7 @@
 // store (no HTTP, no token needed), in one account: --account ID, the operator account
 // by default. Running instances see a delete within TOKEN_CACHE_TTL_MS.
 import { OPERATOR_ACCOUNT_ID } from '../accounts/ids.js';
+import { cliAuditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
 import { createTokenDomain } from '../tokens/index.js';
 import { createdView, tokenView } from '../tokens/views.js';
@@ -93,6 +94,7 @@ export const tokensCommand: Command = {
             { name: values.name!, scopes, expires_at: values['expires-at'] ?? null },
             null,
             account,
+            cliAuditContext(),
           );
           const view = createdView(issued);
           if (values.json === true) process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
@@ -147,7 +149,7 @@ export const tokensCommand: Command = {
       return withStore(values['database-url'], async (store, config) => {
         const account = values.account ?? OPERATOR_ACCOUNT_ID;
         if ((await store.accounts.get(account)) === null) return fail(noAccount(account));
-        if (await createTokenDomain(config, store).service.delete(account, id, null)) {
+        if (await createTokenDomain(config, store).service.delete(account, id, null, cliAuditContext())) {
           if (values.json === true) process.stdout.write(`${JSON.stringify({ deleted: id, account_id: account })}\n`);
           else process.stdout.write(`deleted ${id}\n`);
           return 0;

@@ -138,6 +138,39 @@ const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX api_tokens_account ON api_tokens (account_id, created_at, id)`,
     ],
   },
+  {
+    version: 5,
+    name: 'token_lifecycle',
+    // Rotation with a grace period: the previous secret's hash and the end of its grace
+    // (UNIQUE like secret_hash: verification finds a token by either; an index, as SQLite
+    // cannot add a UNIQUE column). The audit trail: written in the same transaction as
+    // each change; read per account newest first (the id is a ULID, so id order is time
+    // order) and pruned by age.
+    steps: [
+      `ALTER TABLE api_tokens ADD COLUMN previous_secret_hash TEXT`,
+      `ALTER TABLE api_tokens ADD COLUMN previous_expires_at BIGINT`,
+      `CREATE UNIQUE INDEX api_tokens_previous_hash ON api_tokens (previous_secret_hash)`,
+      `CREATE TABLE audit_events (
+     id          TEXT PRIMARY KEY,
+     account_id  TEXT NOT NULL,
+     action      TEXT NOT NULL,
+     occurred_at BIGINT NOT NULL,
+     actor_type  TEXT NOT NULL,
+     actor_id    TEXT,
+     actor_name  TEXT,
+     target_type TEXT NOT NULL,
+     target_id   TEXT,
+     target_name TEXT,
+     ip          TEXT,
+     user_agent  TEXT,
+     request_id  TEXT,
+     details     TEXT NOT NULL
+   )`,
+      `CREATE INDEX audit_events_account ON audit_events (account_id, id)`,
+      `CREATE INDEX audit_events_target ON audit_events (target_id, id)`,
+      `CREATE INDEX audit_events_occurred ON audit_events (occurred_at)`,
+    ],
+  },
 ];
 
 /** Migration 0: run by every migrate(), never recorded. */

@@ -15,12 +15,15 @@
 import type { Driver, LockName, Param, Queries } from './driver.js';
 import { BOOKKEEPING, BOOTSTRAP_KEY, pendingMigrations, schemaVersion, stepSql } from './migrations.js';
 import { bootstrapOutcome, latestPerId } from './rows.js';
-import { ACCOUNTS, API_TOKENS, CATALOG_REVISIONS } from './tables.js';
+import { ACCOUNTS, API_TOKENS, AUDIT_EVENTS, CATALOG_REVISIONS } from './tables.js';
 import type {
   AccountFilter,
   AccountRecord,
   AccountStatus,
   AccountStore,
+  AuditEventRecord,
+  AuditFilter,
+  AuditStore,
   BackupReport,
   CatalogRevision,
   CatalogStore,
@@ -46,11 +49,23 @@ const SQL = {
     `SELECT ${API_TOKENS.columns} FROM api_tokens` +
     ' WHERE account_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, id',
   getToken: `SELECT ${API_TOKENS.columns} FROM api_tokens WHERE id = ? AND account_id = ?`,
-  // Verification's one read: the token and its account's status together.
+  // Verification's one read: the token and its account's status together, by its current
+  // or its previous (grace-period) secret (each hash column has its own UNIQUE index).
   byHash:
     `SELECT ${API_TOKENS.qualified('t')}, a.status AS account_status` +
-    ' FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.secret_hash = ?',
+    ' FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.secret_hash = ? OR t.previous_secret_hash = ?',
   deleteToken: 'DELETE FROM api_tokens WHERE id = ? AND account_id = ?',
+  // The right-hand sides read the row as it was: the secret current until now becomes the
+  // previous one (or none, when the grace period is null), in one atomic step.
+  // CAST: PostgreSQL cannot type a bare `? IS NULL` parameter.
+  rotateToken:
+    'UPDATE api_tokens SET previous_secret_hash = CASE WHEN CAST(? AS BIGINT) IS NULL THEN NULL ELSE secret_hash END,' +
+    ' previous_expires_at = ?, secret_hash = ?, expires_at = ? WHERE id = ? AND account_id = ?',
+  updateToken:
+    'UPDATE api_tokens SET name = COALESCE(?, name), scopes = COALESCE(?, scopes) WHERE id = ? AND account_id = ?',
+  endGrace:
+    'UPDATE api_tokens SET previous_secret_hash = NULL, previous_expires_at = NULL' +
+    ' WHERE id = ? AND account_id = ? AND previous_secret_hash = ?',
   deleteAccountTokens: 'DELETE FROM api_tokens WHERE account_id = ?',
   // DO NOTHING on a conflict (the id is new: the external_id's UNIQUE index): 0 rows.
   insertAccount:
@@ -63,7 +78,20 @@ const SQL = {
     ' ORDER BY created_at, id',
   updateAccount: 'UPDATE accounts SET name = COALESCE(?, name), status = COALESCE(?, status) WHERE id = ?',
   deleteAccount: 'DELETE FROM accounts WHERE id = ?',
-  purgeExpired: 'DELETE FROM api_tokens WHERE expires_at IS NOT NULL AND expires_at <= ?',
+  expiredBatch:
+    `SELECT ${API_TOKENS.columns} FROM api_tokens` +
+    ' WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at, id LIMIT ?',
+  deleteExpired: 'DELETE FROM api_tokens WHERE id = ? AND expires_at IS NOT NULL AND expires_at <= ?',
+  insertEvent: `INSERT INTO audit_events (${AUDIT_EVENTS.columns}) VALUES (${AUDIT_EVENTS.placeholders})`,
+  // Each filter applies only when given (CAST: PostgreSQL cannot type a bare `? IS NULL`).
+  // Newest first by id: a ULID, so time order, and the cursor of the next page.
+  listEvents:
+    `SELECT ${AUDIT_EVENTS.columns} FROM audit_events` +
+    ' WHERE (CAST(? AS TEXT) IS NULL OR account_id = ?) AND (CAST(? AS TEXT) IS NULL OR action = ?)' +
+    ' AND (CAST(? AS TEXT) IS NULL OR target_id = ?) AND (CAST(? AS BIGINT) IS NULL OR occurred_at >= ?)' +
+    ' AND (CAST(? AS BIGINT) IS NULL OR occurred_at < ?) AND (CAST(? AS TEXT) IS NULL OR id < ?)' +
+    ' ORDER BY id DESC LIMIT ?',
+  pruneEvents: 'DELETE FROM audit_events WHERE occurred_at < ?',
   // last_used_at = max(stored, at), portably (SQLite's MAX(a, b) is PostgreSQL's GREATEST):
   // only a later time is written, and a row already as recent is not written at all.
   touch: 'UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
@@ -123,6 +151,7 @@ export class SqlStore implements Store {
   readonly tokens: TokenStore;
   readonly accounts: AccountStore;
   readonly catalog: CatalogStore;
+  readonly audit: AuditStore;
   readonly stats = { queries: 0 };
   private readonly db: Counted;
 
@@ -133,7 +162,8 @@ export class SqlStore implements Store {
     const transact: Transact = (body, lock) => this.transaction(body, lock);
     this.tokens = new SqlTokenStore(this.db, transact);
     this.accounts = new SqlAccountStore(this.db, transact);
-    this.catalog = new SqlCatalogStore(this.db);
+    this.catalog = new SqlCatalogStore(this.db, transact);
+    this.audit = new SqlAuditStore(this.db);
   }
 
   /** A transaction whose statements are counted like any other. */
@@ -189,13 +219,22 @@ export class SqlStore implements Store {
 
 type Transact = <T>(body: (tx: Queries) => Promise<T>, lock?: LockName) => Promise<T>;
 
+/** Writes `event` in the transaction `tx`: the change it records is in the same one. */
+async function record(tx: Queries, event: AuditEventRecord): Promise<void> {
+  await tx.run(SQL.insertEvent, AUDIT_EVENTS.params(event));
+}
+
 class SqlTokenStore implements TokenStore {
   constructor(
     private readonly db: Queries,
     private readonly transaction: Transact,
   ) {}
 
-  create(token: TokenRecord, limits: { maxLive: number; now: number }): Promise<CreateTokenResult> {
+  create(
+    token: TokenRecord,
+    limits: { maxLive: number; now: number },
+    event: AuditEventRecord,
+  ): Promise<CreateTokenResult> {
     return this.transaction(async (tx) => {
       const found = await tx.get<{ n: number; status: AccountStatus | null }>(SQL.countLive, [
         token.accountId,
@@ -205,18 +244,22 @@ class SqlTokenStore implements TokenStore {
       if (found === undefined || found.status === null) return 'no_account';
       if (found.n >= limits.maxLive) return 'limit_reached';
       await tx.run(SQL.insertToken, API_TOKENS.params(token));
+      await record(tx, event);
       return 'created';
     }, 'tokens');
   }
 
-  bootstrap(token: TokenRecord | null): Promise<boolean> {
+  bootstrap(token: TokenRecord | null, event: AuditEventRecord | null): Promise<boolean> {
     // The tokens lock orders this after any create() in flight (the count is exact); the
     // marker's primary key makes exactly one decision stick regardless.
     return this.transaction(async (tx) => {
       const n = (await tx.get<{ n: number }>(SQL.count))?.n ?? 0;
       const mint = token !== null && n === 0;
       if ((await tx.run(SQL.markBootstrap, [BOOTSTRAP_KEY, bootstrapOutcome(token, n)])) === 0) return false;
-      if (mint) await tx.run(SQL.insertToken, API_TOKENS.params(token));
+      if (mint) {
+        await tx.run(SQL.insertToken, API_TOKENS.params(token));
+        if (event !== null) await record(tx, event);
+      }
       return mint;
     }, 'tokens');
   }
@@ -227,8 +270,19 @@ class SqlTokenStore implements TokenStore {
     );
   }
 
-  purgeExpired(before: number): Promise<number> {
-    return this.db.run(SQL.purgeExpired, [before]);
+  purgeExpired(before: number, limit: number, eventFor: (token: TokenRecord) => AuditEventRecord): Promise<number> {
+    // One statement per token (the same texts whatever the batch), each delete with its
+    // event; a token deleted meanwhile by someone else gets no purge event.
+    return this.transaction(async (tx) => {
+      const rows = await tx.all<Record<string, unknown>>(SQL.expiredBatch, [before, limit]);
+      let purged = 0;
+      for (const token of rows.map((row) => API_TOKENS.fromRow(row))) {
+        if ((await tx.run(SQL.deleteExpired, [token.id, before])) === 0) continue;
+        await record(tx, eventFor(token));
+        purged += 1;
+      }
+      return purged;
+    });
   }
 
   async get(accountId: string, id: string): Promise<TokenRecord | null> {
@@ -237,13 +291,67 @@ class SqlTokenStore implements TokenStore {
   }
 
   async findByHash(secretHash: string): Promise<TokenWithAccount | null> {
-    const row = await this.db.get<Record<string, unknown>>(SQL.byHash, [secretHash]);
+    const row = await this.db.get<Record<string, unknown>>(SQL.byHash, [secretHash, secretHash]);
     if (row === undefined) return null;
     return { ...API_TOKENS.fromRow(row), accountStatus: row.account_status as AccountStatus };
   }
 
-  async delete(accountId: string, id: string): Promise<boolean> {
-    return (await this.db.run(SQL.deleteToken, [id, accountId])) > 0;
+  delete(accountId: string, id: string, event: AuditEventRecord): Promise<boolean> {
+    return this.transaction(async (tx) => {
+      if ((await tx.run(SQL.deleteToken, [id, accountId])) === 0) return false;
+      await record(tx, event);
+      return true;
+    });
+  }
+
+  rotate(
+    accountId: string,
+    id: string,
+    change: { secretHash: string; previousExpiresAt: number | null; expiresAt: number | null },
+    event: AuditEventRecord,
+  ): Promise<TokenRecord | null> {
+    const { secretHash, previousExpiresAt, expiresAt } = change;
+    return this.changed(
+      SQL.rotateToken,
+      [previousExpiresAt, previousExpiresAt, secretHash, expiresAt, id, accountId],
+      accountId,
+      id,
+      event,
+    );
+  }
+
+  update(
+    accountId: string,
+    id: string,
+    changes: { name?: string | undefined; scopes?: readonly string[] | undefined },
+    event: AuditEventRecord,
+  ): Promise<TokenRecord | null> {
+    const scopes = changes.scopes === undefined ? null : JSON.stringify(changes.scopes);
+    return this.changed(SQL.updateToken, [changes.name ?? null, scopes, id, accountId], accountId, id, event);
+  }
+
+  /** Runs one UPDATE of a token and, when it found the token, records `event`; the token afterwards. */
+  private changed(
+    sql: string,
+    params: Param[],
+    accountId: string,
+    id: string,
+    event: AuditEventRecord,
+  ): Promise<TokenRecord | null> {
+    return this.transaction(async (tx) => {
+      if ((await tx.run(sql, params)) === 0) return null;
+      const row = await tx.get<Record<string, unknown>>(SQL.getToken, [id, accountId]);
+      await record(tx, event);
+      return row === undefined ? null : API_TOKENS.fromRow(row);
+    });
+  }
+
+  endGrace(accountId: string, id: string, previousSecretHash: string, event: AuditEventRecord): Promise<boolean> {
+    return this.transaction(async (tx) => {
+      if ((await tx.run(SQL.endGrace, [id, accountId, previousSecretHash])) === 0) return false;
+      await record(tx, event);
+      return true;
+    });
   }
 
   async touch(entries: readonly LastUsed[]): Promise<void> {
@@ -274,8 +382,12 @@ class SqlAccountStore implements AccountStore {
     private readonly transaction: Transact,
   ) {}
 
-  async create(account: AccountRecord): Promise<CreateAccountResult> {
-    return (await this.db.run(SQL.insertAccount, ACCOUNTS.params(account))) === 1 ? 'created' : 'external_id_taken';
+  create(account: AccountRecord, event: AuditEventRecord): Promise<CreateAccountResult> {
+    return this.transaction(async (tx) => {
+      if ((await tx.run(SQL.insertAccount, ACCOUNTS.params(account))) !== 1) return 'external_id_taken';
+      await record(tx, event);
+      return 'created';
+    });
   }
 
   async get(id: string): Promise<AccountRecord | null> {
@@ -293,26 +405,33 @@ class SqlAccountStore implements AccountStore {
   update(
     id: string,
     changes: { name?: string | undefined; status?: AccountStatus | undefined },
+    event: AuditEventRecord,
   ): Promise<AccountRecord | null> {
     return this.transaction(async (tx) => {
-      await tx.run(SQL.updateAccount, [changes.name ?? null, changes.status ?? null, id]);
+      if ((await tx.run(SQL.updateAccount, [changes.name ?? null, changes.status ?? null, id])) === 0) return null;
       const row = await tx.get<Record<string, unknown>>(SQL.getAccount, [id]);
+      await record(tx, event);
       return row === undefined ? null : ACCOUNTS.fromRow(row);
     });
   }
 
-  delete(id: string): Promise<boolean> {
+  delete(id: string, event: AuditEventRecord): Promise<boolean> {
     // Under the tokens lock: a token create into this account either finished before
     // (and is deleted here) or runs after (and finds no account).
     return this.transaction(async (tx) => {
       await tx.run(SQL.deleteAccountTokens, [id]);
-      return (await tx.run(SQL.deleteAccount, [id])) > 0;
+      if ((await tx.run(SQL.deleteAccount, [id])) === 0) return false;
+      await record(tx, event);
+      return true;
     }, 'tokens');
   }
 }
 
 class SqlCatalogStore implements CatalogStore {
-  constructor(private readonly db: Queries) {}
+  constructor(
+    private readonly db: Queries,
+    private readonly transaction: Transact,
+  ) {}
 
   async latestVersion(): Promise<number> {
     return (await this.db.get<{ v: number }>(SQL.latestCatalog))?.v ?? 0;
@@ -323,12 +442,34 @@ class SqlCatalogStore implements CatalogStore {
     return row === undefined ? null : CATALOG_REVISIONS.fromRow(row);
   }
 
-  async apply(document: string, expectedVersion: number, now: number): Promise<boolean> {
-    return (
-      (await this.db.run(
-        SQL.applyCatalog,
-        CATALOG_REVISIONS.params({ version: expectedVersion + 1, document, appliedAt: now }),
-      )) === 1
-    );
+  apply(document: string, expectedVersion: number, now: number, event: AuditEventRecord): Promise<boolean> {
+    return this.transaction(async (tx) => {
+      const revision = CATALOG_REVISIONS.params({ version: expectedVersion + 1, document, appliedAt: now });
+      if ((await tx.run(SQL.applyCatalog, revision)) !== 1) return false;
+      await record(tx, event);
+      return true;
+    });
+  }
+}
+
+class SqlAuditStore implements AuditStore {
+  constructor(private readonly db: Queries) {}
+
+  async list(filter: AuditFilter): Promise<AuditEventRecord[]> {
+    const pair = (v: string | number | undefined): [Param, Param] => [v ?? null, v ?? null];
+    const rows = await this.db.all<Record<string, unknown>>(SQL.listEvents, [
+      ...pair(filter.accountId),
+      ...pair(filter.action),
+      ...pair(filter.targetId),
+      ...pair(filter.since),
+      ...pair(filter.until),
+      ...pair(filter.before),
+      filter.limit,
+    ]);
+    return rows.map((row) => AUDIT_EVENTS.fromRow(row));
+  }
+
+  prune(before: number): Promise<number> {
+    return this.db.run(SQL.pruneEvents, [before]);
   }
 }

@@ -89,6 +89,12 @@ export const API_TOKENS = table('api_tokens', {
   lastUsedAt: integerOrNull('last_used_at'),
   /** The account (tenant) the token belongs to (migration 4). */
   accountId: text('account_id'),
+  /**
+   * After a rotation with a grace period: the SHA-256 of the secret that was current,
+   * which keeps working until previousExpiresAt (migration 5). Null otherwise.
+   */
+  previousSecretHash: textOrNull('previous_secret_hash'),
+  previousExpiresAt: integerOrNull('previous_expires_at'),
 });
 
 /** `active` accounts' tokens work; a `suspended` account's tokens are refused everywhere. */
@@ -109,4 +115,33 @@ export const CATALOG_REVISIONS = table('catalog_revisions', {
   version: integer('version'),
   document: text('document'),
   appliedAt: integer('applied_at'),
+});
+
+/** Who made a change: a token over the API, the operator's CLI, GitHub's secret scanning, or infracat itself. */
+export type ActorType = 'api_token' | 'cli' | 'secret_scanning' | 'system';
+/** What a change was made to. */
+export type TargetType = 'api_token' | 'account' | 'catalog';
+
+/**
+ * audit_events: one row per change to tokens, accounts and the catalog, written in the
+ * same transaction as the change (migration 5). Never holds a secret.
+ */
+export const AUDIT_EVENTS = table('audit_events', {
+  /** `evt_` + ULID: sorts by time, the order of the trail and its pagination cursor. */
+  id: text('id'),
+  /** Whose trail the event is in: the token's account, the account itself, or the operator's (catalog). */
+  accountId: text('account_id'),
+  action: text('action'),
+  occurredAt: integer('occurred_at'),
+  actorType: text<ActorType>('actor_type'),
+  actorId: textOrNull('actor_id'),
+  actorName: textOrNull('actor_name'),
+  targetType: text<TargetType>('target_type'),
+  targetId: textOrNull('target_id'),
+  targetName: textOrNull('target_name'),
+  ip: textOrNull('ip'),
+  userAgent: textOrNull('user_agent'),
+  requestId: textOrNull('request_id'),
+  /** What else the event says (changed fields, grace period, a leak's URL), as a JSON object. */
+  details: json<Record<string, unknown>>('details'),
 });

@@ -8,9 +8,16 @@
 //   PostgreSQL synchronous commit): the caller may acknowledge it to a client.
 // - Connectivity failures reject with StorageUnavailableError, so the HTTP layer can
 //   answer 503 + Retry-After instead of 500.
-import type { ACCOUNTS, API_TOKENS, AccountStatus, CATALOG_REVISIONS, RecordOfTable } from './tables.js';
+import type { ACCOUNTS, API_TOKENS, AUDIT_EVENTS, AccountStatus, CATALOG_REVISIONS, RecordOfTable } from './tables.js';
 
-export type { AccountStatus } from './tables.js';
+export type { AccountStatus, ActorType, TargetType } from './tables.js';
+
+/**
+ * One audit event (its columns: tables.ts). Every mutation below takes the event that
+ * records it and writes it in the same transaction as the change, only when the change
+ * happened: a crash never leaves a change without its event, nor an event without its change.
+ */
+export type AuditEventRecord = RecordOfTable<typeof AUDIT_EVENTS>;
 
 /** A stored API token (its columns: tables.ts). Only the SHA-256 of the secret is ever stored. */
 export type TokenRecord = RecordOfTable<typeof API_TOKENS>;
@@ -35,7 +42,7 @@ export interface AccountFilter {
 
 export interface AccountStore {
   /** Inserts the account; 'external_id_taken' (nothing stored) when its external_id is already used. */
-  create(account: AccountRecord): Promise<CreateAccountResult>;
+  create(account: AccountRecord, event: AuditEventRecord): Promise<CreateAccountResult>;
   get(id: string): Promise<AccountRecord | null>;
   /** Accounts matching every given filter, oldest first (created_at, then id). */
   list(filter: AccountFilter): Promise<AccountRecord[]>;
@@ -43,12 +50,13 @@ export interface AccountStore {
   update(
     id: string,
     changes: { name?: string | undefined; status?: AccountStatus | undefined },
+    event: AuditEventRecord,
   ): Promise<AccountRecord | null>;
   /**
    * Deletes the account and every token of it, in one transaction ordered with token
    * creation (no token can be created into it meanwhile); false when no such id.
    */
-  delete(id: string): Promise<boolean>;
+  delete(id: string, event: AuditEventRecord): Promise<boolean>;
 }
 
 export interface LastUsed {
@@ -65,7 +73,11 @@ export interface TokenStore {
    * (unexpired at `now`) tokens. The check and the insert are one atomic step, also
    * across instances (and ordered with deleting the account).
    */
-  create(token: TokenRecord, limits: { maxLive: number; now: number }): Promise<CreateTokenResult>;
+  create(
+    token: TokenRecord,
+    limits: { maxLive: number; now: number },
+    event: AuditEventRecord,
+  ): Promise<CreateTokenResult>;
   /**
    * The first-start bootstrap, decided once per database, ever. If it was never
    * decided: records that it now is and, when `token` is given and the store holds no
@@ -74,20 +86,53 @@ export interface TokenStore {
    * database already in use) it returns false and changes nothing, even after every
    * token is deleted. One atomic step: exactly one of several racing instances decides.
    */
-  bootstrap(token: TokenRecord | null): Promise<boolean>;
+  bootstrap(token: TokenRecord | null, event: AuditEventRecord | null): Promise<boolean>;
   /**
    * The account's tokens that never expire or expire after `expiredAfter` (callers pass
    * now minus the retention of expired tokens), oldest first (created_at, then id).
    */
   list(accountId: string, expiredAfter: number): Promise<TokenRecord[]>;
-  /** Deletes tokens that expired at or before `before`; resolves to how many. */
-  purgeExpired(before: number): Promise<number>;
+  /**
+   * Deletes tokens that expired at or before `before`, each with its event (`eventFor`),
+   * at most `limit` per call; resolves to how many.
+   */
+  purgeExpired(before: number, limit: number, eventFor: (token: TokenRecord) => AuditEventRecord): Promise<number>;
   /** The token of that id in that account; null when there is none (in that account). */
   get(accountId: string, id: string): Promise<TokenRecord | null>;
-  /** The token of that hash with its account's status (one statement: a join); any account. */
+  /**
+   * The token whose current or previous (grace-period) secret has that hash, with its
+   * account's status (one statement: a join); any account. Which one matched is for the
+   * caller to compare (`secretHash` or `previousSecretHash`).
+   */
   findByHash(secretHash: string): Promise<TokenWithAccount | null>;
   /** Deletes the token of that id in that account; false when there is none (in that account). */
-  delete(accountId: string, id: string): Promise<boolean>;
+  delete(accountId: string, id: string, event: AuditEventRecord): Promise<boolean>;
+  /**
+   * Gives the token a new secret. With `previousExpiresAt` the secret current until now
+   * becomes the previous one, valid until then (replacing any earlier previous secret:
+   * at most two live secrets); with null the previous secret is cleared. `expiresAt`
+   * becomes the token's expiry. One atomic step: concurrent rotations each move the
+   * then-current secret. Resolves to the token as it is afterwards, or null when there
+   * is none (in that account).
+   */
+  rotate(
+    accountId: string,
+    id: string,
+    change: { secretHash: string; previousExpiresAt: number | null; expiresAt: number | null },
+    event: AuditEventRecord,
+  ): Promise<TokenRecord | null>;
+  /** Sets the given fields; resolves to the token as it is afterwards, or null when there is none (in that account). */
+  update(
+    accountId: string,
+    id: string,
+    changes: { name?: string | undefined; scopes?: readonly string[] | undefined },
+    event: AuditEventRecord,
+  ): Promise<TokenRecord | null>;
+  /**
+   * Ends a grace period at once: clears the token's previous secret if its hash is still
+   * `previousSecretHash`; false otherwise (rotated again, or no such token).
+   */
+  endGrace(accountId: string, id: string, previousSecretHash: string, event: AuditEventRecord): Promise<boolean>;
   /** Sets last_used_at = max(stored, at) for each entry; unknown ids are ignored. */
   touch(entries: readonly LastUsed[]): Promise<void>;
   /** Number of stored tokens, expired included. */
@@ -106,7 +151,29 @@ export interface CatalogStore {
    * Stores `document` as version `expectedVersion + 1`, only if that is still the next
    * version (optimistic concurrency: false when another apply got there first).
    */
-  apply(document: string, expectedVersion: number, now: number): Promise<boolean>;
+  apply(document: string, expectedVersion: number, now: number, event: AuditEventRecord): Promise<boolean>;
+}
+
+export interface AuditFilter {
+  /** Only this account's trail; undefined: every account's (the operator's view). */
+  accountId?: string | undefined;
+  action?: string | undefined;
+  targetId?: string | undefined;
+  /** occurred_at >= since (ms). */
+  since?: number | undefined;
+  /** occurred_at < until (ms). */
+  until?: number | undefined;
+  /** Only events older than this event id (the pagination cursor). */
+  before?: string | undefined;
+  /** At most this many events. */
+  limit: number;
+}
+
+export interface AuditStore {
+  /** Events matching every given filter, newest first (by id, a ULID: time order). */
+  list(filter: AuditFilter): Promise<AuditEventRecord[]>;
+  /** Deletes events that occurred before `before`; resolves to how many. */
+  prune(before: number): Promise<number>;
 }
 
 export interface MigrationReport {
@@ -149,6 +216,7 @@ export interface Store {
   readonly tokens: TokenStore;
   readonly accounts: AccountStore;
   readonly catalog: CatalogStore;
+  readonly audit: AuditStore;
   /**
    * Statements this store sent to the database since it opened (metrics; proves what
    * never touches storage): each statement counts one, inside a transaction or not,

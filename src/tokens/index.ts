@@ -1,4 +1,5 @@
 // Wires the token domain from configuration; used by the HTTP app and the CLI alike.
+import type { AuditSink } from '../audit/events.js';
 import type { Config } from '../config.js';
 import type { Store } from '../storage/types.js';
 import { VerificationCache } from './cache.js';
@@ -27,6 +28,7 @@ export function createTokenDomain(
   store: Store,
   onFlushError?: (err: unknown) => void,
   now?: () => number,
+  audit?: AuditSink,
 ): TokenDomain {
   // Read through store.tokens at each call (not a bound method): tests wrap findByHash to hold a read.
   const read = (hash: string) => store.tokens.findByHash(hash);
@@ -45,6 +47,7 @@ export function createTokenDomain(
     cache,
     tracker: lastUsed,
     ...(now !== undefined ? { now } : {}),
+    ...(audit !== undefined ? { audit } : {}),
   });
   return { service, cache, lastUsed };
 }

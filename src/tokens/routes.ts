@@ -3,6 +3,7 @@
 // the calling token's account only: another account's token id is answered exactly as
 // an unknown one (404), so nothing here tells whether it exists.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { auditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
 import { bearerChallenge } from '../http/auth.js';
 import { noStore } from '../http/no-store.js';
@@ -60,7 +61,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
       },
       async (request, reply) => {
         const caller = callerOf(request.token);
-        const issued = await service.create(request.body, caller, caller.accountId);
+        const issued = await service.create(request.body, caller, caller.accountId, auditContext(request));
         reply.code(201).header('location', `/api/v1/api-tokens/${issued.token.id}`);
         return createdView(issued);
       },
@@ -131,7 +132,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
       },
       async (request, reply) => {
         const caller = callerOf(request.token);
-        if (!(await service.delete(caller.accountId, request.params.id, caller)))
+        if (!(await service.delete(caller.accountId, request.params.id, caller, auditContext(request))))
           throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
         return reply.code(204).send(null);
       },

@@ -219,17 +219,13 @@ function validateExpiry(
   return { expiresAt: at };
 }
 
-export function validateCreate(
-  input: CreateTokenInput,
-  ctx: RuleContext,
-): { value: ValidCreate } | { errors: FieldError[] } {
+/** Scope list errors: empty, unknown or malformed, or operator-only outside the operator account. */
+function validateScopes(scopes: readonly string[], ctx: RuleContext): FieldError[] {
   const errors: FieldError[] = [];
-  const name = validateName(input.name);
-  if ('error' in name) errors.push(name.error);
-  if (input.scopes.length === 0) errors.push({ pointer: '/scopes', detail: 'must hold at least one scope' });
-  errors.push(...ctx.registry.validate(input.scopes));
+  if (scopes.length === 0) errors.push({ pointer: '/scopes', detail: 'must hold at least one scope' });
+  errors.push(...ctx.registry.validate(scopes));
   if (!ctx.operatorAccount) {
-    input.scopes.forEach((scope, i) => {
+    scopes.forEach((scope, i) => {
       const resource = parseScope(scope)?.resource;
       if (resource !== undefined && OPERATOR_ONLY_RESOURCES.includes(resource) && ctx.registry.has(scope))
         errors.push({
@@ -238,8 +234,72 @@ export function validateCreate(
         });
     });
   }
+  return errors;
+}
+
+export function validateCreate(
+  input: CreateTokenInput,
+  ctx: RuleContext,
+): { value: ValidCreate } | { errors: FieldError[] } {
+  const errors: FieldError[] = [];
+  const name = validateName(input.name);
+  if ('error' in name) errors.push(name.error);
+  errors.push(...validateScopes(input.scopes, ctx));
   const expiry = validateExpiry(input.expires_at, ctx);
   if ('error' in expiry) errors.push(expiry.error);
   if (errors.length > 0 || 'error' in name || 'error' in expiry) return { errors };
   return { value: { name: name.name, scopes: input.scopes, expiresAt: expiry.expiresAt } };
+}
+
+/** A JSON merge patch of a token (RFC 7396): the fields present are set. */
+export interface PatchTokenInput {
+  name?: string | undefined;
+  scopes?: string[] | undefined;
+}
+
+/** The fields of a patch, checked as creation checks them. */
+export function validatePatch(
+  input: PatchTokenInput,
+  ctx: RuleContext,
+): { value: { name?: string; scopes?: string[] } } | { errors: FieldError[] } {
+  const errors: FieldError[] = [];
+  const value: { name?: string; scopes?: string[] } = {};
+  if (input.name !== undefined) {
+    const name = validateName(input.name);
+    if ('error' in name) errors.push(name.error);
+    else value.name = name.name;
+  }
+  if (input.scopes !== undefined) {
+    errors.push(...validateScopes(input.scopes, ctx));
+    value.scopes = input.scopes;
+  }
+  return errors.length > 0 ? { errors } : { value };
+}
+
+/** Longest grace period of a rotation: a day (GitHub's and Unkey's rotations offer no more). */
+export const GRACE_MAX_S = 86_400;
+
+export interface RotateTokenInput {
+  /** Seconds the secret current until now keeps working; 0 (default): refused at once. */
+  grace_period_s?: number | undefined;
+  /** As at creation; absent: the token keeps its expiry. */
+  expires_at?: string | null | undefined;
+}
+
+/** A rotation's grace period (ms) and new expiry (undefined: unchanged). */
+export function validateRotate(
+  input: RotateTokenInput,
+  ctx: RuleContext,
+): { value: { graceMs: number; expiresAt: number | null | undefined } } | { errors: FieldError[] } {
+  const errors: FieldError[] = [];
+  const grace = input.grace_period_s ?? 0;
+  if (!Number.isInteger(grace) || grace < 0 || grace > GRACE_MAX_S)
+    errors.push({ pointer: '/grace_period_s', detail: `must be a whole number of seconds from 0 to ${GRACE_MAX_S}` });
+  let expiresAt: number | null | undefined;
+  if (input.expires_at !== undefined) {
+    const expiry = validateExpiry(input.expires_at, ctx);
+    if ('error' in expiry) errors.push(expiry.error);
+    else expiresAt = expiry.expiresAt;
+  }
+  return errors.length > 0 ? { errors } : { value: { graceMs: grace * 1000, expiresAt } };
 }

@@ -1,13 +1,25 @@
 // The token domain: issue, list, delete and verify API tokens. Knows the rules and
 // the storage interface; knows nothing of HTTP or SQL.
+import type { AuditContext } from '../audit/context.js';
+import { SYSTEM_CONTEXT } from '../audit/context.js';
+import { auditEvent, NO_SINK, tokenTarget, type AuditAction, type AuditSink } from '../audit/events.js';
 import { AppError } from '../errors.js';
 import { OPERATOR_ACCOUNT_ID } from '../storage/migrations.js';
-import type { TokenRecord, TokenStore, TokenWithAccount } from '../storage/types.js';
+import type { AuditEventRecord, TokenRecord, TokenStore, TokenWithAccount } from '../storage/types.js';
 import type { VerificationCache } from './cache.js';
 import { checkSecret, generateSecret, hashSecret } from './format.js';
 import { newTokenId } from './ids.js';
 import type { LastUsedTracker } from './last-used.js';
-import { validateCreate, type Caller, type CreateTokenInput } from './rules.js';
+import {
+  validateCreate,
+  validatePatch,
+  validateRotate,
+  type Caller,
+  type CreateTokenInput,
+  type PatchTokenInput,
+  type RotateTokenInput,
+  type RuleContext,
+} from './rules.js';
 import { missingScopes, type ScopeRegistry } from './scopes.js';
 
 export interface TokenServiceOptions {
@@ -21,8 +33,22 @@ export interface TokenServiceOptions {
   expiredRetentionMs: number;
   cache: VerificationCache;
   tracker: LastUsedTracker;
+  /** Told of each audit event once written (the audit log line). */
+  audit?: AuditSink;
   now?: () => number;
 }
+
+/** What a leak report says about where a secret was found (GitHub's fields; never the secret). */
+export interface LeakReport {
+  type: string | null;
+  url: string | null;
+  source: string | null;
+}
+
+// Expired tokens purged per transaction: a backlog is worked off in short transactions.
+const PURGE_BATCH = 500;
+// A leak report's free-text fields, as kept in the event.
+const LEAK_FIELD_MAX = 2048;
 
 // Anything else cannot be an id we issued (tok_ + ULID; older or imported ids are still
 // plain ASCII). Checked before storage: PostgreSQL rejects some strings (NUL) outright.
@@ -60,6 +86,7 @@ export class TokenService {
     error: 0,
   };
   private readonly now: () => number;
+  private readonly audit: AuditSink;
 
   constructor(
     private readonly store: TokenStore,
@@ -68,6 +95,35 @@ export class TokenService {
     this.registry = options.registry;
     this.prefix = options.prefix;
     this.now = options.now ?? Date.now;
+    this.audit = options.audit ?? NO_SINK;
+  }
+
+  /** The event of a change to `token` by `context`, in the token's account. */
+  private event(
+    action: AuditAction,
+    token: Pick<TokenRecord, 'id' | 'name' | 'accountId'>,
+    context: AuditContext,
+    now: number,
+    details?: Record<string, unknown>,
+  ) {
+    return auditEvent({
+      action,
+      target: tokenTarget(token),
+      accountId: token.accountId,
+      context,
+      now,
+      ...(details !== undefined ? { details } : {}),
+    });
+  }
+
+  private rules(caller: Caller | null, accountId: string, now: number): RuleContext {
+    return {
+      registry: this.registry,
+      now,
+      maxLifetimeMs: this.options.maxLifetimeMs,
+      caller,
+      operatorAccount: accountId === OPERATOR_ACCOUNT_ID,
+    };
   }
 
   /**
@@ -77,22 +133,15 @@ export class TokenService {
    * it (rules.ts); only the operator account's tokens may hold accounts:* scopes.
    * An account that does not exist is NOT_FOUND.
    */
-  async create(input: CreateTokenInput, caller: Caller | null, accountId: string): Promise<IssuedToken> {
+  async create(
+    input: CreateTokenInput,
+    caller: Caller | null,
+    accountId: string,
+    context: AuditContext,
+  ): Promise<IssuedToken> {
     const now = this.now();
-    const checked = validateCreate(input, {
-      registry: this.registry,
-      now,
-      maxLifetimeMs: this.options.maxLifetimeMs,
-      caller,
-      operatorAccount: accountId === OPERATOR_ACCOUNT_ID,
-    });
-    if ('errors' in checked) {
-      const scopeProblem = checked.errors.some((e) => e.pointer.startsWith('/scopes'));
-      throw new AppError('VALIDATION_FAILED', 'the token request is invalid; see errors', {
-        errors: checked.errors,
-        ...(scopeProblem ? { members: { valid_scopes: this.registry.names() } } : {}),
-      });
-    }
+    const checked = validateCreate(input, this.rules(caller, accountId, now));
+    if ('errors' in checked) throw this.invalid('the token request is invalid; see errors', checked.errors);
     const { name, scopes, expiresAt } = checked.value;
     if (caller !== null) refuseUnheld(caller, scopes, 'a token cannot grant scopes it does not hold');
     const secret = generateSecret(this.prefix);
@@ -105,8 +154,11 @@ export class TokenService {
       expiresAt,
       lastUsedAt: null,
       accountId,
+      previousSecretHash: null,
+      previousExpiresAt: null,
     };
-    const result = await this.store.create(token, { maxLive: this.options.maxLive, now });
+    const event = this.event('api_token.created', token, context, now, { scopes, expires_at: isoOrNull(expiresAt) });
+    const result = await this.store.create(token, { maxLive: this.options.maxLive, now }, event);
     if (result === 'no_account') throw new AppError('NOT_FOUND', `no account with id ${accountId}`);
     if (result === 'limit_reached') {
       throw new AppError(
@@ -114,7 +166,16 @@ export class TokenService {
         `at most ${this.options.maxLive} live tokens may exist in an account; delete one first`,
       );
     }
+    this.audit(event);
     return { token, secret };
+  }
+
+  private invalid(message: string, errors: { pointer: string; detail: string }[]): AppError {
+    const scopeProblem = errors.some((e) => e.pointer.startsWith('/scopes'));
+    return new AppError('VALIDATION_FAILED', message, {
+      errors,
+      ...(scopeProblem ? { members: { valid_scopes: this.registry.names() } } : {}),
+    });
   }
 
   /**
@@ -126,7 +187,7 @@ export class TokenService {
    */
   async bootstrapAdmin(mint: boolean): Promise<IssuedToken | null> {
     if (!mint) {
-      await this.store.bootstrap(null);
+      await this.store.bootstrap(null, null);
       return null;
     }
     const now = this.now();
@@ -141,8 +202,17 @@ export class TokenService {
       lastUsedAt: null,
       // The first-start admin belongs to the operator account.
       accountId: OPERATOR_ACCOUNT_ID,
+      previousSecretHash: null,
+      previousExpiresAt: null,
     };
-    return (await this.store.bootstrap(token)) ? { token, secret } : null;
+    const event = this.event('api_token.created', token, SYSTEM_CONTEXT, now, {
+      scopes: token.scopes,
+      expires_at: null,
+      bootstrap: true,
+    });
+    if (!(await this.store.bootstrap(token, event))) return null;
+    this.audit(event);
+    return { token, secret };
   }
 
   /**
@@ -164,9 +234,28 @@ export class TokenService {
     return token === null || this.isExpired(token, this.retainedSince()) ? null : this.withPendingUse(token);
   }
 
-  /** Deletes the tokens that expired before the retention period; resolves to how many. */
-  purgeExpired(): Promise<number> {
-    return this.store.purgeExpired(this.retainedSince());
+  /**
+   * Deletes the tokens that expired before the retention period, each with its
+   * `api_token.expired_purged` event (by infracat itself); resolves to how many.
+   */
+  async purgeExpired(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const now = this.now();
+      const events: AuditEventRecord[] = [];
+      const purged = await this.store.purgeExpired(this.retainedSince(), PURGE_BATCH, (token) => {
+        const event = this.event('api_token.expired_purged', token, SYSTEM_CONTEXT, now, {
+          expires_at: isoOrNull(token.expiresAt),
+        });
+        events.push(event);
+        return event;
+      });
+      // The transaction committed: these events are written (a token deleted meanwhile
+      // by someone else made no event, so only as many as were purged).
+      for (const event of events.slice(0, purged)) this.audit(event);
+      total += purged;
+      if (purged < PURGE_BATCH) return total;
+    }
   }
 
   /** Expired tokens stay visible until this long after their expiry. */
@@ -183,20 +272,150 @@ export class TokenService {
    * (Between the read and the delete the target cannot change: scopes and secret hash
    * are immutable.)
    */
-  async delete(accountId: string, id: string, caller: Caller | null): Promise<boolean> {
+  async delete(accountId: string, id: string, caller: Caller | null, context: AuditContext): Promise<boolean> {
     if (!PLAUSIBLE_ID.test(id)) return false;
     const target = await this.store.get(accountId, id);
     if (caller !== null) {
       if (target === null) return false;
       refuseUnheld(caller, target.scopes, 'a token can only delete tokens whose scopes it holds itself; it lacks');
     }
-    const deleted = await this.store.delete(accountId, id);
+    // Already gone from storage (ids are never reused): nothing to delete or audit, but
+    // this instance may still cache it.
+    const event = target === null ? null : this.event('api_token.deleted', target, context, this.now());
+    const deleted = event !== null && (await this.store.delete(accountId, id, event));
     // After the storage delete, so a verification that reads storage later finds nothing,
-    // and one whose read began earlier is neither cached nor joined (cache.ts). Evicted
-    // even when already gone from storage: this instance may still cache it.
-    this.options.cache.evict(id, target?.secretHash, accountId);
+    // and one whose read began earlier is neither cached nor joined (cache.ts).
+    this.forget(accountId, id, target);
     this.options.tracker.forget(id);
+    if (deleted && event !== null) this.audit(event);
     return deleted;
+  }
+
+  /**
+   * Drops this instance's cached verifications of a token that changed (every secret it
+   * had), after the storage write: the next verification reads the token as it is now.
+   */
+  private forget(accountId: string, id: string, before: TokenRecord | null): void {
+    const { cache } = this.options;
+    if (before === null) {
+      cache.evict(id, undefined, accountId);
+      return;
+    }
+    cache.evict(id, before.secretHash, accountId);
+    if (before.previousSecretHash !== null) cache.evict(id, before.previousSecretHash, accountId);
+  }
+
+  /**
+   * Gives a token of the account a new secret (returned once, like at creation); null when
+   * the account has no such id. The secret current until now keeps working for the grace
+   * period (0: refused at once), replacing any earlier previous secret (at most two live
+   * secrets). A token may rotate only tokens it could delete (it holds their scopes), and
+   * a new `expires_at` follows the creation rules.
+   */
+  async rotate(
+    accountId: string,
+    id: string,
+    input: RotateTokenInput,
+    caller: Caller | null,
+    context: AuditContext,
+  ): Promise<IssuedToken | null> {
+    if (!PLAUSIBLE_ID.test(id)) return null;
+    const now = this.now();
+    const checked = validateRotate(input, this.rules(caller, accountId, now));
+    if ('errors' in checked) throw this.invalid('the rotation request is invalid; see errors', checked.errors);
+    const target = await this.store.get(accountId, id);
+    if (target === null || this.isExpired(target, this.retainedSince())) return null;
+    if (caller !== null)
+      refuseUnheld(caller, target.scopes, 'a token can only rotate tokens whose scopes it holds itself; it lacks');
+    const { graceMs, expiresAt } = checked.value;
+    const secret = generateSecret(this.prefix);
+    const previousExpiresAt = graceMs > 0 ? now + graceMs : null;
+    const newExpiry = expiresAt === undefined ? target.expiresAt : expiresAt;
+    const event = this.event('api_token.rotated', target, context, now, {
+      grace_period_s: graceMs / 1000,
+      previous_secret_valid_until: isoOrNull(previousExpiresAt),
+      expires_at: isoOrNull(newExpiry),
+    });
+    const rotated = await this.store.rotate(
+      accountId,
+      id,
+      { secretHash: hashSecret(secret), previousExpiresAt, expiresAt: newExpiry },
+      event,
+    );
+    this.forget(accountId, id, target);
+    if (rotated === null) return null;
+    this.audit(event);
+    return { token: this.withPendingUse(rotated), secret };
+  }
+
+  /**
+   * Applies a merge patch (name, scopes) to a token of the account; null when no such id.
+   * As at creation, a token grants only scopes it holds, and edits only tokens it could
+   * delete. A narrowed token is refused at once on this instance (its cached entries go).
+   */
+  async update(
+    accountId: string,
+    id: string,
+    patch: PatchTokenInput,
+    caller: Caller | null,
+    context: AuditContext,
+  ): Promise<TokenRecord | null> {
+    if (!PLAUSIBLE_ID.test(id)) return null;
+    const now = this.now();
+    const checked = validatePatch(patch, this.rules(caller, accountId, now));
+    if ('errors' in checked) throw this.invalid('the token patch is invalid; see errors', checked.errors);
+    const target = await this.store.get(accountId, id);
+    if (target === null || this.isExpired(target, this.retainedSince())) return null;
+    const { name, scopes } = checked.value;
+    if (caller !== null) {
+      refuseUnheld(caller, target.scopes, 'a token can only edit tokens whose scopes it holds itself; it lacks');
+      if (scopes !== undefined) refuseUnheld(caller, scopes, 'a token cannot grant scopes it does not hold');
+    }
+    const changes: Record<string, unknown> = {};
+    if (name !== undefined && name !== target.name) changes.name = { from: target.name, to: name };
+    if (scopes !== undefined && !sameList(scopes, target.scopes)) changes.scopes = { from: target.scopes, to: scopes };
+    if (Object.keys(changes).length === 0) return this.withPendingUse(target);
+    const event = this.event('api_token.updated', target, context, now, { changes });
+    const updated = await this.store.update(accountId, id, { name, scopes }, event);
+    this.forget(accountId, id, target);
+    if (updated === null) return null;
+    this.audit(event);
+    return this.withPendingUse(updated);
+  }
+
+  /**
+   * Revokes the token a leaked secret belongs to (a secret scanning report): its current
+   * secret deletes the token; its previous secret, still in its grace period, ends the
+   * grace period at once (the token keeps its current secret). Each is audited as
+   * `api_token.revoked_leaked` with where the secret was found. True when something was
+   * revoked; false for a malformed secret, an unknown one, a secret no longer valid.
+   */
+  async revokeLeaked(secret: string, leak: LeakReport, context: AuditContext): Promise<boolean> {
+    if (!checkSecret(secret, this.prefix).ok) return false;
+    const hash = hashSecret(secret);
+    const token = await this.store.findByHash(hash);
+    if (token === null) return false;
+    const now = this.now();
+    const current = token.secretHash === hash;
+    if (current ? this.isExpired(token, now) : !this.inGrace(token, now)) return false;
+    const event = this.event('api_token.revoked_leaked', token, context, now, {
+      secret: current ? 'current' : 'previous',
+      type: clip(leak.type),
+      url: clip(leak.url),
+      source: clip(leak.source),
+    });
+    const revoked = current
+      ? await this.store.delete(token.accountId, token.id, event)
+      : await this.store.endGrace(token.accountId, token.id, hash, event);
+    this.forget(token.accountId, token.id, token);
+    if (current) this.options.tracker.forget(token.id);
+    if (revoked) this.audit(event);
+    return revoked;
+  }
+
+  /** Whether the token's previous secret is still in its grace period. */
+  private inGrace(token: TokenRecord, now: number): boolean {
+    return token.previousExpiresAt !== null && token.previousExpiresAt > now;
   }
 
   /**
@@ -216,9 +435,10 @@ export class TokenService {
   verifyFromMemory(secret: string): VerifyResult | undefined {
     const shape = checkSecret(secret, this.prefix);
     if (!shape.ok) return this.counted({ ok: false, reason: shape.reason });
-    const token = this.options.cache.get(hashSecret(secret));
+    const hash = hashSecret(secret);
+    const token = this.options.cache.get(hash);
     if (token === undefined) return undefined;
-    return this.counted(this.judge(token));
+    return this.counted(this.judge(token, hash));
   }
 
   private counted(result: VerifyResult): VerifyResult {
@@ -243,13 +463,19 @@ export class TokenService {
     const token = (await (gate === undefined ? cache.load(hash) : gate(hash, () => cache.load(hash)))) ?? undefined;
     if (token === undefined) return { ok: false, reason: 'unknown' };
     // Judged after the lookup: a gated one may have waited its turn.
-    return this.judge(token);
+    return this.judge(token, hash);
   }
 
-  /** A found token's verdict: its account's status travels with it (one read, cached together), then its expiry. */
-  private judge(token: TokenWithAccount): VerifyResult {
+  /**
+   * A found token's verdict: a previous (rotated-out) secret only within its grace period
+   * (after it, as unknown as any other old secret); its account's status travels with it
+   * (one read, cached together); then its expiry.
+   */
+  private judge(token: TokenWithAccount, hash: string): VerifyResult {
+    const now = this.now();
+    if (token.secretHash !== hash && !this.inGrace(token, now)) return { ok: false, reason: 'unknown' };
     if (token.accountStatus !== 'active') return { ok: false, reason: 'suspended' };
-    if (this.isExpired(token)) return { ok: false, reason: 'expired' };
+    if (this.isExpired(token, now)) return { ok: false, reason: 'expired' };
     return { ok: true, token };
   }
 
@@ -267,6 +493,18 @@ export class TokenService {
   private isExpired(token: TokenRecord, now = this.now()): boolean {
     return token.expiresAt !== null && token.expiresAt <= now;
   }
+}
+
+function isoOrNull(at: number | null): string | null {
+  return at === null ? null : new Date(at).toISOString();
+}
+
+function clip(text: string | null): string | null {
+  return text === null ? null : text.slice(0, LEAK_FIELD_MAX);
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
 }
 
 /** 403 INSUFFICIENT_SCOPE unless `caller` holds every one of `scopes` (write implies read). */

@@ -13,6 +13,7 @@ import { OPERATOR_ACCOUNT_ID } from '../../src/accounts/ids.js';
 import type { App } from '../../src/http/types.js';
 import { build } from '../helpers/app.js';
 import { backends, type Backend } from '../helpers/backends.js';
+import { TEST_CONTEXT } from '../helpers/audit.js';
 
 const RUNS = Number(process.env.MODEL_RUNS ?? 20);
 const CUSTOMERS = 3;
@@ -350,6 +351,7 @@ async function runModel(t: TestContext, backend: Backend): Promise<void> {
         { name: 'operator', scopes: ['accounts:write', 'api-tokens:write', 'apps:read'] },
         null,
         OPERATOR_ACCOUNT_ID,
+        TEST_CONTEXT,
       );
       model.tokens.push({ id: op.token.id, secret: op.secret, account: 0, deleted: false, scopes: op.token.scopes });
       model.accounts.push({ id: OPERATOR_ACCOUNT_ID, name: 'operator', status: 'active', deleted: false, admin: 0 });

@@ -7,6 +7,7 @@ import { PostgresStore } from '../../src/storage/postgres/store.js';
 import { build } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
 import { startEmbeddedPostgres } from '../helpers/embedded-pg.js';
+import { ev, TEST_CONTEXT } from '../helpers/audit.js';
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<number> {
   const started = Date.now();
@@ -30,7 +31,7 @@ for (const backend of backends()) {
       next.plans = next.plans.map((p) => (p.slug === 's-1vcpu-1gb' ? { ...p, price_cents: 650 } : p));
       const { baseVersion } = await a.app.infracat.catalog.plan(next);
       const appliedAt = Date.now();
-      assert.equal(await a.app.infracat.catalog.apply(next, baseVersion), baseVersion + 1);
+      assert.equal(await a.app.infracat.catalog.apply(next, baseVersion, TEST_CONTEXT), baseVersion + 1);
       const after = await a.app.inject({ method: 'GET', url: '/api/v1/plans/s-1vcpu-1gb' });
       assert.ok(after.body.endsWith('"price_monthly":6.50}'), 'the applying instance serves it at once');
       await waitFor(
@@ -56,8 +57,8 @@ for (const backend of backends()) {
       const svc = app.infracat.catalog;
       const next = loadDefaultCatalog();
       const { baseVersion } = await svc.plan(next);
-      await svc.apply({ ...next, regions: next.regions.slice(1) }, baseVersion);
-      await assert.rejects(svc.apply({ ...next, regions: [] }, baseVersion), /changed by someone else/);
+      await svc.apply({ ...next, regions: next.regions.slice(1) }, baseVersion, TEST_CONTEXT);
+      await assert.rejects(svc.apply({ ...next, regions: [] }, baseVersion, TEST_CONTEXT), /changed by someone else/);
       assert.equal(svc.snapshot.catalog.regions.length, next.regions.length - 1);
     });
   });
@@ -99,7 +100,7 @@ describe('catalog reads through a PostgreSQL outage', () => {
     const next = loadDefaultCatalog();
     next.regions = next.regions.filter((r) => r.slug !== 'syd1');
     const doc = JSON.stringify(next);
-    assert.ok(await other.catalog.apply(doc, latest, Date.now()));
+    assert.ok(await other.catalog.apply(doc, latest, Date.now(), ev()));
     await waitFor(
       async () => (await app.inject({ method: 'GET', url: '/api/v1/regions/syd1' })).statusCode === 404,
       5000,

@@ -11,6 +11,7 @@ import { CONSOLE_CSP } from '../../src/console/routes.js';
 import { build, mintToken } from '../helpers/app.js';
 import { artifactPath, ensureChromium, launchChromium } from '../helpers/browser.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
+import { ev } from '../helpers/audit.js';
 
 const ALL_SCOPES = ['api-tokens:write', 'apps:write', 'images:write', 'plans:write', 'regions:write'];
 const SECRET = /^icat_[0-9A-Za-z]{36}$/;
@@ -386,8 +387,11 @@ describe('web console in headless Chromium', () => {
           expiresAt: now - 60_000,
           lastUsedAt: null,
           accountId: OPERATOR_ACCOUNT_ID,
+          previousSecretHash: null,
+          previousExpiresAt: null,
         },
         { maxLive: 1000, now },
+        ev(),
       );
       const { page } = await open(t, browser, base);
       await signIn(page, base, admin.secret);

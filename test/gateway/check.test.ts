@@ -11,6 +11,7 @@ import { generateSecret } from '../../src/tokens/format.js';
 import { build, mintToken } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
+import { TEST_CONTEXT } from '../helpers/audit.js';
 
 describe('forward-auth rules', () => {
   const rules = compileRules(
@@ -229,7 +230,7 @@ for (const backend of backends()) {
           assert.match(String(res.headers['www-authenticate']), /error="invalid_token"/);
         }
         const gone = await mintToken(app, ['apps:read']);
-        await app.infracat.tokens.service.delete(OPERATOR_ACCOUNT_ID, gone.id, null);
+        await app.infracat.tokens.service.delete(OPERATOR_ACCOUNT_ID, gone.id, null, TEST_CONTEXT);
         assert.equal(
           (await app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...fwd, ...gone.auth } }))
             .statusCode,
@@ -487,6 +488,7 @@ for (const backend of backends()) {
         { name: 'svc', scopes: ['apps:read', 'apps:write'], expires_at: expiresAt },
         null,
         OPERATOR_ACCOUNT_ID,
+        TEST_CONTEXT,
       );
       const form = await app.inject({
         method: 'POST',
@@ -513,7 +515,7 @@ for (const backend of backends()) {
       });
       assert.equal(json.json<{ active: boolean; exp?: number }>().active, true);
       assert.ok(!('exp' in json.json<object>()), 'no exp for a token that never expires');
-      await app.infracat.tokens.service.delete(OPERATOR_ACCOUNT_ID, token.id, null);
+      await app.infracat.tokens.service.delete(OPERATOR_ACCOUNT_ID, token.id, null, TEST_CONTEXT);
       for (const presented of [secret, 'junk', generateSecret('icat'), '']) {
         const res = await app.inject({
           method: 'POST',

@@ -10,6 +10,7 @@ import { SqliteStore } from '../../src/storage/sqlite/store.js';
 import type { Store } from '../../src/storage/types.js';
 import { tempDir } from './sqlite.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
+import { TEST_CONTEXT } from './audit.js';
 
 export class LogCapture extends Writable {
   readonly lines: string[] = [];
@@ -80,7 +81,12 @@ export async function mintToken(
   scopes: string[],
   name = 'test',
 ): Promise<{ id: string; secret: string; auth: { authorization: string } }> {
-  const { token, secret } = await app.infracat.tokens.service.create({ name, scopes }, null, OPERATOR_ACCOUNT_ID);
+  const { token, secret } = await app.infracat.tokens.service.create(
+    { name, scopes },
+    null,
+    OPERATOR_ACCOUNT_ID,
+    TEST_CONTEXT,
+  );
   return { id: token.id, secret, auth: { authorization: `Bearer ${secret}` } };
 }
 

@@ -16,6 +16,8 @@ const TOKEN: TokenWithAccount = {
   expiresAt: null,
   lastUsedAt: null,
   accountId: OPERATOR_ACCOUNT_ID,
+  previousSecretHash: null,
+  previousExpiresAt: null,
   accountStatus: 'active',
 };
 

@@ -9,6 +9,7 @@ import type { App } from '../../src/http/types.js';
 import { build } from '../helpers/app.js';
 import { backends, type Backend } from '../helpers/backends.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
+import { TEST_CONTEXT } from '../helpers/audit.js';
 
 const RUNS = Number(process.env.MODEL_RUNS ?? 50);
 const SCOPES = ['api-tokens:read', 'apps:read', 'apps:write', 'images:read', 'regions:read'];
@@ -177,6 +178,7 @@ async function runModel(t: TestContext, backend: Backend): Promise<void> {
           { name: 'admin', scopes: ['api-tokens:write', ...SCOPES] },
           null,
           OPERATOR_ACCOUNT_ID,
+          TEST_CONTEXT,
         )
       ).secret;
       try {

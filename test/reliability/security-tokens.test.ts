@@ -13,6 +13,7 @@ import { build } from '../helpers/app.js';
 import { backends, type Backend } from '../helpers/backends.js';
 import { cli, serve } from '../helpers/process.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
+import { TEST_CONTEXT } from '../helpers/audit.js';
 
 const T0 = Date.UTC(2027, 0, 1); // the controlled clock starts here
 const NO_LIMITS = { RATE_LIMIT: '0', RATE_LIMIT_ANONYMOUS: '0', AUTH_FAILURE_LIMIT: '1000000' };
@@ -50,7 +51,7 @@ async function setup(t: TestContext, backend: Backend, env: Record<string, strin
   /** A token minted by the operator (no constraint), optionally expiring. */
   const operatorMint = async (scopes: string[], expiresAt?: number, name = 'minted') => {
     const input = { name, scopes, ...(expiresAt !== undefined ? { expires_at: iso(expiresAt) } : {}) };
-    const { token, secret } = await app.infracat.tokens.service.create(input, null, OPERATOR_ACCOUNT_ID);
+    const { token, secret } = await app.infracat.tokens.service.create(input, null, OPERATOR_ACCOUNT_ID, TEST_CONTEXT);
     return { id: token.id, secret, auth: { authorization: `Bearer ${secret}` } };
   };
   const post = (auth: { authorization: string }, payload: Record<string, unknown>) =>
@@ -204,6 +205,7 @@ for (const backend of backends()) {
         { name: 'op', scopes: ['apps:read'] },
         null,
         OPERATOR_ACCOUNT_ID,
+        TEST_CONTEXT,
       );
       assert.equal(token.expiresAt, null, 'the operator (CLI) is not a token: nothing to inherit');
     });

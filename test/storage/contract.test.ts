@@ -8,7 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import Database from '../../src/storage/sqlite/driver.js';
 import pg from 'pg';
 import { LATEST_VERSION, VERSIONED } from '../../src/storage/migrations.js';
-import type { AccountRecord, Store, TokenRecord } from '../../src/storage/types.js';
+import type { AccountRecord, AuditEventRecord, Store, TokenRecord } from '../../src/storage/types.js';
+import { ev } from '../helpers/audit.js';
 import { backends, type Backend, type BackendDb } from '../helpers/backends.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
@@ -26,6 +27,8 @@ function sampleToken(over: Partial<TokenRecord> = {}): TokenRecord {
     expiresAt: null,
     lastUsedAt: null,
     accountId: OPERATOR_ACCOUNT_ID,
+    previousSecretHash: null,
+    previousExpiresAt: null,
     ...over,
   };
 }
@@ -90,7 +93,7 @@ function runStoreContract(backend: Backend): void {
         expiresAt: NOW + 60_000,
         lastUsedAt: null,
       });
-      assert.equal(await store.tokens.create(t, NO_LIMIT), 'created');
+      assert.equal(await store.tokens.create(t, NO_LIMIT, ev()), 'created');
       assert.deepEqual(await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id), t);
       assert.deepEqual(await store.tokens.findByHash(t.secretHash), { ...t, accountStatus: 'active' });
       assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_unknown'), null);
@@ -99,9 +102,9 @@ function runStoreContract(backend: Backend): void {
 
     it('a second token with the same secret hash or id is refused', async () => {
       const t = sampleToken();
-      await store.tokens.create(t, NO_LIMIT);
-      await assert.rejects(store.tokens.create(sampleToken({ secretHash: t.secretHash }), NO_LIMIT));
-      await assert.rejects(store.tokens.create(sampleToken({ id: t.id }), NO_LIMIT));
+      await store.tokens.create(t, NO_LIMIT, ev());
+      await assert.rejects(store.tokens.create(sampleToken({ secretHash: t.secretHash }), NO_LIMIT, ev()));
+      await assert.rejects(store.tokens.create(sampleToken({ id: t.id }), NO_LIMIT, ev()));
     });
 
     it('list returns live tokens oldest first and leaves expired ones out', async () => {
@@ -113,7 +116,7 @@ function runStoreContract(backend: Backend): void {
         const a = sampleToken({ createdAt: 1000, id: 'tok_a' });
         const c = sampleToken({ createdAt: 2000, id: 'tok_c', expiresAt: NOW + 1 });
         const expired = sampleToken({ createdAt: 500, id: 'tok_x', expiresAt: NOW });
-        for (const t of [b, a, c, expired]) await s.tokens.create(t, NO_LIMIT);
+        for (const t of [b, a, c, expired]) await s.tokens.create(t, NO_LIMIT, ev());
         assert.deepEqual(
           (await s.tokens.list(OPERATOR_ACCOUNT_ID, NOW)).map((t) => t.id),
           ['tok_a', 'tok_b', 'tok_c'],
@@ -143,13 +146,13 @@ function runStoreContract(backend: Backend): void {
           const recent = sampleToken({ createdAt: 3, id: 'tok_recent', expiresAt: NOW - DAY });
           const old = sampleToken({ createdAt: 4, id: 'tok_old', expiresAt: NOW - 40 * DAY });
           const edge = sampleToken({ createdAt: 5, id: 'tok_edge', expiresAt: NOW - 30 * DAY });
-          for (const t of [forever, live, recent, old, edge]) await s.tokens.create(t, NO_LIMIT);
+          for (const t of [forever, live, recent, old, edge]) await s.tokens.create(t, NO_LIMIT, ev());
           const retainedSince = NOW - 30 * DAY;
           assert.deepEqual(
             (await s.tokens.list(OPERATOR_ACCOUNT_ID, retainedSince)).map((t) => t.id),
             ['tok_forever', 'tok_live', 'tok_recent'],
           );
-          assert.equal(await s.tokens.purgeExpired(retainedSince), 2, 'the old and the edge token');
+          assert.equal(await s.tokens.purgeExpired(retainedSince, 1000, () => ev()), 2, 'the old and the edge token');
           assert.equal(await s.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_old'), null);
           assert.equal(await s.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_edge'), null);
           assert.notEqual(
@@ -158,9 +161,9 @@ function runStoreContract(backend: Backend): void {
             'an expired token within the retention stays',
           );
           assert.equal(await s.tokens.count(), 3);
-          assert.equal(await s.tokens.purgeExpired(retainedSince), 0, 'idempotent');
+          assert.equal(await s.tokens.purgeExpired(retainedSince, 1000, () => ev()), 0, 'idempotent');
           assert.equal(
-            await s.tokens.create(sampleToken({ id: 'tok_cap' }), { maxLive: 3, now: NOW }),
+            await s.tokens.create(sampleToken({ id: 'tok_cap' }), { maxLive: 3, now: NOW }, ev()),
             'created',
             'the cap counts live tokens only (forever, live, cap)',
           );
@@ -173,17 +176,17 @@ function runStoreContract(backend: Backend): void {
 
     it('delete removes the token once and reports whether it existed', async () => {
       const t = sampleToken();
-      await store.tokens.create(t, NO_LIMIT);
-      assert.equal(await store.tokens.delete(OPERATOR_ACCOUNT_ID, t.id), true);
+      await store.tokens.create(t, NO_LIMIT, ev());
+      assert.equal(await store.tokens.delete(OPERATOR_ACCOUNT_ID, t.id, ev()), true);
       assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id), null);
       assert.equal(await store.tokens.findByHash(t.secretHash), null);
-      assert.equal(await store.tokens.delete(OPERATOR_ACCOUNT_ID, t.id), false);
+      assert.equal(await store.tokens.delete(OPERATOR_ACCOUNT_ID, t.id, ev()), false);
       assert.ok(!(await store.tokens.list(OPERATOR_ACCOUNT_ID, NOW)).some((x) => x.id === t.id));
     });
 
     it('touch sets last_used_at, never moves it backwards, and takes the latest of a batch', async () => {
       const t = sampleToken();
-      await store.tokens.create(t, NO_LIMIT);
+      await store.tokens.create(t, NO_LIMIT, ev());
       await store.tokens.touch([{ id: t.id, at: 5000 }]);
       assert.equal((await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id))?.lastUsedAt, 5000);
       await store.tokens.touch([{ id: t.id, at: 4000 }]);
@@ -199,7 +202,7 @@ function runStoreContract(backend: Backend): void {
 
     it('touch updates many tokens in one batch', async () => {
       const tokens = Array.from({ length: 50 }, () => sampleToken());
-      for (const t of tokens) await store.tokens.create(t, NO_LIMIT);
+      for (const t of tokens) await store.tokens.create(t, NO_LIMIT, ev());
       await store.tokens.touch(tokens.map((t, i) => ({ id: t.id, at: 10_000 + i })));
       for (const [i, t] of tokens.entries())
         assert.equal((await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id))?.lastUsedAt, 10_000 + i);
@@ -210,11 +213,11 @@ function runStoreContract(backend: Backend): void {
       const s = fresh.open();
       try {
         await s.migrate();
-        await s.tokens.create(sampleToken({ expiresAt: NOW - 1 }), { maxLive: 2, now: NOW });
-        assert.equal(await s.tokens.create(sampleToken(), { maxLive: 2, now: NOW }), 'created');
-        assert.equal(await s.tokens.create(sampleToken(), { maxLive: 2, now: NOW }), 'created');
+        await s.tokens.create(sampleToken({ expiresAt: NOW - 1 }), { maxLive: 2, now: NOW }, ev());
+        assert.equal(await s.tokens.create(sampleToken(), { maxLive: 2, now: NOW }, ev()), 'created');
+        assert.equal(await s.tokens.create(sampleToken(), { maxLive: 2, now: NOW }, ev()), 'created');
         const over = sampleToken();
-        assert.equal(await s.tokens.create(over, { maxLive: 2, now: NOW }), 'limit_reached');
+        assert.equal(await s.tokens.create(over, { maxLive: 2, now: NOW }, ev()), 'limit_reached');
         assert.equal(await s.tokens.get(OPERATOR_ACCOUNT_ID, over.id), null, 'a refused token is not stored');
       } finally {
         await s.close();
@@ -229,7 +232,7 @@ function runStoreContract(backend: Backend): void {
         await instances[0]!.migrate();
         const results = await Promise.all(
           Array.from({ length: 24 }, (_, i) =>
-            instances[i % 3]!.tokens.create(sampleToken(), { maxLive: 5, now: NOW }),
+            instances[i % 3]!.tokens.create(sampleToken(), { maxLive: 5, now: NOW }, ev()),
           ),
         );
         assert.equal(results.filter((r) => r === 'created').length, 5);
@@ -250,17 +253,21 @@ function runStoreContract(backend: Backend): void {
         try {
           await s.migrate();
           const admin = sampleToken({ scopes: ['apps:read', 'apps:write'] });
-          assert.equal(await s.tokens.bootstrap(admin), true);
+          assert.equal(await s.tokens.bootstrap(admin, ev()), true);
           assert.deepEqual(await s.tokens.get(OPERATOR_ACCOUNT_ID, admin.id), admin);
           const second = sampleToken();
-          assert.equal(await s.tokens.bootstrap(second), false);
+          assert.equal(await s.tokens.bootstrap(second, ev()), false);
           assert.equal(await s.tokens.get(OPERATOR_ACCOUNT_ID, second.id), null);
-          assert.equal(await s.tokens.delete(OPERATOR_ACCOUNT_ID, admin.id), true);
+          assert.equal(await s.tokens.delete(OPERATOR_ACCOUNT_ID, admin.id, ev()), true);
           assert.equal(await s.tokens.count(), 0);
-          assert.equal(await s.tokens.bootstrap(sampleToken()), false, 'an empty store again is not a first start');
-          assert.equal(await other.tokens.bootstrap(sampleToken()), false, 'nor for another instance');
+          assert.equal(
+            await s.tokens.bootstrap(sampleToken(), ev()),
+            false,
+            'an empty store again is not a first start',
+          );
+          assert.equal(await other.tokens.bootstrap(sampleToken(), ev()), false, 'nor for another instance');
           await s.migrate();
-          assert.equal(await other.tokens.bootstrap(sampleToken()), false, 'nor after migrate runs again');
+          assert.equal(await other.tokens.bootstrap(sampleToken(), ev()), false, 'nor after migrate runs again');
           assert.equal(await s.tokens.count(), 0);
         } finally {
           await s.close();
@@ -279,23 +286,27 @@ function runStoreContract(backend: Backend): void {
         const h = had.open();
         try {
           await s.migrate();
-          assert.equal(await s.tokens.bootstrap(null), false, 'turned off: nothing minted');
+          assert.equal(await s.tokens.bootstrap(null, null), false, 'turned off: nothing minted');
           const later = sampleToken();
-          assert.equal(await s.tokens.bootstrap(later), false, 'and a later start with it on mints nothing either');
+          assert.equal(
+            await s.tokens.bootstrap(later, ev()),
+            false,
+            'and a later start with it on mints nothing either',
+          );
           assert.equal(await s.tokens.count(), 0);
 
           await h.migrate();
           const existing = sampleToken();
-          await h.tokens.create(existing, NO_LIMIT);
+          await h.tokens.create(existing, NO_LIMIT, ev());
           const refused = sampleToken();
           assert.equal(
-            await h.tokens.bootstrap(refused),
+            await h.tokens.bootstrap(refused, ev()),
             false,
             'tokens already stored (e.g. made with the CLI first)',
           );
           assert.equal(await h.tokens.get(OPERATOR_ACCOUNT_ID, refused.id), null);
-          await h.tokens.delete(OPERATOR_ACCOUNT_ID, existing.id);
-          assert.equal(await h.tokens.bootstrap(sampleToken()), false);
+          await h.tokens.delete(OPERATOR_ACCOUNT_ID, existing.id, ev());
+          assert.equal(await h.tokens.bootstrap(sampleToken(), ev()), false);
           assert.equal(await h.tokens.count(), 0);
         } finally {
           await s.close();
@@ -311,10 +322,10 @@ function runStoreContract(backend: Backend): void {
       const instances = [fresh.open(), fresh.open(), fresh.open(), fresh.open()];
       try {
         await instances[0]!.migrate();
-        const wins = await Promise.all(instances.map((s) => s.tokens.bootstrap(sampleToken())));
+        const wins = await Promise.all(instances.map((s) => s.tokens.bootstrap(sampleToken(), ev())));
         assert.equal(wins.filter(Boolean).length, 1);
         assert.equal(await instances[0]!.tokens.count(), 1);
-        assert.equal(await instances[2]!.tokens.bootstrap(sampleToken()), false);
+        assert.equal(await instances[2]!.tokens.bootstrap(sampleToken(), ev()), false);
       } finally {
         for (const s of instances) await s.close();
         await fresh.drop();
@@ -331,7 +342,7 @@ function runStoreContract(backend: Backend): void {
         },
         {
           name: 'a catalog applied (every started server seeds one)',
-          use: async (s) => void (await s.catalog.apply('{}', 0, NOW)),
+          use: (_s, db) => insertLegacyCatalog(backend, db),
           bootstraps: false,
         },
         { name: 'untouched', use: async () => undefined, bootstraps: true },
@@ -348,8 +359,8 @@ function runStoreContract(backend: Backend): void {
           await c.use(s, fresh);
           assert.deepEqual(await s.migrate(), { applied: ALL_VERSIONS.filter((v) => v > 2), version: LATEST_VERSION });
           for (const t of await s.tokens.list(OPERATOR_ACCOUNT_ID, NOW))
-            await s.tokens.delete(OPERATOR_ACCOUNT_ID, t.id);
-          assert.equal(await s.tokens.bootstrap(sampleToken()), c.bootstraps, c.name);
+            await s.tokens.delete(OPERATOR_ACCOUNT_ID, t.id, ev());
+          assert.equal(await s.tokens.bootstrap(sampleToken(), ev()), c.bootstraps, c.name);
         } finally {
           await s.close();
           await fresh.drop();
@@ -374,7 +385,7 @@ function runStoreContract(backend: Backend): void {
 
     it('writes are visible to another instance and survive close and reopen', async () => {
       const t = sampleToken();
-      await store.tokens.create(t, NO_LIMIT);
+      await store.tokens.create(t, NO_LIMIT, ev());
       const other = open();
       assert.deepEqual(await other.tokens.get(OPERATOR_ACCOUNT_ID, t.id), t);
       await other.close();
@@ -394,24 +405,24 @@ function runStoreContract(backend: Backend): void {
 
     it('accounts: create stores every field; get returns it; unknown ids are null', async () => {
       const a = sampleAccount({ name: 'Ünïcode ✓ 🚀', externalId: 'cust-42 ✓' });
-      assert.equal(await store.accounts.create(a), 'created');
+      assert.equal(await store.accounts.create(a, ev()), 'created');
       assert.deepEqual(await store.accounts.get(a.id), a);
       assert.equal(await store.accounts.get('acc_unknown'), null);
       const b = sampleAccount();
       const c = sampleAccount();
-      assert.equal(await store.accounts.create(b), 'created');
-      assert.equal(await store.accounts.create(c), 'created', 'several accounts without an external_id');
+      assert.equal(await store.accounts.create(b, ev()), 'created');
+      assert.equal(await store.accounts.create(c, ev()), 'created', 'several accounts without an external_id');
     });
 
     it('accounts: a duplicate external_id is refused by the index, nothing stored, even when racing', async () => {
       const first = sampleAccount({ externalId: `dup-${randomUUID()}` });
-      assert.equal(await store.accounts.create(first), 'created');
+      assert.equal(await store.accounts.create(first, ev()), 'created');
       const second = sampleAccount({ externalId: first.externalId });
-      assert.equal(await store.accounts.create(second), 'external_id_taken');
+      assert.equal(await store.accounts.create(second, ev()), 'external_id_taken');
       assert.equal(await store.accounts.get(second.id), null);
       const other = open();
       const racing = Array.from({ length: 6 }, (_, i) =>
-        (i % 2 === 0 ? store : other).accounts.create(sampleAccount({ externalId: 'race-' + first.externalId })),
+        (i % 2 === 0 ? store : other).accounts.create(sampleAccount({ externalId: 'race-' + first.externalId }), ev()),
       );
       const results = await Promise.all(racing);
       assert.equal(results.filter((r) => r === 'created').length, 1);
@@ -426,7 +437,7 @@ function runStoreContract(backend: Backend): void {
         const late = sampleAccount({ createdAt: since + 3000, externalId: 'x-late' });
         const early = sampleAccount({ createdAt: since + 1000, status: 'suspended' });
         const mid = sampleAccount({ createdAt: since + 2000, externalId: 'x-mid' });
-        for (const a of [late, early, mid]) await s.accounts.create(a);
+        for (const a of [late, early, mid]) await s.accounts.create(a, ev());
         const ids = (as: AccountRecord[]) => as.map((a) => a.id);
         assert.deepEqual(ids(await s.accounts.list({})), [OPERATOR_ACCOUNT_ID, early.id, mid.id, late.id]);
         assert.deepEqual(ids(await s.accounts.list({ status: 'suspended' })), [early.id]);
@@ -442,31 +453,31 @@ function runStoreContract(backend: Backend): void {
 
     it("accounts: update changes the given fields; findByHash carries the account's status", async () => {
       const a = sampleAccount();
-      await store.accounts.create(a);
+      await store.accounts.create(a, ev());
       const t = sampleToken({ accountId: a.id });
-      assert.equal(await store.tokens.create(t, NO_LIMIT), 'created');
-      assert.deepEqual(await store.accounts.update(a.id, { status: 'suspended' }), { ...a, status: 'suspended' });
+      assert.equal(await store.tokens.create(t, NO_LIMIT, ev()), 'created');
+      assert.deepEqual(await store.accounts.update(a.id, { status: 'suspended' }, ev()), { ...a, status: 'suspended' });
       assert.equal((await store.tokens.findByHash(t.secretHash))?.accountStatus, 'suspended');
-      assert.deepEqual(await store.accounts.update(a.id, { name: 'renamed' }), {
+      assert.deepEqual(await store.accounts.update(a.id, { name: 'renamed' }, ev()), {
         ...a,
         name: 'renamed',
         status: 'suspended',
       });
-      assert.deepEqual(await store.accounts.update(a.id, {}), { ...a, name: 'renamed', status: 'suspended' });
-      assert.deepEqual(await store.accounts.update(a.id, { status: 'active' }), { ...a, name: 'renamed' });
+      assert.deepEqual(await store.accounts.update(a.id, {}, ev()), { ...a, name: 'renamed', status: 'suspended' });
+      assert.deepEqual(await store.accounts.update(a.id, { status: 'active' }, ev()), { ...a, name: 'renamed' });
       assert.equal((await store.tokens.findByHash(t.secretHash))?.accountStatus, 'active');
-      assert.equal(await store.accounts.update('acc_unknown', { status: 'suspended' }), null);
+      assert.equal(await store.accounts.update('acc_unknown', { status: 'suspended' }, ev()), null);
     });
 
     it("tokens: get, delete and list see only the given account's tokens", async () => {
       const a = sampleAccount();
       const b = sampleAccount();
-      await store.accounts.create(a);
-      await store.accounts.create(b);
+      await store.accounts.create(a, ev());
+      await store.accounts.create(b, ev());
       const ta = sampleToken({ accountId: a.id });
       const tb = sampleToken({ accountId: b.id });
-      await store.tokens.create(ta, NO_LIMIT);
-      await store.tokens.create(tb, NO_LIMIT);
+      await store.tokens.create(ta, NO_LIMIT, ev());
+      await store.tokens.create(tb, NO_LIMIT, ev());
       assert.equal(await store.tokens.get(b.id, ta.id), null);
       assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, ta.id), null);
       assert.deepEqual(await store.tokens.get(a.id, ta.id), ta);
@@ -474,52 +485,56 @@ function runStoreContract(backend: Backend): void {
         (await store.tokens.list(a.id, NOW)).map((t) => t.id),
         [ta.id],
       );
-      assert.equal(await store.tokens.delete(b.id, ta.id), false, 'another account cannot delete it');
+      assert.equal(await store.tokens.delete(b.id, ta.id, ev()), false, 'another account cannot delete it');
       assert.deepEqual(await store.tokens.get(a.id, ta.id), ta, 'still there');
-      assert.equal(await store.tokens.delete(a.id, ta.id), true);
+      assert.equal(await store.tokens.delete(a.id, ta.id, ev()), true);
       assert.deepEqual(await store.tokens.get(b.id, tb.id), tb);
     });
 
     it('tokens: create into an account that does not exist stores nothing; the cap counts per account', async () => {
       const orphan = sampleToken({ accountId: 'acc_missing' });
-      assert.equal(await store.tokens.create(orphan, NO_LIMIT), 'no_account');
+      assert.equal(await store.tokens.create(orphan, NO_LIMIT, ev()), 'no_account');
       assert.equal(await store.tokens.findByHash(orphan.secretHash), null);
       const a = sampleAccount();
       const b = sampleAccount();
-      await store.accounts.create(a);
-      await store.accounts.create(b);
+      await store.accounts.create(a, ev());
+      await store.accounts.create(b, ev());
       const cap = { maxLive: 2, now: NOW };
-      assert.equal(await store.tokens.create(sampleToken({ accountId: a.id }), cap), 'created');
-      assert.equal(await store.tokens.create(sampleToken({ accountId: a.id }), cap), 'created');
-      assert.equal(await store.tokens.create(sampleToken({ accountId: a.id }), cap), 'limit_reached');
-      assert.equal(await store.tokens.create(sampleToken({ accountId: b.id }), cap), 'created', 'b has its own cap');
+      assert.equal(await store.tokens.create(sampleToken({ accountId: a.id }), cap, ev()), 'created');
+      assert.equal(await store.tokens.create(sampleToken({ accountId: a.id }), cap, ev()), 'created');
+      assert.equal(await store.tokens.create(sampleToken({ accountId: a.id }), cap, ev()), 'limit_reached');
+      assert.equal(
+        await store.tokens.create(sampleToken({ accountId: b.id }), cap, ev()),
+        'created',
+        'b has its own cap',
+      );
     });
 
     it("accounts: delete removes the account and its tokens, nobody else's, once", async () => {
       const a = sampleAccount();
       const b = sampleAccount();
-      await store.accounts.create(a);
-      await store.accounts.create(b);
+      await store.accounts.create(a, ev());
+      await store.accounts.create(b, ev());
       const ta = [sampleToken({ accountId: a.id }), sampleToken({ accountId: a.id })];
       const tb = sampleToken({ accountId: b.id });
-      for (const t of [...ta, tb]) await store.tokens.create(t, NO_LIMIT);
-      assert.equal(await store.accounts.delete(a.id), true);
+      for (const t of [...ta, tb]) await store.tokens.create(t, NO_LIMIT, ev());
+      assert.equal(await store.accounts.delete(a.id, ev()), true);
       assert.equal(await store.accounts.get(a.id), null);
       for (const t of ta) assert.equal(await store.tokens.findByHash(t.secretHash), null);
       assert.notEqual(await store.tokens.findByHash(tb.secretHash), null);
-      assert.equal(await store.accounts.delete(a.id), false);
-      assert.equal(await store.tokens.create(sampleToken({ accountId: a.id }), NO_LIMIT), 'no_account');
+      assert.equal(await store.accounts.delete(a.id, ev()), false);
+      assert.equal(await store.tokens.create(sampleToken({ accountId: a.id }), NO_LIMIT, ev()), 'no_account');
     });
 
     it('accounts: tokens created while their account is deleted on another instance never outlive it', async () => {
       const other = open();
       for (let round = 0; round < 5; round++) {
         const a = sampleAccount();
-        await store.accounts.create(a);
+        await store.accounts.create(a, ev());
         const made = Array.from({ length: 4 }, () => sampleToken({ accountId: a.id }));
         await Promise.all([
-          ...made.map((t, i) => (i % 2 === 0 ? store : other).tokens.create(t, NO_LIMIT)),
-          other.accounts.delete(a.id),
+          ...made.map((t, i) => (i % 2 === 0 ? store : other).tokens.create(t, NO_LIMIT, ev())),
+          other.accounts.delete(a.id, ev()),
         ]);
         for (const t of made) assert.equal(await store.tokens.findByHash(t.secretHash), null, `round ${round}`);
       }
@@ -534,13 +549,14 @@ function runStoreContract(backend: Backend): void {
         // Stored as release 3 stored tokens: without the account_id column.
         await insertLegacyToken(backend, fresh, legacy);
         const instances = [s, fresh.open(), fresh.open()];
-        const reports = await Promise.all(instances.map((i) => i.migrate()));
+        const reports = await Promise.all(instances.map((i) => i.migrate({ upTo: 4 })));
         assert.deepEqual(
           reports.flatMap((r) => r.applied),
           [4],
           'migration 4 applied once',
         );
         for (const i of instances.slice(1)) await i.close();
+        await s.migrate();
         assert.deepEqual(await s.tokens.findByHash(legacy.secretHash), { ...legacy, accountStatus: 'active' });
         assert.deepEqual(
           (await s.accounts.list({})).map((a) => a.id),
@@ -561,7 +577,7 @@ function runStoreContract(backend: Backend): void {
         assert.equal(await s.catalog.latestVersion(), 0);
         assert.equal(await s.catalog.current(), null);
         const doc = JSON.stringify({ name: 'Ubuntu 24.04 — LTS ✓', items: Array.from({ length: 500 }, (_, i) => i) });
-        assert.equal(await s.catalog.apply(doc, 0, 1234), true);
+        assert.equal(await s.catalog.apply(doc, 0, 1234, ev()), true);
         assert.equal(await s.catalog.latestVersion(), 1);
         assert.deepEqual(await s.catalog.current(), { version: 1, document: doc, appliedAt: 1234 });
       } finally {
@@ -575,10 +591,10 @@ function runStoreContract(backend: Backend): void {
       const s = fresh.open();
       try {
         await s.migrate();
-        assert.equal(await s.catalog.apply('{"v":1}', 0, 1), true);
-        assert.equal(await s.catalog.apply('{"v":"stale"}', 0, 2), false);
+        assert.equal(await s.catalog.apply('{"v":1}', 0, 1, ev()), true);
+        assert.equal(await s.catalog.apply('{"v":"stale"}', 0, 2, ev()), false);
         assert.equal((await s.catalog.current())?.document, '{"v":1}');
-        assert.equal(await s.catalog.apply('{"v":2}', 1, 3), true);
+        assert.equal(await s.catalog.apply('{"v":2}', 1, 3, ev()), true);
         assert.deepEqual(await s.catalog.current(), { version: 2, document: '{"v":2}', appliedAt: 3 });
       } finally {
         await s.close();
@@ -591,7 +607,7 @@ function runStoreContract(backend: Backend): void {
       const instances = [fresh.open(), fresh.open(), fresh.open()];
       try {
         await instances[0]!.migrate();
-        const wins = await Promise.all(instances.map((s, i) => s.catalog.apply(`{"by":${i}}`, 0, i)));
+        const wins = await Promise.all(instances.map((s, i) => s.catalog.apply(`{"by":${i}}`, 0, i, ev())));
         assert.equal(wins.filter(Boolean).length, 1);
         assert.equal(await instances[2]!.catalog.latestVersion(), 1);
       } finally {
@@ -609,11 +625,11 @@ function runStoreContract(backend: Backend): void {
         return s.stats.queries - before;
       };
       assert.equal(
-        await sent(() => s.tokens.create(t, NO_LIMIT)),
-        2,
-        'count, then insert (the lock is not a statement)',
+        await sent(() => s.tokens.create(t, NO_LIMIT, ev())),
+        3,
+        'count, then insert the token and its event (the lock is not a statement)',
       );
-      assert.equal(await sent(() => s.tokens.bootstrap(null)), 2, 'count, then the marker');
+      assert.equal(await sent(() => s.tokens.bootstrap(null, null)), 2, 'count, then the marker');
       assert.equal(await sent(() => s.tokens.get(OPERATOR_ACCOUNT_ID, t.id)), 1);
       assert.equal(await sent(() => s.tokens.findByHash(t.secretHash)), 1);
       assert.equal(await sent(() => s.tokens.list(OPERATOR_ACCOUNT_ID, NOW)), 1);
@@ -629,7 +645,7 @@ function runStoreContract(backend: Backend): void {
         'one per token',
       );
       assert.equal(await sent(() => s.tokens.touch([])), 0);
-      assert.equal(await sent(() => s.tokens.delete(OPERATOR_ACCOUNT_ID, t.id)), 1);
+      assert.equal(await sent(() => s.tokens.delete(OPERATOR_ACCOUNT_ID, t.id, ev())), 2, 'the delete, then its event');
       assert.equal(await sent(() => s.catalog.latestVersion()), 1);
       assert.equal(await sent(() => s.catalog.current()), 1);
       assert.equal(await sent(() => s.ping()), 1);
@@ -641,12 +657,12 @@ function runStoreContract(backend: Backend): void {
     it('a statement sent while a transaction is open is not part of it (a rollback never takes it along)', async () => {
       const kept = sampleToken();
       const doomed = sampleToken();
-      await store.tokens.create(kept, NO_LIMIT);
-      await store.tokens.create(doomed, NO_LIMIT);
+      await store.tokens.create(kept, NO_LIMIT, ev());
+      await store.tokens.create(doomed, NO_LIMIT, ev());
       // The create rolls back (the hash is taken) while the delete and touch are sent.
       const [refused, deleted] = await Promise.allSettled([
-        store.tokens.create(sampleToken({ secretHash: kept.secretHash }), NO_LIMIT),
-        store.tokens.delete(OPERATOR_ACCOUNT_ID, doomed.id),
+        store.tokens.create(sampleToken({ secretHash: kept.secretHash }), NO_LIMIT, ev()),
+        store.tokens.delete(OPERATOR_ACCOUNT_ID, doomed.id, ev()),
         store.tokens.touch([{ id: kept.id, at: 4242 }]),
       ]);
       assert.equal(refused.status, 'rejected');
@@ -683,6 +699,237 @@ function runStoreContract(backend: Backend): void {
       assert.equal(res.stdout.trim(), 'clean');
     });
 
+    // --- #16: the audit trail and token rotation ---
+
+    /** The events of `targetId`, oldest first. */
+    const trail = async (s: Store, targetId: string) =>
+      (await s.audit.list({ targetId, limit: 100 })).map((e) => e.action).reverse();
+
+    it('audit: every mutation writes its event with the change, and none when nothing changed', async () => {
+      const a = sampleAccount();
+      assert.equal(await store.accounts.create(a, ev({ action: 'account.created', targetId: a.id })), 'created');
+      assert.equal(
+        await store.accounts.create(
+          sampleAccount({ externalId: null, id: a.id }),
+          ev({ action: 'account.created', targetId: a.id }),
+        ),
+        'external_id_taken',
+        'same id: nothing stored',
+      );
+      const t = sampleToken({ accountId: a.id });
+      assert.equal(await store.tokens.create(t, NO_LIMIT, ev({ targetId: t.id })), 'created');
+      const capped = sampleToken({ accountId: a.id });
+      assert.equal(
+        await store.tokens.create(capped, { maxLive: 1, now: NOW }, ev({ targetId: capped.id })),
+        'limit_reached',
+      );
+      const orphan = sampleToken({ accountId: 'acc_nobody' });
+      assert.equal(await store.tokens.create(orphan, NO_LIMIT, ev({ targetId: orphan.id })), 'no_account');
+      const renamed = await store.tokens.update(
+        a.id,
+        t.id,
+        { name: 'renamed' },
+        ev({ action: 'api_token.updated', targetId: t.id }),
+      );
+      assert.equal(renamed?.name, 'renamed');
+      assert.equal(
+        await store.tokens.update(a.id, 'tok_unknown', { name: 'x' }, ev({ targetId: 'tok_unknown' })),
+        null,
+      );
+      assert.deepEqual(
+        await store.accounts.update(a.id, { status: 'suspended' }, ev({ action: 'account.suspended', targetId: a.id })),
+        { ...a, status: 'suspended' },
+      );
+      assert.equal(await store.accounts.update('acc_unknown', { name: 'x' }, ev({ targetId: 'acc_unknown' })), null);
+      assert.equal(await store.tokens.delete(a.id, t.id, ev({ action: 'api_token.deleted', targetId: t.id })), true);
+      assert.equal(await store.tokens.delete(a.id, t.id, ev({ action: 'api_token.deleted', targetId: t.id })), false);
+      assert.equal(await store.accounts.delete(a.id, ev({ action: 'account.deleted', targetId: a.id })), true);
+      assert.equal(await store.accounts.delete(a.id, ev({ action: 'account.deleted', targetId: a.id })), false);
+
+      assert.deepEqual(await trail(store, t.id), ['api_token.created', 'api_token.updated', 'api_token.deleted']);
+      assert.deepEqual(await trail(store, a.id), ['account.created', 'account.suspended', 'account.deleted']);
+      for (const id of [capped.id, orphan.id, 'tok_unknown', 'acc_unknown'])
+        assert.deepEqual(await trail(store, id), [], `${id}: nothing changed, nothing recorded`);
+    });
+
+    it('audit: the event is in the same transaction: when it cannot be written, the change is not made', async () => {
+      const taken = ev({ targetId: 'tok_first' });
+      const first = sampleToken({ id: 'tok_first_' + randomUUID().slice(0, 8) });
+      assert.equal(await store.tokens.create(first, NO_LIMIT, taken), 'created');
+      // An event id already used: its insert fails, and takes the change down with it.
+      const t = sampleToken();
+      await assert.rejects(store.tokens.create(t, NO_LIMIT, { ...ev(), id: taken.id }));
+      assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id), null, 'no token without its event');
+      await assert.rejects(store.tokens.delete(OPERATOR_ACCOUNT_ID, first.id, { ...ev(), id: taken.id }));
+      assert.notEqual(await store.tokens.get(OPERATOR_ACCOUNT_ID, first.id), null, 'no delete without its event');
+      await assert.rejects(
+        store.tokens.update(OPERATOR_ACCOUNT_ID, first.id, { name: 'x' }, { ...ev(), id: taken.id }),
+      );
+      assert.equal((await store.tokens.get(OPERATOR_ACCOUNT_ID, first.id))?.name, first.name);
+      const rotated = { secretHash: randomBytes(32).toString('hex'), previousExpiresAt: NOW, expiresAt: null };
+      await assert.rejects(store.tokens.rotate(OPERATOR_ACCOUNT_ID, first.id, rotated, { ...ev(), id: taken.id }));
+      assert.equal((await store.tokens.get(OPERATOR_ACCOUNT_ID, first.id))?.secretHash, first.secretHash);
+      const a = sampleAccount();
+      await assert.rejects(store.accounts.create(a, { ...ev(), id: taken.id }));
+      assert.equal(await store.accounts.get(a.id), null, 'no account without its event');
+      const latest = await store.catalog.latestVersion();
+      await assert.rejects(store.catalog.apply('{"x":1}', latest, NOW, { ...ev(), id: taken.id }));
+      assert.equal(await store.catalog.latestVersion(), latest, 'no catalog revision without its event');
+    });
+
+    it('audit: list is newest first, filters by account, action, target and time, pages by cursor', async () => {
+      const acc = `acc_list_${randomUUID().slice(0, 8)}`;
+      const base = 1_900_000_000_000;
+      const made: AuditEventRecord[] = [];
+      for (let i = 0; i < 7; i++) {
+        const e = ev({
+          // ids in time order, as ULIDs are
+          id: `evt_z${String(base + i).padStart(14, '0')}`,
+          accountId: acc,
+          action: i % 2 === 0 ? 'api_token.created' : 'api_token.deleted',
+          occurredAt: base + i * 1000,
+          targetId: `tok_t${i % 3}`,
+        });
+        made.push(e);
+        const t = sampleToken();
+        assert.equal(await store.tokens.create(t, NO_LIMIT, e), 'created');
+      }
+      const ids = (list: AuditEventRecord[]) => list.map((e) => e.id);
+      const newestFirst = [...made].reverse();
+      assert.deepEqual(await store.audit.list({ accountId: acc, limit: 100 }), newestFirst, 'every field round-trips');
+      assert.deepEqual(
+        ids(await store.audit.list({ accountId: acc, action: 'api_token.deleted', limit: 100 })),
+        ids(newestFirst.filter((e) => e.action === 'api_token.deleted')),
+      );
+      assert.deepEqual(
+        ids(await store.audit.list({ accountId: acc, targetId: 'tok_t1', limit: 100 })),
+        ids(newestFirst.filter((e) => e.targetId === 'tok_t1')),
+      );
+      assert.deepEqual(
+        ids(await store.audit.list({ accountId: acc, since: base + 2000, until: base + 5000, limit: 100 })),
+        ids(newestFirst.filter((e) => e.occurredAt >= base + 2000 && e.occurredAt < base + 5000)),
+        'since inclusive, until exclusive',
+      );
+      const page1 = await store.audit.list({ accountId: acc, limit: 3 });
+      const page2 = await store.audit.list({ accountId: acc, limit: 3, before: page1.at(-1)!.id });
+      const page3 = await store.audit.list({ accountId: acc, limit: 3, before: page2.at(-1)!.id });
+      assert.deepEqual(ids([...page1, ...page2, ...page3]), ids(newestFirst), 'pages neither skip nor repeat');
+      assert.equal(page3.length, 1);
+      const everyone = await store.audit.list({ limit: 1000 });
+      assert.ok(ids(everyone).includes(made[0]!.id), 'without an account: every account');
+      const others = await countOlder(store, base + 3000);
+      assert.equal(await store.audit.prune(base + 3000), 3 + others);
+      assert.deepEqual(
+        ids(await store.audit.list({ accountId: acc, limit: 100 })),
+        ids(newestFirst.filter((e) => e.occurredAt >= base + 3000)),
+        'prune deletes what occurred before the bound',
+      );
+    });
+
+    it('rotation: the previous secret finds the token until replaced; rotating again keeps at most two', async () => {
+      const t = sampleToken();
+      await store.tokens.create(t, NO_LIMIT, ev());
+      const second = randomBytes(32).toString('hex');
+      const after = await store.tokens.rotate(
+        OPERATOR_ACCOUNT_ID,
+        t.id,
+        { secretHash: second, previousExpiresAt: NOW + 60_000, expiresAt: NOW + 86_400_000 },
+        ev({ action: 'api_token.rotated', targetId: t.id }),
+      );
+      assert.deepEqual(after, {
+        ...t,
+        secretHash: second,
+        previousSecretHash: t.secretHash,
+        previousExpiresAt: NOW + 60_000,
+        expiresAt: NOW + 86_400_000,
+      });
+      assert.equal((await store.tokens.findByHash(second))?.id, t.id, 'by the new secret');
+      assert.equal((await store.tokens.findByHash(t.secretHash))?.id, t.id, 'and by the previous one');
+      const third = randomBytes(32).toString('hex');
+      const again = await store.tokens.rotate(
+        OPERATOR_ACCOUNT_ID,
+        t.id,
+        { secretHash: third, previousExpiresAt: NOW + 1000, expiresAt: null },
+        ev({ action: 'api_token.rotated', targetId: t.id }),
+      );
+      assert.equal(again?.previousSecretHash, second);
+      assert.equal(await store.tokens.findByHash(t.secretHash), null, 'the first secret is gone at once');
+      assert.equal(
+        await store.tokens.endGrace(OPERATOR_ACCOUNT_ID, t.id, t.secretHash, ev()),
+        false,
+        'not the previous',
+      );
+      assert.equal(await store.tokens.endGrace(OPERATOR_ACCOUNT_ID, t.id, second, ev({ targetId: t.id })), true);
+      assert.equal(await store.tokens.findByHash(second), null, 'grace ended');
+      const fourth = randomBytes(32).toString('hex');
+      const noGrace = await store.tokens.rotate(
+        OPERATOR_ACCOUNT_ID,
+        t.id,
+        { secretHash: fourth, previousExpiresAt: null, expiresAt: null },
+        ev({ targetId: t.id }),
+      );
+      assert.equal(noGrace?.previousSecretHash, null, 'no grace period: no previous secret');
+      assert.equal(await store.tokens.findByHash(third), null);
+      assert.equal(
+        await store.tokens.rotate(
+          'acc_other',
+          t.id,
+          { secretHash: 'f'.repeat(64), previousExpiresAt: null, expiresAt: null },
+          ev(),
+        ),
+        null,
+        "another account's token: not found, not rotated",
+      );
+      assert.equal((await store.tokens.findByHash(fourth))?.id, t.id);
+    });
+
+    it('rotation: concurrent rotations on several instances each move the then-current secret', async () => {
+      const t = sampleToken();
+      await store.tokens.create(t, NO_LIMIT, ev());
+      const instances = [store, open(), open()];
+      const hashes = instances.map(() => randomBytes(32).toString('hex'));
+      await Promise.all(
+        instances.map((s, i) =>
+          s.tokens.rotate(
+            OPERATOR_ACCOUNT_ID,
+            t.id,
+            { secretHash: hashes[i]!, previousExpiresAt: NOW + 60_000, expiresAt: null },
+            ev({ action: 'api_token.rotated', targetId: t.id }),
+          ),
+        ),
+      );
+      const final = (await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id))!;
+      assert.ok(hashes.includes(final.secretHash));
+      assert.ok(final.previousSecretHash !== null && [t.secretHash, ...hashes].includes(final.previousSecretHash));
+      assert.notEqual(final.previousSecretHash, final.secretHash);
+      const found = await Promise.all([t.secretHash, ...hashes].map((h) => store.tokens.findByHash(h)));
+      assert.equal(found.filter((x) => x !== null).length, 2, 'exactly two live secrets');
+      assert.deepEqual(await trail(store, t.id), Array(3).fill('api_token.rotated'), 'one event each');
+    });
+
+    it('purgeExpired writes one event per purged token, in batches of at most `limit`', async () => {
+      const s = open();
+      const old = [sampleToken({ expiresAt: 10 }), sampleToken({ expiresAt: 11 }), sampleToken({ expiresAt: 12 })];
+      for (const t of old) await s.tokens.create(t, NO_LIMIT, ev({ targetId: t.id }));
+      const seen: string[] = [];
+      const eventFor = (t: TokenRecord) => {
+        seen.push(t.id);
+        return ev({ action: 'api_token.expired_purged', targetId: t.id });
+      };
+      let purged = 0;
+      for (;;) {
+        const n = await s.tokens.purgeExpired(100, 2, eventFor);
+        assert.ok(n <= 2);
+        purged += n;
+        if (n < 2) break;
+      }
+      assert.ok(purged >= 3);
+      for (const t of old) {
+        assert.equal(await s.tokens.get(OPERATOR_ACCOUNT_ID, t.id), null);
+        assert.deepEqual(await trail(s, t.id), ['api_token.created', 'api_token.expired_purged']);
+      }
+    });
+
     it('close is idempotent', async () => {
       const s = open();
       await s.ping();
@@ -698,6 +945,18 @@ async function insertLegacyToken(backend: Backend, db: BackendDb, t: TokenRecord
   const sql =
     'INSERT INTO api_tokens (id, name, scopes, secret_hash, created_at, expires_at, last_used_at) VALUES ' +
     (backend.name === 'postgres' ? '($1, $2, $3, $4, $5, $6, $7)' : '(?, ?, ?, ?, ?, ?, ?)');
+  await legacyInsert(backend, db, sql, values);
+}
+
+/** A catalog revision as the releases before the audit trail stored one (no event). */
+async function insertLegacyCatalog(backend: Backend, db: BackendDb): Promise<void> {
+  const sql =
+    'INSERT INTO catalog_revisions (version, document, applied_at) VALUES ' +
+    (backend.name === 'postgres' ? '($1, $2, $3)' : '(?, ?, ?)');
+  await legacyInsert(backend, db, sql, [1, '{}', NOW]);
+}
+
+async function legacyInsert(backend: Backend, db: BackendDb, sql: string, values: unknown[]): Promise<void> {
   if (backend.name === 'postgres') {
     const c = new pg.Client({ connectionString: db.url });
     await c.connect();
@@ -715,4 +974,10 @@ async function insertLegacyToken(backend: Backend, db: BackendDb, t: TokenRecord
       raw.close();
     }
   }
+}
+
+/** Events that occurred before `at` outside the list test's own account (other tests' events). */
+async function countOlder(store: Store, at: number): Promise<number> {
+  return (await store.audit.list({ until: at, limit: 100_000 })).filter((e) => !e.accountId.startsWith('acc_list_'))
+    .length;
 }

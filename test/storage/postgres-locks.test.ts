@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { Store } from '../../src/storage/types.js';
 import { postgresBackend } from '../helpers/backends.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
+import { ev } from '../helpers/audit.js';
 
 describe('PostgreSQL lock rows', () => {
   it('migrate creates the lock rows in the same list as the schema; a missing lock row fails closed', async (t) => {
@@ -41,9 +42,11 @@ async function check(c: pg.Client, store: Store): Promise<void> {
     expiresAt: null,
     lastUsedAt: null,
     accountId: OPERATOR_ACCOUNT_ID,
+    previousSecretHash: null,
+    previousExpiresAt: null,
   };
-  await assert.rejects(store.tokens.create(token, { maxLive: 10, now: 1 }), /lock row 'tokens' is missing/);
+  await assert.rejects(store.tokens.create(token, { maxLive: 10, now: 1 }, ev()), /lock row 'tokens' is missing/);
   assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_x'), null, 'nothing inserted without the lock');
   await store.migrate();
-  assert.equal(await store.tokens.create(token, { maxLive: 10, now: 1 }), 'created', 'migrate puts the row back');
+  assert.equal(await store.tokens.create(token, { maxLive: 10, now: 1 }, ev()), 'created', 'migrate puts the row back');
 }

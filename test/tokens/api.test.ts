@@ -8,6 +8,7 @@ import { TOKEN_ID_PATTERN } from '../../src/tokens/ids.js';
 import { backends } from '../helpers/backends.js';
 import { build, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
+import { ev } from '../helpers/audit.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -477,6 +478,8 @@ for (const backend of backends()) {
           expiresAt,
           lastUsedAt: null,
           accountId: OPERATOR_ACCOUNT_ID,
+          previousSecretHash: null,
+          previousExpiresAt: null,
         });
         const { app, admin, store } = await setup(
           t,
@@ -486,8 +489,9 @@ for (const backend of backends()) {
             await s.tokens.create(
               { ...row('tok_expired', now - 1), secretHash: hashSecret(secret) },
               { maxLive: 100, now },
+              ev(),
             );
-            await s.tokens.create(row('tok_long_gone', now - 31 * DAY), { maxLive: 100, now });
+            await s.tokens.create(row('tok_long_gone', now - 31 * DAY), { maxLive: 100, now }, ev());
             assert.notEqual(await s.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_long_gone'), null);
           },
         );
@@ -544,8 +548,11 @@ for (const backend of backends()) {
           expiresAt: now - 1,
           lastUsedAt: null,
           accountId: OPERATOR_ACCOUNT_ID,
+          previousSecretHash: null,
+          previousExpiresAt: null,
         },
         { maxLive: 100, now },
+        ev(),
       );
       const list = (await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth })).json<
         { id: string }[]
@@ -571,8 +578,11 @@ for (const backend of backends()) {
           expiresAt: now + 400,
           lastUsedAt: null,
           accountId: OPERATOR_ACCOUNT_ID,
+          previousSecretHash: null,
+          previousExpiresAt: null,
         },
         { maxLive: 100, now },
+        ev(),
       );
       const auth = { authorization: `Bearer ${secret}` };
       assert.equal(

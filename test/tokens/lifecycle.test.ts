@@ -14,6 +14,7 @@ import { build, mintToken } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
 import { freePort } from '../helpers/embedded-pg.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
+import { ev, TEST_CONTEXT } from '../helpers/audit.js';
 
 for (const backend of backends()) {
   describe(`token lifecycle on ${backend.name}`, () => {
@@ -135,6 +136,7 @@ for (const backend of backends()) {
           { name: 'burst', scopes: ['apps:read'] },
           null,
           OPERATOR_ACCOUNT_ID,
+          TEST_CONTEXT,
         );
         const findByHash = store.tokens.findByHash.bind(store.tokens);
         let reads = 0;
@@ -161,7 +163,7 @@ for (const backend of backends()) {
         hold();
         const before = domain.service.verify(secret); // its read finds the token, then waits
         await new Promise((r) => setTimeout(r, 20));
-        assert.equal(await domain.service.delete(OPERATOR_ACCOUNT_ID, token.id, null), true);
+        assert.equal(await domain.service.delete(OPERATOR_ACCOUNT_ID, token.id, null, TEST_CONTEXT), true);
         const after = domain.service.verify(secret); // must not join the read from before
         release();
         assert.equal((await before).ok, true, 'concurrent with the delete');
@@ -185,7 +187,7 @@ for (const backend of backends()) {
       assert.equal((await current()).statusCode, 200);
       assert.equal(app.infracat.tokens.cache.hits, 0, 'nothing answered from memory');
       // As another instance would, behind this one's back.
-      assert.equal(await store.tokens.delete(OPERATOR_ACCOUNT_ID, victim.id), true);
+      assert.equal(await store.tokens.delete(OPERATOR_ACCOUNT_ID, victim.id, ev()), true);
       assert.equal((await current()).statusCode, 401);
     });
 

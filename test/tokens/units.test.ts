@@ -155,6 +155,8 @@ describe('token views', () => {
     expiresAt: null,
     lastUsedAt: null,
     accountId: OPERATOR_ACCOUNT_ID,
+    previousSecretHash: null,
+    previousExpiresAt: null,
   };
 
   it('carry exactly the fields of their response schemas, in order, and no secret hash', () => {
@@ -188,6 +190,8 @@ describe('verification cache', () => {
     expiresAt: null,
     lastUsedAt: null,
     accountId: OPERATOR_ACCOUNT_ID,
+    previousSecretHash: null,
+    previousExpiresAt: null,
     accountStatus: 'active',
   });
   /** A storage stand-in by hash: reads are counted; `hold()` makes the next reads wait for `release()`. */

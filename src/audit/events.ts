@@ -1,0 +1,78 @@
+// Audit events as the domain makes them: the closed list of actions, and one function
+// that turns a change (what, to what, by whom, in whose account) into the record the
+// store writes in the same transaction as the change.
+import type { AuditEventRecord, TargetType, TokenRecord, AccountRecord } from '../storage/types.js';
+import { newId } from '../tokens/ids.js';
+import type { AuditContext } from './context.js';
+
+export const AUDIT_ACTIONS = [
+  'api_token.created',
+  'api_token.deleted',
+  'api_token.rotated',
+  'api_token.updated',
+  'api_token.revoked_leaked',
+  'api_token.expired_purged',
+  'account.created',
+  'account.updated',
+  'account.suspended',
+  'account.resumed',
+  'account.deleted',
+  'catalog.applied',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
+export interface Target {
+  type: TargetType;
+  id: string | null;
+  name: string | null;
+}
+
+export const tokenTarget = (t: Pick<TokenRecord, 'id' | 'name'>): Target => ({
+  type: 'api_token',
+  id: t.id,
+  name: t.name,
+});
+export const accountTarget = (a: Pick<AccountRecord, 'id' | 'name'>): Target => ({
+  type: 'account',
+  id: a.id,
+  name: a.name,
+});
+
+export interface EventFacts {
+  action: AuditAction;
+  target: Target;
+  /** Whose trail the event belongs in. */
+  accountId: string;
+  context: AuditContext;
+  now: number;
+  /** Anything else worth keeping (never a secret). */
+  details?: Record<string, unknown>;
+}
+
+export function auditEvent(facts: EventFacts): AuditEventRecord {
+  const { context, target } = facts;
+  return {
+    id: newId('evt', facts.now),
+    accountId: facts.accountId,
+    action: facts.action,
+    occurredAt: facts.now,
+    actorType: context.actor.type,
+    actorId: context.actor.id,
+    actorName: context.actor.name,
+    targetType: target.type,
+    targetId: target.id,
+    targetName: target.name,
+    ip: context.ip,
+    userAgent: context.userAgent,
+    requestId: context.requestId,
+    details: facts.details ?? {},
+  };
+}
+
+/**
+ * Told of each event once its transaction committed: one structured log line each
+ * (`"audit": true`), for operators to ship to their SIEM. Never throws into the change.
+ */
+export type AuditSink = (event: AuditEventRecord) => void;
+
+export const NO_SINK: AuditSink = () => {};

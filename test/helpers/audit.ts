@@ -1,0 +1,32 @@
+// Audit context and events for tests that call domain services or the store directly:
+// every change takes the context of who made it, and the store writes an event with it.
+import { randomUUID } from 'node:crypto';
+import { cliAuditContext, type AuditContext } from '../../src/audit/context.js';
+import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
+import type { AuditEventRecord } from '../../src/storage/types.js';
+
+/** The operator at the command line: what the tests' direct service calls act as. */
+export const TEST_CONTEXT: AuditContext = cliAuditContext();
+
+let seq = 0;
+/** An audit event to hand a store mutation (overrides for what a test checks). */
+export function ev(over: Partial<AuditEventRecord> = {}): AuditEventRecord {
+  seq += 1;
+  return {
+    id: `evt_${String(seq).padStart(6, '0')}_${randomUUID().slice(0, 8)}`,
+    accountId: OPERATOR_ACCOUNT_ID,
+    action: 'api_token.created',
+    occurredAt: 1_700_000_000_000 + seq,
+    actorType: 'cli',
+    actorId: null,
+    actorName: 'tester',
+    targetType: 'api_token',
+    targetId: null,
+    targetName: null,
+    ip: null,
+    userAgent: null,
+    requestId: null,
+    details: {},
+    ...over,
+  };
+}
