@@ -47,8 +47,10 @@ interface Found {
   name: string;
   account_id: string;
   account_status: string;
-  /** Which of the token's secrets this is. */
+  /** Which of the token's secrets this is: its current one, or the one a rotation replaced. */
   secret: 'current' | 'previous';
+  /** For a previous secret, the end of its grace period (when it stops being accepted); else null. */
+  grace_ends_at: string | null;
   expires_at: string | null;
   expired: boolean;
   /** Whether the service accepts this secret now. */
@@ -62,7 +64,10 @@ function describe(found: Found | null): string {
   const status = found.account_status !== 'active' ? ` (${found.account_status})` : '';
   const lines = [
     `token ${found.id} "${found.name}" in account ${found.account_id}${status}`,
-    `  this is its ${found.secret} secret`,
+    found.grace_ends_at === null
+      ? `  this is its ${found.secret} secret`
+      : `  this is its previous secret (rotated out; grace period ${found.accepted ? 'until' : 'ended'} ` +
+        `${found.grace_ends_at})`,
     `  ${found.expires_at === null ? 'never expires' : `${found.expired ? 'expired' : 'expires'} ${found.expires_at}`}`,
     `  ${found.accepted ? 'accepted now: revoke it if it leaked (infracat tokens delete ID)' : 'refused now'}`,
   ];
@@ -98,15 +103,19 @@ export async function checkToken(args: string[]): Promise<number> {
     if (token === null) return null;
     const now = Date.now();
     const expired = token.expiresAt !== null && token.expiresAt <= now;
+    // findByHash matches the current secret or the previous one of a rotation.
+    const current = token.secretHash === hash;
+    const graceEnd = current ? null : (token.previousExpiresAt ?? now);
     return {
       id: token.id,
       name: token.name,
       account_id: token.accountId,
       account_status: token.accountStatus,
-      secret: 'current',
+      secret: current ? 'current' : 'previous',
+      grace_ends_at: iso(graceEnd),
       expires_at: iso(token.expiresAt),
       expired,
-      accepted: !expired && token.accountStatus === 'active',
+      accepted: !expired && token.accountStatus === 'active' && (graceEnd === null || graceEnd > now),
     } satisfies Found;
   });
   if (json)

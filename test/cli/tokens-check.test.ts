@@ -6,6 +6,7 @@ import { loadConfig } from '../../src/config.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 import { generateSecret } from '../../src/tokens/format.js';
 import { createTokenDomain } from '../../src/tokens/index.js';
+import { TEST_CONTEXT } from '../helpers/audit.js';
 import { backends } from '../helpers/backends.js';
 import { runCli } from '../helpers/process.js';
 import { secretPieceIn } from '../helpers/secrets.js';
@@ -116,6 +117,7 @@ describe('infracat tokens check', () => {
         { name: 'ci deploy', scopes: ['apps:read'] },
         null,
         OPERATOR_ACCOUNT_ID,
+        TEST_CONTEXT,
       );
 
       const found = await check(['-'], env, live.secret);
@@ -140,6 +142,7 @@ describe('infracat tokens check', () => {
         account_id: OPERATOR_ACCOUNT_ID,
         account_status: 'active',
         secret: 'current',
+        grace_ends_at: null,
         expires_at: null,
         expired: false,
         accepted: true,
@@ -152,6 +155,7 @@ describe('infracat tokens check', () => {
         { name: 'old', scopes: ['apps:read'], expires_at: new Date(past + 86_400_000).toISOString() },
         null,
         OPERATOR_ACCOUNT_ID,
+        TEST_CONTEXT,
       );
       const expired = JSON.parse((await check(['--json', '-'], env, old.secret)).stdout) as {
         token: Record<string, unknown>;
@@ -161,6 +165,52 @@ describe('infracat tokens check', () => {
       assert.equal(expired.token.expires_at, new Date(past + 86_400_000).toISOString());
       const expiredText = await check(['-'], env, old.secret);
       assert.match(expiredText.stdout, /expired \d{4}-.*Z\n {2}refused now$/);
+
+      // Rotated with a grace period: the secret it replaced is the token's previous one.
+      const rotated = await domain().service.rotate(
+        OPERATOR_ACCOUNT_ID,
+        live.token.id,
+        { grace_period_s: 3600 },
+        null,
+        TEST_CONTEXT,
+      );
+      assert.ok(rotated);
+      const previous = await check(['--json', '-'], env, live.secret);
+      const graceToken = (JSON.parse(previous.stdout) as { token: Record<string, unknown> }).token;
+      assert.equal(graceToken.id, live.token.id);
+      assert.equal(graceToken.secret, 'previous');
+      assert.equal(graceToken.accepted, true);
+      const graceEnd = Date.parse(String(graceToken.grace_ends_at));
+      assert.ok(
+        graceEnd > Date.now() + 3500_000 && graceEnd <= Date.now() + 3600_000,
+        String(graceToken.grace_ends_at),
+      );
+      quiet(previous, live.secret);
+      assert.match(
+        (await check(['-'], env, live.secret)).stdout,
+        /its previous secret \(rotated out; grace period until \d{4}-.*Z\)\n {2}never expires\n {2}accepted now/,
+      );
+      const newer = JSON.parse((await check(['--json', '-'], env, rotated.secret)).stdout) as {
+        token: Record<string, unknown>;
+      };
+      assert.equal(newer.token.secret, 'current');
+      assert.equal(newer.token.grace_ends_at, null);
+      // A grace period that is over: the secret is still the token's previous one, refused.
+      const twoHoursAgo = Date.now() - 2 * 3600_000;
+      const again = await domain(() => twoHoursAgo).service.rotate(
+        OPERATOR_ACCOUNT_ID,
+        live.token.id,
+        { grace_period_s: 3600 },
+        null,
+        TEST_CONTEXT,
+      );
+      assert.ok(again);
+      const ended = await check(['-'], env, rotated.secret);
+      assert.match(
+        ended.stdout,
+        /this is its previous secret \(rotated out; grace period ended \d{4}-.*Z\)\n.*\n {2}refused now$/,
+      );
+      quiet(ended, rotated.secret);
 
       const unknown = generateSecret('icat');
       const none = await check(['-'], env, unknown);
