@@ -38,6 +38,8 @@ import { CatalogService } from './catalog/service.js';
 import { createAuth, installRouteAuth, queryCredentialProblem } from './http/auth.js';
 import { FailureLimiter } from './http/failure-limiter.js';
 import { consoleRoutes } from './console/routes.js';
+import { KeyRing } from './secret-scanning/keys.js';
+import { secretScanningRoutes } from './secret-scanning/routes.js';
 import { createAccountService } from './accounts/index.js';
 import { accountRoutes } from './accounts/routes.js';
 import type { AccountService } from './accounts/service.js';
@@ -61,6 +63,8 @@ export interface AppDeps {
 
 export function buildApp(deps: AppDeps): App {
   const { config, store } = deps;
+  // First: a key file that is not exactly a valid key list stops the start (a ConfigError).
+  const secretScanningKeys = openSecretScanningKeys(config, deps.logger);
   // Typed as Fastify's logger so route modules share one App type.
   const loggerInstance: FastifyBaseLogger = deps.logger;
   const app = Fastify({
@@ -212,6 +216,19 @@ export function buildApp(deps: AppDeps): App {
   gatewayRoutes(app, { service: tokens.service, auth, rules: config.authCheckRules, gateway: config.authCheckGateway });
   catalogRoutes(app, { catalog, access: config.catalogAccess, cacheControl: config.catalogCacheControl });
   if (config.console) consoleRoutes(app);
+  if (secretScanningKeys !== null)
+    secretScanningRoutes(app, { keys: secretScanningKeys, service: tokens.service, limiter });
 
   return app;
+}
+
+/** SECRET_SCANNING_KEYS_FILE's keys, or null when it is unset (the endpoint is then off). */
+function openSecretScanningKeys(config: Config, logger: Logger): KeyRing | null {
+  if (config.secretScanningKeysFile === '') return null;
+  const keys = new KeyRing(config.secretScanningKeysFile, {
+    onReload: (ids) => logger.info({ key_identifiers: ids }, 'secret scanning keys file changed: keys reloaded'),
+    onReloadError: (message) => logger.error(message),
+  });
+  logger.info({ key_identifiers: keys.identifiers() }, 'secret scanning reports accepted, signed by these keys');
+  return keys;
 }

@@ -34,8 +34,11 @@ function hasLoneSurrogate(parsed: unknown): boolean {
 
 type Done = (err: Error | null, body?: unknown) => void;
 
-/** Parses a JSON body (bytes) exactly as described above, or answers the problem. */
-function parseJsonBody(request: FastifyRequest, body: Buffer, done: Done): void {
+/**
+ * Parses a JSON body (bytes) exactly as described above, or answers the problem. Also called
+ * by routes that must see the bytes first (the secret-scanning report, verified before parsing).
+ */
+export function parseJsonBody(request: FastifyRequest, body: Buffer, done: Done): void {
   let text: string;
   try {
     text = readTextBody(request, body, 'MALFORMED_JSON');

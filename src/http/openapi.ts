@@ -201,6 +201,7 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
         { name: 'accounts', description: 'Accounts (tenants) and their tokens: the operator plane' },
         { name: 'catalogs', description: 'OS images, instance plans and regions' },
         { name: 'gateway', description: 'Forward auth and introspection for other services' },
+        { name: 'secret-scanning', description: 'Leaked secrets reported by GitHub secret scanning, revoked' },
         { name: 'operations', description: 'Health' },
       ],
     },

@@ -35,7 +35,10 @@ export function signature(key: SigningKey, body: string | Buffer): string {
 }
 
 /** The headers GitHub sends with a report signed by `key`. */
-export function signedHeaders(key: SigningKey, body: string | Buffer): Record<string, string> {
+export function signedHeaders(
+  key: SigningKey,
+  body: string | Buffer,
+): { 'content-type': string; 'github-public-key-identifier': string; 'github-public-key-signature': string } {
   return {
     'content-type': 'application/json',
     'github-public-key-identifier': key.id,
