@@ -434,6 +434,17 @@ describe('secret scanning reports: the request, read exactly', () => {
       415,
       'UNSUPPORTED_MEDIA_TYPE',
     );
+    problem(await s.report(body, { headers: { 'content-encoding': 'gzip' } }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+    const bare = await s.built.app.inject({
+      method: 'POST',
+      url: PATH,
+      payload: body,
+      headers: {
+        'github-public-key-identifier': s.key.id,
+        'github-public-key-signature': signature(s.key, body),
+      },
+    });
+    problem(bare, 415, 'UNSUPPORTED_MEDIA_TYPE');
     // Schema violations.
     const invalid = async (payload: unknown, pointer: string) => {
       const p = problem(await s.report(payload), 422, 'VALIDATION_FAILED');
