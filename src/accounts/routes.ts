@@ -1,17 +1,26 @@
 // The operator plane: /api/v1/accounts (create, list, get, patch, delete) and
 // /api/v1/accounts/{id}/api-tokens (the tokens of one account, with the same bodies and
-// answers as /api/v1/api-tokens). Only tokens of the operator account may hold the
-// accounts:* scopes these need; they are also refused any other account's token here,
-// whatever it holds (fail closed). Every response carries Cache-Control: no-store.
+// answers as /api/v1/api-tokens: create, list, get, patch, rotate, delete). Only tokens
+// of the operator account may hold the accounts:* scopes these need; they are also
+// refused any other account's token here, whatever it holds (fail closed). Every
+// response carries Cache-Control: no-store.
 import { auditContext } from '../audit/context.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 import { installMergePatchParser } from '../http/json-body.js';
 import { noStore } from '../http/no-store.js';
+import { noBodyAsEmptyObject } from '../http/optional-body.js';
 import type { App } from '../http/types.js';
-import { callerOf } from '../tokens/routes.js';
-import { CreatedToken, CreateTokenBody, TokenList, TokenView } from '../tokens/schemas.js';
+import { callerOf, PATCH_DESCRIPTION, ROTATE_CONFLICT, ROTATE_DESCRIPTION } from '../tokens/routes.js';
+import {
+  CreatedToken,
+  CreateTokenBody,
+  PatchTokenBody,
+  RotateTokenBody,
+  TokenList,
+  TokenView,
+} from '../tokens/schemas.js';
 import type { TokenService } from '../tokens/service.js';
 import { createdView, tokenView } from '../tokens/views.js';
 import { isOperatorAccount } from './ids.js';
@@ -172,6 +181,35 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           return accountView(account);
         },
       );
+
+      patchApi.patch(
+        '/api/v1/accounts/:id/api-tokens/:token_id',
+        {
+          config: { auth: { scopes: ['accounts:write'] } },
+          schema: {
+            tags,
+            operationId: 'updateAccountApiToken',
+            summary: 'Rename an API token of an account or change its scopes (JSON merge patch)',
+            description: `As PATCH /api/v1/api-tokens/{id}, inside account {id}. ${PATCH_DESCRIPTION}`,
+            consumes: ['application/merge-patch+json', 'application/json'],
+            params: AccountTokenParams,
+            body: PatchTokenBody,
+            response: { 200: TokenView },
+          },
+        },
+        async (request) => {
+          const id = await existing(request.params.id);
+          const token = await tokens.update(
+            id,
+            request.params.token_id,
+            request.body,
+            callerOf(request.token),
+            auditContext(request),
+          );
+          if (token === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.token_id}`);
+          return tokenView(token);
+        },
+      );
     });
 
     api.post(
@@ -233,6 +271,36 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
         const token = await tokens.get(await existing(request.params.id), request.params.token_id);
         if (token === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.token_id}`);
         return tokenView(token);
+      },
+    );
+
+    api.post(
+      '/api/v1/accounts/:id/api-tokens/:token_id/rotate',
+      {
+        config: { auth: { scopes: ['accounts:write'] }, problems: { 409: ROTATE_CONFLICT } },
+        // Before validation: a request without a body is `{}`.
+        preValidation: noBodyAsEmptyObject,
+        schema: {
+          tags,
+          operationId: 'rotateAccountApiToken',
+          summary: 'Rotate an API token of an account: a new secret, the old one kept for an optional grace period',
+          description: `As POST /api/v1/api-tokens/{id}/rotate, inside account {id}. ${ROTATE_DESCRIPTION}`,
+          params: AccountTokenParams,
+          body: RotateTokenBody,
+          response: { 200: CreatedToken },
+        },
+      },
+      async (request) => {
+        const id = await existing(request.params.id);
+        const issued = await tokens.rotate(
+          id,
+          request.params.token_id,
+          request.body,
+          callerOf(request.token),
+          auditContext(request),
+        );
+        if (issued === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.token_id}`);
+        return createdView(issued);
       },
     );
 

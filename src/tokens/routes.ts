@@ -1,20 +1,25 @@
-// The token endpoints of the spec, plus GET /api-tokens/{id}, GET /api-tokens/current
-// and GET /scopes. Every response here carries Cache-Control: no-store. Each acts inside
-// the calling token's account only: another account's token id is answered exactly as
-// an unknown one (404), so nothing here tells whether it exists.
+// The token endpoints of the spec, plus GET /api-tokens/{id}, GET /api-tokens/current,
+// PATCH /api-tokens/{id}, POST /api-tokens/{id}/rotate and GET /scopes. Every response
+// here carries Cache-Control: no-store. Each acts inside the calling token's account
+// only: another account's token id is answered exactly as an unknown one (404), so
+// nothing here tells whether it exists.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { auditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
 import { bearerChallenge } from '../http/auth.js';
+import { installMergePatchParser } from '../http/json-body.js';
 import { noStore } from '../http/no-store.js';
+import { noBodyAsEmptyObject } from '../http/optional-body.js';
 import type { App } from '../http/types.js';
 import type { TokenRecord } from '../storage/types.js';
-import type { Caller } from './rules.js';
+import { GRACE_MAX_S, type Caller } from './rules.js';
 import {
   CreatedToken,
   CreateTokenBody,
   CurrentTokenView,
   IdParams,
+  PatchTokenBody,
+  RotateTokenBody,
   ScopeList,
   TokenList,
   TokenView,
@@ -23,6 +28,27 @@ import { createdView, currentView, tokenView } from './views.js';
 import type { TokenService } from './service.js';
 
 const tags = ['tokens'];
+
+// The OpenAPI prose of rotate and patch, shared with their /accounts/{id}/api-tokens twins.
+export const ROTATE_DESCRIPTION =
+  'Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and ' +
+  'created_at). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret ' +
+  `current until now keeps working (0 to ${GRACE_MAX_S}, default 0: refused at once); \`expires_at\`, a new expiry ` +
+  "with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). " +
+  'At most two secrets are ever live: rotating again during a grace period ends that grace period at once ' +
+  '(the oldest secret is refused, the one current until now gets the new grace period). ' +
+  'The old secret is refused at once by the instance that rotated (after its grace period), and within ' +
+  'TOKEN_CACHE_TTL_MS by the others. A token can rotate only tokens it could delete: those whose scopes ' +
+  'it holds (itself included); otherwise 403 INSUFFICIENT_SCOPE. An expired token: 409 CONFLICT (create a ' +
+  "new one). Unknown id, or another account's: 404.";
+export const PATCH_DESCRIPTION =
+  'A JSON merge patch (RFC 7396), as `application/merge-patch+json` or `application/json`: the fields ' +
+  'present are set (`name`, `scopes`: the whole new list), the others kept; `{}` answers the token ' +
+  'unchanged. null or any other field is 422. As at creation, the calling token must hold every scope it ' +
+  'grants, and it edits only tokens it could delete (whose scopes it holds): otherwise 403 ' +
+  'INSUFFICIENT_SCOPE. Narrowed scopes are enforced at once on the instance that made the change and within ' +
+  "TOKEN_CACHE_TTL_MS on the others. Unknown id, or another account's: 404.";
+export const ROTATE_CONFLICT = 'The token has expired and cannot be rotated (CONFLICT)';
 
 export interface TokenRouteOptions {
   service: TokenService;
@@ -137,6 +163,70 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
         return reply.code(204).send(null);
       },
     );
+
+    api.post(
+      '/api/v1/api-tokens/:id/rotate',
+      {
+        config: { auth: { scopes: ['api-tokens:write'] }, problems: { 409: ROTATE_CONFLICT } },
+        // Before validation: a request without a body is `{}`.
+        preValidation: noBodyAsEmptyObject,
+        schema: {
+          tags,
+          operationId: 'rotateApiToken',
+          summary: 'Rotate an API token: a new secret, the old one kept for an optional grace period',
+          description: ROTATE_DESCRIPTION,
+          params: IdParams,
+          body: RotateTokenBody,
+          response: { 200: CreatedToken },
+        },
+      },
+      async (request) => {
+        const caller = callerOf(request.token);
+        const issued = await service.rotate(
+          caller.accountId,
+          request.params.id,
+          request.body,
+          caller,
+          auditContext(request),
+        );
+        if (issued === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
+        return createdView(issued);
+      },
+    );
+
+    // The merge-patch media type is accepted by this route only (its own plugin), as for
+    // PATCH /api/v1/accounts/{id}.
+    void api.register(async (patchPlugin) => {
+      installMergePatchParser(patchPlugin);
+      patchPlugin.withTypeProvider<TypeBoxTypeProvider>().patch(
+        '/api/v1/api-tokens/:id',
+        {
+          config: { auth: { scopes: ['api-tokens:write'] } },
+          schema: {
+            tags,
+            operationId: 'updateApiToken',
+            summary: 'Rename an API token or change its scopes (JSON merge patch)',
+            description: PATCH_DESCRIPTION,
+            consumes: ['application/merge-patch+json', 'application/json'],
+            params: IdParams,
+            body: PatchTokenBody,
+            response: { 200: TokenView },
+          },
+        },
+        async (request) => {
+          const caller = callerOf(request.token);
+          const token = await service.update(
+            caller.accountId,
+            request.params.id,
+            request.body,
+            caller,
+            auditContext(request),
+          );
+          if (token === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
+          return tokenView(token);
+        },
+      );
+    });
 
     api.get(
       '/api/v1/scopes',

@@ -4,7 +4,7 @@
 // Fastify's serialiser drops anything else, so a secret or hash on a record can never
 // reach a list body by accident.
 import { Type, type Static } from 'typebox';
-import { NAME_MAX } from './rules.js';
+import { GRACE_MAX_S, NAME_MAX } from './rules.js';
 
 export const Timestamp = Type.String({
   format: 'date-time',
@@ -23,29 +23,36 @@ export const TokenId = Type.String({
 });
 const TokenName = Type.String({ examples: ['ci deploy'] });
 
+// The request fields, each declared once: creation, the merge patch and rotation share them.
+const NameField = Type.String({
+  maxLength: NAME_MAX,
+  description:
+    `Label, at most ${NAME_MAX} characters (surrounding spaces are trimmed); ` +
+    'no control, format (invisible, bidi) or line/paragraph separator characters; ' +
+    'at least one visible character, and none that shows nothing at either end',
+  examples: ['ci deploy'],
+});
+const scopesField = (description?: string) =>
+  Type.Array(Type.String({ maxLength: 200 }), {
+    minItems: 1,
+    maxItems: 100,
+    examples: [['apps:read', 'apps:write']],
+    ...(description !== undefined ? { description } : {}),
+  });
+const expiresAtField = (description: string) =>
+  Type.Union([Type.String({ maxLength: 64 }), Type.Null()], { description });
+
 export const CreateTokenBody = Type.Object(
   {
-    name: Type.String({
-      maxLength: NAME_MAX,
-      description:
-        `Label, at most ${NAME_MAX} characters (surrounding spaces are trimmed); ` +
-        'no control, format (invisible, bidi) or line/paragraph separator characters; ' +
-        'at least one visible character, and none that shows nothing at either end',
-      examples: ['ci deploy'],
-    }),
-    scopes: Type.Array(Type.String({ maxLength: 200 }), {
-      minItems: 1,
-      maxItems: 100,
-      examples: [['apps:read', 'apps:write']],
-    }),
+    name: NameField,
+    scopes: scopesField(),
     expires_at: Type.Optional(
-      Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
-        description:
-          'RFC 3339 (a real calendar date and time; no leap second). ' +
+      expiresAtField(
+        'RFC 3339 (a real calendar date and time; no leap second). ' +
           "Absent: the calling token's expiry (never, if it never expires). " +
           'null: never expires, refused (422) when the calling token expires. ' +
           "A new token never outlives its creator: a time after the calling token's expiry is 422.",
-      }),
+      ),
     ),
   },
   // The example leaves expires_at out (an example date would go stale, then be refused).
@@ -53,12 +60,55 @@ export const CreateTokenBody = Type.Object(
 );
 export type CreateTokenBody = Static<typeof CreateTokenBody>;
 
-/** The create response: the only place a secret is ever shown. No last_used_at. */
+/**
+ * PATCH body, a JSON merge patch (RFC 7396): the fields present are set, absent ones kept.
+ * Neither field can be removed (null is 422): a token always has a name and a scope.
+ */
+export const PatchTokenBody = Type.Object(
+  {
+    name: Type.Optional(NameField),
+    scopes: Type.Optional(
+      scopesField(
+        'The whole new scope list (it replaces the old one); the calling token must hold every scope in it, ' +
+          'as at creation',
+      ),
+    ),
+  },
+  { additionalProperties: false, examples: [{ name: 'ci deploy (read only)', scopes: ['apps:read'] }] },
+);
+export type PatchTokenBody = Static<typeof PatchTokenBody>;
+
+/** POST .../rotate body. No body at all is read as `{}` (see routes.ts). */
+export const RotateTokenBody = Type.Object(
+  {
+    grace_period_s: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: GRACE_MAX_S,
+        description:
+          `Seconds the secret current until now keeps working (0 to ${GRACE_MAX_S}; default 0: refused at once). ` +
+          'At most two secrets are ever live: rotating again during a grace period ends it at once.',
+        examples: [3600],
+      }),
+    ),
+    expires_at: Type.Optional(
+      expiresAtField(
+        'A new expiry for the token, with the rules of creation (RFC 3339, future, within ' +
+          "TOKEN_MAX_LIFETIME_DAYS, never after the calling token's expiry; null: never expires, refused when " +
+          "the calling token expires). Absent: the token keeps its expiry, but never beyond the calling token's.",
+      ),
+    ),
+  },
+  { additionalProperties: false, examples: [{ grace_period_s: 3600 }] },
+);
+export type RotateTokenBody = Static<typeof RotateTokenBody>;
+
+/** The create (and rotate) response: the only place a secret is ever shown. No last_used_at. */
 export const CreatedToken = Type.Object({
   id: TokenId,
   name: TokenName,
   token: Type.String({
-    description: 'The secret. Shown in this response only.',
+    description: 'The secret. Shown in this response only (creation, or the new secret of a rotation).',
     examples: ['icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB'],
   }),
   scopes: Scopes,

@@ -310,7 +310,11 @@ export class TokenService {
    * the account has no such id. The secret current until now keeps working for the grace
    * period (0: refused at once), replacing any earlier previous secret (at most two live
    * secrets). A token may rotate only tokens it could delete (it holds their scopes), and
-   * a new `expires_at` follows the creation rules.
+   * a new `expires_at` follows the creation rules. Without one the token keeps its expiry,
+   * capped at the caller's: the caller is handed a working secret, and like a token it
+   * creates, that secret never outlives the caller. An expired token is not rotated
+   * (CONFLICT): its new secret would not work, and reviving it with a new expiry would
+   * bypass the cap on live tokens.
    */
   async rotate(
     accountId: string,
@@ -327,10 +331,16 @@ export class TokenService {
     if (target === null || this.isExpired(target, this.retainedSince())) return null;
     if (caller !== null)
       refuseUnheld(caller, target.scopes, 'a token can only rotate tokens whose scopes it holds itself; it lacks');
+    if (this.isExpired(target, now)) {
+      throw new AppError(
+        'CONFLICT',
+        `token ${id} expired at ${isoOrNull(target.expiresAt)}: an expired token cannot be rotated; create a new one`,
+      );
+    }
     const { graceMs, expiresAt } = checked.value;
     const secret = generateSecret(this.prefix);
     const previousExpiresAt = graceMs > 0 ? now + graceMs : null;
-    const newExpiry = expiresAt === undefined ? target.expiresAt : expiresAt;
+    const newExpiry = expiresAt === undefined ? earlier(target.expiresAt, caller?.expiresAt ?? null) : expiresAt;
     const event = this.event('api_token.rotated', target, context, now, {
       grace_period_s: graceMs / 1000,
       previous_secret_valid_until: isoOrNull(previousExpiresAt),
@@ -497,6 +507,12 @@ export class TokenService {
 
 function isoOrNull(at: number | null): string | null {
   return at === null ? null : new Date(at).toISOString();
+}
+
+/** The earlier of two expiries (null: never). */
+function earlier(a: number | null, b: number | null): number | null {
+  if (a === null) return b;
+  return b === null ? a : Math.min(a, b);
 }
 
 function clip(text: string | null): string | null {

@@ -434,6 +434,125 @@ for (const backend of backends()) {
       );
     });
 
+    it("tenancy: rotate and PATCH of another account's token are 404 exactly like an unknown id", async (t) => {
+      const { app, operator } = await setup(t);
+      const a = await customer(app, operator.auth, ['api-tokens:write', 'apps:write'], 'A');
+      const b = await customer(app, operator.auth, ['api-tokens:write', 'apps:write'], 'B');
+      const strip = (body: string) => {
+        const p = JSON.parse(body) as Record<string, unknown>;
+        delete p.request_id;
+        return JSON.stringify({ ...p, detail: String(p.detail).replace(/tok_\w+/, 'ID'), instance: '' });
+      };
+      const unknownId = 'tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H';
+      const calls = [
+        { method: 'POST', suffix: '/rotate', payload: { grace_period_s: 60 } },
+        { method: 'POST', suffix: '/rotate', payload: undefined },
+        { method: 'PATCH', suffix: '', payload: { name: 'mine now' } },
+        // Scopes the caller lacks: still 404, never a 403 that would confirm the id.
+        { method: 'PATCH', suffix: '', payload: { scopes: ['regions:write'] } },
+      ] as const;
+      const send = (call: (typeof calls)[number], base: string, id: string, auth: Record<string, string>) =>
+        app.inject({
+          method: call.method,
+          url: `${base}/${id}${call.suffix}`,
+          headers: auth,
+          ...(call.payload !== undefined ? { payload: call.payload } : {}),
+        });
+      for (const call of calls) {
+        const what = `${call.method} ${call.suffix} ${JSON.stringify(call.payload)}`;
+        const theirs = await send(call, '/api/v1/api-tokens', b.id, a.auth);
+        const nobody = await send(call, '/api/v1/api-tokens', unknownId, a.auth);
+        assert.equal(theirs.statusCode, 404, what);
+        assert.equal(strip(theirs.body), strip(nobody.body), `${what}: the same answer`);
+        assert.deepEqual(Object.keys(theirs.headers).sort(), Object.keys(nobody.headers).sort());
+        // The account-scoped routes: another account's token is 404 there too.
+        const cross = await send(call, `/api/v1/accounts/${a.account.id}/api-tokens`, b.id, operator.auth);
+        const crossNobody = await send(call, `/api/v1/accounts/${a.account.id}/api-tokens`, unknownId, operator.auth);
+        assert.equal(cross.statusCode, 404, what);
+        assert.equal(strip(cross.body), strip(crossNobody.body), `${what}: the same answer`);
+        const noAccount = await send(
+          call,
+          '/api/v1/accounts/acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H/api-tokens',
+          b.id,
+          operator.auth,
+        );
+        assert.equal(noAccount.statusCode, 404, `${what}: an unknown account`);
+      }
+      const bNow = await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: b.auth });
+      assert.equal(bNow.statusCode, 200, "B's secret was not rotated");
+      assert.equal(bNow.json<{ name: string }>().name, 'B admin', 'nor renamed');
+    });
+
+    it("the operator rotates and edits an account's tokens (accounts:write); no accounts:* there", async (t) => {
+      const { app, operator, store } = await setup(t);
+      const c = await customer(app, operator.auth, ['api-tokens:write', 'apps:read']);
+      const base = `/api/v1/accounts/${c.account.id}/api-tokens/${c.id}`;
+      const rotated = await app.inject({
+        method: 'POST',
+        url: `${base}/rotate`,
+        headers: operator.auth,
+        payload: { grace_period_s: 300 },
+      });
+      assert.equal(rotated.statusCode, 200, rotated.body);
+      assert.equal(rotated.headers['cache-control'], 'no-store');
+      const body = rotated.json<{ id: string; token: string; scopes: string[] }>();
+      assert.equal(body.id, c.id);
+      const fresh = { authorization: `Bearer ${body.token}` };
+      const current = await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: fresh });
+      assert.equal(current.json<{ account_id: string }>().account_id, c.account.id);
+      assert.equal(
+        (await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: c.auth })).statusCode,
+        200,
+        'the old secret, in its grace period',
+      );
+      const noBody = await app.inject({ method: 'POST', url: `${base}/rotate`, headers: operator.auth });
+      assert.equal(noBody.statusCode, 200, 'no body: {} (grace 0)');
+      for (const auth of [c.auth, fresh]) {
+        assert.equal(
+          (await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: auth })).statusCode,
+          401,
+          'both earlier secrets are refused at once',
+        );
+      }
+      const customerAuth = { authorization: `Bearer ${noBody.json<{ token: string }>().token}` };
+      const patched = await app.inject({
+        method: 'PATCH',
+        url: base,
+        headers: { ...operator.auth, 'content-type': 'application/merge-patch+json' },
+        payload: '{"name":"renamed by the operator","scopes":["apps:read"]}',
+      });
+      assert.equal(patched.statusCode, 200, patched.body);
+      assert.deepEqual(patched.json<{ name: string; scopes: string[] }>().scopes, ['apps:read']);
+      const narrowed = await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: customerAuth });
+      assert.equal(narrowed.statusCode, 403, 'the narrowing holds at once');
+      for (const [payload, status] of [
+        [{ scopes: ['apps:read', 'accounts:read'] }, 422],
+        [{ name: null }, 422],
+        [{ status: 'suspended' }, 422],
+        [{ scopes: ['regions:write'] }, 403],
+      ] as const) {
+        const res = await app.inject({ method: 'PATCH', url: base, headers: operator.auth, payload });
+        assert.equal(res.statusCode, status, `${JSON.stringify(payload)}: ${res.body}`);
+      }
+      // accounts:write is what these routes need; accounts:read is not enough.
+      const reader = await mintToken(app, ['accounts:read', 'api-tokens:write', 'apps:read']);
+      for (const [method, url, payload] of [
+        ['POST', `${base}/rotate`, {}],
+        ['PATCH', base, { name: 'x' }],
+      ] as const) {
+        const res = await app.inject({ method, url, headers: reader.auth, payload });
+        assert.equal(res.statusCode, 403, `${method} ${url}`);
+        assert.deepEqual(res.json<{ missing_scopes: string[] }>().missing_scopes, ['accounts:write']);
+        // A customer's own token is refused the operator plane whatever it holds.
+        const own = await app.inject({ method, url, headers: customerAuth, payload });
+        assert.equal(own.statusCode, 403);
+      }
+      const actions = (await store.audit.list({ targetId: c.id, limit: 100 })).map((e) => e.action);
+      assert.deepEqual(actions.slice(0, 3), ['api_token.updated', 'api_token.rotated', 'api_token.rotated']);
+      const events = await store.audit.list({ targetId: c.id, limit: 100 });
+      assert.ok(events.slice(0, 3).every((e) => e.accountId === c.account.id && e.actorId === operator.id));
+    });
+
     it("suspend refuses the account's tokens everywhere at once (401 naming it); resume restores them", async (t) => {
       const { app, operator } = await setup(t);
       const c = await customer(app, operator.auth, ['api-tokens:read', 'apps:read']);
