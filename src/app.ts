@@ -2,6 +2,8 @@
 // Tests drive it with app.inject() (which readies it); src/server.ts listens. The app
 // owns the store it is given: on close it flushes pending last-used times, then closes it.
 import type { AuditSink } from './audit/events.js';
+import { auditRoutes } from './audit/routes.js';
+import { AuditService } from './audit/service.js';
 import { auditEventView } from './audit/views.js';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import type { Logger } from 'pino';
@@ -31,7 +33,7 @@ import { requestIdFrom } from './logging.js';
 import type { Store } from './storage/types.js';
 import { createTokenDomain, type TokenDomain } from './tokens/index.js';
 import { tokenRoutes } from './tokens/routes.js';
-import { ExpiredTokenPurger, PURGE_INTERVAL_MS } from './tokens/purge.js';
+import { PeriodicPurge, PURGE_INTERVAL_MS } from './periodic.js';
 import { catalogRoutes } from './catalog/routes.js';
 import { gatewayRoutes } from './gateway/routes.js';
 import { CatalogService } from './catalog/service.js';
@@ -47,7 +49,16 @@ export const BODY_LIMIT_BYTES = 16 * 1024;
 declare module 'fastify' {
   interface FastifyInstance {
     /** The domain objects behind the routes (for the server's bootstrap, and tests). */
-    infracat: { tokens: TokenDomain; accounts: AccountService; catalog: CatalogService; purger: ExpiredTokenPurger };
+    infracat: {
+      tokens: TokenDomain;
+      accounts: AccountService;
+      catalog: CatalogService;
+      audit: AuditService;
+      /** Deletes tokens expired longer than TOKEN_EXPIRED_RETENTION_DAYS. */
+      purger: PeriodicPurge;
+      /** Deletes audit events older than AUDIT_RETENTION_DAYS. */
+      auditPruner: PeriodicPurge;
+    };
   }
 }
 
@@ -55,7 +66,7 @@ export interface AppDeps {
   config: Config;
   store: Store;
   logger: Logger;
-  /** The clock of token rules (expiry, limits). Tests substitute one; defaults to Date.now. */
+  /** The clock of token rules (expiry, limits) and retention. Tests substitute one; defaults to Date.now. */
   now?: () => number;
 }
 
@@ -149,7 +160,7 @@ export function buildApp(deps: AppDeps): App {
       app.log.warn({ err }, 'catalog refresh failed; serving the last snapshot');
     },
   });
-  const purger = new ExpiredTokenPurger({
+  const purger = new PeriodicPurge({
     intervalMs: PURGE_INTERVAL_MS,
     purge: () => tokens.service.purgeExpired(),
     onPurged: (count) => app.log.info({ count }, 'purged tokens expired longer than TOKEN_EXPIRED_RETENTION_DAYS'),
@@ -158,8 +169,22 @@ export function buildApp(deps: AppDeps): App {
       app.log.warn({ err }, 'purging expired tokens failed; will retry');
     },
   });
+  const auditService = new AuditService(store.audit, {
+    retentionMs: config.auditRetentionDays * 86_400_000,
+    ...(deps.now !== undefined ? { now: deps.now } : {}),
+  });
+  // Pruning is housekeeping, not a change anyone made: logged, never itself an event.
+  const auditPruner = new PeriodicPurge({
+    intervalMs: PURGE_INTERVAL_MS,
+    purge: () => auditService.prune(),
+    onPurged: (count) => app.log.info({ count }, 'pruned audit events older than AUDIT_RETENTION_DAYS'),
+    onError: (err) => {
+      countStorageError();
+      app.log.warn({ err }, 'pruning audit events failed; will retry');
+    },
+  });
   const accounts = createAccountService(store, tokens.cache, deps.now, audit);
-  app.decorate('infracat', { tokens, accounts, catalog, purger });
+  app.decorate('infracat', { tokens, accounts, catalog, audit: auditService, purger, auditPruner });
   const auth = createAuth({
     service: tokens.service,
     limiter: new FailureLimiter(config.authFailureLimit, config.authFailureWindowS * 1000),
@@ -184,6 +209,7 @@ export function buildApp(deps: AppDeps): App {
   app.addHook('onReady', async () => {
     tokens.lastUsed.start();
     purger.start();
+    auditPruner.start();
     // First start of an empty database gets the shipped catalog; then load what is live.
     // If storage is down now, catalogs start empty and fill in at the next refresh.
     try {
@@ -200,6 +226,7 @@ export function buildApp(deps: AppDeps): App {
     // In-flight requests are done by now: write their last uses, then let go of storage.
     catalog.stop();
     await purger.stop();
+    await auditPruner.stop();
     await tokens.lastUsed.stop();
     await store.close();
   });
@@ -209,6 +236,7 @@ export function buildApp(deps: AppDeps): App {
   healthRoutes(app, { store, timeoutMs: config.databaseTimeoutMs });
   tokenRoutes(app, { service: tokens.service });
   accountRoutes(app, { accounts, tokens: tokens.service });
+  auditRoutes(app, { audit: auditService });
   gatewayRoutes(app, { service: tokens.service, auth, rules: config.authCheckRules, gateway: config.authCheckGateway });
   catalogRoutes(app, { catalog, access: config.catalogAccess, cacheControl: config.catalogCacheControl });
   if (config.console) consoleRoutes(app);

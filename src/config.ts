@@ -14,7 +14,7 @@ import { compileRules, DEFAULT_RULES_JSON } from './gateway/rules.js';
 import { parseTrustProxy } from './http/trust-proxy.js';
 import { DEFAULT_SQLITE_PATH, parseDatabaseUrl, shownDatabaseUrl } from './storage/database-url.js';
 import { PREFIX_PATTERN } from './tokens/format.js';
-import { DEFAULT_RESOURCES, RESOURCE_PATTERN } from './tokens/scopes.js';
+import { DEFAULT_RESOURCES, READ_ONLY_RESOURCES, RESOURCE_PATTERN, ScopeRegistry } from './tokens/scopes.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -192,6 +192,17 @@ export const SettingsSchema = Type.Object({
         'purged, in days; 0 purges at expiry. Purged in the background, hourly.',
     }),
   ),
+  auditRetentionDays: setting(
+    'AUDIT_RETENTION_DAYS',
+    Type.Integer({
+      minimum: 0,
+      maximum: 36_500,
+      default: 365,
+      description:
+        'How long audit events are kept, in days; older ones are deleted in the background, hourly. ' +
+        '0 keeps them forever.',
+    }),
+  ),
   tokenCacheTtlMs: setting(
     'TOKEN_CACHE_TTL_MS',
     Type.Integer({
@@ -248,7 +259,9 @@ export const SettingsSchema = Type.Object({
       Type.Array(Type.String({ pattern: RESOURCE_PATTERN.source }), {
         minItems: 1,
         default: [...DEFAULT_RESOURCES],
-        description: 'Comma-separated resources of the scope registry; each gets `:read` and `:write`.',
+        description:
+          'Comma-separated resources of the scope registry; each gets `:read` and `:write` ' +
+          `(${READ_ONLY_RESOURCES.map((r) => `\`${r}\``).join(', ')}: \`:read\` only).`,
       }),
       (list) => [...new Set(list)],
     ),
@@ -508,11 +521,16 @@ export function loadConfig(
     throw new ConfigError('invalid HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS');
   }
   // Cross-setting check: a rule can only ask for scopes some token could hold.
+  const registry = new ScopeRegistry(config.scopeResources);
   for (const [i, rule] of config.authCheckRules.entries()) {
-    const unknown = rule.scopes.find((sc) => !config.scopeResources.includes(sc.split(':')[0]!));
+    const unknown = rule.scopes.find((sc) => !registry.has(sc));
     if (unknown !== undefined) {
+      const resource = unknown.split(':')[0]!;
       throw new ConfigError(
-        `invalid AUTH_CHECK_RULES: rule ${i} needs ${unknown}, whose resource is not in SCOPE_RESOURCES`,
+        `invalid AUTH_CHECK_RULES: rule ${i} needs ${unknown}, ` +
+          (config.scopeResources.includes(resource)
+            ? `which is not a scope (${resource} has :read only)`
+            : 'whose resource is not in SCOPE_RESOURCES'),
       );
     }
   }

@@ -101,6 +101,7 @@ describe('configuration', () => {
     ['TOKEN_MAX_LIVE', '0', 'expected an integer from 1 to 1000000'],
     ['TOKEN_MAX_LIFETIME_DAYS', '36501', 'expected an integer from 1 to 36500'],
     ['TOKEN_EXPIRED_RETENTION_DAYS', '3651', 'expected an integer from 0 to 3650'],
+    ['AUDIT_RETENTION_DAYS', '-1', 'expected an integer from 0 to 36500'],
     ['TOKEN_CACHE_TTL_MS', '0x10', 'expected an integer from 0 to 600000'],
     ['TOKEN_CACHE_MAX', '1000001', 'expected an integer from 1 to 1000000'],
     ['LAST_USED_FLUSH_MS', '9', 'expected an integer from 10 to 600000'],
@@ -171,6 +172,13 @@ describe('configuration', () => {
     );
     const allowed = loadConfig({ AUTH_CHECK_RULES: rules, SCOPE_RESOURCES: 'apps,billing' });
     assert.deepEqual(allowed.authCheckRules[0]!.scopes, ['billing:read']);
+    // A read-only resource has no :write scope: a rule needing it could never be met.
+    expectError(
+      { AUTH_CHECK_RULES: '[{"path":"/audit/**","scopes":["audit-events:write"]}]' },
+      /^invalid AUTH_CHECK_RULES: rule 0 needs audit-events:write, which is not a scope \(audit-events has :read only\)$/,
+    );
+    const audit = loadConfig({ AUTH_CHECK_RULES: '[{"path":"/audit/**","scopes":["audit-events:read"]}]' });
+    assert.deepEqual(audit.authCheckRules[0]!.scopes, ['audit-events:read']);
   });
 
   it('values are read as written: trimmed, any-case log level, boolean words, lists without blanks or repeats', () => {
@@ -231,12 +239,13 @@ describe('configuration', () => {
         tokenMaxLive: 1000,
         tokenMaxLifetimeDays: 366,
         tokenExpiredRetentionDays: 30,
+        auditRetentionDays: 365,
         tokenCacheTtlMs: 5000,
         tokenCacheMax: 10000,
         lastUsedFlushMs: 1000,
         authFailureLimit: 20,
         authFailureWindowS: 60,
-        scopeResources: ['api-tokens', 'apps', 'images', 'plans', 'regions', 'accounts'],
+        scopeResources: ['api-tokens', 'apps', 'images', 'plans', 'regions', 'audit-events', 'accounts'],
         bootstrapAdminToken: true,
         catalogAccess: 'public',
         catalogRefreshMs: 5000,

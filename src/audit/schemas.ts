@@ -49,3 +49,46 @@ export const AuditEvent = Type.Object({
 export type AuditEvent = Static<typeof AuditEvent>;
 
 export const AuditEventList = Type.Array(AuditEvent);
+
+export const PER_PAGE_MAX = 100;
+export const PER_PAGE_DEFAULT = 30;
+/** What an id filter may be: anything else cannot be an id infracat issued (and PostgreSQL refuses some text, NUL). */
+export const ID_FILTER_PATTERN = /^[A-Za-z0-9_-]{1,100}$/;
+
+const Id = (description: string) => Type.String({ pattern: ID_FILTER_PATTERN.source, description });
+const Instant = (description: string) =>
+  Type.String({
+    maxLength: 64,
+    description: `${description}: an RFC 3339 timestamp naming a real date and time, e.g. 2026-11-21T19:00:00Z`,
+  });
+
+/** GET /api/v1/audit-events: every filter applies when given; unknown parameters are refused. */
+export const AuditQuery = Type.Object(
+  {
+    action: Type.Optional(Type.Enum([...AUDIT_ACTIONS], { description: 'Only events of this action' })),
+    target_id: Type.Optional(Id('Only events about this token, account or catalog version')),
+    account_id: Type.Optional(
+      Id(
+        "Only this account's trail. The operator account's tokens: any account (deleted ones too); " +
+          'any other token: its own account only (403 otherwise)',
+      ),
+    ),
+    since: Type.Optional(Instant('Only events that occurred at or after this time')),
+    until: Type.Optional(Instant('Only events that occurred before this time')),
+    per_page: Type.Optional(
+      Type.String({
+        pattern: `^(?:[1-9][0-9]?|${PER_PAGE_MAX})$`,
+        default: String(PER_PAGE_DEFAULT),
+        description: `Events per page: a whole number from 1 to ${PER_PAGE_MAX}, in plain decimal digits`,
+      }),
+    ),
+    cursor: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        description: 'Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type AuditQuery = Static<typeof AuditQuery>;

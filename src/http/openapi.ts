@@ -199,6 +199,7 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
       tags: [
         { name: 'tokens', description: 'Create, list and delete API tokens' },
         { name: 'accounts', description: 'Accounts (tenants) and their tokens: the operator plane' },
+        { name: 'audit', description: 'The audit trail: every change to tokens, accounts and the catalog' },
         { name: 'catalogs', description: 'OS images, instance plans and regions' },
         { name: 'gateway', description: 'Forward auth and introspection for other services' },
         { name: 'operations', description: 'Health' },

@@ -91,7 +91,11 @@ const SQL = {
     ' AND (CAST(? AS TEXT) IS NULL OR target_id = ?) AND (CAST(? AS BIGINT) IS NULL OR occurred_at >= ?)' +
     ' AND (CAST(? AS BIGINT) IS NULL OR occurred_at < ?) AND (CAST(? AS TEXT) IS NULL OR id < ?)' +
     ' ORDER BY id DESC LIMIT ?',
-  pruneEvents: 'DELETE FROM audit_events WHERE occurred_at < ?',
+  // A bounded batch (both dialects accept LIMIT in the subquery, neither in DELETE itself),
+  // by the occurred_at index: a long backlog never holds the write lock for long.
+  pruneEvents:
+    'DELETE FROM audit_events WHERE id IN' +
+    ' (SELECT id FROM audit_events WHERE occurred_at < ? ORDER BY occurred_at LIMIT ?)',
   // last_used_at = max(stored, at), portably (SQLite's MAX(a, b) is PostgreSQL's GREATEST):
   // only a later time is written, and a row already as recent is not written at all.
   touch: 'UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
@@ -469,7 +473,7 @@ class SqlAuditStore implements AuditStore {
     return rows.map((row) => AUDIT_EVENTS.fromRow(row));
   }
 
-  prune(before: number): Promise<number> {
-    return this.db.run(SQL.pruneEvents, [before]);
+  prune(before: number, limit: number): Promise<number> {
+    return this.db.run(SQL.pruneEvents, [before, limit]);
   }
 }

@@ -172,8 +172,11 @@ export interface AuditFilter {
 export interface AuditStore {
   /** Events matching every given filter, newest first (by id, a ULID: time order). */
   list(filter: AuditFilter): Promise<AuditEventRecord[]>;
-  /** Deletes events that occurred before `before`; resolves to how many. */
-  prune(before: number): Promise<number>;
+  /**
+   * Deletes events that occurred before `before`, the oldest first, at most `limit` per
+   * call (a backlog is worked off in short transactions); resolves to how many.
+   */
+  prune(before: number, limit: number): Promise<number>;
 }
 
 export interface MigrationReport {

@@ -1,6 +1,8 @@
 // Scopes are `<resource>:<action>`; actions are `read` and `write`, and `write`
 // implies `read` on the same resource. The resources are a configurable registry;
-// anything outside it is rejected, never stored.
+// anything outside it is rejected, never stored. Every scope of the registry grants
+// something reachable, so a resource nothing can write (the audit trail: its events are
+// written by the changes they record) has `read` alone.
 import { redactSecrets } from '../redact.js';
 import type { FieldError } from '../errors.js';
 import type { ScopeView } from './schemas.js';
@@ -8,13 +10,23 @@ import type { ScopeView } from './schemas.js';
 export const ACTIONS = ['read', 'write'] as const;
 export type Action = (typeof ACTIONS)[number];
 
-export const DEFAULT_RESOURCES = ['api-tokens', 'apps', 'images', 'plans', 'regions', 'accounts'] as const;
+export const DEFAULT_RESOURCES = [
+  'api-tokens',
+  'apps',
+  'images',
+  'plans',
+  'regions',
+  'audit-events',
+  'accounts',
+] as const;
+/** Resources that grant `read` only: `<resource>:write` is not a scope (422 like any unknown one). */
+export const READ_ONLY_RESOURCES: readonly string[] = ['audit-events'];
 /** Resources whose scopes only tokens of the operator account may hold (they run the other accounts). */
 export const OPERATOR_ONLY_RESOURCES: readonly string[] = ['accounts'];
 export const RESOURCE_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
 const SCOPE_PATTERN = /^([a-z][a-z0-9-]{0,39}):(read|write)$/;
 
-const DESCRIPTIONS: Record<string, Record<Action, string>> = {
+const DESCRIPTIONS: Record<string, Partial<Record<Action, string>>> = {
   'api-tokens': {
     read: 'List API tokens and see their metadata (never their secrets).',
     write: 'Create and delete API tokens (only with scopes the caller holds).',
@@ -26,6 +38,9 @@ const DESCRIPTIONS: Record<string, Record<Action, string>> = {
   images: { read: 'Read the OS image catalog.', write: 'Manage the OS image catalog.' },
   plans: { read: 'Read the instance plan catalog.', write: 'Manage the instance plan catalog.' },
   regions: { read: 'Read the region catalog.', write: 'Manage the region catalog.' },
+  'audit-events': {
+    read: "Read the audit trail of the token's account (the operator account's tokens: every account's).",
+  },
   accounts: {
     read: "List accounts and their tokens (operator account's tokens only).",
     write: "Create, suspend, resume and delete accounts and manage their tokens (operator account's tokens only).",
@@ -45,7 +60,7 @@ export class ScopeRegistry {
     for (const r of resources)
       if (!RESOURCE_PATTERN.test(r)) throw new Error(`invalid scope resource ${JSON.stringify(r)}`);
     this.infos = [...new Set(resources)].flatMap((resource) =>
-      ACTIONS.map((action) => ({
+      actionsOf(resource).map((action) => ({
         scope: `${resource}:${action}`,
         resource,
         action,
@@ -97,6 +112,11 @@ export class ScopeRegistry {
 function truncate(raw: string): string {
   const s = redactSecrets(raw);
   return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+}
+
+/** The actions a resource's scopes have: `read` alone for a read-only resource. */
+export function actionsOf(resource: string): readonly Action[] {
+  return READ_ONLY_RESOURCES.includes(resource) ? ['read'] : ACTIONS;
 }
 
 /** Whether `held` grants `required`: the scope itself, or `write` on its resource. */

@@ -1,9 +1,11 @@
-// Expired tokens stay listed for TOKEN_EXPIRED_RETENTION_DAYS (their owners can see why
-// they stopped working), then go: purged at start and every hour, off the request path,
-// so the table stops growing. Several instances purging at once is harmless (the same
-// idempotent DELETE); a failed purge is retried at the next tick.
+// Background purges: a job that deletes what has outlived its retention (expired tokens
+// after TOKEN_EXPIRED_RETENTION_DAYS, audit events after AUDIT_RETENTION_DAYS), run at
+// start and then every interval, off the request path, so the tables stop growing.
+// Several instances purging at once is harmless (the same idempotent DELETEs); a failed
+// run is retried at the next tick.
 export interface PurgeOptions {
   intervalMs: number;
+  /** One run; resolves to how many rows it deleted. */
   purge: () => Promise<number>;
   onPurged?: (count: number) => void;
   onError?: (err: unknown) => void;
@@ -11,7 +13,7 @@ export interface PurgeOptions {
 
 export const PURGE_INTERVAL_MS = 3_600_000;
 
-export class ExpiredTokenPurger {
+export class PeriodicPurge {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
 
