@@ -103,6 +103,34 @@ export interface paths {
         delete: operations["deleteApiToken"];
         options?: never;
         head?: never;
+        /**
+         * Rename an API token or change its scopes (JSON merge patch)
+         * @description A JSON merge patch (RFC 7396), as `application/merge-patch+json` or `application/json`: the fields present are set (`name`, `scopes`: the whole new list), the others kept; `{}` answers the token unchanged. null or any other field is 422. As at creation, the calling token must hold every scope it grants, and it edits only tokens it could delete (whose scopes it holds): otherwise 403 INSUFFICIENT_SCOPE. Narrowed scopes are enforced at once on the instance that made the change and within TOKEN_CACHE_TTL_MS on the others. Unknown id, or another account's: 404.
+         *
+         *     Needs a token with `api-tokens:write` (`write` implies `read`).
+         */
+        patch: operations["updateApiToken"];
+        trace?: never;
+    };
+    "/api/v1/api-tokens/{id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an API token: a new secret, the old one kept for an optional grace period
+         * @description Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and created_at). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret current until now keeps working (0 to 86400, default 0: refused at once); `expires_at`, a new expiry with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). At most two secrets are ever live: rotating again during a grace period ends that grace period at once (the oldest secret is refused, the one current until now gets the new grace period). The old secret is refused at once by the instance that rotated (after its grace period), and within TOKEN_CACHE_TTL_MS by the others. A token can rotate only tokens it could delete: those whose scopes it holds (itself included); otherwise 403 INSUFFICIENT_SCOPE. An expired token: 409 CONFLICT (create a new one). Unknown id, or another account's: 404.
+         *
+         *     Needs a token with `api-tokens:write` (`write` implies `read`).
+         */
+        post: operations["rotateApiToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
         patch?: never;
         trace?: never;
     };
@@ -228,6 +256,56 @@ export interface paths {
          *     Needs a token with `accounts:write` (`write` implies `read`).
          */
         delete: operations["deleteAccountApiToken"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename an API token of an account or change its scopes (JSON merge patch)
+         * @description As PATCH /api/v1/api-tokens/{id}, inside account {id}. A JSON merge patch (RFC 7396), as `application/merge-patch+json` or `application/json`: the fields present are set (`name`, `scopes`: the whole new list), the others kept; `{}` answers the token unchanged. null or any other field is 422. As at creation, the calling token must hold every scope it grants, and it edits only tokens it could delete (whose scopes it holds): otherwise 403 INSUFFICIENT_SCOPE. Narrowed scopes are enforced at once on the instance that made the change and within TOKEN_CACHE_TTL_MS on the others. Unknown id, or another account's: 404.
+         *
+         *     Needs a token with `accounts:write` (`write` implies `read`).
+         */
+        patch: operations["updateAccountApiToken"];
+        trace?: never;
+    };
+    "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an API token of an account: a new secret, the old one kept for an optional grace period
+         * @description As POST /api/v1/api-tokens/{id}/rotate, inside account {id}. Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and created_at). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret current until now keeps working (0 to 86400, default 0: refused at once); `expires_at`, a new expiry with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). At most two secrets are ever live: rotating again during a grace period ends that grace period at once (the oldest secret is refused, the one current until now gets the new grace period). The old secret is refused at once by the instance that rotated (after its grace period), and within TOKEN_CACHE_TTL_MS by the others. A token can rotate only tokens it could delete: those whose scopes it holds (itself included); otherwise 403 INSUFFICIENT_SCOPE. An expired token: 409 CONFLICT (create a new one). Unknown id, or another account's: 404.
+         *
+         *     Needs a token with `accounts:write` (`write` implies `read`).
+         */
+        post: operations["rotateAccountApiToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List audit events (who changed which token, account or catalog, when and from where)
+         * @description Newest first. A token sees its own account's trail; the operator account's tokens see every account's and may filter one with `account_id`. Filters combine; `since` is inclusive, `until` exclusive. At most `per_page` events (default 30, at most 100); when more follow, a `Link: <...>; rel="next"` header names the next page (follow it as it is). Events are kept for AUDIT_RETENTION_DAYS. No event ever holds a secret.
+         *
+         *     Needs a token with `audit-events:read` (`write` implies `read`).
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -714,7 +792,7 @@ export interface operations {
                         /** @example ci deploy */
                         name: string;
                         /**
-                         * @description The secret. Shown in this response only.
+                         * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
                          * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
                          */
                         token: string;
@@ -1089,6 +1167,381 @@ export interface operations {
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateApiToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "ci deploy (read only)",
+                 *       "scopes": [
+                 *         "apps:read"
+                 *       ]
+                 *     }
+                 */
+                "application/merge-patch+json": {
+                    /**
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @example ci deploy
+                     */
+                    name?: string;
+                    /**
+                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
+                     * @example [
+                     *       "apps:read",
+                     *       "apps:write"
+                     *     ]
+                     */
+                    scopes?: string[];
+                };
+                /**
+                 * @example {
+                 *       "name": "ci deploy (read only)",
+                 *       "scopes": [
+                 *         "apps:read"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @example ci deploy
+                     */
+                    name?: string;
+                    /**
+                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
+                     * @example [
+                     *       "apps:read",
+                     *       "apps:write"
+                     *     ]
+                     */
+                    scopes?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Token id, `tok_` + ULID
+                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        id: string;
+                        /** @example ci deploy */
+                        name: string;
+                        /**
+                         * @description `<resource>:<action>` scopes
+                         * @example [
+                         *       "apps:read",
+                         *       "apps:write"
+                         *     ]
+                         */
+                        scopes: string[];
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
+                         */
+                        created_at: string;
+                        last_used_at: string | null;
+                        expires_at: string | null;
+                    };
+                };
+            };
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateApiToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "grace_period_s": 3600
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Seconds the secret current until now keeps working (0 to 86400; default 0: refused at once). At most two secrets are ever live: rotating again during a grace period ends it at once.
+                     * @example 3600
+                     */
+                    grace_period_s?: number;
+                    /** @description A new expiry for the token, with the rules of creation (RFC 3339, future, within TOKEN_MAX_LIFETIME_DAYS, never after the calling token's expiry; null: never expires, refused when the calling token expires). Absent: the token keeps its expiry, but never beyond the calling token's. */
+                    expires_at?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Token id, `tok_` + ULID
+                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        id: string;
+                        /** @example ci deploy */
+                        name: string;
+                        /**
+                         * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
+                         * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
+                         */
+                        token: string;
+                        /**
+                         * @description `<resource>:<action>` scopes
+                         * @example [
+                         *       "apps:read",
+                         *       "apps:write"
+                         *     ]
+                         */
+                        scopes: string[];
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
+                         */
+                        created_at: string;
+                        expires_at: string | null;
+                    };
+                };
+            };
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token has expired and cannot be rotated (CONFLICT) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2015,7 +2468,7 @@ export interface operations {
                         /** @example ci deploy */
                         name: string;
                         /**
-                         * @description The secret. Shown in this response only.
+                         * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
                          * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
                          */
                         token: string;
@@ -2306,6 +2759,524 @@ export interface operations {
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateAccountApiToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "ci deploy (read only)",
+                 *       "scopes": [
+                 *         "apps:read"
+                 *       ]
+                 *     }
+                 */
+                "application/merge-patch+json": {
+                    /**
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @example ci deploy
+                     */
+                    name?: string;
+                    /**
+                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
+                     * @example [
+                     *       "apps:read",
+                     *       "apps:write"
+                     *     ]
+                     */
+                    scopes?: string[];
+                };
+                /**
+                 * @example {
+                 *       "name": "ci deploy (read only)",
+                 *       "scopes": [
+                 *         "apps:read"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @example ci deploy
+                     */
+                    name?: string;
+                    /**
+                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
+                     * @example [
+                     *       "apps:read",
+                     *       "apps:write"
+                     *     ]
+                     */
+                    scopes?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Token id, `tok_` + ULID
+                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        id: string;
+                        /** @example ci deploy */
+                        name: string;
+                        /**
+                         * @description `<resource>:<action>` scopes
+                         * @example [
+                         *       "apps:read",
+                         *       "apps:write"
+                         *     ]
+                         */
+                        scopes: string[];
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
+                         */
+                        created_at: string;
+                        last_used_at: string | null;
+                        expires_at: string | null;
+                    };
+                };
+            };
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateAccountApiToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "grace_period_s": 3600
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description Seconds the secret current until now keeps working (0 to 86400; default 0: refused at once). At most two secrets are ever live: rotating again during a grace period ends it at once.
+                     * @example 3600
+                     */
+                    grace_period_s?: number;
+                    /** @description A new expiry for the token, with the rules of creation (RFC 3339, future, within TOKEN_MAX_LIFETIME_DAYS, never after the calling token's expiry; null: never expires, refused when the calling token expires). Absent: the token keeps its expiry, but never beyond the calling token's. */
+                    expires_at?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description Token id, `tok_` + ULID
+                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        id: string;
+                        /** @example ci deploy */
+                        name: string;
+                        /**
+                         * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
+                         * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
+                         */
+                        token: string;
+                        /**
+                         * @description `<resource>:<action>` scopes
+                         * @example [
+                         *       "apps:read",
+                         *       "apps:write"
+                         *     ]
+                         */
+                        scopes: string[];
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
+                         */
+                        created_at: string;
+                        expires_at: string | null;
+                    };
+                };
+            };
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token has expired and cannot be rotated (CONFLICT) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events of this action */
+                action?: "api_token.created" | "api_token.deleted" | "api_token.rotated" | "api_token.updated" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "catalog.applied";
+                /** @description Only events about this token, account or catalog version */
+                target_id?: string;
+                /** @description Only this account's trail. The operator account's tokens: any account (deleted ones too); any other token: its own account only (403 otherwise) */
+                account_id?: string;
+                /** @description Only events that occurred at or after this time: an RFC 3339 timestamp naming a real date and time, e.g. 2026-11-21T19:00:00Z */
+                since?: string;
+                /** @description Only events that occurred before this time: an RFC 3339 timestamp naming a real date and time, e.g. 2026-11-21T19:00:00Z */
+                until?: string;
+                /** @description Events per page: a whole number from 1 to 100, in plain decimal digits */
+                per_page?: string;
+                /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Audit events, newest first */
+            200: {
+                headers: {
+                    /** @description Only when another page follows: `</api/v1/audit-events?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
+                    link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description `evt_` + ULID: sorts by time
+                         * @example evt_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        id: string;
+                        /**
+                         * @description What happened
+                         * @enum {unknown}
+                         */
+                        action: "api_token.created" | "api_token.deleted" | "api_token.rotated" | "api_token.updated" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "catalog.applied";
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
+                         */
+                        occurred_at: string;
+                        /** @description Who made the change */
+                        actor: {
+                            /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens) */
+                            type: "api_token" | "cli" | "secret_scanning" | "system";
+                            id: string | null;
+                            name: string | null;
+                        };
+                        /** @description What was changed (its name as it was at the time) */
+                        target: {
+                            type: "api_token" | "account" | "catalog";
+                            id: string | null;
+                            name: string | null;
+                        };
+                        /** @description Client address; null off HTTP */
+                        ip: string | null;
+                        /** @description Client User-Agent (at most 512 characters) */
+                        user_agent: string | null;
+                        /** @description The `x-request-id` of the request that made the change; null off HTTP */
+                        request_id: string | null;
+                        /** @description What else the event records (changed fields, grace period, a leak report's url and source); never a secret */
+                        details: {
+                            [key: string]: unknown;
+                        };
+                    }[];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks audit-events:read, or names another account in `account_id` without being the operator account's (INSUFFICIENT_SCOPE) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
