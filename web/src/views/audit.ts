@@ -2,7 +2,7 @@
 // an action filter (and, for an operator-account token, every account's trail), paged with
 // "Load more" through the list's `Link: <...>; rel="next"` header. Offered in the nav only
 // to a token holding audit-events:read.
-import { actorOf, AUDIT_ACTIONS, auditPath, detailLines, targetOf, type Party } from '../audit.js';
+import { actorOf, AUDIT_ACTIONS, auditPath, detailLines, targetOf, type AuditFilter, type Party } from '../audit.js';
 import { apiPage, type AuditEvent } from '../api.js';
 import { announce, focusOn, h, replace } from '../dom.js';
 import { exactTime, relativeTime } from '../format.js';
@@ -47,19 +47,18 @@ export function auditView(root: HTMLElement, shell: Shell): void {
     : null;
   const list = h('section', { class: 'card', 'aria-labelledby': 'audit-heading' });
   const load = (): Promise<void> =>
-    loadEvents(list, shell, auditPath({ action: action.value, accountId: whose === null ? own : whose.value || null }));
+    loadEvents(list, shell, { action: action.value, accountId: whose === null ? own : whose.value || null });
   action.addEventListener('change', () => void load());
   whose?.addEventListener('change', () => void load());
-  replace(
-    root,
-    h(
-      'form',
-      { class: 'card filters', 'aria-label': 'Filter the audit log', novalidate: true },
-      h('div', { class: 'field' }, h('label', { for: 'audit-action' }, 'Action'), action),
-      whose === null ? null : h('div', { class: 'field' }, h('label', { for: 'audit-account' }, 'Accounts'), whose),
-    ),
-    list,
+  // Filters apply as they change; the form is never submitted.
+  const filters = h(
+    'form',
+    { class: 'card filters', 'aria-label': 'Filter the audit log', novalidate: true },
+    h('div', { class: 'field' }, h('label', { for: 'audit-action' }, 'Action'), action),
+    whose === null ? null : h('div', { class: 'field' }, h('label', { for: 'audit-account' }, 'Accounts'), whose),
   );
+  filters.addEventListener('submit', (event) => event.preventDefault());
+  replace(root, filters, list);
   void load();
 }
 
@@ -67,7 +66,7 @@ export function auditView(root: HTMLElement, shell: Shell): void {
 // meanwhile) is dropped.
 let generation = 0;
 
-async function loadEvents(section: HTMLElement, shell: Shell, path: string): Promise<void> {
+async function loadEvents(section: HTMLElement, shell: Shell, filter: AuditFilter): Promise<void> {
   const mine = ++generation;
   const notice = noticeArea();
   const refresh = h('button', { type: 'button', class: 'secondary' }, 'Refresh');
@@ -79,18 +78,18 @@ async function loadEvents(section: HTMLElement, shell: Shell, path: string): Pro
     body,
   );
   refresh.addEventListener('click', () => {
-    void loadEvents(section, shell, path).then(() => announce('Audit log refreshed'));
+    void loadEvents(section, shell, filter).then(() => announce('Audit log refreshed'));
   });
   let page: { items: AuditEvent[]; next: string | null };
   try {
-    page = await apiPage<AuditEvent>(path);
+    page = await apiPage<AuditEvent>(auditPath(filter));
   } catch (err) {
     if (mine === generation && !reportError(shell, notice, err)) body.replaceChildren();
     return;
   }
   if (mine !== generation) return;
   if (page.items.length === 0) {
-    replace(body, h('p', { class: 'muted' }, path.includes('action=') ? 'No events of this action.' : 'No events.'));
+    replace(body, h('p', { class: 'muted' }, filter.action === '' ? 'No events.' : 'No events of this action.'));
     return;
   }
   const rows = h('tbody', {}, page.items.map(eventRow));
