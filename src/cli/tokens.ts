@@ -1,16 +1,19 @@
-// `infracat tokens create|list|delete`: the operator's path, straight to the configured
-// store (no HTTP, no token needed), in one account: --account ID, the operator account
-// by default. Running instances see a delete within TOKEN_CACHE_TTL_MS.
+// `infracat tokens create|list|rotate|update|delete`: the operator's path, straight to the
+// configured store (no HTTP, no token needed), in one account: --account ID, the operator
+// account by default. Running instances see a delete, a rotation or an edit within
+// TOKEN_CACHE_TTL_MS.
 import { OPERATOR_ACCOUNT_ID } from '../accounts/ids.js';
 import { cliAuditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
 import { createTokenDomain } from '../tokens/index.js';
+import { GRACE_MAX_S } from '../tokens/rules.js';
 import { createdView, tokenView } from '../tokens/views.js';
 import { UsageError, type Command } from './command.js';
+import { formatDuration, parseDuration } from './duration.js';
 import { parseFlags } from './options.js';
 import { withStore } from './store.js';
 
-const help = `Usage: infracat tokens <create|list|delete> [options]
+const help = `Usage: infracat tokens <create|list|rotate|update|delete> [options]
 
 Manage API tokens directly in the configured store (DATABASE_URL or --database-url).
 
@@ -23,6 +26,18 @@ Manage API tokens directly in the configured store (DATABASE_URL or --database-u
       operator gets a token with accounts:read and accounts:write.
   infracat tokens list [--json]
       Lists live tokens (never their secrets). --json prints GET /api/v1/api-tokens.
+  infracat tokens rotate ID [--grace DURATION] [--expires-at RFC3339] [--json]
+      Gives the token a new secret and prints it; the secret is shown this once. The
+      old secret keeps working for --grace (30s, 15m, 1h, 1d or plain seconds, at
+      most ${formatDuration(GRACE_MAX_S)}; default 0: refused at once); rotating again ends an earlier grace
+      period at once (at most two live secrets). Without --expires-at the token keeps
+      its expiry. --json prints the JSON of POST /api/v1/api-tokens/{id}/rotate. Other
+      running instances refuse the old secret within TOKEN_CACHE_TTL_MS of the end of
+      its grace period.
+  infracat tokens update ID [--name NAME] [--scopes SCOPE[,SCOPE...]] [--json]
+      Renames the token and/or replaces its scopes (any registered scope; accounts:*
+      only in the operator account). --json prints PATCH /api/v1/api-tokens/{id}.
+      Other running instances apply narrowed scopes within TOKEN_CACHE_TTL_MS.
   infracat tokens delete ID [--json]
       Deletes a token. Other running instances refuse it within TOKEN_CACHE_TTL_MS.
 
@@ -56,13 +71,25 @@ export function table(rows: string[][]): string {
   );
 }
 
+/** `--scopes a,b`: the comma-separated scopes, trimmed, empty entries dropped. */
+function scopeList(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+function noToken(id: string, account: string): AppError {
+  return new AppError('NOT_FOUND', `no token with id ${id} in account ${account}`);
+}
+
 function noAccount(id: string): AppError {
   return new AppError('NOT_FOUND', `no account with id ${id} (see infracat accounts list)`);
 }
 
 export const tokensCommand: Command = {
   name: 'tokens',
-  summary: 'create, list and delete API tokens in the store',
+  summary: 'create, list, rotate, update and delete API tokens in the store',
   help,
   async run(args) {
     const [sub, ...rest] = args;
@@ -80,10 +107,7 @@ export const tokensCommand: Command = {
       if (values.name === undefined || (values.scopes === undefined) === !all) {
         throw new UsageError('create needs --name and one of --scopes or --all-scopes');
       }
-      const requested = (values.scopes ?? '')
-        .split(',')
-        .map((s) => s.trim())
-        .filter((s) => s !== '');
+      const requested = scopeList(values.scopes ?? '');
       return withStore(values['database-url'], async (store, config) => {
         const { service } = createTokenDomain(config, store);
         const account = values.account ?? OPERATOR_ACCOUNT_ID;
@@ -137,6 +161,98 @@ export const tokensCommand: Command = {
         return 0;
       });
     }
+    if (sub === 'rotate') {
+      const { values, positionals } = parseFlags(
+        rest,
+        {
+          grace: { type: 'string' },
+          'expires-at': { type: 'string' },
+          json: { type: 'boolean' },
+          account: { type: 'string' },
+          'database-url': { type: 'string' },
+        },
+        true,
+      );
+      if (positionals.length !== 1) throw new UsageError('rotate needs exactly one token id');
+      let grace = 0;
+      if (values.grace !== undefined) {
+        const parsed = parseDuration(values.grace, GRACE_MAX_S);
+        if ('error' in parsed) throw new UsageError(`--grace: ${parsed.error}`);
+        grace = parsed.seconds;
+      }
+      const id = positionals[0]!;
+      return withStore(values['database-url'], async (store, config) => {
+        const account = values.account ?? OPERATOR_ACCOUNT_ID;
+        if ((await store.accounts.get(account)) === null) return fail(noAccount(account));
+        try {
+          const issued = await createTokenDomain(config, store).service.rotate(
+            account,
+            id,
+            { grace_period_s: grace, expires_at: values['expires-at'] },
+            null,
+            cliAuditContext(),
+          );
+          if (issued === null) return fail(noToken(id, account));
+          const view = createdView(issued);
+          if (values.json === true) process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
+          else {
+            const previous = issued.token.previousExpiresAt;
+            const expires = view.expires_at ? `; the token expires ${view.expires_at}` : '';
+            process.stdout.write(`rotated ${view.id} "${view.name}"${expires}\n`);
+            process.stdout.write(
+              previous === null
+                ? 'the previous secret is refused from now on\n'
+                : `the previous secret keeps working until ${new Date(previous).toISOString()}\n`,
+            );
+            process.stdout.write(`token: ${view.token}\n(shown this once: store it now)\n`);
+          }
+          return 0;
+        } catch (err) {
+          return fail(err);
+        }
+      });
+    }
+    if (sub === 'update') {
+      const { values, positionals } = parseFlags(
+        rest,
+        {
+          name: { type: 'string' },
+          scopes: { type: 'string' },
+          json: { type: 'boolean' },
+          account: { type: 'string' },
+          'database-url': { type: 'string' },
+        },
+        true,
+      );
+      if (positionals.length !== 1) throw new UsageError('update needs exactly one token id');
+      if (values.name === undefined && values.scopes === undefined)
+        throw new UsageError('update needs --name, --scopes or both');
+      const id = positionals[0]!;
+      return withStore(values['database-url'], async (store, config) => {
+        const account = values.account ?? OPERATOR_ACCOUNT_ID;
+        if ((await store.accounts.get(account)) === null) return fail(noAccount(account));
+        try {
+          const patch = {
+            ...(values.name !== undefined ? { name: values.name } : {}),
+            ...(values.scopes !== undefined ? { scopes: scopeList(values.scopes) } : {}),
+          };
+          const updated = await createTokenDomain(config, store).service.update(
+            account,
+            id,
+            patch,
+            null,
+            cliAuditContext(),
+          );
+          if (updated === null) return fail(noToken(id, account));
+          const view = tokenView(updated);
+          if (values.json === true) process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
+          else process.stdout.write(`updated ${view.id} "${view.name}" with ${view.scopes.join(', ')}\n`);
+          return 0;
+        } catch (err) {
+          return fail(err);
+        }
+      });
+    }
     if (sub === 'delete') {
       const { values, positionals } = parseFlags(
         rest,
@@ -153,12 +269,13 @@ export const tokensCommand: Command = {
           else process.stdout.write(`deleted ${id}\n`);
           return 0;
         }
-        process.stderr.write(`infracat tokens: no token with id ${id} in account ${account}\n`);
-        return 1;
+        return fail(noToken(id, account));
       });
     }
     throw new UsageError(
-      sub === undefined ? 'missing sub-command: create, list or delete' : `unknown sub-command '${sub}'`,
+      sub === undefined
+        ? 'missing sub-command: create, list, rotate, update or delete'
+        : `unknown sub-command '${sub}'`,
     );
   },
 };

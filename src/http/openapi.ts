@@ -15,10 +15,14 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { AppError, ProblemSchema } from '../errors.js';
 import { CHECKSUM_CHARS, RANDOM_CHARS } from '../tokens/format.js';
 import { bearerChallenge, type RouteAuth } from './auth.js';
+import { noBodyAsEmptyObject } from './optional-body.js';
 import { policyField, RATE_LIMIT_POLICIES, stateField, type RateLimitOptions } from './rate-limit.js';
 import type { App } from './types.js';
 
 const OPENAPI_PATH = '/api/v1/openapi.json';
+// Carries "the body is optional" from a route's transform to the whole-document pass
+// (an `x-` key: @fastify/swagger copies those onto the operation); never left in the document.
+const BODY_OPTIONAL = 'x-infracat-body-optional';
 const DOCS_PREFIX = '/docs';
 
 const header = (description: string, type: 'string' | 'integer' = 'string') => ({ description, schema: { type } });
@@ -214,7 +218,21 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
     transform: ({ schema, url, route }) => {
       if (schema?.hide === true) return { schema, url };
       const documented = documentRoute((schema ?? {}) as RouteSchema, url, route.config ?? {}, options);
+      // A route that reads no body as `{}` says so (@fastify/swagger marks every body required):
+      // the route's own hook decides, so the document cannot drift from it.
+      if ([route.preValidation].flat().includes(noBodyAsEmptyObject)) documented[BODY_OPTIONAL] = true;
       return { schema: documented as typeof schema, url };
+    },
+    transformObject: (documents) => {
+      const doc = 'openapiObject' in documents ? documents.openapiObject : documents.swaggerObject;
+      for (const item of Object.values(doc.paths ?? {}) as Record<string, Record<string, unknown>>[]) {
+        for (const operation of Object.values(item)) {
+          if (operation[BODY_OPTIONAL] !== true) continue;
+          delete operation[BODY_OPTIONAL];
+          (operation.requestBody as { required: boolean }).required = false;
+        }
+      }
+      return doc;
     },
   });
 

@@ -25,7 +25,8 @@ export function installCors(app: App, origins: readonly string[]): void {
   if (origins.length === 0) return;
   const options = {
     origin: origins.includes('*') ? '*' : [...origins],
-    methods: ['GET', 'HEAD', 'POST', 'DELETE'],
+    // PATCH: the merge patches of accounts and tokens.
+    methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'If-None-Match', 'X-Request-Id'],
     exposedHeaders: [
       'ETag',

@@ -1,8 +1,8 @@
 // The token endpoints of the spec, plus GET /api-tokens/{id}, GET /api-tokens/current,
 // PATCH /api-tokens/{id}, POST /api-tokens/{id}/rotate and GET /scopes. Every response
-// here carries Cache-Control: no-store. Each acts inside
-// the calling token's account only: another account's token id is answered exactly as
-// an unknown one (404), so nothing here tells whether it exists.
+// here carries Cache-Control: no-store. Each acts inside the calling token's account
+// only: another account's token id is answered exactly as an unknown one (404), so
+// nothing here tells whether it exists.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { auditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';

@@ -1,7 +1,11 @@
 // The operator path: `infracat tokens ...` and the first-start admin token of `serve`.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.js';
+import { SqliteStore } from '../../src/storage/sqlite/store.js';
 import { checkSecret } from '../../src/tokens/format.js';
+import { createTokenDomain } from '../../src/tokens/index.js';
+import { assertNoSecret } from '../helpers/no-secret.js';
 import { cli, serve } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite.js';
 
@@ -68,6 +72,164 @@ describe('infracat tokens', () => {
     const help = await cli(['tokens', '--help']);
     assert.equal(help.code, 0);
     assert.match(help.stdout, /infracat tokens create --name NAME --scopes/);
+  });
+
+  it('rotate prints the new secret once; --grace keeps the old one working that long; audited', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+    assert.equal((await cli(['migrate'], { env })).code, 0);
+    const created = JSON.parse(
+      (await cli(['tokens', 'create', '--name', 'ci', '--scopes', 'apps:read', '--json'], { env })).stdout,
+    ) as { id: string; token: string };
+    const store = new SqliteStore({ path: tmp.file(), busyTimeoutMs: 2000 });
+    t.after(() => store.close());
+    // A fresh domain per check: no verification cache carried between them.
+    const verify = async (secret: string) =>
+      (await createTokenDomain(loadConfig(env), store).service.verify(secret)).ok;
+
+    const graced = await cli(['tokens', 'rotate', created.id, '--grace', '1h', '--json'], { env });
+    assert.equal(graced.code, 0, graced.stderr);
+    const second = JSON.parse(graced.stdout) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(second).sort(), ['created_at', 'expires_at', 'id', 'name', 'scopes', 'token']);
+    assert.deepEqual([second.id, second.name, second.scopes], [created.id, 'ci', ['apps:read']]);
+    assert.deepEqual(checkSecret(String(second.token), 'icat'), { ok: true });
+    assert.deepEqual([await verify(created.token), await verify(String(second.token))], [true, true], 'in its grace');
+
+    const human = await cli(['tokens', 'rotate', created.id], { env });
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, new RegExp(`^rotated ${created.id} "ci"\n`));
+    assert.match(human.stdout, /the previous secret is refused from now on/);
+    const third = /^token: (icat_\w+)$/m.exec(human.stdout)?.[1];
+    assert.ok(third !== undefined, human.stdout);
+    assert.match(human.stdout, /shown this once/);
+    assert.deepEqual(
+      [await verify(created.token), await verify(String(second.token)), await verify(third)],
+      [false, false, true],
+      'no grace: both earlier secrets are refused',
+    );
+
+    const before = Date.now();
+    const timed = await cli(['tokens', 'rotate', created.id, '--grace', '90m'], { env });
+    const until = /keeps working until (\S+)/.exec(timed.stdout)?.[1];
+    assert.ok(until !== undefined, timed.stdout);
+    const ms = Date.parse(until) - before;
+    assert.ok(ms >= 90 * 60_000 && ms < 91 * 60_000, until);
+    assert.equal(await verify(third), true, 'the previous secret, for 90 minutes');
+
+    const listed = await cli(['tokens', 'list', '--json'], { env });
+    assert.ok(!listed.stdout.includes(third), 'the secret is shown once');
+
+    const events = await store.audit.list({ targetId: created.id, action: 'api_token.rotated', limit: 10 });
+    assert.equal(events.length, 3);
+    assert.deepEqual(
+      events.map((e) => [e.actorType, e.actorId, e.details.grace_period_s]),
+      [
+        ['cli', null, 5400],
+        ['cli', null, 0],
+        ['cli', null, 3600],
+      ],
+    );
+    assertNoSecret(JSON.stringify(events), [created.token, String(second.token), third]);
+  });
+
+  it('rotate: --expires-at, --account, and the refusals (usage: exit 2; the rest: exit 1)', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+    assert.equal((await cli(['migrate'], { env })).code, 0);
+    const account = JSON.parse((await cli(['accounts', 'create', '--name', 'Acme', '--json'], { env })).stdout) as {
+      id: string;
+    };
+    const token = JSON.parse(
+      (
+        await cli(
+          ['tokens', 'create', '--account', account.id, '--name', 'theirs', '--scopes', 'apps:read', '--json'],
+          {
+            env,
+          },
+        )
+      ).stdout,
+    ) as { id: string };
+    const expiresAt = new Date(Date.now() + 7 * 86_400_000).toISOString();
+    const rotated = await cli(
+      ['tokens', 'rotate', token.id, '--account', account.id, '--expires-at', expiresAt, '--json'],
+      { env },
+    );
+    assert.equal(rotated.code, 0, rotated.stderr);
+    assert.equal((JSON.parse(rotated.stdout) as { expires_at: string }).expires_at, expiresAt);
+
+    const refusals: [string[], number, RegExp][] = [
+      [['tokens', 'rotate'], 2, /exactly one token id/],
+      [['tokens', 'rotate', token.id, '--grace', '2d'], 2, /--grace: 2d is too long: at most 1d/],
+      [['tokens', 'rotate', token.id, '--grace', '1.5h'], 2, /--grace: "1.5h" is not a duration/],
+      [['tokens', 'rotate', token.id], 1, /no token with id tok_\w+ in account acc_0+/],
+      [['tokens', 'rotate', token.id, '--account', 'acc_nope'], 1, /no account with id acc_nope/],
+      [
+        ['tokens', 'rotate', token.id, '--account', account.id, '--expires-at', '2020-01-01T00:00:00Z'],
+        1,
+        /expires_at: must be in the future/,
+      ],
+    ];
+    for (const [args, code, message] of refusals) {
+      const res = await cli(args, { env });
+      assert.equal(res.code, code, `${args.join(' ')}: ${res.stderr}`);
+      assert.match(res.stderr, message, args.join(' '));
+      assert.equal(res.stdout, '', 'no secret printed');
+    }
+    const help = await cli(['tokens', '--help']);
+    assert.match(help.stdout, /infracat tokens rotate ID \[--grace DURATION\]/);
+    assert.match(help.stdout, /infracat tokens update ID \[--name NAME\] \[--scopes SCOPE/);
+  });
+
+  it('update renames and replaces scopes (--json as PATCH); the refusals', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+    assert.equal((await cli(['migrate'], { env })).code, 0);
+    const token = JSON.parse(
+      (await cli(['tokens', 'create', '--name', 'old', '--scopes', 'apps:read', '--json'], { env })).stdout,
+    ) as { id: string; token: string };
+    const updated = await cli(
+      ['tokens', 'update', token.id, '--name', 'new', '--scopes', 'apps:read, images:read', '--json'],
+      { env },
+    );
+    assert.equal(updated.code, 0, updated.stderr);
+    const view = JSON.parse(updated.stdout) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(view).sort(), ['created_at', 'expires_at', 'id', 'last_used_at', 'name', 'scopes']);
+    assert.deepEqual([view.name, view.scopes], ['new', ['apps:read', 'images:read']]);
+    const human = await cli(['tokens', 'update', token.id, '--scopes', 'regions:read'], { env });
+    assert.equal(human.stdout.trim(), `updated ${token.id} "new" with regions:read`);
+
+    const account = JSON.parse((await cli(['accounts', 'create', '--name', 'Acme', '--json'], { env })).stdout) as {
+      id: string;
+    };
+    const theirs = JSON.parse(
+      (
+        await cli(['tokens', 'create', '--account', account.id, '--name', 't', '--scopes', 'apps:read', '--json'], {
+          env,
+        })
+      ).stdout,
+    ) as { id: string };
+    const refusals: [string[], number, RegExp][] = [
+      [['tokens', 'update', token.id], 2, /--name, --scopes or both/],
+      [['tokens', 'update'], 2, /exactly one token id/],
+      [
+        ['tokens', 'update', token.id, '--scopes', 'apps:read,nope'],
+        1,
+        /scopes\/1: [\s\S]*valid scopes: api-tokens:read/,
+      ],
+      [['tokens', 'update', token.id, '--name', ' '], 1, /name: must not be empty/],
+      [['tokens', 'update', theirs.id, '--name', 'x'], 1, /no token with id/],
+      [['tokens', 'update', theirs.id, '--account', account.id, '--scopes', 'accounts:read'], 1, /operator account/],
+    ];
+    for (const [args, code, message] of refusals) {
+      const res = await cli(args, { env });
+      assert.equal(res.code, code, `${args.join(' ')}: ${res.stderr}`);
+      assert.match(res.stderr, message, args.join(' '));
+    }
+    const ok = await cli(['tokens', 'update', theirs.id, '--account', account.id, '--name', 'renamed'], { env });
+    assert.equal(ok.code, 0, ok.stderr);
   });
 
   it(

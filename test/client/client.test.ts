@@ -108,6 +108,54 @@ describe('real client from the OpenAPI document', () => {
     check('get', '/api/v1/scopes', 200, scopes.response.headers.get('content-type')!, scopes.data);
   });
 
+  it('rotate (with and without a body) and merge patch of a token, through openapi-fetch', async (t) => {
+    const { app, baseUrl, check } = await served(t);
+    const admin = await mintToken(app, ['api-tokens:write', 'apps:write']);
+    const client = createClient<paths>({ baseUrl, headers: admin.auth });
+    const type = (r: Response) => r.headers.get('content-type')!;
+    const created = await client.POST('/api/v1/api-tokens', { body: { name: 'to rotate', scopes: ['apps:read'] } });
+    const id = created.data!.id;
+
+    const rotated = await client.POST('/api/v1/api-tokens/{id}/rotate', {
+      params: { path: { id } },
+      body: { grace_period_s: 60 },
+    });
+    assert.equal(rotated.response.status, 200);
+    check('post', '/api/v1/api-tokens/{id}/rotate', 200, type(rotated.response), rotated.data);
+    assert.equal(rotated.data?.id, id);
+    assert.notEqual(rotated.data?.token, created.data!.token);
+    // The body is optional in the document, so the typed client may leave it out.
+    const bare = await client.POST('/api/v1/api-tokens/{id}/rotate', { params: { path: { id } } });
+    assert.equal(bare.response.status, 200);
+    check('post', '/api/v1/api-tokens/{id}/rotate', 200, type(bare.response), bare.data);
+    const invalid = await client.POST('/api/v1/api-tokens/{id}/rotate', {
+      params: { path: { id } },
+      body: { grace_period_s: 86_401 },
+    });
+    assert.equal(invalid.response.status, 422);
+    check('post', '/api/v1/api-tokens/{id}/rotate', 422, type(invalid.response), invalid.error);
+
+    const patched = await client.PATCH('/api/v1/api-tokens/{id}', {
+      params: { path: { id } },
+      body: { name: 'rotated', scopes: ['apps:read', 'apps:write'] },
+      headers: { 'content-type': 'application/merge-patch+json' },
+    });
+    assert.equal(patched.response.status, 200);
+    check('patch', '/api/v1/api-tokens/{id}', 200, type(patched.response), patched.data);
+    assert.deepEqual(patched.data?.scopes, ['apps:read', 'apps:write']);
+    const refused = await client.PATCH('/api/v1/api-tokens/{id}', {
+      params: { path: { id } },
+      body: { scopes: ['images:read'] },
+    });
+    assert.equal(refused.response.status, 403);
+    check('patch', '/api/v1/api-tokens/{id}', 403, type(refused.response), refused.error);
+    const gone = await client.PATCH('/api/v1/api-tokens/{id}', {
+      params: { path: { id: 'tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H' } },
+      body: {},
+    });
+    check('patch', '/api/v1/api-tokens/{id}', 404, type(gone.response), gone.error);
+  });
+
   it('accounts: create, list, merge patch, mint into one, its tokens, delete, through openapi-fetch', async (t) => {
     const { app, baseUrl, check } = await served(t);
     const operator = await mintToken(app, ['accounts:write', 'api-tokens:write', 'apps:write']);

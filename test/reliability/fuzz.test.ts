@@ -78,6 +78,7 @@ function arbitraries(secrets: { admin: string; reader: string; id: string }) {
       '/',
     ),
     tokenId.map((id) => `/api/v1/api-tokens/${id}`),
+    tokenId.map((id) => `/api/v1/api-tokens/${id}/rotate`),
     fc
       .tuple(
         fc.constantFrom('images', 'plans', 'regions'),
@@ -140,6 +141,7 @@ function arbitraries(secrets: { admin: string; reader: string; id: string }) {
       'application/xml',
       '*/*',
       'application/json; charset=latin1',
+      'application/merge-patch+json',
     ),
     { nil: undefined },
   );
@@ -153,6 +155,7 @@ function arbitraries(secrets: { admin: string; reader: string; id: string }) {
         text,
       ),
       token: fc.oneof(fc.constant(secrets.reader), text),
+      grace_period_s: fc.oneof(fc.integer({ min: -10, max: 100_000 }), fc.double(), text, fc.constant(null)),
     },
     { requiredKeys: [] },
   );

@@ -261,3 +261,33 @@ for (const backend of backends()) {
     });
   });
 }
+
+describe('PATCH from another origin (CORS_ORIGINS)', () => {
+  it('a preflight for PATCH with a merge-patch body is allowed, as for the other methods', async (t) => {
+    const origin = 'https://console.example.com';
+    const { app } = await build(t, { env: { CORS_ORIGINS: origin } });
+    const admin = await mintToken(app, ['api-tokens:write', 'apps:read']);
+    const token = await mintToken(app, ['apps:read']);
+    const url = `/api/v1/api-tokens/${token.id}`;
+    const pre = await app.inject({
+      method: 'OPTIONS',
+      url,
+      headers: {
+        origin,
+        'access-control-request-method': 'PATCH',
+        'access-control-request-headers': 'authorization,content-type',
+      },
+    });
+    assert.equal(pre.statusCode, 204);
+    assert.equal(pre.headers['access-control-allow-origin'], origin);
+    assert.ok(String(pre.headers['access-control-allow-methods']).split(/,\s*/).includes('PATCH'), 'PATCH allowed');
+    const res = await app.inject({
+      method: 'PATCH',
+      url,
+      headers: { ...admin.auth, origin, 'content-type': 'application/merge-patch+json' },
+      payload: '{"name":"from the console"}',
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal(res.headers['access-control-allow-origin'], origin);
+  });
+});
