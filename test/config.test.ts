@@ -175,7 +175,10 @@ describe('configuration', () => {
     // A read-only resource has no :write scope: a rule needing it could never be met.
     expectError(
       { AUTH_CHECK_RULES: '[{"path":"/audit/**","scopes":["audit-events:write"]}]' },
-      /^invalid AUTH_CHECK_RULES: rule 0 needs audit-events:write, which is not a scope \(audit-events has :read only\)$/,
+      new RegExp(
+        '^invalid AUTH_CHECK_RULES: rule 0 needs audit-events:write, ' +
+          'which is not a scope \\(audit-events has :read only\\)$',
+      ),
     );
     const audit = loadConfig({ AUTH_CHECK_RULES: '[{"path":"/audit/**","scopes":["audit-events:read"]}]' });
     assert.deepEqual(audit.authCheckRules[0]!.scopes, ['audit-events:read']);

@@ -3,6 +3,7 @@
 // store writes in the same transaction as the change.
 import type { AuditEventRecord, TargetType, TokenRecord, AccountRecord } from '../storage/types.js';
 import { newId } from '../tokens/ids.js';
+import { redactDeep, redactSecrets } from '../redact.js';
 import type { AuditContext } from './context.js';
 
 export const AUDIT_ACTIONS = [
@@ -49,8 +50,14 @@ export interface EventFacts {
   details?: Record<string, unknown>;
 }
 
+/**
+ * The record of one change. Every text in it that did not come from infracat itself is
+ * scrubbed of anything shaped like a credential (redact.ts): a leak report's URL can
+ * quote the very secret it reports, and an event is stored, listed and logged for a year.
+ */
 export function auditEvent(facts: EventFacts): AuditEventRecord {
   const { context, target } = facts;
+  const text = (value: string | null) => (value === null ? null : redactSecrets(value));
   return {
     id: newId('evt', facts.now),
     accountId: facts.accountId,
@@ -58,14 +65,14 @@ export function auditEvent(facts: EventFacts): AuditEventRecord {
     occurredAt: facts.now,
     actorType: context.actor.type,
     actorId: context.actor.id,
-    actorName: context.actor.name,
+    actorName: text(context.actor.name),
     targetType: target.type,
     targetId: target.id,
-    targetName: target.name,
+    targetName: text(target.name),
     ip: context.ip,
-    userAgent: context.userAgent,
+    userAgent: text(context.userAgent),
     requestId: context.requestId,
-    details: facts.details ?? {},
+    details: redactDeep(facts.details ?? {}),
   };
 }
 

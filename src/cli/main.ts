@@ -11,6 +11,7 @@ import { tokensCommand } from './tokens.js';
 import { accountsCommand } from './accounts.js';
 import { catalogCommand } from './catalog.js';
 import { backupCommand } from './backup.js';
+import { auditCommand } from './audit.js';
 
 const COMMANDS: readonly Command[] = [
   serveCommand,
@@ -18,6 +19,7 @@ const COMMANDS: readonly Command[] = [
   tokensCommand,
   accountsCommand,
   catalogCommand,
+  auditCommand,
   backupCommand,
 ];
 

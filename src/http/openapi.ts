@@ -14,6 +14,7 @@ import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AppError, ProblemSchema } from '../errors.js';
 import { CHECKSUM_CHARS, RANDOM_CHARS } from '../tokens/format.js';
+import { READ_ONLY_RESOURCES } from '../tokens/scopes.js';
 import { bearerChallenge, type RouteAuth } from './auth.js';
 import { noBodyAsEmptyObject } from './optional-body.js';
 import { policyField, RATE_LIMIT_POLICIES, stateField, type RateLimitOptions } from './rate-limit.js';
@@ -68,6 +69,11 @@ function rateLimitHeaders({ quotas, windowS }: RateLimitOptions): Record<string,
   };
 }
 
+/** The note that a write scope would do too, where one exists (not for a read-only resource). */
+function impliedBy(scopes: readonly string[]): string {
+  return scopes.some((sc) => !READ_ONLY_RESOURCES.includes(sc.split(':')[0]!)) ? ' (`write` implies `read`)' : '';
+}
+
 /** Adds the problem responses, security and scope notes a route's declaration implies. */
 function documentRoute(schema: RouteSchema, url: string, route: RouteConfig, facts: OpenApiOptions): RouteSchema {
   const { auth, problems = {} } = route;
@@ -117,7 +123,7 @@ function documentRoute(schema: RouteSchema, url: string, route: RouteConfig, fac
       auth === 'custom'
         ? 'Needs a valid bearer token; the scopes depend on the request (see below).'
         : scopes.length > 0
-          ? `Needs a token with \`${scopes.join('`, `')}\` (\`write\` implies \`read\`).`
+          ? `Needs a token with \`${scopes.join('`, `')}\`${impliedBy(scopes)}.`
           : 'Needs any valid token.';
     add(
       401,

@@ -13,7 +13,7 @@ describe('infracat command', () => {
     assert.match(top.stdout, /Usage: infracat <command>/);
     assert.match(top.stdout, /serve/);
     assert.match(top.stdout, /migrate/);
-    for (const cmd of ['serve', 'migrate', 'tokens', 'catalog', 'backup']) {
+    for (const cmd of ['serve', 'migrate', 'tokens', 'accounts', 'catalog', 'audit', 'backup']) {
       const res = await cli([cmd, '--help']);
       assert.equal(res.code, 0, cmd);
       assert.match(res.stdout, new RegExp(`Usage: infracat ${cmd}`));

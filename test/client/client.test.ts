@@ -207,4 +207,38 @@ describe('real client from the OpenAPI document', () => {
     const current = await client.GET('/api/v1/api-tokens/current');
     assert.equal(current.data?.account_id, 'acc_00000000000000000000000000');
   });
+
+  it('audit events: pages followed through Link, filters, refusals, through openapi-fetch', async (t) => {
+    const { app, baseUrl, check } = await served(t);
+    const operator = await mintToken(app, ['accounts:write', 'api-tokens:write', 'audit-events:read']);
+    const client = createClient<paths>({ baseUrl, headers: operator.auth });
+    const type = (r: Response) => r.headers.get('content-type')!;
+    for (const name of ['a', 'b', 'c'])
+      assert.equal((await client.POST('/api/v1/accounts', { body: { name } })).response.status, 201);
+
+    const first = await client.GET('/api/v1/audit-events', { params: { query: { per_page: '2' } } });
+    assert.equal(first.response.status, 200);
+    check('get', '/api/v1/audit-events', 200, type(first.response), first.data);
+    assert.deepEqual(
+      first.data?.map((e) => e.action),
+      ['account.created', 'account.created'],
+    );
+    // The Link target is a path: resolved against the request's URL (RFC 8288), as a client does.
+    const link = /^<([^>]+)>; rel="next"$/.exec(first.response.headers.get('link') ?? '')?.[1];
+    assert.ok(link !== undefined && link.startsWith('/api/v1/audit-events?'), String(link));
+    const next = new URL(link, first.response.url);
+    const cursor = next.searchParams.get('cursor') ?? '';
+    const second = await client.GET('/api/v1/audit-events', { params: { query: { per_page: '2', cursor } } });
+    check('get', '/api/v1/audit-events', 200, type(second.response), second.data);
+    assert.equal(second.data?.[0]?.target.name, 'a');
+    const filtered = await client.GET('/api/v1/audit-events', { params: { query: { action: 'api_token.created' } } });
+    assert.ok(filtered.data?.every((e) => e.action === 'api_token.created'));
+    const bad = await client.GET('/api/v1/audit-events', { params: { query: { per_page: '101' } } });
+    assert.equal(bad.response.status, 400);
+    check('get', '/api/v1/audit-events', 400, type(bad.response), bad.error);
+    const reader = createClient<paths>({ baseUrl, headers: (await mintToken(app, ['apps:read'])).auth });
+    const forbidden = await reader.GET('/api/v1/audit-events');
+    assert.equal(forbidden.response.status, 403);
+    check('get', '/api/v1/audit-events', 403, type(forbidden.response), forbidden.error);
+  });
 });

@@ -1,8 +1,8 @@
 // Crash safety: the real server as a child process, concurrent creates and deletes over
 // HTTP, `kill -9` at a random moment, restart, and check that every acknowledged create
-// exists and works and every acknowledged delete is gone (and, on SQLite, that the file
-// passes integrity_check). CRASH_ROUNDS kills per backend (npm test: 3;
-// npm run test:reliability: 20).
+// exists and works and every acknowledged delete is gone, that the audit trail agrees
+// with the tokens both ways (and, on SQLite, that the file passes integrity_check).
+// CRASH_ROUNDS kills per backend (npm test: 3; npm run test:reliability: 20).
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import Database from '../../src/storage/sqlite/driver.js';
@@ -21,10 +21,35 @@ interface Ledger {
   deleted: Set<string>;
 }
 
+/** Every audit event, oldest first, following the Link header from page to page. */
+async function auditTrail(url: string, admin: string): Promise<{ action: string; target: { id: string } }[]> {
+  const out: { action: string; target: { id: string } }[] = [];
+  let next: string | null = '/api/v1/audit-events?per_page=100';
+  while (next !== null) {
+    const res: Response = await fetch(`${url}${next}`, { headers: { authorization: `Bearer ${admin}` } });
+    assert.equal(res.status, 200);
+    out.push(...((await res.json()) as { action: string; target: { id: string } }[]));
+    next = /^<([^>]+)>; rel="next"$/.exec(res.headers.get('link') ?? '')?.[1] ?? null;
+  }
+  return out.reverse();
+}
+
 async function verify(url: string, admin: string, ledger: Ledger): Promise<void> {
   const res = await fetch(`${url}/api/v1/api-tokens`, { headers: { authorization: `Bearer ${admin}` } });
   assert.equal(res.status, 200);
   const ids = new Set(((await res.json()) as { id: string }[]).map((x) => x.id));
+  // The audit trail and the tokens agree: an acknowledged change has its event, an event its change.
+  const trail = await auditTrail(url, admin);
+  const targets = (action: string) => trail.filter((e) => e.action === action).map((e) => e.target.id);
+  const createdEvents = new Set(targets('api_token.created'));
+  const deletedEvents = new Set(targets('api_token.deleted'));
+  assert.equal(createdEvents.size, targets('api_token.created').length, 'one creation event per token');
+  assert.equal(deletedEvents.size, targets('api_token.deleted').length, 'one deletion event per token');
+  for (const id of ledger.created.keys()) assert.ok(createdEvents.has(id), `acknowledged create ${id} has its event`);
+  for (const id of ledger.deleted) assert.ok(deletedEvents.has(id), `acknowledged delete ${id} has its event`);
+  for (const id of ids)
+    assert.ok(createdEvents.has(id) && !deletedEvents.has(id), `stored ${id}: created, not deleted`);
+  for (const id of createdEvents) assert.ok(ids.has(id) || deletedEvents.has(id), `${id} of a creation event exists`);
   const mustExist = [...ledger.created.keys()].filter((id) => !ledger.deleteSent.has(id));
   for (const id of mustExist) assert.ok(ids.has(id), `acknowledged create ${id} survived`);
   for (const id of ledger.deleted) assert.ok(!ids.has(id), `acknowledged delete ${id} stayed deleted`);
@@ -89,7 +114,15 @@ async function crashRounds(t: TestContext, backend: Backend, rounds: number): Pr
     LAST_USED_FLUSH_MS: '50',
   };
   const made = await cli(
-    ['tokens', 'create', '--name', 'crash admin', '--scopes', 'api-tokens:write,apps:write', '--json'],
+    [
+      'tokens',
+      'create',
+      '--name',
+      'crash admin',
+      '--scopes',
+      'api-tokens:write,apps:write,audit-events:read',
+      '--json',
+    ],
     { env },
   );
   assert.equal(made.code, 0, made.stderr);
@@ -130,8 +163,12 @@ async function crashRounds(t: TestContext, backend: Backend, rounds: number): Pr
 
 for (const backend of backends()) {
   describe(`kill -9 under load on ${backend.name}`, () => {
-    it(`${ROUNDS} crashes lose no acknowledged create or delete`, { timeout: 600_000 }, async (t) => {
-      await crashRounds(t, backend, ROUNDS);
-    });
+    it(
+      `${ROUNDS} crashes lose no acknowledged create or delete, nor its audit event`,
+      { timeout: 600_000 },
+      async (t) => {
+        await crashRounds(t, backend, ROUNDS);
+      },
+    );
   });
 }

@@ -67,6 +67,7 @@ function arbitraries(secrets: { admin: string; reader: string; id: string }) {
       '/api/v1/api-tokens/current',
       '/api/v1/api-tokens/introspect',
       '/api/v1/scopes',
+      '/api/v1/audit-events',
       '/api/v1/images',
       '/api/v1/plans',
       '/api/v1/regions',
@@ -111,10 +112,30 @@ function arbitraries(secrets: { admin: string; reader: string; id: string }) {
             'scope',
             'access_token',
             'token',
+            'action',
+            'target_id',
+            'account_id',
+            'since',
+            'until',
+            'per_page',
+            'cursor',
           ),
           fc.string({ maxLength: 10 }),
         ),
-        fc.oneof(text, fc.integer().map(String), fc.constantFrom('true', 'false', '1.005', '-1', 'general', ...SCOPES)),
+        fc.oneof(
+          text,
+          fc.integer().map(String),
+          fc.constantFrom(
+            'true',
+            'false',
+            '1.005',
+            '-1',
+            'general',
+            'api_token.created',
+            '2027-01-01T00:00:00Z',
+            ...SCOPES,
+          ),
+        ),
         { maxKeys: 4 },
       )
       .map((q) => `?${new URLSearchParams(q).toString()}`),
@@ -200,6 +221,7 @@ for (const backend of backends()) {
         'images:read',
         'plans:read',
         'regions:write',
+        'audit-events:read',
       ]);
       const reader = await mintToken(app, ['api-tokens:read']);
       const secrets = { admin: admin.secret, reader: reader.secret, id: reader.id };

@@ -289,6 +289,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List audit events (who changed which token, account or catalog, when and from where)
+         * @description Newest first. A token sees its own account's trail; the operator account's tokens see every account's and may filter one with `account_id`. Filters combine; `since` is inclusive, `until` exclusive. At most `per_page` events (default 30, at most 100); when more follow, a `Link: <...>; rel="next"` header names the next page (follow it as it is). Events are kept for AUDIT_RETENTION_DAYS. No event ever holds a secret.
+         *
+         *     Needs a token with `audit-events:read`.
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/check": {
         parameters: {
             query?: never;
@@ -3114,6 +3136,147 @@ export interface operations {
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description Only events of this action */
+                action?: "api_token.created" | "api_token.deleted" | "api_token.rotated" | "api_token.updated" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "catalog.applied";
+                /** @description Only events about this token, account or catalog version */
+                target_id?: string;
+                /** @description Only this account's trail. The operator account's tokens: any account (deleted ones too); any other token: its own account only (403 otherwise) */
+                account_id?: string;
+                /** @description Only events that occurred at or after this time: an RFC 3339 timestamp naming a real date and time, e.g. 2026-11-21T19:00:00Z */
+                since?: string;
+                /** @description Only events that occurred before this time: an RFC 3339 timestamp naming a real date and time, e.g. 2026-11-21T19:00:00Z */
+                until?: string;
+                /** @description Events per page: a whole number from 1 to 100, in plain decimal digits */
+                per_page?: string;
+                /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Audit events, newest first */
+            200: {
+                headers: {
+                    /** @description Only when another page follows: `</api/v1/audit-events?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
+                    link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description `evt_` + ULID: sorts by time
+                         * @example evt_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        id: string;
+                        /**
+                         * @description What happened
+                         * @enum {unknown}
+                         */
+                        action: "api_token.created" | "api_token.deleted" | "api_token.rotated" | "api_token.updated" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "catalog.applied";
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
+                         */
+                        occurred_at: string;
+                        /** @description Who made the change */
+                        actor: {
+                            /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens) */
+                            type: "api_token" | "cli" | "secret_scanning" | "system";
+                            id: string | null;
+                            name: string | null;
+                        };
+                        /** @description What was changed (its name as it was at the time) */
+                        target: {
+                            type: "api_token" | "account" | "catalog";
+                            id: string | null;
+                            name: string | null;
+                        };
+                        /** @description Client address; null off HTTP */
+                        ip: string | null;
+                        /** @description Client User-Agent (at most 512 characters) */
+                        user_agent: string | null;
+                        /** @description The `x-request-id` of the request that made the change; null off HTTP */
+                        request_id: string | null;
+                        /** @description What else the event records (changed fields, grace period, a leak report's url and source); never a secret */
+                        details: {
+                            [key: string]: unknown;
+                        };
+                    }[];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks audit-events:read, or names another account in `account_id` without being the operator account's (INSUFFICIENT_SCOPE) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
