@@ -136,10 +136,10 @@ describe('web console in headless Chromium', () => {
     await t.test('create: the secret is shown once with a copy button, then gone after a reload', async (t) => {
       const { page } = await open(t, browser, base);
       await signIn(page, base, admin.secret);
-      await page.getByLabel('Name').fill('ci-deploy');
+      await page.getByLabel('Name', { exact: true }).fill('ci-deploy');
       // The picker comes from /api/v1/scopes: one box per scope, grouped by resource
-      // (six resources, accounts included, each read and write).
-      assert.equal(await page.locator('input[name="scope"]').count(), 12);
+      // (seven resources, accounts included, each read and write but audit-events: read only).
+      assert.equal(await page.locator('input[name="scope"]').count(), 13);
       await page.locator('#scope-images-read').check();
       await page.locator('#scope-plans-read').check();
       await page.getByLabel('Expires').selectOption('30');
@@ -217,7 +217,7 @@ describe('web console in headless Chromium', () => {
       assert.equal(await page.evaluate(() => document.activeElement?.id), 'new-name');
       assert.equal(posts, 0, 'nothing sent');
 
-      await page.getByLabel('Name').fill('expired-already');
+      await page.getByLabel('Name', { exact: true }).fill('expired-already');
       await page.locator('#scope-plans-read').check();
       await page.getByLabel('Expires').selectOption('custom');
       await page.getByLabel(/Expiry date/).fill('2020-01-01');
@@ -468,7 +468,7 @@ describe('web console in headless Chromium', () => {
       await page.locator('tbody tr[data-plan]').first().waitFor();
       await page.getByRole('link', { name: 'API tokens' }).click();
 
-      await page.getByLabel('Name').fill('one-too-many');
+      await page.getByLabel('Name', { exact: true }).fill('one-too-many');
       await page.locator('#scope-plans-read').check();
       await page.getByRole('button', { name: 'Create token' }).click();
       await page.getByRole('alert').filter({ hasText: 'The limit on live tokens is reached' }).waitFor();
@@ -541,7 +541,7 @@ describe('web console in headless Chromium', () => {
         await page.getByText('Give the account a name.').waitFor();
         assert.equal(await page.evaluate(() => document.activeElement?.id), 'account-name');
 
-        await page.getByLabel('Name').fill('Acme Corp');
+        await page.getByLabel('Name', { exact: true }).fill('Acme Corp');
         await page.getByLabel('External ID (optional)').fill('cus_8412');
         await page.getByRole('button', { name: 'Create account' }).click();
         const created = page.getByRole('link', { name: 'Open “Acme Corp” to mint its first token' });
@@ -554,7 +554,7 @@ describe('web console in headless Chromium', () => {
         assert.equal(await acmeRow.locator('td[data-label="External ID"]').textContent(), 'cus_8412');
         assert.equal(await acmeRow.locator('td[data-label="Status"]').textContent(), 'Active');
 
-        await page.getByLabel('Name').fill('Acme Again');
+        await page.getByLabel('Name', { exact: true }).fill('Acme Again');
         await page.getByLabel('External ID (optional)').fill('cus_8412');
         await page.getByRole('button', { name: 'Create account' }).click();
         await page
@@ -571,7 +571,7 @@ describe('web console in headless Chromium', () => {
 
         // No external id: none is sent (the field is left out, not sent empty).
         await page.getByLabel('External ID (optional)').fill('');
-        await page.getByLabel('Name').fill('Beta');
+        await page.getByLabel('Name', { exact: true }).fill('Beta');
         const [post] = await Promise.all([
           page.waitForRequest((r) => r.method() === 'POST' && r.url() === `${base}/api/v1/accounts`),
           page.getByRole('button', { name: 'Create account' }).click(),
@@ -623,7 +623,7 @@ describe('web console in headless Chromium', () => {
           (await page.locator('#scope-accounts-read-desc').textContent()) ?? '',
           /not in this account: operator account only/,
         );
-        await page.getByLabel('Name').fill('first');
+        await page.getByLabel('Name', { exact: true }).fill('first');
         await page.locator('#scope-api-tokens-write').check();
         await page.locator('#scope-apps-write').check();
         await page.getByLabel('Expires').selectOption('never');
@@ -680,6 +680,30 @@ describe('web console in headless Chromium', () => {
         assert.equal((await getJson(`/accounts/${acme}/api-tokens/${second.id}`)).status, 404);
         assert.equal((await getJson('/api-tokens/current', second.token)).status, 401);
         assert.equal(await row(page, 'first').count(), 1);
+      });
+
+      await t.test("regenerate an account's token from its page: the account's route, the secret once", async (t) => {
+        const before = await getJson<{ id: string }>('/api-tokens/current', first);
+        assert.equal(before.status, 200);
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, operator.secret);
+        await page.goto(`${base}/#/accounts/${acme}`);
+        await page.getByRole('button', { name: 'Regenerate token first' }).click();
+        const dialog = page.getByRole('dialog', { name: 'Regenerate the token “first”?' });
+        const [post] = await Promise.all([
+          page.waitForRequest((r) => r.method() === 'POST'),
+          dialog.getByRole('button', { name: 'Regenerate “first”' }).click(),
+        ]);
+        assert.equal(post.url(), `${base}/api/v1/accounts/${acme}/api-tokens/${before.body.id}/rotate`);
+        assert.deepEqual(post.postDataJSON(), { grace_period_s: 0 });
+        await page.getByRole('heading', { name: 'Copy the token “first” now' }).waitFor();
+        assert.equal(await page.locator('#secret-note').textContent(), 'The old secret no longer works.');
+        const fresh = await page.getByLabel('New token').inputValue();
+        assert.match(fresh, SECRET);
+        assert.equal((await getJson('/api-tokens/current', first)).status, 401, 'the old secret is refused at once');
+        const after = await getJson<{ id: string; account_id: string }>('/api-tokens/current', fresh);
+        assert.deepEqual([after.body.id, after.body.account_id], [before.body.id, acme]);
+        first = fresh;
       });
 
       await t.test('a customer token: its account id, no Accounts page, only its own tokens', async (t) => {
@@ -800,7 +824,7 @@ describe('web console in headless Chromium', () => {
       await t.test('"Never" on the own tokens page still sends no expires_at', async (t) => {
         const { page } = await open(t, browser, base);
         await signIn(page, base, operator.secret);
-        await page.getByLabel('Name').fill('forever');
+        await page.getByLabel('Name', { exact: true }).fill('forever');
         await page.locator('#scope-plans-read').check();
         await page.getByLabel('Expires').selectOption('never');
         const [post] = await Promise.all([
@@ -843,6 +867,339 @@ describe('web console in headless Chromium', () => {
           );
         }
         await narrow.page.screenshot({ path: artifactPath('narrow-account.png'), fullPage: true });
+      });
+    },
+  );
+  it(
+    'token lifecycle: regenerate (the secret once, the old one refused), rename, and the audit log with Load more',
+    { skip, timeout: 240_000 },
+    async (t) => {
+      const browser = await launchChromium(executable!);
+      t.after(() => browser.close());
+      const { base, app } = await listening(t);
+      const admin = await mintToken(app, [...ALL_SCOPES, 'audit-events:read'], 'admin');
+      const status = async (secret: string): Promise<number> =>
+        (await fetch(`${base}/api/v1/api-tokens/current`, { headers: { authorization: `Bearer ${secret}` } })).status;
+      // Minted first, so the events of what the console does come after theirs.
+      const deployBot = await mintToken(app, ['plans:read'], 'deploy-bot');
+      const selfToken = await mintToken(app, ['api-tokens:write', 'audit-events:read'], 'self');
+      const reader = await mintToken(app, ['api-tokens:read'], 'reader');
+
+      await t.test('Regenerate, no grace period: the new secret shown once; the old one refused at once', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, admin.secret);
+        const button = page.getByRole('button', { name: 'Regenerate token deploy-bot' });
+        await button.click();
+        const dialog = page.getByRole('dialog', { name: 'Regenerate the token “deploy-bot”?' });
+        await dialog.waitFor();
+        assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Cancel', 'the safe choice');
+        assert.equal(await dialog.getByLabel('None: the old secret stops working at once').isChecked(), true);
+        assert.equal(await dialog.getByLabel('1 hour').isChecked(), false);
+        assert.match(
+          (await dialog.locator('#grace-hint').textContent()) ?? '',
+          /With none, the old secret stops working at once/,
+        );
+        await page.screenshot({ path: artifactPath('regenerate-dialog.png') });
+        // Escape cancels: nothing is sent, the old secret still works.
+        await page.keyboard.press('Escape');
+        await dialog.waitFor({ state: 'detached' });
+        assert.equal(await status(deployBot.secret), 200);
+
+        await button.click();
+        const [post] = await Promise.all([
+          page.waitForRequest((r) => r.method() === 'POST'),
+          dialog.getByRole('button', { name: 'Regenerate “deploy-bot”' }).click(),
+        ]);
+        assert.equal(post.url(), `${base}/api/v1/api-tokens/${deployBot.id}/rotate`);
+        assert.deepEqual(post.postDataJSON(), { grace_period_s: 0 });
+        await page.getByRole('heading', { name: 'Copy the token “deploy-bot” now' }).waitFor();
+        assert.equal(await page.evaluate(() => document.activeElement?.id), 'secret-heading');
+        assert.match((await page.locator('#secret-warning').textContent()) ?? '', /only time it is shown/);
+        assert.equal(await page.locator('#secret-note').textContent(), 'The old secret no longer works.');
+        const fresh = await page.getByLabel('New token').inputValue();
+        assert.match(fresh, SECRET);
+        assert.notEqual(fresh, deployBot.secret);
+        await page.getByRole('button', { name: 'Copy' }).click();
+        await page.getByText('Copied to the clipboard.').waitFor();
+        assert.equal(await page.evaluate(() => navigator.clipboard.readText()), fresh);
+        await page.screenshot({ path: artifactPath('token-regenerated.png'), fullPage: true });
+
+        assert.equal(await status(deployBot.secret), 401, 'the old secret is refused at once');
+        const me = (await (
+          await fetch(`${base}/api/v1/api-tokens/current`, { headers: { authorization: `Bearer ${fresh}` } })
+        ).json()) as { id: string; name: string; scopes: string[] };
+        assert.deepEqual(
+          { id: me.id, name: me.name, scopes: me.scopes },
+          { id: deployBot.id, name: 'deploy-bot', scopes: ['plans:read'] },
+          'the same token, with the new secret',
+        );
+        // The list still has the one token; the secret is gone after a reload.
+        assert.equal(await row(page, 'deploy-bot').count(), 1);
+        await page.reload();
+        await row(page, 'deploy-bot').waitFor();
+        assert.equal(await page.locator('#new-secret').count(), 0);
+        assert.ok(!(await page.content()).includes(fresh), 'the secret is not on the page after a reload');
+        deployBot.secret = fresh;
+      });
+
+      await t.test('Regenerate with a 1 hour grace period: the old secret keeps working meanwhile', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, admin.secret);
+        await page.getByRole('button', { name: 'Regenerate token deploy-bot' }).click();
+        const dialog = page.getByRole('dialog', { name: 'Regenerate the token “deploy-bot”?' });
+        await dialog.getByLabel('1 hour').check();
+        const [post] = await Promise.all([
+          page.waitForRequest((r) => r.method() === 'POST'),
+          dialog.getByRole('button', { name: 'Regenerate “deploy-bot”' }).click(),
+        ]);
+        assert.deepEqual(post.postDataJSON(), { grace_period_s: 3600 });
+        await page.getByRole('heading', { name: 'Copy the token “deploy-bot” now' }).waitFor();
+        assert.match(
+          (await page.locator('#secret-note').textContent()) ?? '',
+          /^The old secret keeps working until \d{1,2} [A-Z][a-z]{2} \d{4}, \d{2}:\d{2}:\d{2} UTC, then is refused\.$/,
+        );
+        const fresh = await page.getByLabel('New token').inputValue();
+        assert.equal(await status(fresh), 200);
+        assert.equal(await status(deployBot.secret), 200, 'the old secret works during its grace period');
+        await page.getByRole('button', { name: 'Done, I have stored it' }).click();
+        assert.equal(await page.locator('#new-secret').count(), 0);
+        deployBot.secret = fresh;
+      });
+
+      await t.test('Regenerate the signed-in token: the session carries on with the new secret', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, selfToken.secret);
+        await page.getByRole('button', { name: 'Regenerate token self' }).click();
+        const dialog = page.getByRole('dialog', { name: 'Regenerate the token “self”?' });
+        assert.match(
+          (await dialog.locator('#grace-hint').textContent()) ?? '',
+          /This session signs in with this token: it continues with the new secret\./,
+        );
+        await dialog.getByRole('button', { name: 'Regenerate “self”' }).click();
+        await page.getByRole('heading', { name: 'Copy the token “self” now' }).waitFor();
+        assert.equal(
+          await page.locator('#secret-note').textContent(),
+          'The old secret no longer works. This session signs in with this token: it now uses the new secret.',
+        );
+        const fresh = await page.getByLabel('New token').inputValue();
+        assert.equal(await status(selfToken.secret), 401, 'the old secret is refused');
+        assert.equal(await page.evaluate(() => sessionStorage.getItem('infracat.token')), fresh);
+        // Still signed in: the list reloads with the new secret, a reload of the page too.
+        const [list] = await Promise.all([
+          page.waitForResponse((r) => r.url() === `${base}/api/v1/api-tokens`),
+          page.getByRole('button', { name: 'Refresh' }).click(),
+        ]);
+        assert.equal(list.status(), 200);
+        assert.equal((await list.request().allHeaders()).authorization, `Bearer ${fresh}`);
+        await page.reload();
+        await row(page, 'self').waitFor();
+        assert.equal(await row(page, 'self').locator('.badge').textContent(), 'this session');
+        assert.equal(await page.locator('header .who').textContent(), 'Signed in as self');
+        selfToken.secret = fresh;
+      });
+
+      await t.test('Regenerate and Rename are offered only to a token holding api-tokens:write', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, reader.secret);
+        await row(page, 'deploy-bot').waitFor();
+        assert.equal(await page.getByRole('button', { name: /^Regenerate token/ }).count(), 0);
+        assert.equal(await page.getByRole('button', { name: /^Rename token/ }).count(), 0);
+        // Nor the audit log: the nav offers it only with audit-events:read.
+        assert.equal(await page.getByRole('link', { name: 'Audit log' }).isVisible(), false);
+        await page.goto(`${base}/#/audit`);
+        await page
+          .getByRole('alert')
+          .filter({ hasText: 'The audit log needs a token holding audit-events:read' })
+          .waitFor();
+        assert.equal(await page.locator('table').count(), 0);
+      });
+
+      await t.test('Rename: a merge patch of the name; a bad name is shown on the field', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, admin.secret);
+        await page.getByRole('button', { name: 'Rename token deploy-bot' }).click();
+        const dialog = page.getByRole('dialog', { name: 'Rename the token “deploy-bot”' });
+        await dialog.waitFor();
+        assert.equal(await page.evaluate(() => document.activeElement?.id), 'rename-name');
+        await dialog.getByLabel('New name').fill('   ');
+        await dialog.getByRole('button', { name: 'Save' }).click();
+        await dialog.getByText('Give the token a name.').waitFor();
+        await dialog.getByLabel('New name').fill('deploy\u202ebot');
+        await dialog.getByRole('button', { name: 'Save' }).click();
+        await dialog.locator('#rename-error:not(:empty)').waitFor();
+        assert.equal(await dialog.getByLabel('New name').getAttribute('aria-invalid'), 'true');
+        await dialog.getByLabel('New name').fill('deploy-bot (prod)');
+        const [patch] = await Promise.all([
+          page.waitForRequest((r) => r.method() === 'PATCH'),
+          dialog.getByRole('button', { name: 'Save' }).click(),
+        ]);
+        assert.equal(patch.url(), `${base}/api/v1/api-tokens/${deployBot.id}`);
+        assert.equal(patch.headers()['content-type'], 'application/merge-patch+json');
+        assert.deepEqual(patch.postDataJSON(), { name: 'deploy-bot (prod)' });
+        await row(page, 'deploy-bot \\(prod\\)').waitFor();
+        await page.waitForFunction(
+          () => document.activeElement?.getAttribute('aria-label') === 'Rename token deploy-bot (prod)',
+        );
+        const me = (await (
+          await fetch(`${base}/api/v1/api-tokens/current`, { headers: { authorization: `Bearer ${deployBot.secret}` } })
+        ).json()) as { name: string };
+        assert.equal(me.name, 'deploy-bot (prod)');
+      });
+
+      await t.test('the audit log lists the actions just made, newest first, and filters by action', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, admin.secret);
+        await page.getByRole('link', { name: 'Audit log' }).click();
+        await page.getByRole('heading', { name: 'Audit log', level: 1 }).waitFor();
+        const events = page.locator('tbody tr[data-event-id]');
+        await events.first().waitFor();
+        const top = async (n: number) =>
+          (
+            await events.evaluateAll((rows) =>
+              rows.map((r) => [
+                r.getAttribute('data-action'),
+                r.querySelector('.actor-name')?.textContent,
+                r.querySelector('.target-name')?.textContent,
+              ]),
+            )
+          ).slice(0, n);
+        assert.deepEqual(await top(4), [
+          ['api_token.updated', 'admin', 'deploy-bot'],
+          ['api_token.rotated', 'self', 'self'],
+          ['api_token.rotated', 'admin', 'deploy-bot'],
+          ['api_token.rotated', 'admin', 'deploy-bot'],
+        ]);
+        const first = events.first();
+        assert.equal(await first.locator('td[data-label="IP"]').textContent(), '127.0.0.1');
+        assert.equal(await first.locator('.target-id').textContent(), deployBot.id);
+        assert.match((await first.locator('th time').textContent()) ?? '', /UTC$/);
+        await first.getByText('Details').click();
+        assert.match(
+          (await first.locator('dl').textContent()) ?? '',
+          /changes\{"name":\{"from":"deploy-bot","to":"deploy-bot \(prod\)"\}\}/,
+        );
+        // Never a secret on the page.
+        const html = await page.content();
+        assert.ok(!html.includes(deployBot.secret) && !html.includes(admin.secret));
+        await page.screenshot({ path: artifactPath('audit.png'), fullPage: true });
+
+        const [filtered] = await Promise.all([
+          page.waitForRequest((r) => r.url().includes('action=')),
+          page.getByLabel('Action').selectOption('api_token.rotated'),
+        ]);
+        assert.match(filtered.url(), /\/api\/v1\/audit-events\?account_id=acc_\w+&action=api_token\.rotated$/);
+        await page.waitForFunction(() =>
+          Array.from(document.querySelectorAll('tbody tr[data-event-id]')).every(
+            (r) => r.getAttribute('data-action') === 'api_token.rotated',
+          ),
+        );
+        assert.equal(await events.count(), 3);
+        assert.equal(await page.getByRole('button', { name: 'Load more' }).isVisible(), false, 'one page holds them');
+        await page.getByLabel('Action').selectOption('account.deleted');
+        await page.getByText('No events of this action.').waitFor();
+      });
+
+      await t.test('Load more follows the Link header to the end of the trail', async (t) => {
+        // 60 more events (30 is a page): tokens created, and every other one deleted, over the API.
+        for (let i = 0; i < 40; i++) {
+          const res = await fetch(`${base}/api/v1/api-tokens`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${admin.secret}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ name: `bulk-${i}`, scopes: ['plans:read'] }),
+          });
+          assert.equal(res.status, 201);
+          if (i % 2 === 0) {
+            const { id } = (await res.json()) as { id: string };
+            const gone = await fetch(`${base}/api/v1/api-tokens/${id}`, {
+              method: 'DELETE',
+              headers: { authorization: `Bearer ${admin.secret}` },
+            });
+            assert.equal(gone.status, 204);
+          }
+        }
+        const all = (await (
+          await fetch(`${base}/api/v1/audit-events?per_page=100`, {
+            headers: { authorization: `Bearer ${admin.secret}` },
+          })
+        ).json()) as { id: string }[];
+        assert.ok(all.length > 60 && all.length < 90, `${all.length} events: three pages`);
+
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, admin.secret);
+        await page.goto(`${base}/#/audit`);
+        const events = page.locator('tbody tr[data-event-id]');
+        await events.first().waitFor();
+        assert.equal(await events.count(), 30, 'one page');
+        const more = page.getByRole('button', { name: 'Load more' });
+        const pages: string[] = [];
+        while (await more.isVisible()) {
+          const before = await events.count();
+          const [res] = await Promise.all([page.waitForResponse((r) => r.url().includes('cursor=')), more.click()]);
+          pages.push(res.url());
+          await page.waitForFunction((n) => document.querySelectorAll('tbody tr[data-event-id]').length > n, before);
+        }
+        assert.equal(pages.length, Math.ceil(all.length / 30) - 1);
+        for (const url of pages)
+          assert.match(url, new RegExp(`^${base}/api/v1/audit-events\\?account_id=acc_\\w+&per_page=30&cursor=`));
+        // Every event once, in the API's order (newest first); focus lands on what was added last.
+        assert.deepEqual(
+          await events.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id'))),
+          all.map((e) => e.id),
+        );
+        assert.equal(await page.evaluate(() => document.activeElement?.tagName), 'TH');
+      });
+
+      await t.test("an operator token with accounts:read may widen the log to every account's trail", async (t) => {
+        const operator = await mintToken(app, ['accounts:write', 'audit-events:read'], 'ops');
+        const created = await fetch(`${base}/api/v1/accounts`, {
+          method: 'POST',
+          headers: { ...operator.auth, 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'Delta' }),
+        });
+        assert.equal(created.status, 201);
+        const delta = ((await created.json()) as { id: string }).id;
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, operator.secret);
+        await page.goto(`${base}/#/audit`);
+        const events = page.locator('tbody tr[data-event-id]');
+        await events.first().waitFor();
+        // The signed-in account's trail first: Delta's creation is in Delta's.
+        assert.equal(await page.getByLabel('Accounts').inputValue(), OPERATOR_ACCOUNT_ID);
+        assert.equal(await page.locator('tr[data-action="account.created"]').count(), 0);
+        const [all] = await Promise.all([
+          page.waitForRequest((r) => r.url().startsWith(`${base}/api/v1/audit-events`)),
+          page.getByLabel('Accounts').selectOption({ label: 'All accounts' }),
+        ]);
+        assert.equal(all.url(), `${base}/api/v1/audit-events`, 'no account_id: every account');
+        const createdRow = page.locator('tr[data-action="account.created"]');
+        await createdRow.waitFor();
+        assert.equal(await createdRow.locator('.target-id').textContent(), delta);
+        assert.equal(await createdRow.locator('.actor-name').textContent(), 'ops');
+      });
+
+      await t.test('the audit log and the regenerate dialog pass axe, and fit a narrow screen', async (t) => {
+        const { page } = await open(t, browser, base, { bypassCSP: true });
+        await signIn(page, base, admin.secret);
+        await page.goto(`${base}/#/audit`);
+        await page.reload();
+        await page.locator('tbody tr[data-event-id]').first().waitFor();
+        await page.locator('tbody tr[data-event-id]').first().getByText('Details').click();
+        const found = (await axeViolations(page)).map((v) => `audit: ${v}`);
+        await page.goto(`${base}/#/tokens`);
+        await page.getByRole('button', { name: 'Regenerate token self' }).click();
+        await page.getByRole('dialog').waitFor();
+        found.push(...(await axeViolations(page)).map((v) => `regenerate dialog: ${v}`));
+        assert.deepEqual(found, []);
+
+        const narrow = await open(t, browser, base, { width: 375 });
+        await signIn(narrow.page, base, admin.secret);
+        await narrow.page.goto(`${base}/#/audit`);
+        await narrow.page.locator('tbody tr[data-event-id]').first().waitFor();
+        assert.ok(
+          await narrow.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
+          'the audit log fits 375 px',
+        );
+        await narrow.page.screenshot({ path: artifactPath('narrow-audit.png'), fullPage: true });
       });
     },
   );

@@ -1,8 +1,15 @@
 // The console's pure logic (web/src), run in Node: formatting, plan filters and sorting,
-// and what each API refusal is turned into for a person.
+// what each API refusal is turned into for a person, token regeneration, the audit log
+// and the Link header that pages it.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { AUDIT_ACTIONS as SERVER_AUDIT_ACTIONS } from '../../src/audit/events.js';
+import { GRACE_MAX_S } from '../../src/tokens/rules.js';
 import { accountActions, scopeOffer, statusLabel } from '../../web/src/accounts.js';
+import { actorOf, AUDIT_ACTIONS, auditPath, detailLines, targetOf } from '../../web/src/audit.js';
+import { linkTargets, nextPageUrl } from '../../web/src/links.js';
+import { GRACE_CHOICES, graceFrom, rotationNote, tokenActions } from '../../web/src/tokens.js';
 import { exactTime, expiryFrom, isExpired, memory, price, relativeTime } from '../../web/src/format.js';
 import { filterPlans, nextSort, numberOrNull, sortPlans, type Plan } from '../../web/src/plans.js';
 import { ApiError, fieldErrors, messageFor } from '../../web/src/problems.js';
@@ -229,5 +236,215 @@ describe('console routes and accounts', () => {
       reason: 'not in this account: operator account only',
     });
     assert.deepEqual(scopeOffer('plans:read', holds, true), { enabled: false, reason: 'your token lacks this scope' });
+  });
+});
+
+describe('console token regeneration', () => {
+  const holding =
+    (...held: string[]) =>
+    (scope: string) =>
+      held.includes(scope);
+  const live = { expires_at: null };
+  const expired = { expires_at: new Date(NOW - 1000).toISOString() };
+
+  it('Regenerate and Rename only with the write scope of the page; no Regenerate on an expired token', () => {
+    assert.deepEqual(tokenActions(live, 'api-tokens:write', holding('api-tokens:write'), NOW), [
+      'rename',
+      'regenerate',
+    ]);
+    assert.deepEqual(tokenActions(live, 'api-tokens:write', holding('api-tokens:read'), NOW), []);
+    // An account's page needs accounts:write, whatever the token holds on its own tokens.
+    assert.deepEqual(tokenActions(live, 'accounts:write', holding('api-tokens:write', 'accounts:read'), NOW), []);
+    assert.deepEqual(tokenActions(live, 'accounts:write', holding('accounts:write'), NOW), ['rename', 'regenerate']);
+    assert.deepEqual(tokenActions(expired, 'api-tokens:write', holding('api-tokens:write'), NOW), ['rename']);
+    assert.deepEqual(
+      tokenActions(
+        { expires_at: new Date(NOW + 60_000).toISOString() },
+        'api-tokens:write',
+        holding('api-tokens:write'),
+        NOW,
+      ),
+      ['rename', 'regenerate'],
+    );
+  });
+
+  it('the grace choices are none (first, the default), 1 hour and 1 day, all within what the server takes', () => {
+    assert.deepEqual(
+      GRACE_CHOICES.map((c) => c.seconds),
+      [0, 3600, 86_400],
+    );
+    assert.match(GRACE_CHOICES[0]!.label, /^None: the old secret stops working at once$/);
+    for (const c of GRACE_CHOICES) assert.ok(c.seconds >= 0 && c.seconds <= GRACE_MAX_S);
+    assert.equal(graceFrom('0'), 0);
+    assert.equal(graceFrom('3600'), 3600);
+    assert.equal(graceFrom('86400'), 86_400);
+    // Only what was offered: anything else is not sent.
+    for (const v of ['', '60', '-1', '1e3', ' 0', '0x0', '86401', 'none']) assert.equal(graceFrom(v), null, v);
+  });
+
+  it('says what became of the old secret, and that this session moved to the new one', () => {
+    assert.equal(rotationNote(0, false, NOW), 'The old secret no longer works.');
+    assert.equal(
+      rotationNote(3600, false, NOW),
+      'The old secret keeps working until 21 Nov 2026, 13:00:00 UTC, then is refused.',
+    );
+    assert.equal(
+      rotationNote(0, true, NOW),
+      'The old secret no longer works. This session signs in with this token: it now uses the new secret.',
+    );
+    assert.match(rotationNote(86_400, true, NOW), /until 22 Nov 2026, 12:00:00 UTC, then is refused\. This session/);
+  });
+});
+
+describe('console audit log', () => {
+  const event = {
+    actor: { type: 'api_token' as const, id: 'tok_1', name: 'ci' },
+    target: { type: 'account' as const, id: null, name: null },
+  };
+
+  it("offers exactly the server's actions", () => {
+    assert.deepEqual([...AUDIT_ACTIONS], [...SERVER_AUDIT_ACTIONS]);
+  });
+
+  it("asks for the signed-in account's trail, one action or all", () => {
+    const ACC = 'acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H';
+    assert.equal(auditPath({ action: '', accountId: ACC }), `/audit-events?account_id=${ACC}`);
+    assert.equal(
+      auditPath({ action: 'api_token.rotated', accountId: ACC }),
+      `/audit-events?account_id=${ACC}&action=api_token.rotated`,
+    );
+    // Every account (an operator token's choice): no account_id at all.
+    assert.equal(auditPath({ action: '', accountId: null }), '/audit-events');
+    assert.equal(auditPath({ action: 'catalog.applied', accountId: null }), '/audit-events?action=catalog.applied');
+    // Not an action of the list: not sent.
+    for (const action of ['nope', 'api_token', 'constructor', 'api_token.created&x=1'])
+      assert.equal(auditPath({ action, accountId: null }), '/audit-events', action);
+    // Whatever the id holds, it stays one parameter.
+    assert.equal(auditPath({ action: '', accountId: 'a&action=x#y' }), '/audit-events?account_id=a%26action%3Dx%23y');
+  });
+
+  it("reads an event's actor, target and details", () => {
+    assert.deepEqual(actorOf(event), { kind: 'API token', name: 'ci', id: 'tok_1' });
+    assert.deepEqual(targetOf(event), { kind: 'Account', name: null, id: null });
+    assert.deepEqual(actorOf({ actor: { type: 'cli', id: null, name: 'root' } }), {
+      kind: 'infracat CLI',
+      name: 'root',
+      id: null,
+    });
+    assert.equal(
+      actorOf({ actor: { type: 'secret_scanning', id: 'k1', name: 'GitHub secret scanning' } }).kind,
+      'Secret scanning',
+    );
+    assert.equal(actorOf({ actor: { type: 'system', id: null, name: 'infracat' } }).kind, 'infracat');
+    assert.equal(targetOf({ target: { type: 'catalog', id: 'v3', name: null } }).kind, 'Catalog');
+    assert.deepEqual(
+      detailLines({
+        grace_period_s: 3600,
+        previous_secret_valid_until: '2026-11-21T13:00:00.000Z',
+        changes: { name: { from: 'a', to: 'b' } },
+        expires_at: null,
+      }),
+      [
+        ['grace_period_s', '3600'],
+        ['previous_secret_valid_until', '2026-11-21T13:00:00.000Z'],
+        ['changes', '{"name":{"from":"a","to":"b"}}'],
+        ['expires_at', 'null'],
+      ],
+    );
+    assert.deepEqual(detailLines({}), []);
+  });
+});
+
+describe('console Link header (the next page of the audit log)', () => {
+  const REQ = 'http://127.0.0.1:8080/api/v1/audit-events?account_id=acc_1';
+  const next = (header: string | null) => nextPageUrl(header, REQ)?.href ?? null;
+
+  it("follows the server's path-absolute next link, resolved against the request", () => {
+    assert.equal(
+      next('</api/v1/audit-events?account_id=acc_1&per_page=30&cursor=ZXZ0XzAx>; rel="next"'),
+      'http://127.0.0.1:8080/api/v1/audit-events?account_id=acc_1&per_page=30&cursor=ZXZ0XzAx',
+    );
+    // A relative reference, an absolute URL on this origin, rel unquoted or among others.
+    assert.equal(next('<?cursor=abc>; rel=next'), 'http://127.0.0.1:8080/api/v1/audit-events?cursor=abc');
+    assert.equal(
+      next('<http://127.0.0.1:8080/api/v1/audit-events?cursor=abc>; rel="next"'),
+      'http://127.0.0.1:8080/api/v1/audit-events?cursor=abc',
+    );
+    assert.equal(
+      next(
+        '</api/v1/audit-events?cursor=a,b;c>; title="x, y; z"; rel="prev", ' +
+          '</api/v1/audit-events?cursor=n>; REL="last NEXT"',
+      ),
+      'http://127.0.0.1:8080/api/v1/audit-events?cursor=n',
+    );
+    assert.equal(
+      next('</api/v1/audit-events?cursor=n#frag>; rel="next"'),
+      'http://127.0.0.1:8080/api/v1/audit-events?cursor=n',
+    );
+  });
+
+  it('no next page: no header, no rel=next, or only other relations', () => {
+    assert.equal(next(null), null);
+    assert.equal(next(''), null);
+    assert.equal(next('</api/v1/audit-events?cursor=a>; rel="prev"'), null);
+    assert.equal(next('</api/v1/audit-events?cursor=a>; rel="nextpage"'), null);
+    assert.equal(next('</api/v1/audit-events?cursor=a>'), null);
+  });
+
+  it('refuses a link it cannot trust: another origin or path, credentials, several next links, malformed', () => {
+    for (const header of [
+      '<https://evil.example/api/v1/audit-events?cursor=a>; rel="next"',
+      '<//evil.example/api/v1/audit-events>; rel="next"',
+      '<http://127.0.0.1:8081/api/v1/audit-events?cursor=a>; rel="next"',
+      '<https://127.0.0.1:8080/api/v1/audit-events?cursor=a>; rel="next"',
+      '</api/v1/api-tokens>; rel="next"',
+      '</api/v1/audit-events/../api-tokens>; rel="next"',
+      '<../api-tokens?cursor=a>; rel="next"',
+      '<http://user:pw@127.0.0.1:8080/api/v1/audit-events>; rel="next"',
+      '<javascript:alert(1)>; rel="next"',
+      '</api/v1/audit-events?cursor=a>; rel="next", </api/v1/audit-events?cursor=b>; rel="next"',
+      '/api/v1/audit-events?cursor=a; rel="next"',
+      '</api/v1/audit-events?cursor=a; rel="next"',
+      '</api/v1/audit-events?cursor=a>; rel="next',
+      '</api/v1/audit-events?cursor=a>; rel="next" junk',
+      '</api/v1/audit-events?cursor=a>; ="next"',
+    ]) {
+      assert.equal(next(header), null, header);
+    }
+  });
+
+  it('reads every link-value of a list, quoted parameters with escapes included', () => {
+    assert.deepEqual(linkTargets('<a>; rel="next", <b>; rel=next; x="\\"\\""', 'next'), ['a', 'b']);
+    assert.deepEqual(linkTargets('<a>; rel="first prev"', 'prev'), ['a']);
+    assert.deepEqual(linkTargets('<a>;rel=next,<b>;rel=last', 'last'), ['b']);
+    assert.equal(linkTargets('<a>; rel="next" <b>', 'next'), null);
+  });
+
+  it('property: any cursor and filters the server percent-encodes come back exactly', () => {
+    fc.assert(
+      fc.property(
+        fc.dictionary(fc.constantFrom('account_id', 'action', 'target_id', 'since', 'until', 'cursor'), fc.string()),
+        (params) => {
+          const query = new URLSearchParams(params).toString();
+          const url = nextPageUrl(`</api/v1/audit-events?${query}>; rel="next"`, REQ);
+          assert.ok(url !== null);
+          assert.equal(url.origin, 'http://127.0.0.1:8080');
+          assert.equal(url.pathname, '/api/v1/audit-events');
+          assert.deepEqual(Object.fromEntries(url.searchParams), { ...params });
+        },
+      ),
+    );
+  });
+
+  it('property: a header never yields a link off this origin and path', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom(...'<>;,="\\ /:.?#@a-zAZ%09'.split('')) }), (header) => {
+        const url = nextPageUrl(header, REQ);
+        if (url !== null) {
+          assert.equal(url.origin, 'http://127.0.0.1:8080');
+          assert.equal(url.pathname, '/api/v1/audit-events');
+        }
+      }),
+    );
   });
 });

@@ -1,5 +1,5 @@
-// The console's shell: hash routes (#/tokens, #/accounts, #/accounts/acc_..., #/plans,
-// #/images, #/regions), the header with the signed-in token, its account and sign-out, and
+// The console's shell: hash routes (#/tokens, #/accounts, #/accounts/acc_..., #/audit,
+// #/plans, #/images, #/regions), the header with the signed-in token, its account and sign-out, and
 // focus on the page heading after navigation.
 import { api, type Account, type CurrentToken } from './api.js';
 import { announce, focusOn, h, replace } from './dom.js';
@@ -7,6 +7,7 @@ import { ApiError } from './problems.js';
 import { isRoute, parseRoute } from './route.js';
 import { session } from './session.js';
 import { accountsView } from './views/accounts.js';
+import { auditView } from './views/audit.js';
 import { imagesView, plansView, regionsView } from './views/catalog.js';
 import { errorText, type Shell } from './views/common.js';
 import { tokensView } from './views/tokens.js';
@@ -16,6 +17,7 @@ type View = (root: HTMLElement, shell: Shell, reason?: string, id?: string | nul
 const ROUTES: Record<string, { title: string; view: View; withId: boolean }> = {
   tokens: { title: 'API tokens', view: tokensView, withId: false },
   accounts: { title: 'Accounts', view: accountsView, withId: true },
+  audit: { title: 'Audit log', view: auditView, withId: false },
   plans: { title: 'Plans', view: plansView, withId: false },
   images: { title: 'Images', view: imagesView, withId: false },
   regions: { title: 'Regions', view: regionsView, withId: false },
@@ -56,6 +58,8 @@ const shell: Shell = {
     const who = session.identity();
     // The Accounts page is offered only to a token that can read accounts.
     document.getElementById('nav-accounts')!.hidden = !session.holds('accounts:read');
+    // The audit log likewise, to a token that can read the audit events.
+    document.getElementById('nav-audit')!.hidden = !session.holds('audit-events:read');
     if (who === null) {
       replace(sessionBox, h('a', { href: '#/tokens', class: 'button secondary' }, 'Sign in'));
       return;

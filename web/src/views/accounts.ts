@@ -2,8 +2,9 @@
 // id, a form to create one, suspend/resume and delete behind confirmations that name it.
 // One account's page (#/accounts/acc_...) adds its tokens: the list and the token form of
 // the API tokens page, acting on /api/v1/accounts/{id}/api-tokens (how a new customer gets
-// its first token). Only tokens of the operator account can hold accounts:read, so the
-// signed-in token's account is the operator account here.
+// its first token, and how the operator regenerates or renames one of them). Only tokens
+// of the operator account can hold accounts:read, so the signed-in token's account is the
+// operator account here.
 import { accountActions, statusLabel, type AccountAction } from '../accounts.js';
 import { api, type Account } from '../api.js';
 import { announce, focusOn, h, replace } from '../dom.js';
@@ -402,6 +403,7 @@ async function accountPage(root: HTMLElement, shell: Shell, id: string): Promise
     ...tokenSpace(shell, {
       path: `${accountPath(account.id)}/api-tokens`,
       operatorScopes: account.id === operatorId,
+      writeScope: 'accounts:write',
       listTitle: `Tokens of ${quoted}`,
       createTitle: `Mint a token for ${quoted}`,
     }),

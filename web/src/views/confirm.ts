@@ -1,7 +1,8 @@
 // A modal confirmation for an action that cannot be taken back (or refuses every token of
-// an account): it names what it acts on, the safe choice has focus, Escape cancels, and
-// the server's refusal shows inside it. Focus returns to the button that opened it.
-import { h } from '../dom.js';
+// an account, or a token's old secret): it names what it acts on, may ask how (a grace
+// period), the safe choice has focus, Escape cancels, and the server's refusal shows
+// inside it. Focus returns to the button that opened it.
+import { h, type Child } from '../dom.js';
 import { ApiError } from '../problems.js';
 import { errorText, noticeArea, reportError, showNotice, type Shell } from './common.js';
 
@@ -9,6 +10,8 @@ export interface Confirmation {
   title: string;
   detail: string;
   confirmLabel: string;
+  /** Choices the action reads (a grace period), shown between the detail and the buttons. */
+  content?: Child;
   /** The action; a rejection is shown in the dialog (a refused token ends the session). */
   action: () => Promise<void>;
   /** After the action succeeded and the dialog closed. */
@@ -24,6 +27,7 @@ export function confirmDialog(shell: Shell, trigger: HTMLElement, c: Confirmatio
     { 'aria-labelledby': 'confirm-heading', 'aria-describedby': 'confirm-detail' },
     h('h2', { id: 'confirm-heading' }, c.title),
     h('p', { id: 'confirm-detail' }, c.detail),
+    c.content,
     notice,
     h('div', { class: 'actions' }, confirm, cancel),
   );

@@ -1,13 +1,17 @@
 // The API tokens page: the live tokens, a form to create one (its secret shown once),
-// and deletion behind a confirmation that names the token. The operator's page of one
-// account (views/accounts.ts) shows the same list and form on that account's tokens.
+// regeneration (a new secret, shown once the same way, the old one kept for a chosen
+// grace period), renaming, and deletion behind a confirmation that names the token. The
+// operator's page of one account (views/accounts.ts) shows the same list and form on
+// that account's tokens.
 import { scopeOffer } from '../accounts.js';
-import { api, type CreatedToken, type ScopeInfo, type TokenView } from '../api.js';
+import { api, type CreatedToken, type RotatedToken, type ScopeInfo, type TokenView } from '../api.js';
 import { announce, focusOn, h, replace } from '../dom.js';
 import { exactTime, expiryFrom, isExpired, shortDate } from '../format.js';
 import { ApiError, fieldErrors } from '../problems.js';
 import { session } from '../session.js';
+import { GRACE_CHOICES, graceFrom, rotationNote, tokenActions } from '../tokens.js';
 import { cell, errorText, loading, noticeArea, reportError, showNotice, tags, timeAgo, type Shell } from './common.js';
+import { confirmDialog } from './confirm.js';
 import { signInForm } from './signin.js';
 
 /** Where a token list and form act: the signed-in token's own account, or one account. */
@@ -19,6 +23,8 @@ export interface TokenSpace {
    * hold them). In the caller's own space the caller's scopes already decide.
    */
   operatorScopes: boolean;
+  /** The scope the space's writes need: api-tokens:write, or accounts:write on an account's page. */
+  writeScope: string;
   listTitle: string;
   createTitle: string;
 }
@@ -26,6 +32,7 @@ export interface TokenSpace {
 const OWN_TOKENS: TokenSpace = {
   path: '/api-tokens',
   operatorScopes: true,
+  writeScope: 'api-tokens:write',
   listTitle: 'All tokens',
   createTitle: 'Create a token',
 };
@@ -50,14 +57,14 @@ export function tokensView(root: HTMLElement, shell: Shell, reason?: string): vo
 export function tokenSpace(shell: Shell, space: TokenSpace): HTMLElement[] {
   const secretSlot = h('div');
   const list = h('section', { 'aria-labelledby': 'list-heading', class: 'card' });
-  const reload = (): Promise<void> => loadList(list, shell, space);
+  const reload = (): Promise<void> => loadList(list, shell, space, secretSlot);
   void reload();
   return [secretSlot, createSection(shell, space, secretSlot, reload), list];
 }
 
 // ---- list ----------------------------------------------------------------------------
 
-async function loadList(section: HTMLElement, shell: Shell, space: TokenSpace): Promise<void> {
+async function loadList(section: HTMLElement, shell: Shell, space: TokenSpace, secretSlot: HTMLElement): Promise<void> {
   const notice = noticeArea();
   const refresh = h('button', { type: 'button', class: 'secondary' }, 'Refresh');
   const body = h('div', {}, loading('tokens'));
@@ -68,20 +75,26 @@ async function loadList(section: HTMLElement, shell: Shell, space: TokenSpace): 
     body,
   );
   refresh.addEventListener('click', () => {
-    void loadList(section, shell, space).then(() => announce('Token list refreshed'));
+    void loadList(section, shell, space, secretSlot).then(() => announce('Token list refreshed'));
   });
   try {
     const tokens = await api<TokenView[]>('GET', space.path);
     replace(
       body,
-      tokenTable(tokens, shell, space, () => void loadList(section, shell, space)),
+      tokenTable(tokens, shell, space, secretSlot, () => loadList(section, shell, space, secretSlot)),
     );
   } catch (err) {
     if (!reportError(shell, notice, err)) body.replaceChildren();
   }
 }
 
-function tokenTable(tokens: readonly TokenView[], shell: Shell, space: TokenSpace, reload: () => void): HTMLElement {
+function tokenTable(
+  tokens: readonly TokenView[],
+  shell: Shell,
+  space: TokenSpace,
+  secretSlot: HTMLElement,
+  reload: () => Promise<void>,
+): HTMLElement {
   if (tokens.length === 0) return h('p', { class: 'muted' }, 'No tokens.');
   const now = Date.now();
   const me = session.identity()?.id;
@@ -106,14 +119,46 @@ function tokenTable(tokens: readonly TokenView[], shell: Shell, space: TokenSpac
       cell(
         'Actions',
         h(
-          'button',
-          {
-            type: 'button',
-            class: 'danger small',
-            'aria-label': `Delete token ${t.name}`,
-            onclick: (e: Event) => confirmDelete(t, e.currentTarget as HTMLButtonElement, shell, space, reload),
-          },
-          'Delete',
+          'div',
+          { class: 'row-actions' },
+          tokenActions(t, space.writeScope, (scope) => session.holds(scope), now).map((action) =>
+            action === 'rename'
+              ? h(
+                  'button',
+                  {
+                    type: 'button',
+                    class: 'secondary small',
+                    'data-action': 'rename',
+                    'aria-label': `Rename token ${t.name}`,
+                    onclick: (e: Event) => renameDialog(t, e.currentTarget as HTMLButtonElement, shell, space, reload),
+                  },
+                  'Rename',
+                )
+              : h(
+                  'button',
+                  {
+                    type: 'button',
+                    class: 'secondary small',
+                    'data-action': 'regenerate',
+                    'aria-label': `Regenerate token ${t.name}`,
+                    onclick: (e: Event) =>
+                      confirmRegenerate(t, e.currentTarget as HTMLButtonElement, shell, space, secretSlot, reload),
+                  },
+                  'Regenerate',
+                ),
+          ),
+          h(
+            'button',
+            {
+              type: 'button',
+              class: 'danger small',
+              'data-action': 'delete',
+              'aria-label': `Delete token ${t.name}`,
+              onclick: (e: Event) =>
+                confirmDelete(t, e.currentTarget as HTMLButtonElement, shell, space, () => void reload()),
+            },
+            'Delete',
+          ),
         ),
       ),
     ),
@@ -203,6 +248,185 @@ function confirmDelete(
   });
   document.body.append(dialog);
   dialog.showModal();
+}
+
+// ---- regenerate ----------------------------------------------------------------------
+
+/**
+ * Rotation behind the shared confirmation: it names the token and asks how long the old
+ * secret keeps working (none by default). The new secret shows in the creation's panel.
+ * When the token is the one this session signs in with, the session carries on with the
+ * new secret (the console holds it; the old one is refused now, or after the grace period).
+ */
+function confirmRegenerate(
+  token: TokenView,
+  trigger: HTMLButtonElement,
+  shell: Shell,
+  space: TokenSpace,
+  secretSlot: HTMLElement,
+  reload: () => Promise<void>,
+): void {
+  const thisSession = token.id === session.identity()?.id;
+  const choices = h(
+    'fieldset',
+    { class: 'grace', 'aria-describedby': 'grace-hint' },
+    h('legend', {}, 'Grace period for the old secret'),
+    GRACE_CHOICES.map((c, i) =>
+      h(
+        'div',
+        { class: 'check' },
+        h('input', {
+          type: 'radio',
+          name: 'grace',
+          id: `grace-${c.seconds}`,
+          value: String(c.seconds),
+          checked: i === 0,
+        }),
+        h('label', { for: `grace-${c.seconds}` }, c.label),
+      ),
+    ),
+    h(
+      'p',
+      { id: 'grace-hint', class: 'hint' },
+      'How long whatever uses the old secret keeps working while you replace it there. ' +
+        'With none, the old secret stops working at once: anything still using it is refused here ' +
+        'immediately, and everywhere within seconds.',
+      thisSession ? ' This session signs in with this token: it continues with the new secret.' : '',
+    ),
+  );
+  let rotated: { token: RotatedToken; graceS: number } | null = null;
+  confirmDialog(shell, trigger, {
+    title: `Regenerate the token “${token.name}”?`,
+    detail: 'It gets a new secret, shown once. Its id, name and scopes stay the same.',
+    confirmLabel: `Regenerate “${token.name}”`,
+    content: choices,
+    action: async () => {
+      const checked = choices.querySelector<HTMLInputElement>('input[name="grace"]:checked');
+      const graceS = graceFrom(checked?.value ?? '');
+      // Not one of the offered choices (nothing can uncheck all radios, but fail closed).
+      if (graceS === null) throw new Error('no grace period chosen');
+      const answer = await api<RotatedToken>('POST', `${space.path}/${encodeURIComponent(token.id)}/rotate`, {
+        grace_period_s: graceS,
+      });
+      const who = session.identity();
+      // From now on the session's old secret is refused (at once, or after the grace period).
+      if (who !== null && answer.id === who.id) session.signIn(answer.token, who);
+      rotated = { token: answer, graceS };
+    },
+    done: () => {
+      if (rotated === null) return;
+      const { token: answer, graceS } = rotated;
+      showSecret(secretSlot, answer, rotationNote(graceS, answer.id === session.identity()?.id, Date.now()));
+      announce(`Regenerated the token “${answer.name}”`);
+      void reload();
+    },
+  });
+}
+
+// ---- rename --------------------------------------------------------------------------
+
+/** A PATCH of the name alone (a JSON merge patch), in a small dialog; Escape cancels. */
+function renameDialog(
+  token: TokenView,
+  trigger: HTMLButtonElement,
+  shell: Shell,
+  space: TokenSpace,
+  reload: () => Promise<void>,
+): void {
+  const notice = noticeArea();
+  const input = h('input', {
+    id: 'rename-name',
+    name: 'name',
+    maxlength: 100,
+    required: true,
+    autocomplete: 'off',
+    value: token.name,
+    'aria-describedby': 'rename-hint rename-error',
+  });
+  const error = fieldError('rename-error');
+  const save = h('button', { type: 'submit', class: 'primary' }, 'Save');
+  const cancel = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
+  const form = h(
+    'form',
+    { novalidate: true },
+    h('div', { class: 'field' }, h('label', { for: 'rename-name' }, 'New name'), input),
+    h('p', { id: 'rename-hint', class: 'hint' }, '1 to 100 characters. Its secret and scopes do not change.'),
+    error,
+    notice,
+    h('div', { class: 'actions' }, save, cancel),
+  );
+  const dialog = h(
+    'dialog',
+    { 'aria-labelledby': 'rename-heading' },
+    h('h2', { id: 'rename-heading' }, `Rename the token “${token.name}”`),
+    form,
+  );
+  let renamed: string | null = null;
+  dialog.addEventListener('close', () => {
+    dialog.remove();
+    if (renamed === null) {
+      if (trigger.isConnected) trigger.focus();
+      return;
+    }
+    announce(`Renamed the token “${token.name}” to “${renamed}”`);
+    void reload().then(() => {
+      const again = document.querySelector<HTMLElement>(`tr[data-token-id="${token.id}"] button[data-action="rename"]`);
+      focusOn(again ?? document.getElementById('list-heading') ?? document.body);
+    });
+  });
+  cancel.addEventListener('click', () => dialog.close());
+  const flag = (message: string): void => {
+    error.textContent = message;
+    input.setAttribute('aria-invalid', 'true');
+    input.focus();
+  };
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    error.textContent = '';
+    input.removeAttribute('aria-invalid');
+    notice.replaceChildren();
+    if (input.value.trim() === '') {
+      flag('Give the token a name.');
+      return;
+    }
+    save.disabled = true;
+    api<TokenView>('PATCH', `${space.path}/${encodeURIComponent(token.id)}`, { name: input.value })
+      .then((updated) => {
+        renamed = updated.name;
+        const who = session.identity();
+        // The header names the signed-in token.
+        if (who !== null && who.id === updated.id) {
+          session.remember({ ...who, name: updated.name });
+          shell.sessionChanged();
+        }
+        dialog.close();
+      })
+      .catch((err: unknown) => {
+        save.disabled = false;
+        if (err instanceof ApiError && err.status === 422) {
+          const details = fieldErrors(err).get('name');
+          if (details !== undefined) {
+            flag(details.join('; '));
+            return;
+          }
+        }
+        if (err instanceof ApiError && err.status === 401) {
+          dialog.close();
+          reportError(shell, notice, err);
+          return;
+        }
+        showNotice(
+          notice,
+          err instanceof ApiError && err.status === 404
+            ? 'This token no longer exists (it was deleted meanwhile).'
+            : errorText(err),
+        );
+        input.focus();
+      });
+  });
+  document.body.append(dialog);
+  dialog.showModal();
+  input.select();
 }
 
 // ---- create --------------------------------------------------------------------------
@@ -412,7 +636,11 @@ function scopePicker(scopes: readonly ScopeInfo[], space: TokenSpace): HTMLEleme
 
 // ---- the secret, once ----------------------------------------------------------------
 
-function showSecret(slot: HTMLElement, created: CreatedToken): void {
+/**
+ * The panel that shows a secret once, after creation or regeneration (`note`: what became
+ * of the old secret).
+ */
+function showSecret(slot: HTMLElement, created: CreatedToken, note?: string): void {
   const status = h('p', { class: 'hint', role: 'status' });
   const value = h('input', {
     id: 'new-secret',
@@ -449,6 +677,7 @@ function showSecret(slot: HTMLElement, created: CreatedToken): void {
       ' infracat keeps only a hash of it and cannot show it again. ' +
         'Store it in a password manager or secret store before you leave this page.',
     ),
+    note === undefined ? null : h('p', { id: 'secret-note' }, note),
     h('label', { for: 'new-secret' }, 'New token'),
     h('div', { class: 'copy-row' }, value, copy),
     status,

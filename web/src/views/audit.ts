@@ -1,0 +1,201 @@
+// The audit log page (#/audit): the signed-in account's audit events, newest first, with
+// an action filter (and, for an operator-account token, every account's trail), paged with
+// "Load more" through the list's `Link: <...>; rel="next"` header. Offered in the nav only
+// to a token holding audit-events:read.
+import { actorOf, AUDIT_ACTIONS, auditPath, detailLines, targetOf, type AuditFilter, type Party } from '../audit.js';
+import { apiPage, type AuditEvent } from '../api.js';
+import { announce, focusOn, h, replace } from '../dom.js';
+import { exactTime, relativeTime } from '../format.js';
+import { session } from '../session.js';
+import { cell, loading, noticeArea, reportError, showNotice, type Shell } from './common.js';
+
+/** Shows why the signed-in token (or no token) cannot use the page; false when it can. */
+function refusal(root: HTMLElement): boolean {
+  const notice = noticeArea();
+  if (session.identity() === null) {
+    replace(root, notice, h('p', {}, h('a', { href: '#/tokens' }, 'Sign in with an API token')));
+    showNotice(notice, 'The audit log shows what was done in your account. Sign in first.');
+    return true;
+  }
+  if (!session.holds('audit-events:read')) {
+    // Said without asking the server: the nav does not offer this page to such a token.
+    replace(root, notice);
+    showNotice(notice, 'The audit log needs a token holding audit-events:read. This token lacks it.');
+    return true;
+  }
+  return false;
+}
+
+export function auditView(root: HTMLElement, shell: Shell): void {
+  if (refusal(root)) return;
+  const own = session.identity()!.account_id;
+  const action = h(
+    'select',
+    { id: 'audit-action', name: 'action' },
+    h('option', { value: '' }, 'All actions'),
+    AUDIT_ACTIONS.map((a) => h('option', { value: a }, a)),
+  );
+  // Only operator-account tokens can hold accounts:read, and only they may read every
+  // account's trail; the page starts on the signed-in account's either way.
+  const whose = session.holds('accounts:read')
+    ? h(
+        'select',
+        { id: 'audit-account', name: 'account' },
+        h('option', { value: own }, 'This account'),
+        h('option', { value: '' }, 'All accounts'),
+      )
+    : null;
+  const list = h('section', { class: 'card', 'aria-labelledby': 'audit-heading' });
+  const load = (): Promise<void> =>
+    loadEvents(list, shell, { action: action.value, accountId: whose === null ? own : whose.value || null });
+  action.addEventListener('change', () => void load());
+  whose?.addEventListener('change', () => void load());
+  // Filters apply as they change; the form is never submitted.
+  const filters = h(
+    'form',
+    { class: 'card filters', 'aria-label': 'Filter the audit log', novalidate: true },
+    h('div', { class: 'field' }, h('label', { for: 'audit-action' }, 'Action'), action),
+    whose === null ? null : h('div', { class: 'field' }, h('label', { for: 'audit-account' }, 'Accounts'), whose),
+  );
+  filters.addEventListener('submit', (event) => event.preventDefault());
+  replace(root, filters, list);
+  void load();
+}
+
+// Each (re)load of the list gets a number; an answer for an older one (the filter changed
+// meanwhile) is dropped.
+let generation = 0;
+
+async function loadEvents(section: HTMLElement, shell: Shell, filter: AuditFilter): Promise<void> {
+  const mine = ++generation;
+  const notice = noticeArea();
+  const refresh = h('button', { type: 'button', class: 'secondary' }, 'Refresh');
+  const body = h('div', {}, loading('audit events'));
+  replace(
+    section,
+    h('div', { class: 'section-head' }, h('h2', { id: 'audit-heading' }, 'Events'), refresh),
+    notice,
+    body,
+  );
+  refresh.addEventListener('click', () => {
+    void loadEvents(section, shell, filter).then(() => announce('Audit log refreshed'));
+  });
+  let page: { items: AuditEvent[]; next: string | null };
+  try {
+    page = await apiPage<AuditEvent>(auditPath(filter));
+  } catch (err) {
+    if (mine === generation && !reportError(shell, notice, err)) body.replaceChildren();
+    return;
+  }
+  if (mine !== generation) return;
+  if (page.items.length === 0) {
+    replace(body, h('p', { class: 'muted' }, filter.action === '' ? 'No events.' : 'No events of this action.'));
+    return;
+  }
+  const rows = h('tbody', {}, page.items.map(eventRow));
+  const more = h('button', { type: 'button', class: 'secondary', id: 'audit-more' }, 'Load more');
+  const moreNotice = noticeArea();
+  // The button is there only while another page follows (removed, not hidden: the
+  // stylesheet's display of buttons would win over the hidden attribute).
+  const moreBox = h('div', { class: 'actions start' }, page.next === null ? null : more);
+  let next = page.next;
+  more.addEventListener('click', () => {
+    if (next === null) return;
+    more.disabled = true;
+    apiPage<AuditEvent>(next)
+      .then((further) => {
+        if (mine !== generation) return;
+        const added = further.items.map(eventRow);
+        rows.append(...added);
+        next = further.next;
+        if (next === null) moreBox.replaceChildren();
+        announce(
+          `Loaded ${further.items.length} more event${further.items.length === 1 ? '' : 's'}` +
+            (next === null ? '; that is all' : ''),
+        );
+        // The button stays for the next page; once it is gone, focus goes to what was added.
+        if (next === null) focusOn(added[0]?.querySelector('th') ?? section);
+      })
+      .catch((err: unknown) => {
+        reportError(shell, moreNotice, err);
+      })
+      .finally(() => {
+        more.disabled = false;
+      });
+  });
+  replace(body, eventTable(rows), moreNotice, moreBox);
+}
+
+function eventTable(rows: HTMLTableSectionElement): HTMLElement {
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      { class: 'responsive audit' },
+      h('caption', { class: 'visually-hidden' }, 'Audit events, newest first; times are UTC'),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Time', 'Action', 'Actor', 'Target', 'IP', 'More'].map((c) => h('th', { scope: 'col' }, c)),
+        ),
+      ),
+      rows,
+    ),
+  );
+}
+
+function eventRow(e: AuditEvent): HTMLTableRowElement {
+  const more: [string, string | null][] = [
+    ['Event', e.id],
+    ['Request', e.request_id],
+    ['User agent', e.user_agent],
+    ...detailLines(e.details),
+  ];
+  const dot = e.action.indexOf('.') + 1;
+  return h(
+    'tr',
+    { 'data-event-id': e.id, 'data-action': e.action },
+    h(
+      'th',
+      { scope: 'row', 'data-label': 'Time' },
+      h('time', { datetime: e.occurred_at, title: relativeTime(e.occurred_at, Date.now()) }, exactTime(e.occurred_at)),
+    ),
+    // A narrow column may break the action after its dot ("api_token." / "rotated"), nowhere else.
+    cell('Action', h('code', { class: 'audit-action' }, e.action.slice(0, dot), h('wbr'), e.action.slice(dot))),
+    cell('Actor', party(actorOf(e), 'actor')),
+    cell('Target', party(targetOf(e), 'target')),
+    cell('IP', e.ip === null ? h('span', { class: 'muted' }, 'None') : h('code', { class: 'ip' }, e.ip)),
+    cell(
+      'More',
+      h(
+        'details',
+        {},
+        h('summary', {}, 'Details', h('span', { class: 'visually-hidden' }, ` of ${e.action} at ${e.occurred_at}`)),
+        h(
+          'dl',
+          { class: 'details' },
+          more.map(([label, value]) => [
+            h('dt', {}, label),
+            h('dd', {}, value === null ? h('span', { class: 'muted' }, 'None') : h('code', {}, value)),
+          ]),
+        ),
+      ),
+    ),
+  );
+}
+
+function party(p: Party, role: 'actor' | 'target'): HTMLElement {
+  // "operator (API token) tok_01J..."; a party without a name is named by its kind
+  // (and infracat's own jobs, named "infracat", by that alone).
+  return h(
+    'span',
+    { class: `party ${role}` },
+    h('span', { class: `${role}-name` }, p.name ?? p.kind),
+    p.name === null || p.name === p.kind ? null : [' ', h('span', { class: 'muted' }, `(${p.kind})`)],
+    p.id === null ? null : [' ', h('code', { class: `${role}-id` }, p.id)],
+  );
+}
