@@ -246,7 +246,8 @@ describe('infracat tokens', () => {
       });
       assert.equal(res.status, 200);
       const me = (await res.json()) as { scopes: string[] };
-      assert.equal(me.scopes.length, 12);
+      assert.equal(me.scopes.length, 13);
+      assert.ok(me.scopes.includes('audit-events:read'), 'the audit trail is within the admin token too');
       first.child.proc.kill('SIGTERM');
       await first.child.exited;
       assert.ok(!first.child.stdout.join('\n').includes(secret), 'not in the log stream');
