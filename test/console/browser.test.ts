@@ -1088,11 +1088,12 @@ describe('web console in headless Chromium', () => {
           page.getByLabel('Action').selectOption('api_token.rotated'),
         ]);
         assert.match(filtered.url(), /\/api\/v1\/audit-events\?account_id=acc_\w+&action=api_token\.rotated$/);
-        await page.waitForFunction(() =>
-          Array.from(document.querySelectorAll('tbody tr[data-event-id]')).every(
-            (r) => r.getAttribute('data-action') === 'api_token.rotated',
-          ),
-        );
+        // Rows present and all of the action: while the filtered page loads, the table is
+        // empty, and an empty table passes `every` (it did on Node 24 in .ci/run).
+        await page.waitForFunction(() => {
+          const rows = Array.from(document.querySelectorAll('tbody tr[data-event-id]'));
+          return rows.length > 0 && rows.every((r) => r.getAttribute('data-action') === 'api_token.rotated');
+        });
         assert.equal(await events.count(), 3);
         assert.equal(await page.getByRole('button', { name: 'Load more' }).isVisible(), false, 'one page holds them');
         await page.getByLabel('Action').selectOption('account.deleted');
