@@ -53,7 +53,7 @@ export class AccountService {
       accountId: account.id,
       context,
       now,
-      ...(details !== undefined ? { details } : {}),
+      details,
     });
   }
 

@@ -2,7 +2,6 @@
 // Built once per change by the caller of a domain service (an HTTP route, the CLI, a
 // background job) and passed down; the domain copies it into the event it writes.
 import { userInfo } from 'node:os';
-import { redactSecrets } from '../redact.js';
 import type { ActorType, TokenRecord } from '../storage/types.js';
 
 export interface Actor {
@@ -29,14 +28,11 @@ export interface RequestFacts {
   token: TokenRecord | null;
 }
 
-// A User-Agent is the client's free text: kept short, and any credential in it scrubbed
-// (an event never holds a secret, even one a client put in the wrong header).
-const USER_AGENT_MAX = 512;
-
 /** The context of a change made over HTTP: by the calling token unless `actor` is given. */
 export function auditContext(request: RequestFacts, actor?: Actor): AuditContext {
   const ua = request.headers['user-agent'];
-  const userAgent = typeof ua === 'string' && ua !== '' ? redactSecrets(ua.slice(0, USER_AGENT_MAX)) : null;
+  // As sent: auditEvent() scrubs it of credentials, then cuts it to length (events.ts).
+  const userAgent = typeof ua === 'string' && ua !== '' ? ua : null;
   return {
     actor: actor ?? tokenActor(request.token),
     ip: request.ip,

@@ -47,8 +47,12 @@ export interface EventFacts {
   context: AuditContext;
   now: number;
   /** Anything else worth keeping (never a secret). */
-  details?: Record<string, unknown>;
+  details?: Record<string, unknown> | undefined;
 }
+
+// A User-Agent is the client's free text: kept short. Cut after scrubbing, so a credential
+// cut in half at the limit is still recognised and removed whole.
+const USER_AGENT_MAX = 512;
 
 /**
  * The record of one change. Every text in it that did not come from infracat itself is
@@ -70,7 +74,7 @@ export function auditEvent(facts: EventFacts): AuditEventRecord {
     targetId: target.id,
     targetName: text(target.name),
     ip: context.ip,
-    userAgent: text(context.userAgent),
+    userAgent: text(context.userAgent)?.slice(0, USER_AGENT_MAX) ?? null,
     requestId: context.requestId,
     details: redactDeep(facts.details ?? {}),
   };

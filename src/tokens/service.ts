@@ -112,7 +112,7 @@ export class TokenService {
       accountId: token.accountId,
       context,
       now,
-      ...(details !== undefined ? { details } : {}),
+      details,
     });
   }
 
