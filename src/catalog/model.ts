@@ -5,15 +5,18 @@
 // the domain rules: derived slugs and the documented order.
 import type { Model } from './forms.js';
 import { ENTITIES, type CatalogSettings, type Kind } from './schemas.js';
-import type { Image as ImageSchema, Plan as PlanSchema, Region as RegionSchema } from './schemas.js';
+import type { Image as ImageSchema, Plan as PlanSchema, Region as RegionSchema , FILE_ENTITIES} from './schemas.js';
 
 export type Image = Model<typeof ImageSchema>;
 export type Plan = Model<typeof PlanSchema>;
 export type Region = Model<typeof RegionSchema>;
 export type PlanType = Plan['type'];
 
-/** A whole catalog in memory (and, as JSON, in storage): its settings and entity lists. */
-export type Catalog = CatalogSettings & { [K in Kind]: Model<(typeof ENTITIES)[K]>[] };
+/**
+ * A whole catalog in memory (and, as JSON, in storage): its settings and entity lists,
+ * each entry in its file form (the wire fields plus deprecation and, for regions, offers).
+ */
+export type Catalog = CatalogSettings & { [K in Kind]: Model<(typeof FILE_ENTITIES)[K]>[] };
 
 export type { Kind };
 export const KINDS = Object.keys(ENTITIES) as readonly Kind[];

@@ -10,7 +10,14 @@ export interface CatalogProblem {
   entry: string;
   /** The field, when the problem is one field's. */
   field?: string;
+  /** RFC 6901 pointer into the document (`/plans/3/price_monthly`); '' for the whole document. */
+  pointer: string;
   message: string;
+}
+
+/** Path segments -> RFC 6901 pointer. */
+export function pointerOf(segments: readonly (string | number)[]): string {
+  return segments.map((s) => `/${String(s).replaceAll('~', '~0').replaceAll('/', '~1')}`).join('');
 }
 
 type Message = string | ((error: ErrorObject) => string);
@@ -93,12 +100,16 @@ export function problemsFromErrors(
   for (const e of errors) {
     // A union's branches each fail; the union's own error says it once, with every choice.
     if (e.schemaPath.includes('/anyOf/')) continue;
-    const [top, index, field] = errorPath(e);
+    const path = errorPath(e);
+    const [top, index, field] = path;
     const entry = top !== undefined && index !== undefined ? entryOf(top, Number(index)) : undefined;
     const at = entry !== undefined ? { entry, field } : { entry: 'file', field: top };
     const message = messageOf(e);
-    const problem =
-      at.field === undefined ? { entry: at.entry, message } : { entry: at.entry, field: at.field, message };
+    const pointer = pointerOf(path);
+    const problem: CatalogProblem =
+      at.field === undefined
+        ? { entry: at.entry, pointer, message }
+        : { entry: at.entry, field: at.field, pointer, message };
     problems.set(JSON.stringify(problem), problem);
   }
   return [...problems.values()];

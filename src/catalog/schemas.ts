@@ -3,7 +3,7 @@
 // it) and, closed to unknown fields, its file form (what `catalog apply` validates). The
 // in-memory types derive from the same schemas (forms.ts), and each rule's problem
 // message sits beside it. Adding a field to an entity is adding it here.
-import { Type, type Static, type TObject, type TStringOptions } from 'typebox';
+import { Type, type Static, type TObject, type TProperties, type TStringOptions } from 'typebox';
 import { Money, MONEY_TEXT_PATTERN } from './money.js';
 import { explained } from './problems.js';
 
@@ -102,6 +102,63 @@ export const Region = Type.Object({
 export const ENTITIES = { images: Image, plans: Plan, regions: Region };
 export type Kind = keyof typeof ENTITIES;
 
+/** A moment in a catalog file: RFC 3339, checked against the calendar in file.ts. */
+const Instant = (description: string) =>
+  explained(
+    Type.String({ maxLength: 64, description, examples: ['2027-01-31T00:00:00Z'] }),
+    'must be an RFC 3339 timestamp, e.g. 2027-01-31T00:00:00Z',
+  );
+
+const SLUGS = 'must be a non-empty list of slugs (leave the field out to offer every one)';
+const SlugList = (description: string) =>
+  explained(
+    Type.Array(explained(Type.String({ minLength: 1, maxLength: 100 }), 'must be a slug'), {
+      minItems: 1,
+      uniqueItems: true,
+      description,
+    }),
+    {
+      default: SLUGS,
+      uniqueItems: (e) => `lists ${JSON.stringify((e.data as unknown[])[e.params.j as number])} twice`,
+    },
+  );
+
+/**
+ * What the catalog file may say of any entry beyond its wire fields: its way out. It
+ * never reaches the entry's JSON (the spec's fields stay exact); single-item GETs carry
+ * it in the Deprecation, Sunset and Link headers, and after sunset_at the entry is gone
+ * (410). The rules relating these fields (order, successor) are in file.ts.
+ */
+export const Lifecycle = {
+  deprecated_at: Type.Optional(
+    Instant('When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header'),
+  ),
+  sunset_at: Type.Optional(
+    Instant('When the entry goes: it leaves the lists and its single-item GET answers 410 Gone'),
+  ),
+  successor: Type.Optional(Text(100, { description: 'The slug of the entry of the same kind that replaces it' })),
+};
+
+/** What a region offers (file only: the filters ?region=, ?plan=, ?image= read it). */
+export const Offer = {
+  plans: Type.Optional(SlugList('The plans deployable in this region; left out: every plan')),
+  images: Type.Optional(SlugList('The images deployable in this region; left out: every image')),
+};
+
+/**
+ * The file form of an entity: its wire form plus the file-only fields, closed (a misspelt
+ * field is reported, not dropped).
+ */
+const fileForm = <T extends TObject, E extends TProperties>(entity: T, extra: E) =>
+  Type.Object({ ...(entity.properties as T['properties']), ...extra }, { additionalProperties: false });
+
+/** Each entity as the catalog file (and memory, and storage) holds it. */
+export const FILE_ENTITIES = {
+  images: fileForm(Image, Lifecycle),
+  plans: fileForm(Plan, Lifecycle),
+  regions: fileForm(Region, { ...Offer, ...Lifecycle }),
+};
+
 /** What travels with the entities in a catalog file; absent ones take their defaults. */
 export const CatalogSettings = Type.Object({
   currency: Type.Optional(
@@ -115,17 +172,14 @@ export const CatalogSettings = Type.Object({
 });
 export type CatalogSettings = Required<Static<typeof CatalogSettings>>;
 
-/** The file form of an entity: its wire form, closed (a misspelt field is reported, not dropped). */
-const closed = <T extends TObject>(entity: T) => Type.Object(entity.properties, { additionalProperties: false });
-
 /** A catalog file (YAML or JSON): the settings and every entity list. */
 export const CatalogFile = explained(
   Type.Object(
     {
       ...CatalogSettings.properties,
-      images: Type.Array(closed(Image)),
-      plans: Type.Array(closed(Plan)),
-      regions: Type.Array(closed(Region)),
+      images: Type.Array(FILE_ENTITIES.images),
+      plans: Type.Array(FILE_ENTITIES.plans),
+      regions: Type.Array(FILE_ENTITIES.regions),
     },
     { additionalProperties: false },
   ),

@@ -45,7 +45,11 @@ function readCatalogFile(file: string): ReturnType<typeof parseCatalogText> {
     return {
       ok: false,
       problems: [
-        { entry: 'file', message: `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}` },
+        {
+          entry: 'file',
+          pointer: '',
+          message: `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+        },
       ],
     };
   }

@@ -139,6 +139,7 @@ describe('plan types come from the schema', () => {
           {
             entry: 'plans[0] (s-1vcpu-1gb)',
             field: 'type',
+            pointer: '/plans/0/type',
             message: 'must be one of general, cpu-optimized, memory-optimized',
           },
         ],
