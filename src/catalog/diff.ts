@@ -1,9 +1,10 @@
 // What `catalog apply` would change: entries added, removed and changed (field by
-// field), per kind, plus catalog settings. Entries are matched by slug.
+// field, the file's fields: deprecation and offers included), per kind, plus catalog
+// settings. Entries are matched by slug.
 import { toWire } from './forms.js';
 import { Amount } from './money.js';
 import { KINDS, type Catalog, type Kind } from './model.js';
-import { CatalogSettings, ENTITIES } from './schemas.js';
+import { CatalogSettings, FILE_ENTITIES } from './schemas.js';
 
 export interface FieldChange {
   field: string;
@@ -35,7 +36,7 @@ export function diffCatalogs(before: Catalog | null, after: Catalog): CatalogDif
   }
   for (const kind of KINDS) {
     const wire = (entries: readonly unknown[]) =>
-      entries.map((e) => toWire(ENTITIES[kind], e) as Record<string, unknown>);
+      entries.map((e) => toWire(FILE_ENTITIES[kind], e) as Record<string, unknown>);
     const old = new Map(wire(before?.[kind] ?? []).map((e) => [e.slug as string, e]));
     for (const entry of wire(after[kind])) {
       const slug = entry.slug as string;
@@ -46,8 +47,9 @@ export function diffCatalogs(before: Catalog | null, after: Catalog): CatalogDif
         continue;
       }
       const changes: FieldChange[] = [];
-      for (const field of Object.keys(entry)) {
-        const [from, to] = [display(prev[field]), display(entry[field])];
+      // Every field either side has (a file-only field may be set or cleared).
+      for (const field of new Set([...Object.keys(entry), ...Object.keys(prev)])) {
+        const [from, to] = [display(prev[field]) ?? null, display(entry[field]) ?? null];
         if (JSON.stringify(from) !== JSON.stringify(to)) changes.push({ field, from, to });
       }
       if (changes.length > 0) diff.changed[kind].push({ slug, changes });
@@ -92,8 +94,13 @@ export function formatDiff(d: CatalogDiff): string {
       lines.push(`~ ${kind} ${c.slug}: ${fields.join(', ')}`);
     }
   }
+  lines.push(summaryLine(d));
+  return `${lines.join('\n')}\n`;
+}
+
+/** The diff in one line: `2 added, 1 changed, 0 removed` (what a revision records as its summary). */
+export function summaryLine(d: CatalogDiff): string {
   const count = (r: Record<Kind, unknown[]>): number => KINDS.reduce((n, k) => n + r[k].length, 0);
   const settings = d.settings.length > 0 ? `, ${d.settings.length} setting(s) changed` : '';
-  lines.push(`${count(d.added)} added, ${count(d.changed)} changed, ${count(d.removed)} removed${settings}`);
-  return `${lines.join('\n')}\n`;
+  return `${count(d.added)} added, ${count(d.changed)} changed, ${count(d.removed)} removed${settings}`;
 }

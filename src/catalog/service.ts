@@ -6,8 +6,8 @@ import { SYSTEM_CONTEXT, type AuditContext } from '../audit/context.js';
 import { auditEvent, NO_SINK, type AuditSink } from '../audit/events.js';
 import { AppError } from '../errors.js';
 import { OPERATOR_ACCOUNT_ID } from '../storage/migrations.js';
-import type { CatalogStore } from '../storage/types.js';
-import { diffCatalogs, type CatalogDiff } from './diff.js';
+import type { CatalogRevisionInfo, CatalogStore } from '../storage/types.js';
+import { diffCatalogs, diffSummary, summaryLine, type CatalogDiff } from './diff.js';
 import { KINDS, sortCatalog, type Catalog } from './model.js';
 import { CatalogSettings } from './schemas.js';
 import { buildSnapshot, type CatalogSnapshot } from './snapshot.js';
@@ -30,6 +30,12 @@ export const EMPTY_CATALOG = {
   ...Object.fromEntries(KINDS.map((kind) => [kind, []])),
 } as Catalog;
 
+/** What an apply changes, and the version it applies on top of. */
+export interface CatalogPlan {
+  diff: CatalogDiff;
+  baseVersion: number;
+}
+
 export class CatalogService {
   private current: CatalogSnapshot = buildSnapshot(EMPTY_CATALOG, 0);
   private timer: NodeJS.Timeout | undefined;
@@ -43,7 +49,15 @@ export class CatalogService {
     private readonly options: CatalogServiceOptions,
   ) {}
 
+  /**
+   * The snapshot to answer from. Past its validUntil (an entry's sunset_at) it is rebuilt
+   * from the same catalog at once, without storage: sunset needs no apply.
+   */
   get snapshot(): CatalogSnapshot {
+    if (this.current.validUntil !== Infinity) {
+      const now = this.now();
+      if (now >= this.current.validUntil) this.current = buildSnapshot(this.current.catalog, this.current.version, now);
+    }
     return this.current;
   }
 
@@ -84,23 +98,37 @@ export class CatalogService {
   }
 
   /** What applying `next` would change, against the live catalog in storage. */
-  async plan(next: Catalog): Promise<{ diff: CatalogDiff; baseVersion: number }> {
+  async plan(next: Catalog): Promise<CatalogPlan> {
     const rev = await this.store.current();
     const before = rev === null ? null : decodeCatalog(rev.document);
     return { diff: diffCatalogs(before, sortCatalog(next)), baseVersion: rev?.version ?? 0 };
   }
 
   /**
-   * Applies `next` atomically on top of `baseVersion`, audited as `catalog.applied` (in the
-   * operator account's trail); 409 if another apply came first.
+   * The plan of a rollback: revision `to`'s document against the live one. NOT_FOUND when
+   * no such revision exists.
    */
-  async apply(
-    next: Catalog,
-    baseVersion: number,
-    context: AuditContext,
-    details: Record<string, unknown> = {},
-  ): Promise<number> {
-    if (!(await this.storeApply(next, baseVersion, context, details)))
+  async planRollback(to: number): Promise<CatalogPlan & { catalog: Catalog }> {
+    const rev = await this.store.revision(to);
+    if (rev === null) throw new AppError('NOT_FOUND', `no catalog revision ${to}`);
+    const catalog = decodeCatalog(rev.document);
+    return { catalog, ...(await this.plan(catalog)) };
+  }
+
+  /** Applied revisions without their documents, newest first. */
+  revisions(limit: number, before?: number): Promise<CatalogRevisionInfo[]> {
+    return this.store.revisions(limit, before);
+  }
+
+  /**
+   * Applies `next` atomically on top of `baseVersion`, audited as `catalog.applied` (in
+   * the operator account's trail) with what it changes against that version; 409 if
+   * another apply came first. `rollbackOf`: the revision whose document `next` is.
+   */
+  async apply(next: Catalog, baseVersion: number, context: AuditContext, rollbackOf?: number): Promise<number> {
+    const [prefix, details] =
+      rollbackOf === undefined ? ['', {}] : [`rollback to version ${rollbackOf}: `, { rollback_of: rollbackOf }];
+    if (!(await this.storeApply(next, baseVersion, context, prefix, details)))
       throw new AppError(
         'CONFLICT',
         'the catalog was changed by someone else meanwhile; review the new diff and apply again',
@@ -109,12 +137,17 @@ export class CatalogService {
     return baseVersion + 1;
   }
 
+  /** Stores `next` as version baseVersion + 1 with its summary and event; false if that version exists. */
   private async storeApply(
     next: Catalog,
     baseVersion: number,
     context: AuditContext,
+    summaryPrefix: string,
     details: Record<string, unknown>,
   ): Promise<boolean> {
+    const base = baseVersion === 0 ? null : await this.store.revision(baseVersion);
+    if (baseVersion !== 0 && base === null) return false;
+    const diff = diffCatalogs(base === null ? null : decodeCatalog(base.document), sortCatalog(next));
     const now = this.now();
     const version = baseVersion + 1;
     const event = auditEvent({
@@ -123,9 +156,15 @@ export class CatalogService {
       accountId: OPERATOR_ACCOUNT_ID,
       context,
       now,
-      details: { version, ...details },
+      details: { version, ...details, ...diffSummary(diff) },
     });
-    const ok = await this.store.apply(encodeCatalog(next), baseVersion, now, event);
+    const revision = {
+      document: encodeCatalog(next),
+      appliedAt: now,
+      appliedBy: context.actor,
+      summary: summaryPrefix + summaryLine(diff),
+    };
+    const ok = await this.store.apply(revision, baseVersion, event);
     if (ok) (this.options.audit ?? NO_SINK)(event);
     return ok;
   }
@@ -136,7 +175,7 @@ export class CatalogService {
    */
   async seedIfEmpty(initial: () => Catalog | Promise<Catalog>): Promise<boolean> {
     if ((await this.store.latestVersion()) !== 0) return false;
-    return this.storeApply(await initial(), 0, SYSTEM_CONTEXT, { seed: true });
+    return this.storeApply(await initial(), 0, SYSTEM_CONTEXT, 'initial catalog: ', { seed: true });
   }
 
   private now(): number {

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
 import { AppError } from '../errors.js';
 import { cliAuditContext } from '../audit/context.js';
-import { diffSummary, formatDiff, isEmptyDiff, removedCount } from '../catalog/diff.js';
+import { formatDiff, isEmptyDiff, removedCount } from '../catalog/diff.js';
 import { formatCatalog, parseCatalogText, type CatalogProblem } from '../catalog/file.js';
 import { CatalogService } from '../catalog/service.js';
 import { UsageError, type Command } from './command.js';
@@ -133,7 +133,7 @@ export const catalogCommand: Command = {
           return 1;
         }
         try {
-          const version = await svc.apply(result.catalog, baseVersion, cliAuditContext(), diffSummary(diff));
+          const version = await svc.apply(result.catalog, baseVersion, cliAuditContext());
           process.stdout.write(`applied as catalog version ${version}\n`);
           return 0;
         } catch (err) {

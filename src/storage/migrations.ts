@@ -7,8 +7,15 @@
 // migrations are written once: BIGINT is a valid SQLite column type (INTEGER affinity)
 // and holds epoch milliseconds in PostgreSQL.
 
-/** One statement: the same text everywhere, or one text per dialect (absent: not run there). */
-export type Step = string | { sqlite?: string; postgres?: string };
+import type { Queries } from './driver.js';
+
+/**
+ * One statement: the same text everywhere, or one text per dialect (absent: not run
+ * there); or, for a change of data plain SQL cannot say on both engines, a function run
+ * in the migration's transaction (written here, frozen like the SQL: never imported
+ * from code that may change).
+ */
+export type Step = string | { sqlite?: string; postgres?: string } | { data: (tx: Queries) => Promise<void> };
 
 export interface Migration {
   version: number;
@@ -171,7 +178,40 @@ const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX audit_events_occurred ON audit_events (occurred_at)`,
     ],
   },
+  {
+    version: 6,
+    name: 'catalog_management',
+    // Who applied each catalog revision (an audit actor, JSON) and what it changed in one
+    // line; NULL on revisions applied before this migration (not recorded then). Then the
+    // scopes: images:write, plans:write and regions:write granted nothing and are gone;
+    // catalog:write manages the catalog, and only the operator account may hold it.
+    steps: [
+      `ALTER TABLE catalog_revisions ADD COLUMN applied_by TEXT`,
+      `ALTER TABLE catalog_revisions ADD COLUMN summary TEXT`,
+      { data: mapCatalogWriteScopes },
+    ],
+  },
 ];
+
+/**
+ * Migration 6's scope mapping: a token holding `<kind>:write` for a catalog kind keeps
+ * what that scope granted (`<kind>:read`, which write implied), and an operator-account
+ * token gains `catalog:write`, what the old scopes promised. Order kept, duplicates
+ * dropped. Scopes are stored as a JSON array (LIKE narrows the rows; the JSON decides).
+ */
+async function mapCatalogWriteScopes(tx: Queries): Promise<void> {
+  const legacy = ['images:write', 'plans:write', 'regions:write'];
+  const rows = await tx.all<{ id: string; scopes: string; account_id: string }>(
+    `SELECT id, scopes, account_id FROM api_tokens WHERE scopes LIKE '%s:write%'`,
+  );
+  for (const row of rows) {
+    const scopes = JSON.parse(row.scopes) as string[];
+    if (!scopes.some((s) => legacy.includes(s))) continue;
+    const mapped = scopes.map((s) => (legacy.includes(s) ? s.replace(/:write$/, ':read') : s));
+    if (row.account_id === OPERATOR_ACCOUNT_ID) mapped.push('catalog:write');
+    await tx.run('UPDATE api_tokens SET scopes = ? WHERE id = ?', [JSON.stringify([...new Set(mapped)]), row.id]);
+  }
+}
 
 /** Migration 0: run by every migrate(), never recorded. */
 export const BOOKKEEPING: Migration = MIGRATIONS[0]!;
@@ -183,7 +223,8 @@ export const LATEST_VERSION = VERSIONED.reduce((max, m) => Math.max(max, m.versi
 
 /** The text of `step` for `dialect`, or undefined when the step is not run there. */
 export function stepSql(step: Step, dialect: 'sqlite' | 'postgres'): string | undefined {
-  return typeof step === 'string' ? step : step[dialect];
+  if (typeof step === 'string') return step;
+  return 'data' in step ? undefined : step[dialect];
 }
 
 export class SchemaTooNewError extends Error {

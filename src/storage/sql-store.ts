@@ -15,7 +15,7 @@
 import type { Driver, LockName, Param, Queries } from './driver.js';
 import { BOOKKEEPING, BOOTSTRAP_KEY, pendingMigrations, schemaVersion, stepSql } from './migrations.js';
 import { bootstrapOutcome, latestPerId } from './rows.js';
-import { ACCOUNTS, API_TOKENS, AUDIT_EVENTS, CATALOG_REVISIONS } from './tables.js';
+import { ACCOUNTS, API_TOKENS, AUDIT_EVENTS, CATALOG_REVISION_INFO, CATALOG_REVISIONS } from './tables.js';
 import type {
   AccountFilter,
   AccountRecord,
@@ -26,6 +26,7 @@ import type {
   AuditStore,
   BackupReport,
   CatalogRevision,
+  CatalogRevisionInfo,
   CatalogStore,
   CreateTokenResult,
   LastUsed,
@@ -108,6 +109,11 @@ const SQL = {
   markBootstrap: 'INSERT INTO infracat_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING',
   latestCatalog: 'SELECT COALESCE(MAX(version), 0) AS v FROM catalog_revisions',
   currentCatalog: `SELECT ${CATALOG_REVISIONS.columns} FROM catalog_revisions ORDER BY version DESC LIMIT 1`,
+  catalogRevision: `SELECT ${CATALOG_REVISIONS.columns} FROM catalog_revisions WHERE version = ?`,
+  // Newest first; CAST as in EVENT_FILTERS (PostgreSQL cannot type a bare `? IS NULL`).
+  catalogRevisions:
+    `SELECT ${CATALOG_REVISION_INFO.columns} FROM catalog_revisions` +
+    ' WHERE (CAST(? AS BIGINT) IS NULL OR version < ?) ORDER BY version DESC LIMIT ?',
   applyCatalog:
     `INSERT INTO catalog_revisions (${CATALOG_REVISIONS.columns}) VALUES (${CATALOG_REVISIONS.placeholders})` +
     ' ON CONFLICT (version) DO NOTHING',
@@ -196,6 +202,10 @@ export class SqlStore implements Store {
       const pending = pendingMigrations(before, options.upTo);
       for (const m of pending) {
         for (const step of m.steps) {
+          if (typeof step === 'object' && 'data' in step) {
+            await step.data(tx);
+            continue;
+          }
           const sql = stepSql(step, dialect);
           if (sql !== undefined) await tx.run(sql);
         }
@@ -452,10 +462,25 @@ class SqlCatalogStore implements CatalogStore {
     return row === undefined ? null : CATALOG_REVISIONS.fromRow(row);
   }
 
-  apply(document: string, expectedVersion: number, now: number, event: AuditEventRecord): Promise<boolean> {
+  async revision(version: number): Promise<CatalogRevision | null> {
+    const row = await this.db.get<Record<string, unknown>>(SQL.catalogRevision, [version]);
+    return row === undefined ? null : CATALOG_REVISIONS.fromRow(row);
+  }
+
+  async revisions(limit: number, before?: number): Promise<CatalogRevisionInfo[]> {
+    const params = [before ?? null, before ?? null, limit];
+    const rows = await this.db.all<Record<string, unknown>>(SQL.catalogRevisions, params);
+    return rows.map((row) => CATALOG_REVISION_INFO.fromRow(row));
+  }
+
+  apply(
+    revision: Omit<CatalogRevision, 'version'>,
+    expectedVersion: number,
+    event: AuditEventRecord,
+  ): Promise<boolean> {
     return this.transaction(async (tx) => {
-      const revision = CATALOG_REVISIONS.params({ version: expectedVersion + 1, document, appliedAt: now });
-      if ((await tx.run(SQL.applyCatalog, revision)) !== 1) return false;
+      const row = CATALOG_REVISIONS.params({ ...revision, version: expectedVersion + 1 });
+      if ((await tx.run(SQL.applyCatalog, row)) !== 1) return false;
       await record(tx, event);
       return true;
     });

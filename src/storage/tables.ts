@@ -38,6 +38,13 @@ const json = <V>(column: string): Column<V> => ({
   read: (raw) => JSON.parse(raw as string) as V,
 });
 
+/** A JSON document in a nullable TEXT column. */
+const jsonOrNull = <V>(column: string): Column<V | null> => ({
+  column,
+  write: (v) => (v === null ? null : JSON.stringify(v)),
+  read: (raw) => (raw === null || raw === undefined ? null : (JSON.parse(raw as string) as V)),
+});
+
 // Column<V>'s methods are bivariant in V, so every column fits Column<unknown>.
 type Columns = Record<string, Column<unknown>>;
 /** The record a table's columns describe. */
@@ -110,12 +117,21 @@ export const ACCOUNTS = table('accounts', {
   createdAt: integer('created_at'),
 });
 
-/** catalog_revisions: every applied catalog document; the highest version is live. */
-export const CATALOG_REVISIONS = table('catalog_revisions', {
+/** What a revision records besides its document (migration 6 added the last two). */
+const REVISION_INFO = {
   version: integer('version'),
-  document: text('document'),
   appliedAt: integer('applied_at'),
-});
+  /** Who applied it: an audit actor ({type, id, name}); null before migration 6. */
+  appliedBy: jsonOrNull<{ type: ActorType; id: string | null; name: string | null }>('applied_by'),
+  /** What it changed, in one line (`2 added, 1 changed, 0 removed`); null before migration 6. */
+  summary: textOrNull('summary'),
+};
+
+/** catalog_revisions: every applied catalog document; the highest version is live. */
+export const CATALOG_REVISIONS = table('catalog_revisions', { ...REVISION_INFO, document: text('document') });
+
+/** A revision without its document: what the history lists. */
+export const CATALOG_REVISION_INFO = table('catalog_revisions', REVISION_INFO);
 
 /** Who made a change: a token over the API, the operator's CLI, GitHub's secret scanning, or infracat itself. */
 export type ActorType = 'api_token' | 'cli' | 'secret_scanning' | 'system';

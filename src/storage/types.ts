@@ -8,7 +8,15 @@
 //   PostgreSQL synchronous commit): the caller may acknowledge it to a client.
 // - Connectivity failures reject with StorageUnavailableError, so the HTTP layer can
 //   answer 503 + Retry-After instead of 500.
-import type { ACCOUNTS, API_TOKENS, AUDIT_EVENTS, AccountStatus, CATALOG_REVISIONS, RecordOfTable } from './tables.js';
+import type {
+  ACCOUNTS,
+  API_TOKENS,
+  AUDIT_EVENTS,
+  AccountStatus,
+  CATALOG_REVISIONS,
+  CATALOG_REVISION_INFO,
+  RecordOfTable,
+} from './tables.js';
 
 export type { AccountStatus, ActorType, TargetType } from './tables.js';
 
@@ -139,19 +147,26 @@ export interface TokenStore {
   count(): Promise<number>;
 }
 
-/** One applied catalog: the serialised catalog document and its version (tables.ts). */
+/** One applied catalog: the serialised catalog document, its version, who and what (tables.ts). */
 export type CatalogRevision = RecordOfTable<typeof CATALOG_REVISIONS>;
+/** A revision without its document. */
+export type CatalogRevisionInfo = RecordOfTable<typeof CATALOG_REVISION_INFO>;
 
 export interface CatalogStore {
   /** Highest applied version, 0 when no catalog was ever applied. Cheap: polled. */
   latestVersion(): Promise<number>;
   /** The live (highest) revision, or null. */
   current(): Promise<CatalogRevision | null>;
+  /** One revision with its document, or null. */
+  revision(version: number): Promise<CatalogRevision | null>;
+  /** Revisions without documents, newest first: at most `limit`, versions below `before` when given. */
+  revisions(limit: number, before?: number): Promise<CatalogRevisionInfo[]>;
   /**
-   * Stores `document` as version `expectedVersion + 1`, only if that is still the next
-   * version (optimistic concurrency: false when another apply got there first).
+   * Stores `revision` as version `expectedVersion + 1` (its own `version` is ignored), only
+   * if that is still the next version (optimistic concurrency: false when another apply
+   * got there first), with its audit event in the same transaction.
    */
-  apply(document: string, expectedVersion: number, now: number, event: AuditEventRecord): Promise<boolean>;
+  apply(revision: Omit<CatalogRevision, 'version'>, expectedVersion: number, event: AuditEventRecord): Promise<boolean>;
 }
 
 export interface AuditFilter {

@@ -211,9 +211,7 @@ for (const backend of backends()) {
       await accounts.update(acme.account.id, { status: 'active' }, cli);
       const live = catalog.snapshot.catalog;
       const { baseVersion } = await catalog.plan(live);
-      const version = await catalog.apply({ ...live, regions: live.regions.slice(1) }, baseVersion, cli, {
-        removed: { regions: [live.regions[0]!.slug] },
-      });
+      const version = await catalog.apply({ ...live, regions: live.regions.slice(1) }, baseVersion, cli);
 
       const theirs = await allEvents(app, acme.auth);
       const byCli = theirs.filter((e) => e.actor.type === 'cli');
@@ -232,7 +230,13 @@ for (const backend of backends()) {
         {
           actor: CLI_ACTOR,
           target: { type: 'catalog', id: String(version), name: null },
-          details: { version, removed: { regions: [live.regions[0]!.slug] } },
+          details: {
+            version,
+            settings: [],
+            added: { images: [], plans: [], regions: [] },
+            removed: { images: [], plans: [], regions: [live.regions[0]!.slug] },
+            changed: { images: [], plans: [], regions: [] },
+          },
         },
       );
       // The first start's seed of the default catalog was infracat's own.

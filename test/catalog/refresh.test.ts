@@ -7,7 +7,7 @@ import { PostgresStore } from '../../src/storage/postgres/store.js';
 import { build } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
 import { startEmbeddedPostgres } from '../helpers/embedded-pg.js';
-import { ev, TEST_CONTEXT } from '../helpers/audit.js';
+import { ev, rev, TEST_CONTEXT } from '../helpers/audit.js';
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promise<number> {
   const started = Date.now();
@@ -100,7 +100,7 @@ describe('catalog reads through a PostgreSQL outage', () => {
     const next = loadDefaultCatalog();
     next.regions = next.regions.filter((r) => r.slug !== 'syd1');
     const doc = JSON.stringify(next);
-    assert.ok(await other.catalog.apply(doc, latest, Date.now(), ev()));
+    assert.ok(await other.catalog.apply(rev(doc, Date.now()), latest, ev()));
     await waitFor(
       async () => (await app.inject({ method: 'GET', url: '/api/v1/regions/syd1' })).statusCode === 404,
       5000,

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { cliAuditContext, type AuditContext } from '../../src/audit/context.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
-import type { AuditEventRecord } from '../../src/storage/types.js';
+import type { AuditEventRecord, CatalogRevision } from '../../src/storage/types.js';
 
 /** The operator at the command line: what the tests' direct service calls act as. */
 export const TEST_CONTEXT: AuditContext = cliAuditContext();
@@ -29,4 +29,9 @@ export function ev(over: Partial<AuditEventRecord> = {}): AuditEventRecord {
     details: {},
     ...over,
   };
+}
+
+/** A catalog revision to hand CatalogStore.apply (who and what: a test's). */
+export function rev(document: string, appliedAt = 1_700_000_000_000): Omit<CatalogRevision, 'version'> {
+  return { document, appliedAt, appliedBy: { type: 'cli', id: null, name: 'tester' }, summary: 'test revision' };
 }

@@ -7,7 +7,7 @@ import { loadDefaultCatalog } from '../../src/catalog/default.js';
 import { generateSecret } from '../../src/tokens/format.js';
 import { build, mintToken } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
-import { ev } from '../helpers/audit.js';
+import { ev, rev } from '../helpers/audit.js';
 
 describe('secrets in error bodies', () => {
   it('a token pasted into a wrong field is not echoed in the problem', async (t) => {
@@ -39,7 +39,7 @@ describe('unlisted fields are never serialised', () => {
     c.images![0]!.build_host = 'ci-7.internal';
     c.regions![0]!.datacenter_contract = 'secret';
     const latest = await store.catalog.latestVersion();
-    assert.ok(await store.catalog.apply(JSON.stringify(c), latest, Date.now(), ev()));
+    assert.ok(await store.catalog.apply(rev(JSON.stringify(c), Date.now()), latest, ev()));
     await app.infracat.catalog.load();
     for (const url of [
       '/api/v1/plans',

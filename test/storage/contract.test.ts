@@ -9,7 +9,7 @@ import Database from '../../src/storage/sqlite/driver.js';
 import pg from 'pg';
 import { LATEST_VERSION, VERSIONED } from '../../src/storage/migrations.js';
 import type { AccountRecord, AuditEventRecord, Store, TokenRecord } from '../../src/storage/types.js';
-import { ev } from '../helpers/audit.js';
+import { ev, rev } from '../helpers/audit.js';
 import { backends, type Backend, type BackendDb } from '../helpers/backends.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
@@ -577,7 +577,7 @@ function runStoreContract(backend: Backend): void {
         assert.equal(await s.catalog.latestVersion(), 0);
         assert.equal(await s.catalog.current(), null);
         const doc = JSON.stringify({ name: 'Ubuntu 24.04 — LTS ✓', items: Array.from({ length: 500 }, (_, i) => i) });
-        assert.equal(await s.catalog.apply(doc, 0, 1234, ev()), true);
+        assert.equal(await s.catalog.apply(rev(doc, 1234), 0, ev()), true);
         assert.equal(await s.catalog.latestVersion(), 1);
         assert.deepEqual(await s.catalog.current(), { version: 1, document: doc, appliedAt: 1234 });
       } finally {
@@ -591,10 +591,10 @@ function runStoreContract(backend: Backend): void {
       const s = fresh.open();
       try {
         await s.migrate();
-        assert.equal(await s.catalog.apply('{"v":1}', 0, 1, ev()), true);
-        assert.equal(await s.catalog.apply('{"v":"stale"}', 0, 2, ev()), false);
+        assert.equal(await s.catalog.apply(rev('{"v":1}', 1), 0, ev()), true);
+        assert.equal(await s.catalog.apply(rev('{"v":"stale"}', 2), 0, ev()), false);
         assert.equal((await s.catalog.current())?.document, '{"v":1}');
-        assert.equal(await s.catalog.apply('{"v":2}', 1, 3, ev()), true);
+        assert.equal(await s.catalog.apply(rev('{"v":2}', 3), 1, ev()), true);
         assert.deepEqual(await s.catalog.current(), { version: 2, document: '{"v":2}', appliedAt: 3 });
       } finally {
         await s.close();
@@ -607,7 +607,7 @@ function runStoreContract(backend: Backend): void {
       const instances = [fresh.open(), fresh.open(), fresh.open()];
       try {
         await instances[0]!.migrate();
-        const wins = await Promise.all(instances.map((s, i) => s.catalog.apply(`{"by":${i}}`, 0, i, ev())));
+        const wins = await Promise.all(instances.map((s, i) => s.catalog.apply(rev(`{"by":${i}}`, i), 0, ev())));
         assert.equal(wins.filter(Boolean).length, 1);
         assert.equal(await instances[2]!.catalog.latestVersion(), 1);
       } finally {
@@ -773,7 +773,7 @@ function runStoreContract(backend: Backend): void {
       await assert.rejects(store.accounts.create(a, { ...ev(), id: taken.id }));
       assert.equal(await store.accounts.get(a.id), null, 'no account without its event');
       const latest = await store.catalog.latestVersion();
-      await assert.rejects(store.catalog.apply('{"x":1}', latest, NOW, { ...ev(), id: taken.id }));
+      await assert.rejects(store.catalog.apply(rev('{"x":1}', NOW), latest, { ...ev(), id: taken.id }));
       assert.equal(await store.catalog.latestVersion(), latest, 'no catalog revision without its event');
     });
 
