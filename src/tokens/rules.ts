@@ -2,7 +2,7 @@
 // Pure functions: no HTTP, no storage.
 import type { FieldError } from '../errors.js';
 import { SECRET_SHAPE } from '../redact.js';
-import { OPERATOR_ONLY_RESOURCES, parseScope, type ScopeRegistry } from './scopes.js';
+import { OPERATOR_ONLY_SCOPES, type ScopeRegistry } from './scopes.js';
 
 export const NAME_MAX = 100;
 
@@ -226,8 +226,7 @@ function validateScopes(scopes: readonly string[], ctx: RuleContext): FieldError
   errors.push(...ctx.registry.validate(scopes));
   if (!ctx.operatorAccount) {
     scopes.forEach((scope, i) => {
-      const resource = parseScope(scope)?.resource;
-      if (resource !== undefined && OPERATOR_ONLY_RESOURCES.includes(resource) && ctx.registry.has(scope))
+      if (OPERATOR_ONLY_SCOPES.includes(scope) && ctx.registry.has(scope))
         errors.push({
           pointer: `/scopes/${i}`,
           detail: `"${scope}" can only be held by tokens of the operator account`,

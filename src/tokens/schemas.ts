@@ -144,6 +144,9 @@ export const ScopeView = Type.Object({
   resource: Type.String(),
   action: Type.Union([Type.Literal('read'), Type.Literal('write')]),
   description: Type.String(),
+  operator_only: Type.Boolean({
+    description: 'Only tokens of the operator account may hold it (elsewhere: 422)',
+  }),
 });
 export type ScopeView = Static<typeof ScopeView>;
 

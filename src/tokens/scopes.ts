@@ -16,13 +16,20 @@ export const DEFAULT_RESOURCES = [
   'images',
   'plans',
   'regions',
+  'catalog',
   'audit-events',
   'accounts',
 ] as const;
-/** Resources that grant `read` only: `<resource>:write` is not a scope (422 like any unknown one). */
-export const READ_ONLY_RESOURCES: readonly string[] = ['audit-events'];
-/** Resources whose scopes only tokens of the operator account may hold (they run the other accounts). */
-export const OPERATOR_ONLY_RESOURCES: readonly string[] = ['accounts'];
+/**
+ * Resources that grant `read` only: `<resource>:write` is not a scope (422 like any
+ * unknown one). The catalog kinds are changed through `catalog:write`, as one document.
+ */
+export const READ_ONLY_RESOURCES: readonly string[] = ['images', 'plans', 'regions', 'audit-events'];
+/**
+ * Scopes only tokens of the operator account may hold: running the other accounts, and
+ * changing the catalog every account sees.
+ */
+export const OPERATOR_ONLY_SCOPES: readonly string[] = ['accounts:read', 'accounts:write', 'catalog:write'];
 export const RESOURCE_PATTERN = /^[a-z][a-z0-9-]{0,39}$/;
 const SCOPE_PATTERN = /^([a-z][a-z0-9-]{0,39}):(read|write)$/;
 
@@ -35,9 +42,13 @@ const DESCRIPTIONS: Record<string, Partial<Record<Action, string>>> = {
     read: "Read apps on the platform's apps service.",
     write: "Create, change and delete apps on the platform's apps service.",
   },
-  images: { read: 'Read the OS image catalog.', write: 'Manage the OS image catalog.' },
-  plans: { read: 'Read the instance plan catalog.', write: 'Manage the instance plan catalog.' },
-  regions: { read: 'Read the region catalog.', write: 'Manage the region catalog.' },
+  images: { read: 'Read the OS image catalog.' },
+  plans: { read: 'Read the instance plan catalog.' },
+  regions: { read: 'Read the region catalog.' },
+  catalog: {
+    read: 'Read the whole catalog document (availability and deprecations included), its diffs and revisions.',
+    write: "Replace the catalog (images, plans, regions) for every account (operator account's tokens only).",
+  },
   'audit-events': {
     read: "Read the audit trail of the token's account (the operator account's tokens: every account's).",
   },
@@ -67,6 +78,7 @@ export class ScopeRegistry {
         description:
           DESCRIPTIONS[resource]?.[action] ??
           `${action === 'read' ? 'Read' : 'Create, change and delete'} ${resource}.`,
+        operator_only: OPERATOR_ONLY_SCOPES.includes(`${resource}:${action}`),
       })),
     );
     this.known = new Set(this.infos.map((i) => i.scope));
@@ -82,9 +94,7 @@ export class ScopeRegistry {
 
   /** Every scope a token of an account may hold: all in the operator account, else all but the operator-only ones. */
   namesFor(operatorAccount: boolean): string[] {
-    return operatorAccount
-      ? this.names()
-      : this.infos.filter((i) => !OPERATOR_ONLY_RESOURCES.includes(i.resource)).map((i) => i.scope);
+    return operatorAccount ? this.names() : this.infos.filter((i) => !i.operator_only).map((i) => i.scope);
   }
 
   has(scope: string): boolean {
