@@ -301,10 +301,10 @@ for (const backend of backends()) {
         method: 'POST',
         url,
         headers: operator.auth,
-        payload: { name: 'x', scopes: ['regions:write'] },
+        payload: { name: 'x', scopes: ['catalog:read'] },
       });
       assert.equal(escalate.statusCode, 403);
-      assert.deepEqual(escalate.json<{ missing_scopes: string[] }>().missing_scopes, ['regions:write']);
+      assert.deepEqual(escalate.json<{ missing_scopes: string[] }>().missing_scopes, ['catalog:read']);
       const expiring = await app.inject({
         method: 'POST',
         url: '/api/v1/api-tokens',
@@ -449,7 +449,7 @@ for (const backend of backends()) {
         { method: 'POST', suffix: '/rotate', payload: undefined },
         { method: 'PATCH', suffix: '', payload: { name: 'mine now' } },
         // Scopes the caller lacks: still 404, never a 403 that would confirm the id.
-        { method: 'PATCH', suffix: '', payload: { scopes: ['regions:write'] } },
+        { method: 'PATCH', suffix: '', payload: { scopes: ['catalog:read'] } },
       ] as const;
       const send = (call: (typeof calls)[number], base: string, id: string, auth: Record<string, string>) =>
         app.inject({
@@ -529,7 +529,7 @@ for (const backend of backends()) {
         [{ scopes: ['apps:read', 'accounts:read'] }, 422],
         [{ name: null }, 422],
         [{ status: 'suspended' }, 422],
-        [{ scopes: ['regions:write'] }, 403],
+        [{ scopes: ['catalog:read'] }, 403],
       ] as const) {
         const res = await app.inject({ method: 'PATCH', url: base, headers: operator.auth, payload });
         assert.equal(res.statusCode, status, `${JSON.stringify(payload)}: ${res.body}`);

@@ -254,12 +254,12 @@ for (const backend of backends()) {
       assert.notEqual(app.infracat.tokens.lastUsed.pending(tok.id), undefined, 'the read counted as a use');
     });
 
-    it('token access: each catalog needs its read scope (write implies read)', async (t) => {
+    it('token access: each catalog needs its read scope', async (t) => {
       const { app } = await setup(t, { CATALOG_ACCESS: 'token' });
       const anon = await app.inject({ method: 'GET', url: '/api/v1/plans' });
       assert.equal(anon.statusCode, 401);
       assert.equal(anon.headers['www-authenticate'], 'Bearer realm="infracat"');
-      const images = await mintToken(app, ['images:read', 'regions:write']);
+      const images = await mintToken(app, ['images:read', 'regions:read']);
       assert.equal((await app.inject({ method: 'GET', url: '/api/v1/images', headers: images.auth })).statusCode, 200);
       assert.equal(
         (await app.inject({ method: 'GET', url: '/api/v1/regions/nyc3', headers: images.auth })).statusCode,

@@ -13,7 +13,7 @@ import { artifactPath, ensureChromium, launchChromium } from '../helpers/browser
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 import { ev } from '../helpers/audit.js';
 
-const ALL_SCOPES = ['api-tokens:write', 'apps:write', 'images:write', 'plans:write', 'regions:write'];
+const ALL_SCOPES = ['api-tokens:write', 'apps:write', 'images:read', 'plans:read', 'regions:read', 'catalog:write'];
 const SECRET = /^icat_[0-9A-Za-z]{36}$/;
 
 async function listening(t: TestContext, env: Record<string, string> = {}) {
@@ -139,7 +139,7 @@ describe('web console in headless Chromium', () => {
       await page.getByLabel('Name', { exact: true }).fill('ci-deploy');
       // The picker comes from /api/v1/scopes: one box per scope, grouped by resource
       // (seven resources, accounts included, each read and write but audit-events: read only).
-      assert.equal(await page.locator('input[name="scope"]').count(), 13);
+      assert.equal(await page.locator('input[name="scope"]').count(), 12);
       await page.locator('#scope-images-read').check();
       await page.locator('#scope-plans-read').check();
       await page.getByLabel('Expires').selectOption('30');

@@ -19,7 +19,7 @@ const SCOPES = [
   'apps:write',
   'images:read',
   'plans:read',
-  'regions:write',
+  'catalog:write',
 ];
 const NO_LIMITS = {
   RATE_LIMIT: '0',
@@ -220,7 +220,7 @@ for (const backend of backends()) {
         'apps:write',
         'images:read',
         'plans:read',
-        'regions:write',
+        'catalog:write',
         'audit-events:read',
       ]);
       const reader = await mintToken(app, ['api-tokens:read']);

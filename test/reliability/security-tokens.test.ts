@@ -23,11 +23,10 @@ const ALL_SCOPES = [
   'apps:read',
   'apps:write',
   'images:read',
-  'images:write',
   'plans:read',
-  'plans:write',
   'regions:read',
-  'regions:write',
+  'catalog:read',
+  'catalog:write',
 ];
 const iso = (ms: number): string => new Date(ms).toISOString();
 const hex = (cp: number): string => `U+${cp.toString(16).toUpperCase().padStart(4, '0')}`;

@@ -80,8 +80,8 @@ describe('scopes', () => {
     assert.ok(grants(['apps:read'], 'apps:read'));
     assert.ok(!grants(['apps:read'], 'apps:write'));
     assert.ok(!grants(['apps:write'], 'images:read'));
-    assert.deepEqual(missingScopes(['apps:write', 'images:read'], ['apps:read', 'images:write', 'plans:read']), [
-      'images:write',
+    assert.deepEqual(missingScopes(['apps:write', 'images:read'], ['apps:read', 'catalog:write', 'plans:read']), [
+      'catalog:write',
       'plans:read',
     ]);
   });
