@@ -68,7 +68,7 @@ export interface AppDeps {
   config: Config;
   store: Store;
   logger: Logger;
-  /** The clock of token rules (expiry, limits) and retention. Tests substitute one; defaults to Date.now. */
+  /** The clock of token rules (expiry, limits), retention and catalog sunsets. Tests substitute one; defaults to Date.now. */
   now?: () => number;
 }
 
@@ -159,6 +159,8 @@ export function buildApp(deps: AppDeps): App {
   const catalog = new CatalogService(store.catalog, {
     refreshMs: config.catalogRefreshMs,
     audit,
+    // Sunset is time-based: the same clock as the token rules.
+    ...(deps.now !== undefined ? { now: deps.now } : {}),
     onRefreshError: (err) => {
       countStorageError();
       app.log.warn({ err }, 'catalog refresh failed; serving the last snapshot');
