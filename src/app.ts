@@ -68,7 +68,7 @@ export interface AppDeps {
   config: Config;
   store: Store;
   logger: Logger;
-  /** The clock of token rules (expiry, limits), retention and catalog sunsets. Tests substitute one; defaults to Date.now. */
+  /** The clock of token rules, retention and catalog sunsets; defaults to Date.now (tests substitute one). */
   now?: () => number;
 }
 
