@@ -20,6 +20,7 @@ export const ERRORS = {
   REQUEST_TIMEOUT: { status: 408, title: 'Request timeout' },
   CONFLICT: { status: 409, title: 'Conflict' },
   TOKEN_LIMIT_REACHED: { status: 409, title: 'Token limit reached' },
+  GONE: { status: 410, title: 'Gone' },
   OPERATOR_ACCOUNT: { status: 409, title: 'The operator account cannot be suspended or deleted' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },

@@ -153,13 +153,21 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
         },
         (request, reply) => {
           const snap = catalog.snapshot;
-          const body = snap.bySlug[kind].get(request.params.slug);
-          if (body === undefined) {
+          const item = snap.bySlug[kind].get(request.params.slug);
+          if (item === undefined) {
             refuseOverLimit(request);
             throw new AppError('NOT_FOUND', `no ${noun} with slug ${request.params.slug}`);
           }
+          if (item.gone) {
+            refuseOverLimit(request);
+            throw new AppError('GONE', `the ${noun} ${request.params.slug} was sunset on ${item.headers.sunset}`, {
+              headers: item.headers,
+            });
+          }
+          // Deprecation, Sunset, Link: also on a 304 (they describe the entry, not the bytes).
+          void reply.headers(item.headers);
           if (notModified(request, reply, snap.etag)) return;
-          void reply.type(JSON_TYPE).send(body);
+          void reply.type(JSON_TYPE).send(item.body);
         },
       );
     }

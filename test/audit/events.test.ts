@@ -242,7 +242,9 @@ for (const backend of backends()) {
       // The first start's seed of the default catalog was infracat's own.
       const seeded = await allEvents(app, operator.auth, '?action=catalog.applied&target_id=1');
       assert.deepEqual(seeded[0]!.actor, { type: 'system', id: null, name: 'infracat' });
-      assert.deepEqual(seeded[0]!.details, { version: 1, seed: true });
+      const details = seeded[0]!.details as { version: number; seed: boolean; added: { plans: string[] } };
+      assert.deepEqual([details.version, details.seed], [1, true]);
+      assert.ok(details.added.plans.includes('s-1vcpu-1gb'), 'the seed records what it added');
     });
 
     it("the expired-token purge records api_token.expired_purged by `system`, in the token's account", async (t) => {
