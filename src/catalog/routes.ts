@@ -12,7 +12,7 @@ import type { Image, Kind, Plan, Region } from './model.js';
 import { parseMoney } from './money.js';
 import { ENTITIES, ImageQuery, PlanQuery, RegionQuery, SlugParams } from './schemas.js';
 import type { CatalogService } from './service.js';
-import { joinEntries } from './snapshot.js';
+import { joinEntries, type CatalogSnapshot, type Offered } from './snapshot.js';
 
 export interface CatalogRouteOptions {
   catalog: CatalogService;
@@ -28,22 +28,63 @@ function notAmount(text: string): never {
   throw new AppError('INVALID_QUERY', detail);
 }
 
+/** An entry a filter names (?region=, ?plan=, ?image=): live in this snapshot, or 400 naming parameter and value. */
+function named<K extends Kind>(
+  snap: CatalogSnapshot,
+  kind: K,
+  param: string,
+  slug: string,
+): CatalogSnapshot['entries'][K][number]['value'] {
+  const item = snap.bySlug[kind].get(slug);
+  const found = item === undefined || item.gone ? undefined : snap.entries[kind].find((e) => e.value.slug === slug);
+  if (found !== undefined) return found.value;
+  const noun = kind.slice(0, -1);
+  const why =
+    item === undefined
+      ? `is not ${noun === 'image' ? 'an' : 'a'} ${noun} of the catalog`
+      : `was sunset on ${item.headers.sunset ?? 'its sunset_at'}`;
+  const detail = `${JSON.stringify(slug)} ${why}`;
+  throw new AppError('INVALID_QUERY', `invalid query parameter ${param}: ${detail}`, {
+    errors: [{ pointer: `querystring:/${param}`, detail }],
+  });
+}
+
+const NONE: ReadonlySet<string> = new Set();
+
+/** The live regions offering a live plan or image (precomputed per snapshot). */
+const regionsOf = (snap: CatalogSnapshot, kind: Offered, slug: string): ReadonlySet<string> =>
+  snap.regionsOf[kind].get(slug) ?? NONE;
+
+const sharesRegion = (a: ReadonlySet<string>, b: ReadonlySet<string>): boolean => {
+  for (const r of a) if (b.has(r)) return true;
+  return false;
+};
+
 // Each kind's filters, typed by its query schema (which Fastify has already checked).
+// Slugs named by a filter are resolved first, so a bad one is refused before anything else.
 const PREDICATES = {
-  images: (f: Static<typeof ImageQuery>) => {
-    if (f.distribution === undefined && f.type === undefined) return null;
+  images: (f: Static<typeof ImageQuery>, snap: CatalogSnapshot) => {
+    if (f.distribution === undefined && f.type === undefined && f.region === undefined) return null;
     const dist = f.distribution?.toLowerCase();
+    const region = f.region === undefined ? undefined : named(snap, 'regions', 'region', f.region).slug;
     return (i: Image) =>
-      (dist === undefined || i.distribution.toLowerCase() === dist) && (f.type === undefined || i.type === f.type);
+      (dist === undefined || i.distribution.toLowerCase() === dist) &&
+      (f.type === undefined || i.type === f.type) &&
+      (region === undefined || regionsOf(snap, 'images', i.slug).has(region));
   },
-  plans: (f: Static<typeof PlanQuery>) => {
+  plans: (f: Static<typeof PlanQuery>, snap: CatalogSnapshot) => {
     if (
       f.type === undefined &&
       f.min_vcpus === undefined &&
       f.min_memory_mb === undefined &&
-      f.max_price_monthly === undefined
+      f.max_price_monthly === undefined &&
+      f.region === undefined &&
+      f.image === undefined
     )
       return null;
+    const region = f.region === undefined ? undefined : named(snap, 'regions', 'region', f.region).slug;
+    const image = f.image === undefined ? undefined : named(snap, 'images', 'image', f.image);
+    const imageRegions = image === undefined ? NONE : regionsOf(snap, 'images', image.slug);
     // The schema's pattern is parseMoney's, so this converts exactly; were it ever to
     // refuse, the filter is refused rather than dropped.
     const maxPrice = f.max_price_monthly;
@@ -55,15 +96,25 @@ const PREDICATES = {
       (f.type === undefined || p.type === f.type) &&
       (minVcpus === undefined || p.vcpus >= minVcpus) &&
       (minMemory === undefined || p.memory_mb >= minMemory) &&
-      (maxCents === undefined || p.price_cents <= maxCents);
+      (maxCents === undefined || p.price_cents <= maxCents) &&
+      (region === undefined || regionsOf(snap, 'plans', p.slug).has(region)) &&
+      // Deployable together: the disk holds the image, somewhere both are offered.
+      (image === undefined ||
+        (p.disk_gb >= image.min_disk_gb && sharesRegion(regionsOf(snap, 'plans', p.slug), imageRegions)));
   },
-  regions: (f: Static<typeof RegionQuery>) => {
-    if (f.available === undefined && f.feature === undefined) return null;
+  regions: (f: Static<typeof RegionQuery>, snap: CatalogSnapshot) => {
+    if (f.available === undefined && f.feature === undefined && f.plan === undefined && f.image === undefined)
+      return null;
+    const plan = f.plan === undefined ? undefined : regionsOf(snap, 'plans', named(snap, 'plans', 'plan', f.plan).slug);
+    const image =
+      f.image === undefined ? undefined : regionsOf(snap, 'images', named(snap, 'images', 'image', f.image).slug);
     return (r: Region) =>
       (f.available === undefined || r.available === f.available) &&
-      (f.feature ?? []).every((x) => r.features.includes(x));
+      (f.feature ?? []).every((x) => r.features.includes(x)) &&
+      (plan === undefined || plan.has(r.slug)) &&
+      (image === undefined || image.has(r.slug));
   },
-} satisfies Record<Kind, (f: never) => ((value: never) => boolean) | null>;
+} satisfies Record<Kind, (f: never, snap: CatalogSnapshot) => ((value: never) => boolean) | null>;
 
 const SCHEMAS: Record<Kind, { item: TSchema; query: TSchema; noun: string }> = {
   images: { item: ENTITIES.images, query: ImageQuery, noun: 'image' },
@@ -80,6 +131,13 @@ const ORDER_NOTES: Record<Kind, string> = {
     'in the catalog currency (USD unless the operator set another).',
   regions: 'Ordered by slug.',
 };
+
+const LIFECYCLE_NOTE =
+  'A deprecated entry (the catalog file sets `deprecated_at`) answers, beside its unchanged body, ' +
+  'the headers `Deprecation: @<unix seconds>` (RFC 9745), `Sunset: <HTTP-date>` (RFC 8594) when it has a ' +
+  '`sunset_at`, and `Link: </api/v1/<kind>/<successor>>; rel="successor-version"` when it has a successor. ' +
+  'Past `sunset_at` it leaves the lists and this GET answers 410 Gone with the same headers. ' +
+  "Lists carry no such headers; `GET /api/v1/catalog` (catalog:read) shows every entry's dates at once.";
 
 export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
   const { catalog, access } = options;
@@ -129,8 +187,16 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
         // Synchronous (nothing here waits): no promise between the request and its bytes.
         (request, reply) => {
           const snap = catalog.snapshot;
+          // Read the filters first: a slug this snapshot does not hold is a 400 whatever the
+          // client's copy (over the rate limit, the 429 comes first as for any refusal).
+          let predicate: ((v: unknown) => boolean) | null;
+          try {
+            predicate = PREDICATES[kind](request.query as never, snap) as typeof predicate;
+          } catch (err) {
+            refuseOverLimit(request);
+            throw err;
+          }
           if (notModified(request, reply, snap.etag)) return;
-          const predicate = PREDICATES[kind](request.query as never) as ((v: unknown) => boolean) | null;
           const entries: { value: unknown; json: string }[] = snap.entries[kind];
           const body = predicate === null ? snap.lists[kind] : joinEntries(entries.filter((e) => predicate(e.value)));
           // Pre-serialised bytes: the response schema documents their shape, and Fastify
@@ -142,11 +208,19 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
       api.get(
         `/api/v1/${kind}/:slug`,
         {
-          config,
+          config: {
+            ...config,
+            problems: {
+              410:
+                `The ${noun} is past its sunset date (GONE); ` +
+                'the Deprecation, Sunset and successor Link headers come along',
+            },
+          },
           schema: {
             tags: ['catalogs'],
             operationId: `get${noun[0]!.toUpperCase()}${noun.slice(1)}`,
             summary: `One ${noun} by slug`,
+            description: LIFECYCLE_NOTE,
             params: SlugParams,
             response: { 200: item, ...notModifiedDoc },
           },

@@ -201,12 +201,20 @@ const wholeNumber = (maxDigits: number, description: string, example: string) =>
     examples: [example],
   });
 
+// A filter naming a catalog entry by slug (?region=, ?plan=, ?image=): any text here; the
+// route refuses a slug the live catalog does not hold, naming parameter and value.
+const SlugFilter = (description: string, example: string) =>
+  Type.String({ minLength: 1, maxLength: 100, description, examples: [example] });
+
 export const ImageQuery = Type.Object(
   {
     distribution: Type.Optional(
       Type.String({ minLength: 1, maxLength: 40, description: 'Distribution name, case-insensitive' }),
     ),
     type: Type.Optional(Type.String({ minLength: 1, maxLength: 40 })),
+    region: Type.Optional(
+      SlugFilter('Only images offered in this region (a region slug; unknown or sunset: 400)', 'fra1'),
+    ),
   },
   strict,
 );
@@ -218,6 +226,16 @@ export const PlanQuery = Type.Object(
     min_memory_mb: Type.Optional(wholeNumber(9, 'At least this much memory, in MB', '8192')),
     max_price_monthly: Type.Optional(
       Type.String({ pattern: MONEY_TEXT_PATTERN.source, description: 'e.g. 24 or 24.50' }),
+    ),
+    region: Type.Optional(
+      SlugFilter('Only plans offered in this region (a region slug; unknown or sunset: 400)', 'fra1'),
+    ),
+    image: Type.Optional(
+      SlugFilter(
+        "Only plans this image can be deployed on: disk_gb at least the image's min_disk_gb, " +
+          'and offered in at least one region that offers the image (an image slug; unknown or sunset: 400)',
+        'ubuntu-24-04',
+      ),
     ),
   },
   strict,
@@ -231,6 +249,12 @@ export const RegionQuery = Type.Object(
         maxItems: 10,
         description: 'Repeat to require several',
       }),
+    ),
+    plan: Type.Optional(
+      SlugFilter('Only regions offering this plan (a plan slug; unknown or sunset: 400)', 's-2vcpu-4gb'),
+    ),
+    image: Type.Optional(
+      SlugFilter('Only regions offering this image (an image slug; unknown or sunset: 400)', 'ubuntu-24-04'),
     ),
   },
   strict,
