@@ -28,12 +28,16 @@ export function installCors(app: App, origins: readonly string[]): void {
     // PATCH: the merge patches of accounts and tokens.
     methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'If-None-Match', 'X-Request-Id'],
+    // Deprecation, Sunset, Link: a catalog entry's way out (and Link: rel="next" pages).
     exposedHeaders: [
+      'Deprecation',
       'ETag',
+      'Link',
       'Location',
       'Retry-After',
       'RateLimit',
       'RateLimit-Policy',
+      'Sunset',
       'WWW-Authenticate',
       'X-Request-Id',
     ],

@@ -4,11 +4,9 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { describe, it } from 'node:test';
-import { validateCatalog } from '../../src/catalog/file.js';
-import type { App } from '../../src/http/types.js';
 import { build } from '../helpers/app.js';
-import { TEST_CONTEXT } from '../helpers/audit.js';
 import { backends } from '../helpers/backends.js';
+import { applyDocument } from '../helpers/catalog-apply.js';
 import { image, plan, region } from '../helpers/catalog-entries.js';
 import { parseExposition, value } from '../helpers/prometheus.js';
 
@@ -28,7 +26,7 @@ const img = (distribution: string, version: string, min_disk_gb: number, over: R
  * Uneven: every region lists what it offers. alpine-3-20 is offered only in old1, which is
  * sunset, so nowhere live; c-2vcpu-4gb has the disk for fedora-42 but no region in common.
  */
-export const UNEVEN = {
+const UNEVEN = {
   currency: 'USD',
   images: [
     img('Ubuntu', '24.04', 10),
@@ -81,14 +79,6 @@ export const UNEVEN = {
     region({ slug: 'old1', name: 'Old 1', plans: ['c-2vcpu-4gb'], images: ['alpine-3-20'], ...PAST }),
   ],
 };
-
-/** Applies a catalog document (file form) on top of the live one. */
-export async function applyDocument(app: App, document: unknown): Promise<void> {
-  const parsed = validateCatalog(document);
-  assert.ok(parsed.ok, JSON.stringify(parsed.ok ? null : parsed.problems));
-  const { baseVersion } = await app.infracat.catalog.plan(parsed.catalog);
-  await app.infracat.catalog.apply(parsed.catalog, baseVersion, TEST_CONTEXT);
-}
 
 for (const backend of backends()) {
   describe(`catalog availability filters on ${backend.name}`, () => {
