@@ -110,7 +110,7 @@ for (const backend of backends()) {
       assert.deepEqual(images, ['ubuntu-24-04', 'ubuntu-22-04'], 'listed until its sunset');
     });
 
-    it('at sunset_at the entry leaves the lists and its GET is 410 with the successor Link, without an apply', async (t) => {
+    it('at sunset_at it leaves the lists, its GET is 410 with the successor Link: no apply needed', async (t) => {
       const { app, clock, get } = await setup(t);
       const queries = async () =>
         value(parseExposition((await get('/metrics')).body), 'infracat_storage_queries_total')!;
