@@ -106,7 +106,15 @@ function crossFieldProblems(
   now: number,
 ): CatalogProblem[] {
   const problems: CatalogProblem[] = [];
-  const entries = (kind: Kind): EntryOf[] =>
+  // Made once per kind: the rules below key maps by these objects (a successor's own
+  // sunset_at is looked up by the entry that bySlug resolves it to).
+  const made = new Map<Kind, EntryOf[]>();
+  const entries = (kind: Kind): EntryOf[] => {
+    let list = made.get(kind);
+    if (list === undefined) made.set(kind, (list = entriesOf(kind)));
+    return list;
+  };
+  const entriesOf = (kind: Kind): EntryOf[] =>
     (Array.isArray(data[kind]) ? (data[kind] as unknown[]) : []).flatMap((raw, index) => {
       if (!isObject(raw)) return [];
       const accepted = (...fields: string[]): unknown[] | undefined =>

@@ -310,3 +310,198 @@ describe('catalog text fields', () => {
     );
   });
 });
+
+describe('catalog availability and lifecycle rules (file only fields)', () => {
+  const NOW = Date.parse('2027-03-01T00:00:00Z');
+  const img = (version: string, over: Record<string, unknown> = {}) =>
+    image({ slug: `ubuntu-${version.replace('.', '-')}`, name: `Ubuntu ${version}`, version, ...over });
+  const at = (data: unknown, pointer: string, entry: string, field: string, message: RegExp): void => {
+    const r = validateCatalog(data, NOW);
+    const found = r.ok ? [] : r.problems;
+    assert.ok(
+      found.some((p) => p.pointer === pointer && p.entry === entry && p.field === field && message.test(p.message)),
+      `expected ${pointer} (${entry}.${field}) ~ ${message}; got ${JSON.stringify(found)}`,
+    );
+  };
+  const accepted = (data: unknown) => {
+    const r = validateCatalog(data, NOW);
+    assert.ok(r.ok, JSON.stringify(r.ok ? null : r.problems));
+    return r.catalog;
+  };
+
+  it('offers name existing plans and images; each unknown one is reported with entry, field and pointer', () => {
+    const data = doc({
+      regions: [region({ plans: ['s-1vcpu-1gb', 's-9vcpu-1gb'], images: ['windows-11'] })],
+    });
+    at(data, '/regions/0/plans/1', 'regions[0] (nyc3)', 'plans', /unknown plan "s-9vcpu-1gb"/);
+    at(data, '/regions/0/images/0', 'regions[0] (nyc3)', 'images', /unknown image "windows-11"/);
+    assert.equal(problems(data).length, 2, 'the known slug is fine');
+    // An image slug is not a plan.
+    at(
+      doc({ regions: [region({ plans: ['ubuntu-24-04'] })] }),
+      '/regions/0/plans/0',
+      'regions[0] (nyc3)',
+      'plans',
+      /unknown plan "ubuntu-24-04"/,
+    );
+    const ok = accepted(doc({ regions: [region({ plans: ['s-1vcpu-1gb'], images: ['ubuntu-24-04'] })] }));
+    assert.deepEqual(ok.regions[0]!.plans, ['s-1vcpu-1gb']);
+    assert.equal(accepted(doc()).regions[0]!.plans, undefined, 'absent: everything');
+  });
+
+  it('an offer list is non-empty, of unique slugs', () => {
+    at(doc({ regions: [region({ plans: [] })] }), '/regions/0/plans', 'regions[0] (nyc3)', 'plans', /non-empty list/);
+    at(
+      doc({ regions: [region({ images: ['ubuntu-24-04', 'ubuntu-24-04'] })] }),
+      '/regions/0/images',
+      'regions[0] (nyc3)',
+      'images',
+      /lists "ubuntu-24-04" twice/,
+    );
+    at(doc({ regions: [region({ plans: 's-1vcpu-1gb' })] }), '/regions/0/plans', 'regions[0] (nyc3)', 'plans', /list/);
+    // Offers are for regions only: a plan does not offer anything.
+    assert.ok(problems(doc({ plans: [plan({ images: ['ubuntu-24-04'] })] })).length > 0);
+  });
+
+  it('timestamps are RFC 3339 on the calendar', () => {
+    for (const [bad, why] of [
+      ['2027-02-30T00:00:00Z', /no day 30/],
+      ['2027-13-01T00:00:00Z', /month 13/],
+      ['yesterday', /RFC 3339/],
+      ['2027-01-01', /RFC 3339/],
+      ['2027-01-01T25:00:00Z', /hour 25/],
+    ] as const) {
+      at(
+        doc({ images: [image({ deprecated_at: bad })] }),
+        '/images/0/deprecated_at',
+        'images[0] (ubuntu-24-04)',
+        'deprecated_at',
+        why,
+      );
+      at(
+        doc({ plans: [plan({ deprecated_at: '2027-01-01T00:00:00Z', sunset_at: bad })] }),
+        '/plans/0/sunset_at',
+        'plans[0] (s-1vcpu-1gb)',
+        'sunset_at',
+        why,
+      );
+    }
+    at(
+      doc({ regions: [region({ deprecated_at: 20270101 })] }),
+      '/regions/0/deprecated_at',
+      'regions[0] (nyc3)',
+      'deprecated_at',
+      /RFC 3339/,
+    );
+    const ok = accepted(doc({ images: [image({ deprecated_at: '2027-01-01T01:00:00+01:00' })] }));
+    assert.equal(ok.images[0]!.deprecated_at, '2027-01-01T01:00:00+01:00');
+  });
+
+  it('sunset_at needs deprecated_at and is not before it; equal is fine', () => {
+    at(
+      doc({ images: [image({ sunset_at: '2027-06-01T00:00:00Z' })] }),
+      '/images/0/sunset_at',
+      'images[0] (ubuntu-24-04)',
+      'sunset_at',
+      /needs deprecated_at/,
+    );
+    at(
+      doc({ plans: [plan({ deprecated_at: '2027-06-01T00:00:00Z', sunset_at: '2027-05-31T23:59:59Z' })] }),
+      '/plans/0/sunset_at',
+      'plans[0] (s-1vcpu-1gb)',
+      'sunset_at',
+      /must not be before deprecated_at \(2027-06-01T00:00:00Z\)/,
+    );
+    // Offsets are honoured: 02:00+02:00 is midnight UTC.
+    accepted(doc({ plans: [plan({ deprecated_at: '2027-06-01T00:00:00Z', sunset_at: '2027-06-01T02:00:00+02:00' })] }));
+  });
+
+  it('a successor needs deprecated_at, exists in the same kind, is not the entry itself, not sunset', () => {
+    const dep = { deprecated_at: '2027-01-01T00:00:00Z' };
+    at(
+      doc({ images: [img('22.04', { successor: 'ubuntu-24-04' }), image()] }),
+      '/images/0/successor',
+      'images[0] (ubuntu-22-04)',
+      'successor',
+      /needs deprecated_at/,
+    );
+    at(
+      doc({ images: [img('22.04', { ...dep, successor: 'ubuntu-26-04' }), image()] }),
+      '/images/0/successor',
+      'images[0] (ubuntu-22-04)',
+      'successor',
+      /unknown image "ubuntu-26-04"/,
+    );
+    // Same kind: a plan slug is no image's successor.
+    at(
+      doc({ images: [img('22.04', { ...dep, successor: 's-1vcpu-1gb' }), image()] }),
+      '/images/0/successor',
+      'images[0] (ubuntu-22-04)',
+      'successor',
+      /unknown image "s-1vcpu-1gb"/,
+    );
+    at(
+      doc({ regions: [region({ ...dep, successor: 'nyc3' })] }),
+      '/regions/0/successor',
+      'regions[0] (nyc3)',
+      'successor',
+      /must not be the region itself/,
+    );
+    const sunsetSuccessor = doc({
+      images: [
+        img('20.04', { ...dep, successor: 'ubuntu-22-04' }),
+        img('22.04', { ...dep, sunset_at: '2027-02-01T00:00:00Z' }),
+      ],
+    });
+    at(
+      sunsetSuccessor,
+      '/images/0/successor',
+      'images[0] (ubuntu-20-04)',
+      'successor',
+      /"ubuntu-22-04" is itself sunset/,
+    );
+    // ... judged at `now`: a sunset still to come is fine.
+    assert.ok(validateCatalog(sunsetSuccessor, Date.parse('2027-01-31T23:59:59Z')).ok);
+  });
+
+  it('successors form no cycle; a chain is fine', () => {
+    const dep = { deprecated_at: '2027-01-01T00:00:00Z' };
+    const cycle = doc({
+      images: [img('22.04', { ...dep, successor: 'ubuntu-24-04' }), image({ ...dep, successor: 'ubuntu-22-04' })],
+    });
+    at(
+      cycle,
+      '/images/0/successor',
+      'images[0] (ubuntu-22-04)',
+      'successor',
+      /cycle: ubuntu-22-04 -> ubuntu-24-04 -> ubuntu-22-04/,
+    );
+    at(cycle, '/images/1/successor', 'images[1] (ubuntu-24-04)', 'successor', /cycle/);
+    const three = doc({
+      plans: [
+        plan({ ...dep, successor: 's-1vcpu-2gb' }),
+        plan({ id: 's-1vcpu-2gb', slug: 's-1vcpu-2gb', memory_mb: 2048, ...dep, successor: 's-2vcpu-2gb' }),
+        plan({ id: 's-2vcpu-2gb', slug: 's-2vcpu-2gb', vcpus: 2, memory_mb: 2048, ...dep, successor: 's-1vcpu-1gb' }),
+      ],
+    });
+    at(three, '/plans/0/successor', 'plans[0] (s-1vcpu-1gb)', 'successor', /cycle/);
+    // A -> B -> C, each deprecated but C not: accepted, and kept.
+    const chain = accepted(
+      doc({
+        images: [
+          img('20.04', { ...dep, successor: 'ubuntu-22-04' }),
+          img('22.04', { ...dep, sunset_at: '2027-09-01T00:00:00Z', successor: 'ubuntu-24-04' }),
+          image(),
+        ],
+      }),
+    );
+    assert.deepEqual(
+      chain.images.map((i) => [i.slug, i.successor]),
+      [
+        ['ubuntu-24-04', undefined],
+        ['ubuntu-22-04', 'ubuntu-24-04'],
+        ['ubuntu-20-04', 'ubuntu-22-04'],
+      ],
+    );
+  });
+});
