@@ -80,7 +80,12 @@ for (const backend of backends()) {
       );
       const images = (await app.inject({ method: 'GET', url: '/api/v1/images' })).json<{ slug: string }[]>();
       const ubuntu = images.filter((i) => i.slug.startsWith('ubuntu-')).map((i) => i.slug);
-      assert.deepEqual(ubuntu, ['ubuntu-26-04', 'ubuntu-24-04', 'ubuntu-22-04'], 'newest version first');
+      // ubuntu-22-04 is deprecated in the shipped file: from its sunset_at on, it is not listed.
+      const live = (slug: string) => {
+        const sunset = shipped.images.find((i) => i.slug === slug)?.sunset_at;
+        return sunset === undefined || Date.parse(sunset) > Date.now();
+      };
+      assert.deepEqual(ubuntu, ['ubuntu-26-04', 'ubuntu-24-04', 'ubuntu-22-04'].filter(live), 'newest version first');
       assert.equal(images[0]!.slug.split('-')[0], 'almalinux', 'distributions A-Z');
     });
 

@@ -225,3 +225,41 @@ for (const backend of backends()) {
     });
   });
 }
+
+describe('the shipped default catalog', () => {
+  it('has uneven availability and one deprecated image with its successor', async (t) => {
+    // Before the shipped sunset_at (2027-06-01), whatever today is.
+    const { app } = await build(t, { now: () => Date.parse('2027-01-01T00:00:00Z') });
+    const slugs = async (url: string) => {
+      const res = await app.inject({ method: 'GET', url });
+      assert.equal(res.statusCode, 200, url);
+      return res.json<{ slug: string }[]>().map((x) => x.slug);
+    };
+    const plans = await slugs('/api/v1/plans');
+    const images = await slugs('/api/v1/images');
+    assert.deepEqual(await slugs('/api/v1/plans?region=nyc3'), plans, 'nyc3 offers everything');
+    assert.deepEqual(await slugs('/api/v1/images?region=fra1'), images, 'fra1 offers everything');
+    const legacy = await slugs('/api/v1/plans?region=nyc1');
+    assert.ok(legacy.length > 0 && legacy.length < plans.length, 'nyc1: fewer plans');
+    assert.ok(!legacy.some((p) => p.startsWith('m-')), 'nyc1: no memory-optimized plans');
+    assert.deepEqual(await slugs('/api/v1/regions?plan=m-32vcpu-256gb'), ['fra1', 'nyc3', 'sfo3']);
+    assert.ok(!(await slugs('/api/v1/regions?image=ubuntu-26-04')).includes('syd1'), 'newest image not everywhere');
+    // The broadly used slugs stay offered everywhere.
+    const regions = await slugs('/api/v1/regions');
+    assert.deepEqual(await slugs('/api/v1/regions?plan=s-1vcpu-1gb'), regions);
+    assert.deepEqual(await slugs('/api/v1/regions?image=ubuntu-24-04'), regions);
+    // Every plan and image is deployable somewhere available.
+    for (const p of plans) assert.ok((await slugs(`/api/v1/regions?plan=${p}&available=true`)).length > 0, p);
+    for (const i of images) assert.ok((await slugs(`/api/v1/regions?image=${i}&available=true`)).length > 0, i);
+
+    const deprecated: string[] = [];
+    for (const i of images) {
+      const res = await app.inject({ method: 'GET', url: `/api/v1/images/${i}` });
+      if (res.headers.deprecation !== undefined) deprecated.push(i);
+    }
+    assert.deepEqual(deprecated, ['ubuntu-22-04']);
+    const old = await app.inject({ method: 'GET', url: '/api/v1/images/ubuntu-22-04' });
+    assert.equal(old.headers.link, '</api/v1/images/ubuntu-24-04>; rel="successor-version"');
+    assert.equal(old.headers.sunset, 'Tue, 01 Jun 2027 00:00:00 GMT');
+  });
+});

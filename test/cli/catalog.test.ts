@@ -28,7 +28,9 @@ describe('infracat catalog', () => {
     );
     const bad = await cli(['catalog', 'validate', broken]);
     assert.equal(bad.code, 1);
-    assert.match(bad.stderr, /4 problems/);
+    // 4 in the entries, and each region offering the renamed plan names it (5 regions list it).
+    assert.match(bad.stderr, /9 problems/);
+    assert.match(bad.stderr, /regions\[\d+\] \(tor1\)\.plans: unknown plan "c-4vcpu-8gb"/);
     assert.match(bad.stderr, /plans\[\d+\] \(s-1vcpu-1gb\)\.price_monthly: must have at most two decimals/);
     assert.match(bad.stderr, /regions\[\d+\] \(NYC3\)\.slug: must be a short lowercase code/);
     assert.match(bad.stderr, /plans\[\d+\] \(c-4vcpu-9gb\)\.id: must equal slug/);
