@@ -386,7 +386,9 @@ export interface paths {
         };
         /**
          * One image by slug
-         * @description Anonymous access is allowed; a presented token must be valid (and counts as a use).
+         * @description A deprecated entry (the catalog file sets `deprecated_at`) answers, beside its unchanged body, the headers `Deprecation: @<unix seconds>` (RFC 9745), `Sunset: <HTTP-date>` (RFC 8594) when it has a `sunset_at`, and `Link: </api/v1/<kind>/<successor>>; rel="successor-version"` when it has a successor. Past `sunset_at` it leaves the lists and this GET answers 410 Gone with the same headers. Lists carry no such headers; `GET /api/v1/catalog` (catalog:read) shows every entry's dates at once.
+         *
+         *     Anonymous access is allowed; a presented token must be valid (and counts as a use).
          */
         get: operations["getImage"];
         put?: never;
@@ -428,7 +430,9 @@ export interface paths {
         };
         /**
          * One plan by slug
-         * @description Anonymous access is allowed; a presented token must be valid (and counts as a use).
+         * @description A deprecated entry (the catalog file sets `deprecated_at`) answers, beside its unchanged body, the headers `Deprecation: @<unix seconds>` (RFC 9745), `Sunset: <HTTP-date>` (RFC 8594) when it has a `sunset_at`, and `Link: </api/v1/<kind>/<successor>>; rel="successor-version"` when it has a successor. Past `sunset_at` it leaves the lists and this GET answers 410 Gone with the same headers. Lists carry no such headers; `GET /api/v1/catalog` (catalog:read) shows every entry's dates at once.
+         *
+         *     Anonymous access is allowed; a presented token must be valid (and counts as a use).
          */
         get: operations["getPlan"];
         put?: never;
@@ -470,7 +474,9 @@ export interface paths {
         };
         /**
          * One region by slug
-         * @description Anonymous access is allowed; a presented token must be valid (and counts as a use).
+         * @description A deprecated entry (the catalog file sets `deprecated_at`) answers, beside its unchanged body, the headers `Deprecation: @<unix seconds>` (RFC 9745), `Sunset: <HTTP-date>` (RFC 8594) when it has a `sunset_at`, and `Link: </api/v1/<kind>/<successor>>; rel="successor-version"` when it has a successor. Past `sunset_at` it leaves the lists and this GET answers 410 Gone with the same headers. Lists carry no such headers; `GET /api/v1/catalog` (catalog:read) shows every entry's dates at once.
+         *
+         *     Anonymous access is allowed; a presented token must be valid (and counts as a use).
          */
         get: operations["getRegion"];
         put?: never;
@@ -499,7 +505,7 @@ export interface components {
             /** @example the token request is invalid; see errors */
             detail: string;
             /** @description Stable error code; see docs/errors.md */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "OPERATOR_ACCOUNT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
             /** @example /api/v1/api-tokens */
             instance?: string;
             /** @description Also in the X-Request-Id header and the server log */
@@ -1606,6 +1612,8 @@ export interface operations {
                         resource: string;
                         action: "read" | "write";
                         description: string;
+                        /** @description Only tokens of the operator account may hold it (elsewhere: 422) */
+                        operator_only: boolean;
                     }[];
                 };
             };
@@ -3555,6 +3563,11 @@ export interface operations {
                 /** @description Distribution name, case-insensitive */
                 distribution?: string;
                 type?: string;
+                /**
+                 * @description Only images offered in this region (a region slug; unknown or sunset: 400)
+                 * @example fra1
+                 */
+                region?: string;
             };
             header?: never;
             path?: never;
@@ -3700,6 +3713,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The image is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
             429: {
                 headers: {
@@ -3753,6 +3775,16 @@ export interface operations {
                 min_memory_mb?: string;
                 /** @description e.g. 24 or 24.50 */
                 max_price_monthly?: string;
+                /**
+                 * @description Only plans offered in this region (a region slug; unknown or sunset: 400)
+                 * @example fra1
+                 */
+                region?: string;
+                /**
+                 * @description Only plans this image can be deployed on: disk_gb at least the image's min_disk_gb, and offered in at least one region that offers the image (an image slug; unknown or sunset: 400)
+                 * @example ubuntu-24-04
+                 */
+                image?: string;
             };
             header?: never;
             path?: never;
@@ -3910,6 +3942,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The plan is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
             429: {
                 headers: {
@@ -3953,6 +3994,16 @@ export interface operations {
                 available?: boolean;
                 /** @description Repeat to require several */
                 feature?: string[];
+                /**
+                 * @description Only regions offering this plan (a plan slug; unknown or sunset: 400)
+                 * @example s-2vcpu-4gb
+                 */
+                plan?: string;
+                /**
+                 * @description Only regions offering this image (an image slug; unknown or sunset: 400)
+                 * @example ubuntu-24-04
+                 */
+                image?: string;
             };
             header?: never;
             path?: never;
@@ -4085,6 +4136,15 @@ export interface operations {
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The region is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
