@@ -4,7 +4,7 @@
 // `infracat catalog apply`: validateCatalog, the diff, the removal guard, one optimistic
 // insert. Every response carries Cache-Control: no-store.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import { Type } from 'typebox';
 import { isOperatorAccount } from '../accounts/ids.js';
 import { auditContext } from '../audit/context.js';
@@ -12,6 +12,7 @@ import { AppError } from '../errors.js';
 import { matchesIfNoneMatch, matchIfMatch } from '../http/conditional.js';
 import { noStore } from '../http/no-store.js';
 import type { App } from '../http/types.js';
+import { validatorCompiler } from '../http/validation.js';
 import type { CatalogStore } from '../storage/types.js';
 import { isEmptyDiff, removedCount, type CatalogDiff as Diff } from './diff.js';
 import { formatCatalog, validateCatalog } from './file.js';
@@ -39,8 +40,10 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export const CATALOG_BODY_LIMIT_BYTES = 1024 * 1024;
 
 // validateCatalog checks the document (every problem, each with a JSON pointer, as the
-// CLI reports them): the schema is declared for the OpenAPI document only, not run twice.
-const documentOnly = () => (data: unknown) => ({ value: data });
+// CLI reports them): the body's schema is declared for the OpenAPI document only, not run
+// twice. The query and headers are validated as everywhere else.
+const documentOnly: FastifySchemaCompiler<unknown> = (route) =>
+  route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route);
 
 const etagOf = (version: number): string => `"${version}"`;
 
@@ -97,7 +100,9 @@ const stale = (current: number) =>
 
 const DOCUMENT_PROBLEMS = {
   413: `Body over ${CATALOG_BODY_LIMIT_BYTES / 1024 / 1024} MiB (PAYLOAD_TOO_LARGE)`,
-  422: 'The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED)',
+  422:
+    'The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem ' +
+    '(VALIDATION_FAILED)',
 };
 
 export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRouteOptions): void {
@@ -127,7 +132,7 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
         const snap = catalog.snapshot;
         const etag = etagOf(snap.version);
         reply.header('etag', etag);
-        if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send(null as never);
+        if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send(null);
         // Already JSON text (prices with two decimals): sent as it is, not serialized again.
         return reply.type(JSON_TYPE).send(formatCatalog(snap.catalog, 'json') as never);
       },
@@ -144,7 +149,7 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
           auth: { scopes: ['catalog:write'] },
           problems: {
             ...DOCUMENT_PROBLEMS,
-            403: 'The token lacks catalog:write, or is not the operator account\'s (INSUFFICIENT_SCOPE)',
+            403: "The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE)",
             409: 'The document removes entries and `allow_removals=true` is absent; `removals` names them (CONFLICT)',
             412: 'The If-Match ETag is not the live version: the catalog changed meanwhile (PRECONDITION_FAILED)',
             428: 'No If-Match header (PRECONDITION_REQUIRED)',
@@ -193,7 +198,11 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
           version = await catalog.apply(next, baseVersion, auditContext(request));
         } catch (err) {
           // Another apply stored the next version between the check above and this insert.
-          if (err instanceof AppError && err.code === 'CONFLICT') throw stale(catalog.snapshot.version);
+          // Refreshed first, so that this instance serves the winner and the detail names its version.
+          if (err instanceof AppError && err.code === 'CONFLICT') {
+            await catalog.refresh();
+            throw stale(catalog.snapshot.version);
+          }
           throw err;
         }
         reply.header('etag', etagOf(version));
@@ -240,7 +249,9 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
             200: Type.Array(CatalogRevision, {
               description: 'Revisions, newest first',
               headers: {
-                link: Type.String({ description: 'Only when another page follows: `<...?before=N&per_page=M>; rel="next"`' }),
+                link: Type.String({
+                  description: 'Only when another page follows: `<...?before=N&per_page=M>; rel="next"`',
+                }),
               },
             }),
           },

@@ -7,8 +7,7 @@ import { Timestamp } from '../tokens/schemas.js';
 import type { CatalogDiff as DiffModel } from './diff.js';
 
 const Value = Type.Unknown({
-  description:
-    'The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent',
+  description: 'The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent',
 });
 
 export const FieldChange = Type.Object({
@@ -18,10 +17,7 @@ export const FieldChange = Type.Object({
 });
 
 const perKind = <T extends TSchema>(item: T, description: string) =>
-  Type.Object(
-    { images: Type.Array(item), plans: Type.Array(item), regions: Type.Array(item) },
-    { description },
-  );
+  Type.Object({ images: Type.Array(item), plans: Type.Array(item), regions: Type.Array(item) }, { description });
 
 const Slug = Type.String({ examples: ['s-1vcpu-1gb'] });
 
