@@ -13,7 +13,6 @@ import { matchesIfNoneMatch, matchIfMatch } from '../http/conditional.js';
 import { noStore } from '../http/no-store.js';
 import type { App } from '../http/types.js';
 import { validatorCompiler } from '../http/validation.js';
-import type { CatalogStore } from '../storage/types.js';
 import { isEmptyDiff, removedCount, type CatalogDiff as Diff } from './diff.js';
 import { formatCatalog, validateCatalog } from './file.js';
 import {
@@ -26,9 +25,8 @@ import {
 } from './manage-schemas.js';
 import { KINDS, type Catalog } from './model.js';
 import { CatalogFile } from './schemas.js';
+import { revisionView } from './revision-view.js';
 import type { CatalogService } from './service.js';
-
-type RevisionInfo = Awaited<ReturnType<CatalogStore['revisions']>>[number];
 
 const PATH = '/api/v1/catalog';
 const tags = ['catalog management'];
@@ -59,15 +57,6 @@ async function operatorOnly(request: FastifyRequest): Promise<void> {
   if (token !== null && !isOperatorAccount(token.accountId)) {
     throw new AppError('INSUFFICIENT_SCOPE', 'only tokens of the operator account may change the catalog');
   }
-}
-
-function revisionView(r: RevisionInfo): CatalogRevision {
-  return {
-    version: r.version,
-    applied_at: new Date(r.appliedAt).toISOString(),
-    applied_by: r.appliedBy,
-    summary: r.summary,
-  };
 }
 
 /** The body as a catalog, or 422 with a JSON pointer per problem (at most MAX_FIELD_ERRORS shown). */
