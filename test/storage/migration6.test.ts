@@ -37,7 +37,7 @@ function token(accountId: string, scopes: string[]): TokenRecord & { secret: str
 
 for (const backend of backends()) {
   describe(`migration 6 on ${backend.name}`, () => {
-    it('maps the old write scopes (catalog:write for the operator account only); old revisions show null', async (t) => {
+    it('maps the old write scopes (catalog:write for the operator account only); old revisions null', async (t) => {
       const db = await backend.create();
       t.after(() => db.drop());
       const old = db.open();
