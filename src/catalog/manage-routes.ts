@@ -43,6 +43,35 @@ export const CATALOG_BODY_LIMIT_BYTES = 1024 * 1024;
 const documentOnly: FastifySchemaCompiler<unknown> = (route) =>
   route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route);
 
+// A whole, valid document (one entry of each kind), for the OpenAPI document's example body.
+const EXAMPLE_DOCUMENT = {
+  currency: 'USD',
+  images: [
+    {
+      slug: 'ubuntu-24-04',
+      name: 'Ubuntu 24.04 LTS',
+      distribution: 'Ubuntu',
+      version: '24.04',
+      type: 'base',
+      min_disk_gb: 10,
+    },
+  ],
+  plans: [
+    {
+      id: 's-1vcpu-1gb',
+      slug: 's-1vcpu-1gb',
+      vcpus: 1,
+      memory_mb: 1024,
+      disk_gb: 25,
+      transfer_tb: 1,
+      type: 'general',
+      price_monthly: 6,
+    },
+  ],
+  regions: [{ slug: 'nyc3', name: 'New York 3', available: true, features: ['backups', 'ipv6'] }],
+};
+const DocumentBody = { ...CatalogFile, examples: [EXAMPLE_DOCUMENT] };
+
 const etagOf = (version: number): string => `"${version}"`;
 
 export interface CatalogManageRouteOptions {
@@ -158,20 +187,21 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
             'if-match': Type.Optional(Type.String({ description: 'The ETag the document was made from, or `*`' })),
           }),
           querystring: PutQuery,
-          body: CatalogFile,
+          body: DocumentBody,
           response: {
             200: { ...PutResult, headers: { etag: Type.String({ description: 'The live version' }) } },
           },
         },
       },
       async (request, reply) => {
+        // The document first: its problems are worth knowing whatever the precondition.
+        const next = readDocument(request.body, now());
         const ifMatch = request.headers['if-match'];
         if (ifMatch === undefined)
           throw new AppError(
             'PRECONDITION_REQUIRED',
             'send If-Match with the ETag of the catalog this document was made from (GET /api/v1/catalog), or *',
           );
-        const next = readDocument(request.body, now());
         const { diff, baseVersion } = await catalog.plan(next);
         const match = matchIfMatch(ifMatch, etagOf(baseVersion));
         if (match === 'malformed')
@@ -212,7 +242,7 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
           description:
             'The same validation as PUT (422 with JSON pointers), and the diff against the live version ' +
             '(`base_version`: send it as `If-Match: "<base_version>"` with the PUT).',
-          body: CatalogFile,
+          body: DocumentBody,
           response: { 200: DiffResult },
         },
       },

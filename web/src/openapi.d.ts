@@ -4393,6 +4393,44 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "currency": "USD",
+                 *       "images": [
+                 *         {
+                 *           "slug": "ubuntu-24-04",
+                 *           "name": "Ubuntu 24.04 LTS",
+                 *           "distribution": "Ubuntu",
+                 *           "version": "24.04",
+                 *           "type": "base",
+                 *           "min_disk_gb": 10
+                 *         }
+                 *       ],
+                 *       "plans": [
+                 *         {
+                 *           "id": "s-1vcpu-1gb",
+                 *           "slug": "s-1vcpu-1gb",
+                 *           "vcpus": 1,
+                 *           "memory_mb": 1024,
+                 *           "disk_gb": 25,
+                 *           "transfer_tb": 1,
+                 *           "type": "general",
+                 *           "price_monthly": 6
+                 *         }
+                 *       ],
+                 *       "regions": [
+                 *         {
+                 *           "slug": "nyc3",
+                 *           "name": "New York 3",
+                 *           "available": true,
+                 *           "features": [
+                 *             "backups",
+                 *             "ipv6"
+                 *           ]
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description ISO 4217
@@ -4695,6 +4733,44 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "currency": "USD",
+                 *       "images": [
+                 *         {
+                 *           "slug": "ubuntu-24-04",
+                 *           "name": "Ubuntu 24.04 LTS",
+                 *           "distribution": "Ubuntu",
+                 *           "version": "24.04",
+                 *           "type": "base",
+                 *           "min_disk_gb": 10
+                 *         }
+                 *       ],
+                 *       "plans": [
+                 *         {
+                 *           "id": "s-1vcpu-1gb",
+                 *           "slug": "s-1vcpu-1gb",
+                 *           "vcpus": 1,
+                 *           "memory_mb": 1024,
+                 *           "disk_gb": 25,
+                 *           "transfer_tb": 1,
+                 *           "type": "general",
+                 *           "price_monthly": 6
+                 *         }
+                 *       ],
+                 *       "regions": [
+                 *         {
+                 *           "slug": "nyc3",
+                 *           "name": "New York 3",
+                 *           "available": true,
+                 *           "features": [
+                 *             "backups",
+                 *             "ipv6"
+                 *           ]
+                 *         }
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description ISO 4217
