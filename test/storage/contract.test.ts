@@ -652,7 +652,10 @@ function runStoreContract(backend: Backend): void {
           [7, 6, 5, 4, 3, 2, 1],
           'newest first',
         );
-        assert.ok(all.every((r) => !('document' in r)), 'no documents in the history');
+        assert.ok(
+          all.every((r) => !('document' in r)),
+          'no documents in the history',
+        );
         assert.deepEqual(all[0], {
           version: 7,
           appliedAt: 7_000,
