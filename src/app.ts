@@ -34,6 +34,7 @@ import type { Store } from './storage/types.js';
 import { createTokenDomain, type TokenDomain } from './tokens/index.js';
 import { tokenRoutes } from './tokens/routes.js';
 import { PeriodicPurge, PURGE_INTERVAL_MS } from './periodic.js';
+import { catalogManageRoutes } from './catalog/manage-routes.js';
 import { catalogRoutes } from './catalog/routes.js';
 import { gatewayRoutes } from './gateway/routes.js';
 import { CatalogService } from './catalog/service.js';
@@ -245,6 +246,7 @@ export function buildApp(deps: AppDeps): App {
   auditRoutes(app, { audit: auditService });
   gatewayRoutes(app, { service: tokens.service, auth, rules: config.authCheckRules, gateway: config.authCheckGateway });
   catalogRoutes(app, { catalog, access: config.catalogAccess, cacheControl: config.catalogCacheControl });
+  catalogManageRoutes(app, { catalog, now: deps.now ?? Date.now });
   if (config.console) consoleRoutes(app);
   if (secretScanningKeys !== null)
     secretScanningRoutes(app, { keys: secretScanningKeys, service: tokens.service, limiter });

@@ -249,7 +249,7 @@ describe('configuration', () => {
         lastUsedFlushMs: 1000,
         authFailureLimit: 20,
         authFailureWindowS: 60,
-        scopeResources: ['api-tokens', 'apps', 'images', 'plans', 'regions', 'audit-events', 'accounts'],
+        scopeResources: ['api-tokens', 'apps', 'images', 'plans', 'regions', 'catalog', 'audit-events', 'accounts'],
         bootstrapAdminToken: true,
         catalogAccess: 'public',
         catalogRefreshMs: 5000,

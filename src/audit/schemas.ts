@@ -8,26 +8,30 @@ const NullableString = Type.Union([Type.String(), Type.Null()]);
 
 export const AuditAction = Type.Enum([...AUDIT_ACTIONS], { description: 'What happened' });
 
+/** Who made a change: the audit events' actor, and who applied a catalog revision. */
+export const AuditActor = Type.Object(
+  {
+    type: Type.Union(
+      [Type.Literal('api_token'), Type.Literal('cli'), Type.Literal('secret_scanning'), Type.Literal('system')],
+      {
+        description:
+          '`api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); ' +
+          "`secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself " +
+          '(the purge of expired tokens)',
+      },
+    ),
+    id: NullableString,
+    name: NullableString,
+  },
+  { description: 'Who made the change' },
+);
+export type AuditActor = Static<typeof AuditActor>;
+
 export const AuditEvent = Type.Object({
   id: Type.String({ description: '`evt_` + ULID: sorts by time', examples: ['evt_01JD3X5Y6Z7A8B9C0D1E2F3G4H'] }),
   action: AuditAction,
   occurred_at: Timestamp,
-  actor: Type.Object(
-    {
-      type: Type.Union(
-        [Type.Literal('api_token'), Type.Literal('cli'), Type.Literal('secret_scanning'), Type.Literal('system')],
-        {
-          description:
-            '`api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); ' +
-            "`secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself " +
-            '(the purge of expired tokens)',
-        },
-      ),
-      id: NullableString,
-      name: NullableString,
-    },
-    { description: 'Who made the change' },
-  ),
+  actor: AuditActor,
   target: Type.Object(
     {
       type: Type.Union([Type.Literal('api_token'), Type.Literal('account'), Type.Literal('catalog')]),

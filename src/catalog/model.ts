@@ -5,7 +5,7 @@
 // the domain rules: derived slugs and the documented order.
 import type { Model } from './forms.js';
 import { ENTITIES, type CatalogSettings, type Kind } from './schemas.js';
-import type { Image as ImageSchema, Plan as PlanSchema, Region as RegionSchema , FILE_ENTITIES} from './schemas.js';
+import type { Image as ImageSchema, Plan as PlanSchema, Region as RegionSchema, FILE_ENTITIES } from './schemas.js';
 
 export type Image = Model<typeof ImageSchema>;
 export type Plan = Model<typeof PlanSchema>;

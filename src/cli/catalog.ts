@@ -5,14 +5,16 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
 import { AppError } from '../errors.js';
 import { cliAuditContext } from '../audit/context.js';
-import { formatDiff, isEmptyDiff, removedCount } from '../catalog/diff.js';
-import { formatCatalog, parseCatalogText, type CatalogProblem } from '../catalog/file.js';
+import { formatDiff, isEmptyDiff, removedCount, type CatalogDiff } from '../catalog/diff.js';
+import { formatCatalog, parseCatalogText, validateCatalog, type CatalogProblem } from '../catalog/file.js';
+import type { Catalog } from '../catalog/model.js';
+import { revisionView } from '../catalog/revision-view.js';
 import { CatalogService } from '../catalog/service.js';
 import { UsageError, type Command } from './command.js';
 import { parseFlags } from './options.js';
 import { withStore } from './store.js';
 
-const help = `Usage: infracat catalog <validate|apply|export> [options]
+const help = `Usage: infracat catalog <validate|apply|export|history|rollback> [options]
 
 The catalog (images, plans, regions) lives in the database; operators keep it as a YAML
 or JSON file in version control (see catalog/default.yaml for the format).
@@ -27,9 +29,15 @@ or JSON file in version control (see catalog/default.yaml for the format).
       needs --allow-removals, or a "yes" typed at the prompt on a terminal.
   infracat catalog export [--format yaml|json]
       Writes the live catalog to stdout in the file format (export then apply is a no-op).
+  infracat catalog history [--json]
+      Lists the applied revisions, newest first: version, when, by whom, what changed.
+  infracat catalog rollback --to N [--dry-run] [--allow-removals]
+      Applies revision N's document again, as a new revision (history is never
+      rewritten): prints the diff against the live catalog; the same --dry-run and
+      removal guard as apply. Audited as catalog.applied with rollback_of N.
 
 Options:
-  --database-url URL    DATABASE_URL (apply, export)
+  --database-url URL    DATABASE_URL (apply, export, history, rollback)
   -h, --help            show this help
 `;
 
@@ -83,9 +91,82 @@ async function confirmRemovals(count: number): Promise<boolean> {
   }
 }
 
+interface ApplyFlags {
+  'dry-run'?: boolean | undefined;
+  'allow-removals'?: boolean | undefined;
+}
+
+/**
+ * Prints the diff, then (unless a dry run or nothing changes) applies `next` on top of
+ * `baseVersion`: an apply that removes entries needs --allow-removals or a "yes" typed on
+ * a terminal. `rollbackOf`: the revision whose document `next` is.
+ */
+async function applyPlan(
+  svc: CatalogService,
+  next: Catalog,
+  { diff, baseVersion }: { diff: CatalogDiff; baseVersion: number },
+  flags: ApplyFlags,
+  rollbackOf?: number,
+): Promise<number> {
+  process.stdout.write(formatDiff(diff));
+  if (flags['dry-run'] === true) {
+    process.stdout.write('dry run: nothing applied\n');
+    return 0;
+  }
+  if (isEmptyDiff(diff)) {
+    process.stdout.write(`catalog unchanged (version ${baseVersion})\n`);
+    return 0;
+  }
+  const removals = removedCount(diff);
+  if (removals > 0 && flags['allow-removals'] !== true && !(await confirmRemovals(removals))) {
+    process.stderr.write(
+      `infracat catalog: refused: this ${rollbackOf === undefined ? 'apply' : 'rollback'} would remove ` +
+        `${removals} entr${removals === 1 ? 'y' : 'ies'} (lines starting with -); ` +
+        'nothing applied. Re-run with --allow-removals if that is intended.\n',
+    );
+    return 1;
+  }
+  try {
+    const version = await svc.apply(next, baseVersion, cliAuditContext(), rollbackOf);
+    process.stdout.write(
+      rollbackOf === undefined
+        ? `applied as catalog version ${version}\n`
+        : `rolled back to the document of version ${rollbackOf}, applied as catalog version ${version}\n`,
+    );
+    return 0;
+  } catch (err) {
+    if (err instanceof AppError) {
+      process.stderr.write(`infracat catalog: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+/** Who applied a revision, in a word or three: `api_token deploy-bot (tok_...)`, `cli alice`, `-` if unrecorded. */
+function appliedByText(by: { type: string; id: string | null; name: string | null } | null): string {
+  if (by === null) return '-';
+  return [by.type, by.name, by.id === null ? null : `(${by.id})`].filter((p) => p !== null).join(' ');
+}
+
+/** Every revision, newest first (the store pages them). */
+async function allRevisions(svc: CatalogService): Promise<ReturnType<typeof revisionView>[]> {
+  const out: ReturnType<typeof revisionView>[] = [];
+  for (;;) {
+    const page = await svc.revisions(100, out.at(-1)?.version);
+    out.push(...page.map(revisionView));
+    if (page.length < 100) return out;
+  }
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
+}
+
 export const catalogCommand: Command = {
   name: 'catalog',
-  summary: 'validate, apply and export the catalog file',
+  summary: 'validate, apply and export the catalog file; its history and rollback',
   help,
   async run(args) {
     const [sub, ...rest] = args;
@@ -113,36 +194,8 @@ export const catalogCommand: Command = {
       const result = readCatalogFile(file);
       if (!result.ok) return reportProblems(file, result.problems);
       return withCatalog(values['database-url'], async (svc) => {
-        const { diff, baseVersion } = await svc.plan(result.catalog);
-        process.stdout.write(formatDiff(diff));
-        if (values['dry-run'] === true) {
-          process.stdout.write('dry run: nothing applied\n');
-          return 0;
-        }
-        if (isEmptyDiff(diff)) {
-          process.stdout.write(`catalog unchanged (version ${baseVersion})\n`);
-          return 0;
-        }
-        const removals = removedCount(diff);
-        if (removals > 0 && values['allow-removals'] !== true && !(await confirmRemovals(removals))) {
-          process.stderr.write(
-            `infracat catalog: refused: this apply would remove ${removals} entr${removals === 1 ? 'y' : 'ies'} ` +
-              '(lines starting with -); ' +
-              'nothing applied. Re-run with --allow-removals if that is intended.\n',
-          );
-          return 1;
-        }
-        try {
-          const version = await svc.apply(result.catalog, baseVersion, cliAuditContext());
-          process.stdout.write(`applied as catalog version ${version}\n`);
-          return 0;
-        } catch (err) {
-          if (err instanceof AppError) {
-            process.stderr.write(`infracat catalog: ${err.message}\n`);
-            return 1;
-          }
-          throw err;
-        }
+        const plan = await svc.plan(result.catalog);
+        return applyPlan(svc, result.catalog, plan, values);
       });
     }
     if (sub === 'export') {
@@ -160,8 +213,69 @@ export const catalogCommand: Command = {
         return 0;
       });
     }
+    if (sub === 'history') {
+      const { values, positionals } = parseFlags(
+        rest,
+        { json: { type: 'boolean' }, 'database-url': { type: 'string' } },
+        true,
+      );
+      if (positionals.length > 0) throw new UsageError('history takes no arguments');
+      return withCatalog(values['database-url'], async (svc) => {
+        const revisions = await allRevisions(svc);
+        if (values.json === true) {
+          process.stdout.write(`${JSON.stringify(revisions, null, 2)}\n`);
+          return 0;
+        }
+        if (revisions.length === 0) {
+          process.stdout.write('no catalog applied yet\n');
+          return 0;
+        }
+        const rows = revisions.map((r) => [
+          String(r.version),
+          r.applied_at,
+          appliedByText(r.applied_by),
+          r.summary ?? '-',
+        ]);
+        process.stdout.write(table([['VERSION', 'APPLIED_AT', 'APPLIED_BY', 'SUMMARY'], ...rows]));
+        return 0;
+      });
+    }
+    if (sub === 'rollback') {
+      const { values, positionals } = parseFlags(
+        rest,
+        {
+          to: { type: 'string' },
+          'dry-run': { type: 'boolean' },
+          'allow-removals': { type: 'boolean' },
+          'database-url': { type: 'string' },
+        },
+        true,
+      );
+      if (positionals.length > 0) throw new UsageError('rollback takes no FILE; name the revision with --to N');
+      const to = values.to;
+      if (to === undefined || !/^[1-9][0-9]{0,8}$/.test(to))
+        throw new UsageError('rollback needs --to N, the version to roll back to (a whole number from 1)');
+      return withCatalog(values['database-url'], async (svc) => {
+        let plan;
+        try {
+          plan = await svc.planRollback(Number(to));
+        } catch (err) {
+          if (err instanceof AppError) {
+            process.stderr.write(`infracat catalog: ${err.message}\n`);
+            return 1;
+          }
+          throw err;
+        }
+        // Today's rules hold for an old document too (e.g. a successor sunset since).
+        const checked = validateCatalog(JSON.parse(formatCatalog(plan.catalog, 'json')) as unknown);
+        if (!checked.ok) return reportProblems(`catalog version ${to}`, checked.problems);
+        return applyPlan(svc, plan.catalog, plan, values, Number(to));
+      });
+    }
     throw new UsageError(
-      sub === undefined ? 'missing sub-command: validate, apply or export' : `unknown sub-command '${sub}'`,
+      sub === undefined
+        ? 'missing sub-command: validate, apply, export, history or rollback'
+        : `unknown sub-command '${sub}'`,
     );
   },
 };

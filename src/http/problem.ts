@@ -160,7 +160,8 @@ export interface ProblemOptions {
 /** Installs the error handler on the root instance. */
 export function installProblemHandlers(app: App, options: ProblemOptions): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const problem = classify(error, options.bodyLimit);
+    // A route may take larger bodies than the app (the catalog document): name its own limit.
+    const problem = classify(error, request.routeOptions.bodyLimit ?? options.bodyLimit);
     if (problem.status >= 500 && problem.status !== 503) {
       request.log.error({ err: error }, 'unhandled error');
     } else if (error instanceof StorageUnavailableError) {

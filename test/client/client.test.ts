@@ -241,4 +241,62 @@ describe('real client from the OpenAPI document', () => {
     assert.equal(forbidden.response.status, 403);
     check('get', '/api/v1/audit-events', 403, type(forbidden.response), forbidden.error);
   });
+
+  it('catalog management: get, diff, put with If-Match, revisions, refusals, through openapi-fetch', async (t) => {
+    const { app, baseUrl, check } = await served(t);
+    const operator = await mintToken(app, ['catalog:write']);
+    const client = createClient<paths>({ baseUrl, headers: operator.auth });
+    const type = (r: Response) => r.headers.get('content-type')!;
+
+    const got = await client.GET('/api/v1/catalog');
+    assert.equal(got.response.status, 200);
+    assert.ok(got.data);
+    check('get', '/api/v1/catalog', 200, type(got.response), got.data);
+    const etag = got.response.headers.get('etag')!;
+    assert.equal(etag, '"1"');
+    const doc = got.data;
+    const next = { ...doc, plans: doc.plans.map((p) => (p.slug === 's-1vcpu-1gb' ? { ...p, price_monthly: 6.5 } : p)) };
+
+    const diff = await client.POST('/api/v1/catalog/diff', { body: next });
+    assert.equal(diff.response.status, 200);
+    check('post', '/api/v1/catalog/diff', 200, type(diff.response), diff.data);
+    assert.equal(diff.data?.base_version, 1);
+    assert.equal(diff.data?.removals_need_allow, false);
+    const invalid = await client.POST('/api/v1/catalog/diff', { body: { ...next, currency: 'usd' } });
+    assert.equal(invalid.response.status, 422);
+    check('post', '/api/v1/catalog/diff', 422, type(invalid.response), invalid.error);
+
+    const unconditional = await client.PUT('/api/v1/catalog', { body: next });
+    assert.equal(unconditional.response.status, 428);
+    check('put', '/api/v1/catalog', 428, type(unconditional.response), unconditional.error);
+    const stale = await client.PUT('/api/v1/catalog', { body: next, headers: { 'if-match': '"7"' } });
+    assert.equal(stale.response.status, 412);
+    check('put', '/api/v1/catalog', 412, type(stale.response), stale.error);
+    const removing = await client.PUT('/api/v1/catalog', {
+      body: { ...next, regions: next.regions.slice(1) },
+      headers: { 'if-match': etag },
+    });
+    assert.equal(removing.response.status, 409);
+    check('put', '/api/v1/catalog', 409, type(removing.response), removing.error);
+    const put = await client.PUT('/api/v1/catalog', { body: next, headers: { 'if-match': etag } });
+    assert.equal(put.response.status, 200);
+    check('put', '/api/v1/catalog', 200, type(put.response), put.data);
+    assert.equal(put.data?.version, 2);
+    assert.equal(put.response.headers.get('etag'), '"2"');
+
+    const revisions = await client.GET('/api/v1/catalog/revisions', { params: { query: { per_page: '1' } } });
+    check('get', '/api/v1/catalog/revisions', 200, type(revisions.response), revisions.data);
+    assert.deepEqual(
+      revisions.data?.map((r) => r.version),
+      [2],
+    );
+    assert.equal(revisions.response.headers.get('link'), '</api/v1/catalog/revisions?before=2&per_page=1>; rel="next"');
+    const bad = await client.GET('/api/v1/catalog/revisions', { params: { query: { per_page: '0' } } });
+    check('get', '/api/v1/catalog/revisions', 400, type(bad.response), bad.error);
+
+    const reader = createClient<paths>({ baseUrl, headers: (await mintToken(app, ['catalog:read'])).auth });
+    const forbidden = await reader.PUT('/api/v1/catalog', { body: next, headers: { 'if-match': '"2"' } });
+    assert.equal(forbidden.response.status, 403);
+    check('put', '/api/v1/catalog', 403, type(forbidden.response), forbidden.error);
+  });
 });

@@ -579,7 +579,7 @@ function runStoreContract(backend: Backend): void {
         const doc = JSON.stringify({ name: 'Ubuntu 24.04 — LTS ✓', items: Array.from({ length: 500 }, (_, i) => i) });
         assert.equal(await s.catalog.apply(rev(doc, 1234), 0, ev()), true);
         assert.equal(await s.catalog.latestVersion(), 1);
-        assert.deepEqual(await s.catalog.current(), { version: 1, document: doc, appliedAt: 1234 });
+        assert.deepEqual(await s.catalog.current(), { ...rev(doc, 1234), version: 1 });
       } finally {
         await s.close();
         await fresh.drop();
@@ -595,7 +595,7 @@ function runStoreContract(backend: Backend): void {
         assert.equal(await s.catalog.apply(rev('{"v":"stale"}', 2), 0, ev()), false);
         assert.equal((await s.catalog.current())?.document, '{"v":1}');
         assert.equal(await s.catalog.apply(rev('{"v":2}', 3), 1, ev()), true);
-        assert.deepEqual(await s.catalog.current(), { version: 2, document: '{"v":2}', appliedAt: 3 });
+        assert.deepEqual(await s.catalog.current(), { ...rev('{"v":2}', 3), version: 2 });
       } finally {
         await s.close();
         await fresh.drop();
@@ -612,6 +612,82 @@ function runStoreContract(backend: Backend): void {
         assert.equal(await instances[2]!.catalog.latestVersion(), 1);
       } finally {
         for (const s of instances) await s.close();
+        await fresh.drop();
+      }
+    });
+
+    it('catalog: revision(n) and revisions(limit, before) return applied_by and summary as stored', async () => {
+      const fresh = await backend.create();
+      const s = fresh.open();
+      try {
+        await s.migrate();
+        assert.equal(await s.catalog.revision(1), null);
+        assert.deepEqual(await s.catalog.revisions(10), []);
+        const actors = [
+          { type: 'api_token', id: 'tok_abc', name: 'deploy — bot ✓' },
+          { type: 'cli', id: null, name: 'alice' },
+          { type: 'system', id: null, name: 'infracat' },
+        ] as const;
+        for (let v = 1; v <= 7; v++) {
+          const revision = {
+            document: `{"v":${v}}`,
+            appliedAt: 1_000 * v,
+            appliedBy: { ...actors[v % 3]! },
+            summary: v === 7 ? `rollback to version 3: ${v} added, 0 changed, 0 removed` : `${v} added`,
+          };
+          assert.equal(await s.catalog.apply(revision, v - 1, ev()), true);
+        }
+        assert.deepEqual(await s.catalog.revision(3), {
+          version: 3,
+          document: '{"v":3}',
+          appliedAt: 3_000,
+          appliedBy: { type: 'api_token', id: 'tok_abc', name: 'deploy — bot ✓' },
+          summary: '3 added',
+        });
+        assert.equal(await s.catalog.revision(8), null);
+        assert.equal(await s.catalog.revision(0), null);
+        const all = await s.catalog.revisions(100);
+        assert.deepEqual(
+          all.map((r) => r.version),
+          [7, 6, 5, 4, 3, 2, 1],
+          'newest first',
+        );
+        assert.ok(
+          all.every((r) => !('document' in r)),
+          'no documents in the history',
+        );
+        assert.deepEqual(all[0], {
+          version: 7,
+          appliedAt: 7_000,
+          appliedBy: { type: 'cli', id: null, name: 'alice' },
+          summary: 'rollback to version 3: 7 added, 0 changed, 0 removed',
+        });
+        assert.deepEqual(
+          (await s.catalog.revisions(3)).map((r) => r.version),
+          [7, 6, 5],
+        );
+        assert.deepEqual(
+          (await s.catalog.revisions(3, 5)).map((r) => r.version),
+          [4, 3, 2],
+        );
+        assert.deepEqual(
+          (await s.catalog.revisions(3, 2)).map((r) => r.version),
+          [1],
+        );
+        assert.deepEqual(await s.catalog.revisions(3, 1), []);
+        assert.deepEqual(
+          (await s.catalog.revisions(2, 100)).map((r) => r.version),
+          [7, 6],
+        );
+        // Another instance reads the same.
+        const other = fresh.open();
+        try {
+          assert.deepEqual(await other.catalog.revisions(100), all);
+        } finally {
+          await other.close();
+        }
+      } finally {
+        await s.close();
         await fresh.drop();
       }
     });

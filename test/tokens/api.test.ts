@@ -619,7 +619,8 @@ for (const backend of backends()) {
             'accounts:read',
             'accounts:write',
           ],
-          'read-only resources: the catalog kinds change through catalog:write; the audit trail only by the changes it records',
+          'read-only resources: the catalog kinds change through catalog:write; ' +
+            'the audit trail only by the changes it records',
         );
         for (const s of scopes) assert.ok(s.description.length > 5 && !s.description.includes('\n'));
         const custom = await build(t, { env: { SCOPE_RESOURCES: 'api-tokens,apps,billing' } });

@@ -487,6 +487,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/catalog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The whole catalog document (the file format, as JSON)
+         * @description What `infracat catalog export --format json` writes: settings, images, plans and regions with the file-only fields (deprecation, what each region offers). `ETag` is its version: send it as `If-Match` with a PUT. `If-None-Match` answers 304 when unchanged.
+         *
+         *     Needs a token with `catalog:read` (`write` implies `read`).
+         */
+        get: operations["getCatalog"];
+        /**
+         * Replace the catalog document (a new revision)
+         * @description Optimistic concurrency: `If-Match` must carry the ETag of `GET /api/v1/catalog` (or `*`). The document is validated as `infracat catalog apply` does; a document that removes entries needs `?allow_removals=true`. 200 with the new version and the diff (an empty diff stores nothing and answers the live version). Every instance serves it within CATALOG_REFRESH_MS; audited as `catalog.applied`.
+         *
+         *     Needs a token with `catalog:write` (`write` implies `read`).
+         */
+        put: operations["replaceCatalog"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/catalog/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What a PUT of this document would change (nothing is stored)
+         * @description The same validation as PUT (422 with JSON pointers), and the diff against the live version (`base_version`: send it as `If-Match: "<base_version>"` with the PUT).
+         *
+         *     Needs a token with `catalog:read` (`write` implies `read`).
+         */
+        post: operations["diffCatalog"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/catalog/revisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The catalog history: applied revisions, newest first
+         * @description At most `per_page` (default 100); when more follow, a `Link: </api/v1/catalog/revisions?before=N&per_page=M>; rel="next"` header names the next page.
+         *
+         *     Needs a token with `catalog:read` (`write` implies `read`).
+         */
+        get: operations["listCatalogRevisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -505,7 +577,7 @@ export interface components {
             /** @example the token request is invalid; see errors */
             detail: string;
             /** @description Stable error code; see docs/errors.md */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
             /** @example /api/v1/api-tokens */
             instance?: string;
             /** @description Also in the X-Request-Id header and the server log */
@@ -4146,6 +4218,962 @@ export interface operations {
             /** @description The region is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getCatalog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The version, e.g. `"7"` */
+                    etag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description ISO 4217
+                         * @default USD
+                         */
+                        currency: string;
+                        /**
+                         * @description Image types allowed beyond the built-in ones
+                         * @default []
+                         */
+                        extra_image_types: string[];
+                        /**
+                         * @description Region features allowed beyond the built-in ones
+                         * @default []
+                         */
+                        extra_region_features: string[];
+                        images: {
+                            /** @example ubuntu-24-04 */
+                            slug: string;
+                            name: string;
+                            distribution: string;
+                            version: string;
+                            /** @example base */
+                            type: string;
+                            min_disk_gb: number;
+                            /**
+                             * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                             * @example 2027-01-31T00:00:00Z
+                             */
+                            deprecated_at?: string;
+                            /**
+                             * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                             * @example 2027-01-31T00:00:00Z
+                             */
+                            sunset_at?: string;
+                            /** @description The slug of the entry of the same kind that replaces it */
+                            successor?: string;
+                        }[];
+                        plans: {
+                            /** @description Equal to slug */
+                            id: string;
+                            /** @example s-1vcpu-1gb */
+                            slug: string;
+                            vcpus: number;
+                            memory_mb: number;
+                            disk_gb: number;
+                            transfer_tb: number;
+                            type: "general" | "cpu-optimized" | "memory-optimized";
+                            /**
+                             * @description Monthly price, written with exactly two fraction digits (6.00)
+                             * @example 6
+                             */
+                            price_monthly: number;
+                            /**
+                             * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                             * @example 2027-01-31T00:00:00Z
+                             */
+                            deprecated_at?: string;
+                            /**
+                             * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                             * @example 2027-01-31T00:00:00Z
+                             */
+                            sunset_at?: string;
+                            /** @description The slug of the entry of the same kind that replaces it */
+                            successor?: string;
+                        }[];
+                        regions: {
+                            /** @example nyc3 */
+                            slug: string;
+                            name: string;
+                            available: boolean;
+                            features: string[];
+                            /** @description The plans deployable in this region; left out: every plan */
+                            plans?: string[];
+                            /** @description The images deployable in this region; left out: every image */
+                            images?: string[];
+                            /**
+                             * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                             * @example 2027-01-31T00:00:00Z
+                             */
+                            deprecated_at?: string;
+                            /**
+                             * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                             * @example 2027-01-31T00:00:00Z
+                             */
+                            sunset_at?: string;
+                            /** @description The slug of the entry of the same kind that replaces it */
+                            successor?: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not modified (If-None-Match matched) */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    replaceCatalog: {
+        parameters: {
+            query?: {
+                /** @description `true` allows a document that removes entries (409 CONFLICT otherwise) */
+                allow_removals?: "true" | "false";
+            };
+            header?: {
+                /** @description The ETag the document was made from, or `*` */
+                "if-match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "currency": "USD",
+                 *       "images": [
+                 *         {
+                 *           "slug": "ubuntu-24-04",
+                 *           "name": "Ubuntu 24.04 LTS",
+                 *           "distribution": "Ubuntu",
+                 *           "version": "24.04",
+                 *           "type": "base",
+                 *           "min_disk_gb": 10
+                 *         }
+                 *       ],
+                 *       "plans": [
+                 *         {
+                 *           "id": "s-1vcpu-1gb",
+                 *           "slug": "s-1vcpu-1gb",
+                 *           "vcpus": 1,
+                 *           "memory_mb": 1024,
+                 *           "disk_gb": 25,
+                 *           "transfer_tb": 1,
+                 *           "type": "general",
+                 *           "price_monthly": 6
+                 *         }
+                 *       ],
+                 *       "regions": [
+                 *         {
+                 *           "slug": "nyc3",
+                 *           "name": "New York 3",
+                 *           "available": true,
+                 *           "features": [
+                 *             "backups",
+                 *             "ipv6"
+                 *           ]
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description ISO 4217
+                     * @default USD
+                     */
+                    currency?: string;
+                    /**
+                     * @description Image types allowed beyond the built-in ones
+                     * @default []
+                     */
+                    extra_image_types?: string[];
+                    /**
+                     * @description Region features allowed beyond the built-in ones
+                     * @default []
+                     */
+                    extra_region_features?: string[];
+                    images: {
+                        /** @example ubuntu-24-04 */
+                        slug: string;
+                        name: string;
+                        distribution: string;
+                        version: string;
+                        /** @example base */
+                        type: string;
+                        min_disk_gb: number;
+                        /**
+                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                         * @example 2027-01-31T00:00:00Z
+                         */
+                        deprecated_at?: string;
+                        /**
+                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                         * @example 2027-01-31T00:00:00Z
+                         */
+                        sunset_at?: string;
+                        /** @description The slug of the entry of the same kind that replaces it */
+                        successor?: string;
+                    }[];
+                    plans: {
+                        /** @description Equal to slug */
+                        id: string;
+                        /** @example s-1vcpu-1gb */
+                        slug: string;
+                        vcpus: number;
+                        memory_mb: number;
+                        disk_gb: number;
+                        transfer_tb: number;
+                        type: "general" | "cpu-optimized" | "memory-optimized";
+                        /**
+                         * @description Monthly price, written with exactly two fraction digits (6.00)
+                         * @example 6
+                         */
+                        price_monthly: number;
+                        /**
+                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                         * @example 2027-01-31T00:00:00Z
+                         */
+                        deprecated_at?: string;
+                        /**
+                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                         * @example 2027-01-31T00:00:00Z
+                         */
+                        sunset_at?: string;
+                        /** @description The slug of the entry of the same kind that replaces it */
+                        successor?: string;
+                    }[];
+                    regions: {
+                        /** @example nyc3 */
+                        slug: string;
+                        name: string;
+                        available: boolean;
+                        features: string[];
+                        /** @description The plans deployable in this region; left out: every plan */
+                        plans?: string[];
+                        /** @description The images deployable in this region; left out: every image */
+                        images?: string[];
+                        /**
+                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                         * @example 2027-01-31T00:00:00Z
+                         */
+                        deprecated_at?: string;
+                        /**
+                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                         * @example 2027-01-31T00:00:00Z
+                         */
+                        sunset_at?: string;
+                        /** @description The slug of the entry of the same kind that replaces it */
+                        successor?: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The live version */
+                    etag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description The live version now (unchanged when the diff is empty)
+                         * @example 8
+                         */
+                        version: number;
+                        /** @description What the document changes against the live catalog; entries are matched by slug */
+                        diff: {
+                            /** @description Catalog settings changed (currency, extra_image_types, ...) */
+                            settings: {
+                                /** @example price_monthly */
+                                field: string;
+                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                from: unknown;
+                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                to: unknown;
+                            }[];
+                            /** @description Slugs of the entries added, per kind */
+                            added: {
+                                images: string[];
+                                plans: string[];
+                                regions: string[];
+                            };
+                            /** @description Slugs of the entries removed, per kind */
+                            removed: {
+                                images: string[];
+                                plans: string[];
+                                regions: string[];
+                            };
+                            /** @description Entries changed, per kind, field by field (the file-only fields too) */
+                            changed: {
+                                images: {
+                                    /** @example s-1vcpu-1gb */
+                                    slug: string;
+                                    changes: {
+                                        /** @example price_monthly */
+                                        field: string;
+                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                        from: unknown;
+                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                        to: unknown;
+                                    }[];
+                                }[];
+                                plans: {
+                                    /** @example s-1vcpu-1gb */
+                                    slug: string;
+                                    changes: {
+                                        /** @example price_monthly */
+                                        field: string;
+                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                        from: unknown;
+                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                        to: unknown;
+                                    }[];
+                                }[];
+                                regions: {
+                                    /** @example s-1vcpu-1gb */
+                                    slug: string;
+                                    changes: {
+                                        /** @example price_monthly */
+                                        field: string;
+                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                        from: unknown;
+                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                        to: unknown;
+                                    }[];
+                                }[];
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The document removes entries and `allow_removals=true` is absent; `removals` names them (CONFLICT) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The If-Match ETag is not the live version: the catalog changed meanwhile (PRECONDITION_FAILED) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body over 1 MiB (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No If-Match header (PRECONDITION_REQUIRED) */
+            428: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    diffCatalog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "currency": "USD",
+                 *       "images": [
+                 *         {
+                 *           "slug": "ubuntu-24-04",
+                 *           "name": "Ubuntu 24.04 LTS",
+                 *           "distribution": "Ubuntu",
+                 *           "version": "24.04",
+                 *           "type": "base",
+                 *           "min_disk_gb": 10
+                 *         }
+                 *       ],
+                 *       "plans": [
+                 *         {
+                 *           "id": "s-1vcpu-1gb",
+                 *           "slug": "s-1vcpu-1gb",
+                 *           "vcpus": 1,
+                 *           "memory_mb": 1024,
+                 *           "disk_gb": 25,
+                 *           "transfer_tb": 1,
+                 *           "type": "general",
+                 *           "price_monthly": 6
+                 *         }
+                 *       ],
+                 *       "regions": [
+                 *         {
+                 *           "slug": "nyc3",
+                 *           "name": "New York 3",
+                 *           "available": true,
+                 *           "features": [
+                 *             "backups",
+                 *             "ipv6"
+                 *           ]
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description ISO 4217
+                     * @default USD
+                     */
+                    currency?: string;
+                    /**
+                     * @description Image types allowed beyond the built-in ones
+                     * @default []
+                     */
+                    extra_image_types?: string[];
+                    /**
+                     * @description Region features allowed beyond the built-in ones
+                     * @default []
+                     */
+                    extra_region_features?: string[];
+                    images: {
+                        /** @example ubuntu-24-04 */
+                        slug: string;
+                        name: string;
+                        distribution: string;
+                        version: string;
+                        /** @example base */
+                        type: string;
+                        min_disk_gb: number;
+                        /**
+                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                         * @example 2027-01-31T00:00:00Z
+                         */
+                        deprecated_at?: string;
+                        /**
+                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                         * @example 2027-01-31T00:00:00Z
+                         */
+                        sunset_at?: string;
+                        /** @description The slug of the entry of the same kind that replaces it */
+                        successor?: string;
+                    }[];
+                    plans: {
+                        /** @description Equal to slug */
+                        id: string;
+                        /** @example s-1vcpu-1gb */
+                        slug: string;
+                        vcpus: number;
+                        memory_mb: number;
+                        disk_gb: number;
+                        transfer_tb: number;
+                        type: "general" | "cpu-optimized" | "memory-optimized";
+                        /**
+                         * @description Monthly price, written with exactly two fraction digits (6.00)
+                         * @example 6
+                         */
+                        price_monthly: number;
+                        /**
+                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                         * @example 2027-01-31T00:00:00Z
+                         */
+                        deprecated_at?: string;
+                        /**
+                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                         * @example 2027-01-31T00:00:00Z
+                         */
+                        sunset_at?: string;
+                        /** @description The slug of the entry of the same kind that replaces it */
+                        successor?: string;
+                    }[];
+                    regions: {
+                        /** @example nyc3 */
+                        slug: string;
+                        name: string;
+                        available: boolean;
+                        features: string[];
+                        /** @description The plans deployable in this region; left out: every plan */
+                        plans?: string[];
+                        /** @description The images deployable in this region; left out: every image */
+                        images?: string[];
+                        /**
+                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                         * @example 2027-01-31T00:00:00Z
+                         */
+                        deprecated_at?: string;
+                        /**
+                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                         * @example 2027-01-31T00:00:00Z
+                         */
+                        sunset_at?: string;
+                        /** @description The slug of the entry of the same kind that replaces it */
+                        successor?: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * @description The live version the diff is against
+                         * @example 7
+                         */
+                        base_version: number;
+                        /** @description What the document changes against the live catalog; entries are matched by slug */
+                        diff: {
+                            /** @description Catalog settings changed (currency, extra_image_types, ...) */
+                            settings: {
+                                /** @example price_monthly */
+                                field: string;
+                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                from: unknown;
+                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                to: unknown;
+                            }[];
+                            /** @description Slugs of the entries added, per kind */
+                            added: {
+                                images: string[];
+                                plans: string[];
+                                regions: string[];
+                            };
+                            /** @description Slugs of the entries removed, per kind */
+                            removed: {
+                                images: string[];
+                                plans: string[];
+                                regions: string[];
+                            };
+                            /** @description Entries changed, per kind, field by field (the file-only fields too) */
+                            changed: {
+                                images: {
+                                    /** @example s-1vcpu-1gb */
+                                    slug: string;
+                                    changes: {
+                                        /** @example price_monthly */
+                                        field: string;
+                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                        from: unknown;
+                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                        to: unknown;
+                                    }[];
+                                }[];
+                                plans: {
+                                    /** @example s-1vcpu-1gb */
+                                    slug: string;
+                                    changes: {
+                                        /** @example price_monthly */
+                                        field: string;
+                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                        from: unknown;
+                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                        to: unknown;
+                                    }[];
+                                }[];
+                                regions: {
+                                    /** @example s-1vcpu-1gb */
+                                    slug: string;
+                                    changes: {
+                                        /** @example price_monthly */
+                                        field: string;
+                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                        from: unknown;
+                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                                        to: unknown;
+                                    }[];
+                                }[];
+                            };
+                        };
+                        /** @description Whether a PUT of this document needs `?allow_removals=true` (it removes entries) */
+                        removals_need_allow: boolean;
+                    };
+                };
+            };
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body over 1 MiB (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: unknown;
+                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listCatalogRevisions: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Revisions per page: 1 to 100 (default 100)
+                 * @example 20
+                 */
+                per_page?: string;
+                /**
+                 * @description Only versions below this one (the cursor of the `Link: rel="next"` header)
+                 * @example 42
+                 */
+                before?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revisions, newest first */
+            200: {
+                headers: {
+                    /** @description Only when another page follows: `<...?before=N&per_page=M>; rel="next"` */
+                    link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @example 7 */
+                        version: number;
+                        /**
+                         * Format: date-time
+                         * @description RFC 3339 UTC timestamp
+                         * @example 2026-11-21T19:00:00.000Z
+                         */
+                        applied_at: string;
+                        /** @description Who applied it (the audit actor); null for revisions applied before infracat recorded it */
+                        applied_by: {
+                            /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens) */
+                            type: "api_token" | "cli" | "secret_scanning" | "system";
+                            id: string | null;
+                            name: string | null;
+                        } | null;
+                        /**
+                         * @description What it changed in one line, e.g. `2 added, 1 changed, 0 removed` or `rollback to version 3: ...`; null for revisions applied before infracat recorded it
+                         * @example 2 added, 1 changed, 0 removed
+                         */
+                        summary: string | null;
+                    }[];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: unknown;
                     [name: string]: unknown;
                 };
                 content: {

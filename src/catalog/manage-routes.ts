@@ -1,0 +1,295 @@
+// Catalog management over the API: GET /api/v1/catalog (the document, ETag = its version),
+// PUT /api/v1/catalog (replace it, If-Match required), POST /api/v1/catalog/diff (the
+// PUT's dry run) and GET /api/v1/catalog/revisions (the history). The same rules as
+// `infracat catalog apply`: validateCatalog, the diff, the removal guard, one optimistic
+// insert. Every response carries Cache-Control: no-store.
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyRequest, FastifySchemaCompiler } from 'fastify';
+import { Type } from 'typebox';
+import { isOperatorAccount } from '../accounts/ids.js';
+import { auditContext } from '../audit/context.js';
+import { AppError } from '../errors.js';
+import { matchesIfNoneMatch, matchIfMatch } from '../http/conditional.js';
+import { noStore } from '../http/no-store.js';
+import type { App } from '../http/types.js';
+import { validatorCompiler } from '../http/validation.js';
+import { isEmptyDiff, removedCount, type CatalogDiff as Diff } from './diff.js';
+import { formatCatalog, validateCatalog } from './file.js';
+import {
+  CatalogRevision,
+  DiffResult,
+  PutQuery,
+  PutResult,
+  RevisionQuery,
+  REVISIONS_PER_PAGE_MAX,
+} from './manage-schemas.js';
+import { KINDS, type Catalog } from './model.js';
+import { CatalogFile } from './schemas.js';
+import { revisionView } from './revision-view.js';
+import type { CatalogService } from './service.js';
+
+const PATH = '/api/v1/catalog';
+const tags = ['catalog management'];
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+// A catalog of a few hundred entries is 100-200 KB of JSON, well over the app's 16 KiB
+// for every other body: these two routes take up to 1 MiB (the JSON parser reads it with
+// the same strictness; validation is linear in its size).
+export const CATALOG_BODY_LIMIT_BYTES = 1024 * 1024;
+
+// validateCatalog checks the document (every problem, each with a JSON pointer, as the
+// CLI reports them): the body's schema is declared for the OpenAPI document only, not run
+// twice. The query and headers are validated as everywhere else.
+const documentOnly: FastifySchemaCompiler<unknown> = (route) =>
+  route.httpPart === 'body' ? (data: unknown) => ({ value: data }) : validatorCompiler(route);
+
+// A whole, valid document (one entry of each kind), for the OpenAPI document's example body.
+const EXAMPLE_DOCUMENT = {
+  currency: 'USD',
+  images: [
+    {
+      slug: 'ubuntu-24-04',
+      name: 'Ubuntu 24.04 LTS',
+      distribution: 'Ubuntu',
+      version: '24.04',
+      type: 'base',
+      min_disk_gb: 10,
+    },
+  ],
+  plans: [
+    {
+      id: 's-1vcpu-1gb',
+      slug: 's-1vcpu-1gb',
+      vcpus: 1,
+      memory_mb: 1024,
+      disk_gb: 25,
+      transfer_tb: 1,
+      type: 'general',
+      price_monthly: 6,
+    },
+  ],
+  regions: [{ slug: 'nyc3', name: 'New York 3', available: true, features: ['backups', 'ipv6'] }],
+};
+const DocumentBody = { ...CatalogFile, examples: [EXAMPLE_DOCUMENT] };
+
+const etagOf = (version: number): string => `"${version}"`;
+
+export interface CatalogManageRouteOptions {
+  catalog: CatalogService;
+  /** The app's clock: which entries are already sunset (a successor must not be). */
+  now: () => number;
+}
+
+/** 403 unless the token belongs to the operator account: only it may change the catalog. */
+async function operatorOnly(request: FastifyRequest): Promise<void> {
+  const token = request.token;
+  if (token !== null && !isOperatorAccount(token.accountId)) {
+    throw new AppError('INSUFFICIENT_SCOPE', 'only tokens of the operator account may change the catalog');
+  }
+}
+
+/** The body as a catalog, or 422 with a JSON pointer per problem (at most MAX_FIELD_ERRORS shown). */
+function readDocument(body: unknown, now: number): Catalog {
+  const result = validateCatalog(body, now);
+  if (result.ok) return result.catalog;
+  const n = result.problems.length;
+  throw new AppError('VALIDATION_FAILED', `the catalog document has ${n} problem${n === 1 ? '' : 's'}; see errors`, {
+    errors: result.problems.map((p) => ({ pointer: p.pointer, detail: p.message })),
+  });
+}
+
+function removalConflict(diff: Diff): AppError {
+  const named = KINDS.filter((k) => diff.removed[k].length > 0)
+    .map((k) => `${k} ${diff.removed[k].join(', ')}`)
+    .join('; ');
+  return new AppError(
+    'CONFLICT',
+    `this document removes entries (${named}); nothing applied. Repeat with ?allow_removals=true if that is intended`,
+    { members: { removals: diff.removed } },
+  );
+}
+
+const stale = (current: number) =>
+  new AppError(
+    'PRECONDITION_FAILED',
+    `the catalog is at version ${current} (ETag ${etagOf(current)}): it changed since the one this document was ` +
+      'made from; GET it again, review the diff and retry',
+  );
+
+const DOCUMENT_PROBLEMS = {
+  413: `Body over ${CATALOG_BODY_LIMIT_BYTES / 1024 / 1024} MiB (PAYLOAD_TOO_LARGE)`,
+  422:
+    'The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem ' +
+    '(VALIDATION_FAILED)',
+};
+
+export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRouteOptions): void {
+  void app.register(async (plugin) => {
+    const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
+    api.addHook('onRequest', noStore);
+
+    api.get(
+      PATH,
+      {
+        config: { auth: { scopes: ['catalog:read'] } },
+        schema: {
+          tags,
+          operationId: 'getCatalog',
+          summary: 'The whole catalog document (the file format, as JSON)',
+          description:
+            'What `infracat catalog export --format json` writes: settings, images, plans and regions with the ' +
+            'file-only fields (deprecation, what each region offers). `ETag` is its version: send it as ' +
+            '`If-Match` with a PUT. `If-None-Match` answers 304 when unchanged.',
+          response: {
+            200: { ...CatalogFile, headers: { etag: Type.String({ description: 'The version, e.g. `"7"`' }) } },
+            304: Type.Null({ description: 'Not modified (If-None-Match matched)' }),
+          },
+        },
+      },
+      async (request, reply) => {
+        const snap = catalog.snapshot;
+        const etag = etagOf(snap.version);
+        reply.header('etag', etag);
+        if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send(null);
+        // Already JSON text (prices with two decimals): sent as it is, not serialized again.
+        return reply.type(JSON_TYPE).send(formatCatalog(snap.catalog, 'json') as never);
+      },
+    );
+
+    api.put(
+      PATH,
+      {
+        bodyLimit: CATALOG_BODY_LIMIT_BYTES,
+        validatorCompiler: documentOnly,
+        // After authentication, before anything is read.
+        preValidation: operatorOnly,
+        config: {
+          auth: { scopes: ['catalog:write'] },
+          problems: {
+            ...DOCUMENT_PROBLEMS,
+            403: "The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE)",
+            409: 'The document removes entries and `allow_removals=true` is absent; `removals` names them (CONFLICT)',
+            412: 'The If-Match ETag is not the live version: the catalog changed meanwhile (PRECONDITION_FAILED)',
+            428: 'No If-Match header (PRECONDITION_REQUIRED)',
+          },
+        },
+        schema: {
+          tags,
+          operationId: 'replaceCatalog',
+          summary: 'Replace the catalog document (a new revision)',
+          description:
+            'Optimistic concurrency: `If-Match` must carry the ETag of `GET /api/v1/catalog` (or `*`). The ' +
+            'document is validated as `infracat catalog apply` does; a document that removes entries needs ' +
+            '`?allow_removals=true`. 200 with the new version and the diff (an empty diff stores nothing and ' +
+            'answers the live version). Every instance serves it within CATALOG_REFRESH_MS; audited as ' +
+            '`catalog.applied`.',
+          headers: Type.Object({
+            'if-match': Type.Optional(Type.String({ description: 'The ETag the document was made from, or `*`' })),
+          }),
+          querystring: PutQuery,
+          body: DocumentBody,
+          response: {
+            200: { ...PutResult, headers: { etag: Type.String({ description: 'The live version' }) } },
+          },
+        },
+      },
+      async (request, reply) => {
+        // The document first: its problems are worth knowing whatever the precondition.
+        const next = readDocument(request.body, now());
+        const ifMatch = request.headers['if-match'];
+        if (ifMatch === undefined)
+          throw new AppError(
+            'PRECONDITION_REQUIRED',
+            'send If-Match with the ETag of the catalog this document was made from (GET /api/v1/catalog), or *',
+          );
+        const { diff, baseVersion } = await catalog.plan(next);
+        const match = matchIfMatch(ifMatch, etagOf(baseVersion));
+        if (match === 'malformed')
+          throw new AppError('PRECONDITION_FAILED', 'If-Match is not * or a list of entity-tags such as "7"');
+        if (match === 'no-match') throw stale(baseVersion);
+        if (isEmptyDiff(diff)) {
+          reply.header('etag', etagOf(baseVersion));
+          return { version: baseVersion, diff };
+        }
+        if (removedCount(diff) > 0 && request.query.allow_removals !== 'true') throw removalConflict(diff);
+        let version: number;
+        try {
+          version = await catalog.apply(next, baseVersion, auditContext(request));
+        } catch (err) {
+          // Another apply stored the next version between the check above and this insert.
+          // Refreshed first, so that this instance serves the winner and the detail names its version.
+          if (err instanceof AppError && err.code === 'CONFLICT') {
+            await catalog.refresh();
+            throw stale(catalog.snapshot.version);
+          }
+          throw err;
+        }
+        reply.header('etag', etagOf(version));
+        return { version, diff };
+      },
+    );
+
+    api.post(
+      `${PATH}/diff`,
+      {
+        bodyLimit: CATALOG_BODY_LIMIT_BYTES,
+        validatorCompiler: documentOnly,
+        config: { auth: { scopes: ['catalog:read'] }, problems: DOCUMENT_PROBLEMS },
+        schema: {
+          tags,
+          operationId: 'diffCatalog',
+          summary: 'What a PUT of this document would change (nothing is stored)',
+          description:
+            'The same validation as PUT (422 with JSON pointers), and the diff against the live version ' +
+            '(`base_version`: send it as `If-Match: "<base_version>"` with the PUT).',
+          body: DocumentBody,
+          response: { 200: DiffResult },
+        },
+      },
+      async (request) => {
+        const { diff, baseVersion } = await catalog.plan(readDocument(request.body, now()));
+        return { base_version: baseVersion, diff, removals_need_allow: removedCount(diff) > 0 };
+      },
+    );
+
+    api.get(
+      `${PATH}/revisions`,
+      {
+        config: { auth: { scopes: ['catalog:read'] } },
+        schema: {
+          tags,
+          operationId: 'listCatalogRevisions',
+          summary: 'The catalog history: applied revisions, newest first',
+          description:
+            `At most \`per_page\` (default ${REVISIONS_PER_PAGE_MAX}); when more follow, a ` +
+            '`Link: </api/v1/catalog/revisions?before=N&per_page=M>; rel="next"` header names the next page.',
+          querystring: RevisionQuery,
+          response: {
+            200: Type.Array(CatalogRevision, {
+              description: 'Revisions, newest first',
+              headers: {
+                link: Type.String({
+                  description: 'Only when another page follows: `<...?before=N&per_page=M>; rel="next"`',
+                }),
+              },
+            }),
+          },
+        },
+      },
+      async (request, reply) => {
+        // Both are digits only (the schema's patterns): Number() reads them exactly.
+        const perPage = request.query.per_page === undefined ? REVISIONS_PER_PAGE_MAX : Number(request.query.per_page);
+        const before = request.query.before === undefined ? undefined : Number(request.query.before);
+        // One more than the page: whether another page follows, without a count.
+        const rows = await catalog.revisions(perPage + 1, before);
+        const page = rows.slice(0, perPage);
+        if (rows.length > perPage)
+          reply.header(
+            'link',
+            `<${PATH}/revisions?before=${page[page.length - 1]!.version}&per_page=${perPage}>; rel="next"`,
+          );
+        return page.map(revisionView);
+      },
+    );
+  });
+}
