@@ -623,6 +623,13 @@ describe('web console in headless Chromium', () => {
           (await page.locator('#scope-accounts-read-desc').textContent()) ?? '',
           /not in this account: operator account only/,
         );
+        // So does catalog:write (the scope list's operator_only flag), not catalog:read.
+        assert.equal(await page.locator('#scope-catalog-write').isDisabled(), true);
+        assert.match(
+          (await page.locator('#scope-catalog-write-desc').textContent()) ?? '',
+          /not in this account: operator account only/,
+        );
+        assert.equal(await page.locator('#scope-catalog-read').isDisabled(), false);
         await page.getByLabel('Name', { exact: true }).fill('first');
         await page.locator('#scope-api-tokens-write').check();
         await page.locator('#scope-apps-write').check();
