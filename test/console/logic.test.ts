@@ -227,7 +227,7 @@ describe('console routes and accounts', () => {
     assert.equal(statusLabel('suspended'), 'Suspended');
   });
 
-  it("the token form offers a scope only if the token holds it, operator-only ones (the server's flag) only into the operator account", () => {
+  it("the token form offers held scopes, operator-only ones (server's flag) only into the operator account", () => {
     const holds = (scope: string) => ['accounts:read', 'apps:write', 'catalog:read', 'catalog:write'].includes(scope);
     const scope = (name: string, operatorOnly: boolean) => ({ scope: name, operator_only: operatorOnly });
     const refused = { enabled: false, reason: 'not in this account: operator account only' };
