@@ -1286,10 +1286,10 @@ describe('web console in headless Chromium', () => {
           (await plans.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-plan') ?? ''))).sort(),
           [cheap.slug, other.slug].sort(),
         );
+        await page.screenshot({ path: artifactPath('plans-region.png'), fullPage: true });
         // The other filters apply within the region.
         await page.getByLabel('Type').selectOption('memory-optimized');
         assert.equal(await page.locator('#plan-count').textContent(), `Showing 0 of 2 plans offered in ${where.name}`);
-        await page.screenshot({ path: artifactPath('plans-region.png'), fullPage: true });
         await page.getByRole('button', { name: 'Clear filters' }).click();
         await page.getByText(`Showing ${all} of ${all} plans`).waitFor();
       });
