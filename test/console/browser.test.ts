@@ -11,7 +11,10 @@ import { CONSOLE_CSP } from '../../src/console/routes.js';
 import { build, mintToken } from '../helpers/app.js';
 import { artifactPath, ensureChromium, launchChromium } from '../helpers/browser.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
-import { ev } from '../helpers/audit.js';
+import { ev, TEST_CONTEXT } from '../helpers/audit.js';
+import { loadDefaultCatalog } from '../../src/catalog/default.js';
+import type { Catalog } from '../../src/catalog/model.js';
+import { shortDate } from '../../web/src/format.js';
 
 const ALL_SCOPES = ['api-tokens:write', 'apps:write', 'images:read', 'plans:read', 'regions:read', 'catalog:write'];
 const SECRET = /^icat_[0-9A-Za-z]{36}$/;
@@ -450,7 +453,13 @@ describe('web console in headless Chromium', () => {
       t.after(() => browser.close());
       // One live token allowed, a tiny per-token rate limit, catalogs for token holders only.
       const { base, app } = await listening(t, { TOKEN_MAX_LIVE: '1', RATE_LIMIT: '6', CATALOG_ACCESS: 'token' });
-      const admin = await mintToken(app, ALL_SCOPES, 'operator');
+      // Without catalog:read: the plans page would also fetch the catalog document for its
+      // badges, one more request under the tiny limit before the 409 this test wants.
+      const admin = await mintToken(
+        app,
+        ALL_SCOPES.filter((s) => s !== 'catalog:write'),
+        'operator',
+      );
       const { page } = await open(t, browser, base);
 
       // Keyboard: the skip link comes first and lands on the content.
@@ -623,6 +632,13 @@ describe('web console in headless Chromium', () => {
           (await page.locator('#scope-accounts-read-desc').textContent()) ?? '',
           /not in this account: operator account only/,
         );
+        // So does catalog:write (the scope list's operator_only flag), not catalog:read.
+        assert.equal(await page.locator('#scope-catalog-write').isDisabled(), true);
+        assert.match(
+          (await page.locator('#scope-catalog-write-desc').textContent()) ?? '',
+          /not in this account: operator account only/,
+        );
+        assert.equal(await page.locator('#scope-catalog-read').isDisabled(), false);
         await page.getByLabel('Name', { exact: true }).fill('first');
         await page.locator('#scope-api-tokens-write').check();
         await page.locator('#scope-apps-write').check();
@@ -1201,6 +1217,139 @@ describe('web console in headless Chromium', () => {
           'the audit log fits 375 px',
         );
         await narrow.page.screenshot({ path: artifactPath('narrow-audit.png'), fullPage: true });
+      });
+    },
+  );
+
+  // Parts of this test need routes from the other #17 branches: the region filter
+  // (GET /plans?region=) and the catalog routes (GET /catalog, GET /catalog/revisions).
+  it(
+    'catalog lifecycle: plans by region, deprecation badges, the Catalog page of revisions',
+    { skip, timeout: 180_000 },
+    async (t) => {
+      const browser = await launchChromium(executable!);
+      t.after(() => browser.close());
+      const { base, app } = await listening(t);
+      const operator = await mintToken(app, ALL_SCOPES, 'operator');
+      const reader = await mintToken(app, ['api-tokens:read', 'plans:read', 'images:read'], 'reader');
+
+      // A catalog of its own (whatever the shipped default holds): one region offering two
+      // plans, one image deprecated with a successor and a sunset a month ahead.
+      const svc = app.infracat.catalog;
+      const base0 = loadDefaultCatalog();
+      const plain: Catalog = {
+        ...base0,
+        images: base0.images.map(({ deprecated_at: _d, sunset_at: _s, successor: _u, ...i }) => i),
+        plans: base0.plans.map(({ deprecated_at: _d, sunset_at: _s, successor: _u, ...p }) => p),
+        regions: base0.regions.map(
+          ({ deprecated_at: _d, sunset_at: _s, successor: _u, plans: _p, images: _i, ...r }) => r,
+        ),
+      };
+      // Newest first within a distribution: the older one is deprecated for the newer.
+      const [newImage, oldImage] = plain.images.filter((i) => i.distribution === plain.images[0]!.distribution);
+      const [, cheap, other] = plain.plans;
+      const [where] = plain.regions;
+      assert.ok(oldImage && newImage && cheap && other && where);
+      const sunset = new Date(Date.now() + 30 * 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+      const first: Catalog = {
+        ...plain,
+        images: plain.images.map((i) =>
+          i.slug === oldImage.slug
+            ? { ...i, deprecated_at: '2026-01-01T00:00:00Z', sunset_at: sunset, successor: newImage.slug }
+            : i,
+        ),
+        regions: plain.regions.map((r) => (r.slug === where.slug ? { ...r, plans: [cheap.slug, other.slug] } : r)),
+      };
+      const v2 = await svc.apply(first, (await svc.plan(first)).baseVersion, TEST_CONTEXT);
+      const second: Catalog = {
+        ...first,
+        plans: first.plans.map((p) => (p.slug === cheap.slug ? { ...p, price_cents: p.price_cents + 100 } : p)),
+      };
+      const v3 = await svc.apply(second, v2, TEST_CONTEXT);
+      const badgeText = `Deprecated · replaced by ${newImage.slug} · sunset ${shortDate(sunset)}`;
+
+      await t.test('[needs GET /plans?region=] the region selector lists what a region offers', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, operator.secret);
+        await page.goto(`${base}/#/plans`);
+        const plans = page.locator('tbody tr[data-plan]');
+        await plans.first().waitFor();
+        const all = await plans.count();
+        assert.equal(await page.locator('#plan-count').textContent(), `Showing ${all} of ${all} plans`);
+        const [asked] = await Promise.all([
+          page.waitForRequest((r) => r.url().includes('/api/v1/plans?')),
+          page.getByLabel('Region').selectOption(where.slug),
+        ]);
+        assert.equal(asked.url(), `${base}/api/v1/plans?region=${where.slug}`);
+        await page.getByText(`Showing 2 of 2 plans offered in ${where.name}`).waitFor();
+        assert.deepEqual(
+          (await plans.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-plan') ?? ''))).sort(),
+          [cheap.slug, other.slug].sort(),
+        );
+        await page.screenshot({ path: artifactPath('plans-region.png'), fullPage: true });
+        // The other filters apply within the region.
+        await page.getByLabel('Type').selectOption('memory-optimized');
+        assert.equal(await page.locator('#plan-count').textContent(), `Showing 0 of 2 plans offered in ${where.name}`);
+        await page.getByRole('button', { name: 'Clear filters' }).click();
+        await page.getByText(`Showing ${all} of ${all} plans`).waitFor();
+      });
+
+      await t.test('[needs GET /catalog] a deprecated image is badged with its successor and sunset', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, operator.secret);
+        await page.goto(`${base}/#/images`);
+        const badged = page.locator(`li[data-image="${oldImage.slug}"] .badge.deprecated`);
+        await badged.waitFor();
+        assert.equal(await badged.textContent(), badgeText);
+        assert.equal(await page.locator('.badge.deprecated').count(), 1, 'only the deprecated image');
+        await page.screenshot({ path: artifactPath('images-deprecated.png'), fullPage: true });
+      });
+
+      await t.test('a token without catalog:read: no badges, no error, no Catalog page in the nav', async (t) => {
+        const { page } = await open(t, browser, base);
+        const catalogAsked: string[] = [];
+        page.on('request', (r) => {
+          if (r.url().startsWith(`${base}/api/v1/catalog`)) catalogAsked.push(r.url());
+        });
+        await signIn(page, base, reader.secret);
+        assert.equal(await page.getByRole('link', { name: 'Catalog' }).isVisible(), false);
+        await page.goto(`${base}/#/images`);
+        await page.locator(`li[data-image="${oldImage.slug}"]`).waitFor();
+        await page.goto(`${base}/#/plans`);
+        await page.locator('tbody tr[data-plan]').first().waitFor();
+        assert.equal(await page.locator('.badge.deprecated').count(), 0);
+        assert.equal(await page.getByRole('alert').filter({ hasText: /./ }).count(), 0);
+        assert.deepEqual(catalogAsked, [], 'the catalog document is not even asked for');
+        // Reached by its address anyway, the page says what is missing.
+        await page.goto(`${base}/#/catalog`);
+        await page.getByText('needs a token holding catalog:read').waitFor();
+      });
+
+      await t.test('[needs GET /catalog/revisions] the Catalog page lists the revisions, newest first', async (t) => {
+        const { page } = await open(t, browser, base, { bypassCSP: true });
+        await signIn(page, base, operator.secret);
+        await page.getByRole('link', { name: 'Catalog' }).click();
+        await page.getByRole('heading', { name: 'Catalog', level: 1 }).waitFor();
+        const rows = page.locator('tbody tr[data-version]');
+        await rows.first().waitFor();
+        const versions = await rows.evaluateAll((r) => r.map((e) => Number(e.getAttribute('data-version'))));
+        assert.deepEqual(versions.slice(0, 2), [v3, v2]);
+        assert.deepEqual(
+          versions,
+          [...versions].sort((a, b) => b - a),
+        );
+        const latest = rows.first();
+        assert.equal(await latest.locator('td[data-label="Summary"]').textContent(), '0 added, 1 changed, 0 removed');
+        assert.equal(
+          await latest.locator('td[data-label="Applied by"] .actor-name').textContent(),
+          TEST_CONTEXT.actor.name ?? 'infracat CLI',
+        );
+        assert.match((await latest.locator('td[data-label="Applied"] time').getAttribute('datetime')) ?? '', /Z$/);
+        await page.screenshot({ path: artifactPath('catalog-revisions.png'), fullPage: true });
+        assert.deepEqual(
+          (await axeViolations(page)).map((v) => `catalog: ${v}`),
+          [],
+        );
       });
     },
   );

@@ -227,15 +227,21 @@ describe('console routes and accounts', () => {
     assert.equal(statusLabel('suspended'), 'Suspended');
   });
 
-  it('the token form offers a scope only if the token holds it, accounts:* only into the operator account', () => {
-    const holds = (scope: string) => ['accounts:read', 'apps:write'].includes(scope);
-    assert.deepEqual(scopeOffer('apps:write', holds, false), { enabled: true });
-    assert.deepEqual(scopeOffer('accounts:read', holds, true), { enabled: true });
-    assert.deepEqual(scopeOffer('accounts:read', holds, false), {
+  it("the token form offers held scopes, operator-only ones (server's flag) only into the operator account", () => {
+    const holds = (scope: string) => ['accounts:read', 'apps:write', 'catalog:read', 'catalog:write'].includes(scope);
+    const scope = (name: string, operatorOnly: boolean) => ({ scope: name, operator_only: operatorOnly });
+    const refused = { enabled: false, reason: 'not in this account: operator account only' };
+    assert.deepEqual(scopeOffer(scope('apps:write', false), holds, false), { enabled: true });
+    assert.deepEqual(scopeOffer(scope('accounts:read', true), holds, true), { enabled: true });
+    assert.deepEqual(scopeOffer(scope('accounts:read', true), holds, false), refused);
+    // catalog:write is operator-only; catalog:read is not: the flag decides, not the resource.
+    assert.deepEqual(scopeOffer(scope('catalog:write', true), holds, false), refused);
+    assert.deepEqual(scopeOffer(scope('catalog:write', true), holds, true), { enabled: true });
+    assert.deepEqual(scopeOffer(scope('catalog:read', false), holds, false), { enabled: true });
+    assert.deepEqual(scopeOffer(scope('plans:read', false), holds, true), {
       enabled: false,
-      reason: 'not in this account: operator account only',
+      reason: 'your token lacks this scope',
     });
-    assert.deepEqual(scopeOffer('plans:read', holds, true), { enabled: false, reason: 'your token lacks this scope' });
   });
 });
 

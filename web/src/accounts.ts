@@ -13,24 +13,20 @@ export function accountActions(account: { id: string; status: string }, operator
   return [account.status === 'suspended' ? 'resume' : 'suspend', 'delete'];
 }
 
-// Resources whose scopes only tokens of the operator account may hold (docs/accounts.md;
-// the server answers 422 for them anywhere else).
-const OPERATOR_ONLY_RESOURCES: readonly string[] = ['accounts'];
-
 /**
  * Whether the token form offers a scope, and if not why: the signed-in token can grant only
- * scopes it holds, and the accounts:* scopes only into the operator account.
+ * scopes it holds, and the operator-only ones (the scope list's `operator_only`, as the
+ * server decides it: accounts:*, catalog:write) only into the operator account.
  */
 export function scopeOffer(
-  scope: string,
+  scope: { scope: string; operator_only: boolean },
   holds: (scope: string) => boolean,
   intoOperatorAccount: boolean,
 ): { enabled: true } | { enabled: false; reason: string } {
-  const resource = scope.split(':')[0] ?? '';
-  if (!intoOperatorAccount && OPERATOR_ONLY_RESOURCES.includes(resource)) {
+  if (!intoOperatorAccount && scope.operator_only) {
     return { enabled: false, reason: 'not in this account: operator account only' };
   }
-  if (!holds(scope)) return { enabled: false, reason: 'your token lacks this scope' };
+  if (!holds(scope.scope)) return { enabled: false, reason: 'your token lacks this scope' };
   return { enabled: true };
 }
 

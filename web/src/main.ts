@@ -1,5 +1,5 @@
 // The console's shell: hash routes (#/tokens, #/accounts, #/accounts/acc_..., #/audit,
-// #/plans, #/images, #/regions), the header with the signed-in token, its account and sign-out, and
+// #/plans, #/images, #/regions, #/catalog), the header with the signed-in token, its account and sign-out, and
 // focus on the page heading after navigation.
 import { api, type Account, type CurrentToken } from './api.js';
 import { announce, focusOn, h, replace } from './dom.js';
@@ -10,6 +10,7 @@ import { accountsView } from './views/accounts.js';
 import { auditView } from './views/audit.js';
 import { imagesView, plansView, regionsView } from './views/catalog.js';
 import { errorText, type Shell } from './views/common.js';
+import { catalogView } from './views/revisions.js';
 import { tokensView } from './views/tokens.js';
 
 type View = (root: HTMLElement, shell: Shell, reason?: string, id?: string | null) => void | Promise<void>;
@@ -21,6 +22,7 @@ const ROUTES: Record<string, { title: string; view: View; withId: boolean }> = {
   plans: { title: 'Plans', view: plansView, withId: false },
   images: { title: 'Images', view: imagesView, withId: false },
   regions: { title: 'Regions', view: regionsView, withId: false },
+  catalog: { title: 'Catalog', view: catalogView, withId: false },
 };
 
 function routeName(): string {
@@ -60,6 +62,8 @@ const shell: Shell = {
     document.getElementById('nav-accounts')!.hidden = !session.holds('accounts:read');
     // The audit log likewise, to a token that can read the audit events.
     document.getElementById('nav-audit')!.hidden = !session.holds('audit-events:read');
+    // The catalog's revision history, to a token that can read the catalog (operators).
+    document.getElementById('nav-catalog')!.hidden = !session.holds('catalog:read');
     if (who === null) {
       replace(sessionBox, h('a', { href: '#/tokens', class: 'button secondary' }, 'Sign in'));
       return;

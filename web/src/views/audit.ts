@@ -188,7 +188,7 @@ function eventRow(e: AuditEvent): HTMLTableRowElement {
   );
 }
 
-function party(p: Party, role: 'actor' | 'target'): HTMLElement {
+export function party(p: Party, role: 'actor' | 'target'): HTMLElement {
   // "operator (API token) tok_01J..."; a party without a name is named by its kind
   // (and infracat's own jobs, named "infracat", by that alone).
   return h(

@@ -1,8 +1,10 @@
-// The read-only catalogs: plans (sortable, filterable), images grouped by distribution,
-// regions with availability and features.
+// The read-only catalogs: plans (sortable, filterable, by region), images grouped by
+// distribution, regions with availability and features; deprecated entries badged.
 import { api, type Image, type Region } from '../api.js';
-import { announce, h, replace } from '../dom.js';
+import type { CatalogKind } from '../catalog-wire.js';
+import { announce, h, replace, type Child } from '../dom.js';
 import { memory, price } from '../format.js';
+import { deprecationBadge, lifecyclesOf, noLifecycles, type Lifecycles } from '../lifecycle.js';
 import {
   filterPlans,
   nextSort,
@@ -33,6 +35,31 @@ async function fetchCatalog<T>(root: HTMLElement, shell: Shell, path: string, wh
   }
 }
 
+/**
+ * The lifecycle of every entry, from the catalog document. Only a token holding
+ * catalog:read may read it; any other (or none) is shown no badges, and so is a failed
+ * fetch: the badges add to a list that is useful without them.
+ */
+async function fetchLifecycles(): Promise<Lifecycles> {
+  if (!session.holds('catalog:read')) return noLifecycles();
+  try {
+    return lifecyclesOf(await api<unknown>('GET', '/catalog'));
+  } catch {
+    return noLifecycles();
+  }
+}
+
+/** The "Deprecated ..." badge of an entry, or nothing. */
+function badge(lifecycles: Lifecycles, kind: CatalogKind, slug: string): HTMLElement | null {
+  const text = deprecationBadge(lifecycles[kind].get(slug), Date.now());
+  return text === null ? null : h('span', { class: 'badge deprecated' }, text);
+}
+
+/** An inline element after a space (so the text reads "ubuntu-22-04 Deprecated ..."). */
+function spaced(el: HTMLElement | null): Child {
+  return el === null ? null : [' ', el];
+}
+
 // ---- plans ---------------------------------------------------------------------------
 
 const COLUMNS: [key: SortKey, label: string][] = [
@@ -52,7 +79,7 @@ const TYPES: [value: string, label: string][] = [
   ['memory-optimized', 'Memory-optimized'],
 ];
 
-function planCells(p: Plan): HTMLTableCellElement[] {
+function planCells(p: Plan, deprecation: HTMLElement | null): HTMLTableCellElement[] {
   const values: Record<SortKey, string> = {
     slug: p.slug,
     type: TYPES.find(([v]) => v === p.type)?.[1] ?? p.type,
@@ -64,14 +91,29 @@ function planCells(p: Plan): HTMLTableCellElement[] {
   };
   return COLUMNS.map(([key, label]) =>
     key === 'slug'
-      ? h('th', { scope: 'row', 'data-label': label }, h('code', {}, values.slug))
+      ? h('th', { scope: 'row', 'data-label': label }, h('code', {}, values.slug), spaced(deprecation))
       : cell(label, values[key]),
   );
 }
 
 export async function plansView(root: HTMLElement, shell: Shell): Promise<void> {
-  const plans = await fetchCatalog<Plan[]>(root, shell, '/plans', 'plans');
-  if (plans === null) return;
+  // The regions only feed the selector: without them the page still lists every plan.
+  const [first, regions, lifecycles] = await Promise.all([
+    fetchCatalog<Plan[]>(root, shell, '/plans', 'plans'),
+    api<Region[]>('GET', '/regions').catch(() => null),
+    fetchLifecycles(),
+  ]);
+  if (first === null) return;
+  let plans = first;
+  const region = h(
+    'select',
+    { id: 'filter-region' },
+    h('option', { value: '' }, 'Any region'),
+    (regions ?? []).map((r) =>
+      h('option', { value: r.slug }, `${r.name} (${r.slug})${r.available ? '' : ', not available'}`),
+    ),
+  );
+  const notice = noticeArea();
   let sort: Sort | null = null;
   const type = h(
     'select',
@@ -92,6 +134,7 @@ export async function plansView(root: HTMLElement, shell: Shell): Promise<void> 
   const filters = h(
     'form',
     { class: 'filters', role: 'search', 'aria-label': 'Filter plans' },
+    regions === null ? null : field('filter-region', 'Region', region),
     field('filter-type', 'Type', type),
     field('filter-vcpus', 'At least vCPUs', minVcpus),
     field('filter-memory', 'At least memory (GB)', minMemory),
@@ -112,9 +155,11 @@ export async function plansView(root: HTMLElement, shell: Shell): Promise<void> 
       body,
       ordered.length === 0
         ? h('tr', {}, h('td', { colspan: COLUMNS.length, class: 'muted' }, 'No plan matches these filters.'))
-        : ordered.map((p) => h('tr', { 'data-plan': p.slug }, planCells(p))),
+        : ordered.map((p) => h('tr', { 'data-plan': p.slug }, planCells(p, badge(lifecycles, 'plans', p.slug)))),
     );
-    count.textContent = `Showing ${ordered.length} of ${plans.length} plans`;
+    const where = regions?.find((r) => r.slug === shownRegion);
+    count.textContent =
+      `Showing ${ordered.length} of ${plans.length} plans` + (where === undefined ? '' : ` offered in ${where.name}`);
     replace(
       headRow,
       COLUMNS.map(([key, label]) => {
@@ -139,15 +184,51 @@ export async function plansView(root: HTMLElement, shell: Shell): Promise<void> 
       }),
     );
   };
-  filters.addEventListener('input', draw);
-  filters.addEventListener('change', draw);
+  // The server knows what each region offers: a region change fetches that region's list
+  // (GET /plans?region=), the other filters apply to it in the browser. An answer to an
+  // earlier choice (the selector changed meanwhile) is dropped. A select fires both input
+  // and change: the second finds its region already asked for.
+  let shownRegion = '';
+  let wanted = '';
+  let asked = 0;
+  const fetchRegion = (): void => {
+    if (region.value === wanted) return;
+    const slug = region.value;
+    wanted = slug;
+    const mine = ++asked;
+    notice.replaceChildren();
+    api<Plan[]>('GET', slug === '' ? '/plans' : `/plans?${new URLSearchParams({ region: slug }).toString()}`)
+      .then((list) => {
+        if (mine !== asked) return;
+        plans = list;
+        shownRegion = slug;
+        draw();
+      })
+      .catch((err: unknown) => {
+        if (mine === asked) reportError(shell, notice, err);
+      });
+  };
+  const changed = (event: Event): void => {
+    if (event.target === region) fetchRegion();
+    else draw();
+  };
+  filters.addEventListener('input', changed);
+  filters.addEventListener('change', changed);
   filters.addEventListener('submit', (e) => e.preventDefault());
   // The reset event fires before the inputs are cleared.
-  filters.addEventListener('reset', () => setTimeout(draw, 0));
+  filters.addEventListener(
+    'reset',
+    () =>
+      void setTimeout(() => {
+        draw();
+        fetchRegion();
+      }, 0),
+  );
   draw();
   replace(
     root,
     filters,
+    notice,
     count,
     h(
       'div',
@@ -166,7 +247,10 @@ export async function plansView(root: HTMLElement, shell: Shell): Promise<void> 
 // ---- images --------------------------------------------------------------------------
 
 export async function imagesView(root: HTMLElement, shell: Shell): Promise<void> {
-  const images = await fetchCatalog<Image[]>(root, shell, '/images', 'images');
+  const [images, lifecycles] = await Promise.all([
+    fetchCatalog<Image[]>(root, shell, '/images', 'images'),
+    fetchLifecycles(),
+  ]);
   if (images === null) return;
   const groups = new Map<string, Image[]>();
   for (const image of images) groups.set(image.distribution, [...(groups.get(image.distribution) ?? []), image]);
@@ -193,6 +277,7 @@ export async function imagesView(root: HTMLElement, shell: Shell): Promise<void>
                 h('code', {}, image.slug),
                 ` · ${image.type} · at least ${image.min_disk_gb} GB disk`,
               ),
+              spaced(badge(lifecycles, 'images', image.slug)),
             ),
           ),
         ),
@@ -204,7 +289,10 @@ export async function imagesView(root: HTMLElement, shell: Shell): Promise<void>
 // ---- regions -------------------------------------------------------------------------
 
 export async function regionsView(root: HTMLElement, shell: Shell): Promise<void> {
-  const regions = await fetchCatalog<Region[]>(root, shell, '/regions', 'regions');
+  const [regions, lifecycles] = await Promise.all([
+    fetchCatalog<Region[]>(root, shell, '/regions', 'regions'),
+    fetchLifecycles(),
+  ]);
   if (regions === null) return;
   const onlyAvailable = h('input', { type: 'checkbox', id: 'only-available' });
   const body = h('tbody');
@@ -218,7 +306,7 @@ export async function regionsView(root: HTMLElement, shell: Shell): Promise<void
         h(
           'tr',
           { 'data-region': r.slug },
-          h('th', { scope: 'row', 'data-label': 'Region' }, r.name),
+          h('th', { scope: 'row', 'data-label': 'Region' }, r.name, spaced(badge(lifecycles, 'regions', r.slug))),
           cell('Slug', h('code', {}, r.slug)),
           cell(
             'Availability',

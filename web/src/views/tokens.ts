@@ -504,7 +504,7 @@ function createSection(
         'p',
         { id: 'scopes-hint', class: 'hint' },
         'write includes read. A token can grant only scopes it holds itself, so scopes yours lacks are disabled.',
-        space.operatorScopes ? '' : ' The accounts scopes belong to the operator account only.',
+        space.operatorScopes ? '' : ' Some scopes belong to the operator account only.',
       ),
       scopeBox,
       scopesError,
@@ -612,7 +612,7 @@ function scopePicker(scopes: readonly ScopeInfo[], space: TokenSpace): HTMLEleme
       { class: 'scope-group', role: 'group', 'aria-labelledby': `res-${resource}` },
       h('span', { id: `res-${resource}`, class: 'resource' }, resource),
       list.map((s) => {
-        const offer = scopeOffer(s.scope, (scope) => session.holds(scope), space.operatorScopes);
+        const offer = scopeOffer(s, (scope) => session.holds(scope), space.operatorScopes);
         const held = offer.enabled;
         const id = `scope-${s.scope.replace(':', '-')}`;
         return h(

@@ -1,0 +1,123 @@
+// The Catalog page (#/catalog), for operators: the catalog's revision history, newest
+// first (GET /catalog/revisions), paged with "Load more" through its `Link: rel="next"`
+// header. Offered in the nav only to a token holding catalog:read.
+import { actorOf } from '../audit.js';
+import { apiPage } from '../api.js';
+import type { CatalogRevision } from '../catalog-wire.js';
+import { announce, focusOn, h, replace } from '../dom.js';
+import { exactTime, relativeTime } from '../format.js';
+import { session } from '../session.js';
+import { party } from './audit.js';
+import { cell, loading, noticeArea, reportError, showNotice, type Shell } from './common.js';
+
+/** Shows why the signed-in token (or no token) cannot use the page; false when it can. */
+function refusal(root: HTMLElement): boolean {
+  const notice = noticeArea();
+  if (session.identity() === null) {
+    replace(root, notice, h('p', {}, h('a', { href: '#/tokens' }, 'Sign in with an API token')));
+    showNotice(notice, "The catalog's history is for operators. Sign in first.");
+    return true;
+  }
+  if (!session.holds('catalog:read')) {
+    // Said without asking the server: the nav does not offer this page to such a token.
+    replace(root, notice);
+    showNotice(notice, "The catalog's history needs a token holding catalog:read. This token lacks it.");
+    return true;
+  }
+  return false;
+}
+
+export async function catalogView(root: HTMLElement, shell: Shell): Promise<void> {
+  if (refusal(root)) return;
+  const notice = noticeArea();
+  const section = h('section', { class: 'card', 'aria-labelledby': 'revisions-heading' });
+  replace(root, notice, section);
+  replace(section, h('h2', { id: 'revisions-heading' }, 'Revisions'), loading('catalog revisions'));
+  let page: { items: CatalogRevision[]; next: string | null };
+  try {
+    page = await apiPage<CatalogRevision>('/catalog/revisions');
+  } catch (err) {
+    section.remove();
+    reportError(shell, notice, err);
+    return;
+  }
+  const heading = h('h2', { id: 'revisions-heading' }, 'Revisions');
+  if (page.items.length === 0) {
+    replace(section, heading, h('p', { class: 'muted' }, 'No catalog has been applied yet.'));
+    return;
+  }
+  const rows = h('tbody', {}, page.items.map(revisionRow));
+  const more = h('button', { type: 'button', class: 'secondary', id: 'revisions-more' }, 'Load more');
+  const moreNotice = noticeArea();
+  // Removed, not hidden, once no page follows (the stylesheet's display of buttons would
+  // win over the hidden attribute).
+  const moreBox = h('div', { class: 'actions start' }, page.next === null ? null : more);
+  let next = page.next;
+  more.addEventListener('click', () => {
+    if (next === null) return;
+    more.disabled = true;
+    apiPage<CatalogRevision>(next)
+      .then((further) => {
+        const added = further.items.map(revisionRow);
+        rows.append(...added);
+        next = further.next;
+        if (next === null) moreBox.replaceChildren();
+        announce(
+          `Loaded ${further.items.length} more revision${further.items.length === 1 ? '' : 's'}` +
+            (next === null ? '; that is all' : ''),
+        );
+        if (next === null) focusOn(added[0]?.querySelector('th') ?? section);
+      })
+      .catch((err: unknown) => {
+        reportError(shell, moreNotice, err);
+      })
+      .finally(() => {
+        more.disabled = false;
+      });
+  });
+  replace(
+    section,
+    heading,
+    h(
+      'div',
+      { class: 'table-wrap' },
+      h(
+        'table',
+        { class: 'responsive revisions' },
+        h('caption', { class: 'visually-hidden' }, 'Catalog revisions, newest first; times are UTC'),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['Version', 'Applied', 'Applied by', 'Summary'].map((c) => h('th', { scope: 'col' }, c)),
+          ),
+        ),
+        rows,
+      ),
+    ),
+    moreNotice,
+    moreBox,
+  );
+}
+
+function revisionRow(r: CatalogRevision): HTMLTableRowElement {
+  return h(
+    'tr',
+    { 'data-version': r.version },
+    h('th', { scope: 'row', 'data-label': 'Version' }, String(r.version)),
+    cell(
+      'Applied',
+      h('time', { datetime: r.applied_at, title: relativeTime(r.applied_at, Date.now()) }, exactTime(r.applied_at)),
+    ),
+    cell(
+      'Applied by',
+      // Revisions applied before the applier was recorded (migration 6) have none.
+      r.applied_by === null
+        ? h('span', { class: 'muted' }, 'not recorded')
+        : party(actorOf({ actor: r.applied_by }), 'actor'),
+    ),
+    cell('Summary', r.summary === null ? h('span', { class: 'muted' }, 'not recorded') : r.summary),
+  );
+}
