@@ -62,7 +62,7 @@ export async function apiResponse<T>(
 
 // Wire shapes from the generated OpenAPI types (`npm run gen:client`; a test keeps them
 // equal to what the server serves), so the console cannot drift from the API.
-type Json<
+export type Json<
   Op extends keyof operations,
   Status extends keyof operations[Op]['responses'],
 > = operations[Op]['responses'][Status] extends {

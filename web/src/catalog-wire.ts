@@ -1,8 +1,7 @@
-// Wire shapes of the catalog management routes (GET /api/v1/catalog and
-// GET /api/v1/catalog/revisions), typed here by hand until web/src/openapi.d.ts is
-// regenerated from a server that serves them (`npm run gen:client`); then these become
-// aliases of the generated types, as in api.ts.
-import type { AuditEvent } from './api.js';
+// What the console reads of the catalog management routes. The revision is the generated
+// type; the document is narrowed to the lifecycle fields the badges read (lifecycle.ts
+// checks each field's type, as the document is open to fields the console ignores).
+import type { Json } from './api.js';
 
 export type CatalogKind = 'images' | 'plans' | 'regions';
 
@@ -21,12 +20,4 @@ export interface CatalogEntry {
 export type CatalogDocument = Record<CatalogKind, CatalogEntry[]>;
 
 /** One item of GET /api/v1/catalog/revisions (newest first). */
-export interface CatalogRevision {
-  version: number;
-  /** RFC 3339. */
-  applied_at: string;
-  /** The audit actor who applied it; null for revisions applied before this was recorded. */
-  applied_by: AuditEvent['actor'] | null;
-  /** "2 added, 1 changed, 0 removed", "rollback to version 3: ..."; null when not recorded. */
-  summary: string | null;
-}
+export type CatalogRevision = Json<'listCatalogRevisions', 200>[number];
