@@ -2,11 +2,20 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
+import { after } from 'node:test';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 export const CLI = path.join(ROOT, 'src/cli/main.ts');
 // Absolute, so children started in another working directory still find tsx.
 const TSX = import.meta.resolve('tsx');
+
+// Every child still running when a test file's tests are done is killed: a test that
+// fails between starting a server and stopping it would otherwise leave the server
+// holding the file's process open, and the run would hang instead of reporting.
+const running = new Set<ChildProcessWithoutNullStreams>();
+after(() => {
+  for (const proc of running) proc.kill('SIGKILL');
+});
 
 export interface Child {
   proc: ChildProcessWithoutNullStreams;
@@ -25,6 +34,8 @@ export function runTs(
   const env: Record<string, string | undefined> = { ...process.env, ...options.env };
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
   const proc = spawn(process.execPath, ['--import', TSX, script, ...args], { cwd: options.cwd ?? ROOT, env });
+  running.add(proc);
+  proc.once('exit', () => running.delete(proc));
   const stdout: string[] = [];
   const stderr: string[] = [];
   const waiters: { re: RegExp; resolve: (l: string) => void }[] = [];
