@@ -1268,7 +1268,7 @@ describe('web console in headless Chromium', () => {
       const v3 = await svc.apply(second, v2, TEST_CONTEXT);
       const badgeText = `Deprecated · replaced by ${newImage.slug} · sunset ${shortDate(sunset)}`;
 
-      await t.test('[needs GET /plans?region=] the region selector lists what a region offers', async (t) => {
+      await t.test('the region selector lists what a region offers', async (t) => {
         const { page } = await open(t, browser, base);
         await signIn(page, base, operator.secret);
         await page.goto(`${base}/#/plans`);
@@ -1294,7 +1294,7 @@ describe('web console in headless Chromium', () => {
         await page.getByText(`Showing ${all} of ${all} plans`).waitFor();
       });
 
-      await t.test('[needs GET /catalog] a deprecated image is badged with its successor and sunset', async (t) => {
+      await t.test('a deprecated image is badged with its successor and sunset', async (t) => {
         const { page } = await open(t, browser, base);
         await signIn(page, base, operator.secret);
         await page.goto(`${base}/#/images`);
@@ -1325,7 +1325,7 @@ describe('web console in headless Chromium', () => {
         await page.getByText('needs a token holding catalog:read').waitFor();
       });
 
-      await t.test('[needs GET /catalog/revisions] the Catalog page lists the revisions, newest first', async (t) => {
+      await t.test('the Catalog page lists the revisions, newest first', async (t) => {
         const { page } = await open(t, browser, base, { bypassCSP: true });
         await signIn(page, base, operator.secret);
         await page.getByRole('link', { name: 'Catalog' }).click();

@@ -4,10 +4,11 @@
 // to a token holding audit-events:read.
 import { actorOf, AUDIT_ACTIONS, auditPath, detailLines, targetOf, type AuditFilter, type Party } from '../audit.js';
 import { apiPage, type AuditEvent } from '../api.js';
-import { announce, focusOn, h, replace } from '../dom.js';
+import { announce, h, replace } from '../dom.js';
 import { exactTime, relativeTime } from '../format.js';
 import { session } from '../session.js';
 import { cell, loading, noticeArea, reportError, showNotice, type Shell } from './common.js';
+import { loadMore } from './load-more.js';
 
 /** Shows why the signed-in token (or no token) cannot use the page; false when it can. */
 function refusal(root: HTMLElement): boolean {
@@ -93,35 +94,15 @@ async function loadEvents(section: HTMLElement, shell: Shell, filter: AuditFilte
     return;
   }
   const rows = h('tbody', {}, page.items.map(eventRow));
-  const more = h('button', { type: 'button', class: 'secondary', id: 'audit-more' }, 'Load more');
-  const moreNotice = noticeArea();
-  // The button is there only while another page follows (removed, not hidden: the
-  // stylesheet's display of buttons would win over the hidden attribute).
-  const moreBox = h('div', { class: 'actions start' }, page.next === null ? null : more);
-  let next = page.next;
-  more.addEventListener('click', () => {
-    if (next === null) return;
-    more.disabled = true;
-    apiPage<AuditEvent>(next)
-      .then((further) => {
-        if (mine !== generation) return;
-        const added = further.items.map(eventRow);
-        rows.append(...added);
-        next = further.next;
-        if (next === null) moreBox.replaceChildren();
-        announce(
-          `Loaded ${further.items.length} more event${further.items.length === 1 ? '' : 's'}` +
-            (next === null ? '; that is all' : ''),
-        );
-        // The button stays for the next page; once it is gone, focus goes to what was added.
-        if (next === null) focusOn(added[0]?.querySelector('th') ?? section);
-      })
-      .catch((err: unknown) => {
-        reportError(shell, moreNotice, err);
-      })
-      .finally(() => {
-        more.disabled = false;
-      });
+  const [moreNotice, moreBox] = loadMore({
+    id: 'audit-more',
+    next: page.next,
+    rows,
+    row: eventRow,
+    noun: 'event',
+    shell,
+    section,
+    current: () => mine === generation,
   });
   replace(body, eventTable(rows), moreNotice, moreBox);
 }

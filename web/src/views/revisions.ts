@@ -4,11 +4,12 @@
 import { actorOf } from '../audit.js';
 import { apiPage } from '../api.js';
 import type { CatalogRevision } from '../catalog-wire.js';
-import { announce, focusOn, h, replace } from '../dom.js';
+import { h, replace } from '../dom.js';
 import { exactTime, relativeTime } from '../format.js';
 import { session } from '../session.js';
 import { party } from './audit.js';
 import { cell, loading, noticeArea, reportError, showNotice, type Shell } from './common.js';
+import { loadMore } from './load-more.js';
 
 /** Shows why the signed-in token (or no token) cannot use the page; false when it can. */
 function refusal(root: HTMLElement): boolean {
@@ -47,33 +48,14 @@ export async function catalogView(root: HTMLElement, shell: Shell): Promise<void
     return;
   }
   const rows = h('tbody', {}, page.items.map(revisionRow));
-  const more = h('button', { type: 'button', class: 'secondary', id: 'revisions-more' }, 'Load more');
-  const moreNotice = noticeArea();
-  // Removed, not hidden, once no page follows (the stylesheet's display of buttons would
-  // win over the hidden attribute).
-  const moreBox = h('div', { class: 'actions start' }, page.next === null ? null : more);
-  let next = page.next;
-  more.addEventListener('click', () => {
-    if (next === null) return;
-    more.disabled = true;
-    apiPage<CatalogRevision>(next)
-      .then((further) => {
-        const added = further.items.map(revisionRow);
-        rows.append(...added);
-        next = further.next;
-        if (next === null) moreBox.replaceChildren();
-        announce(
-          `Loaded ${further.items.length} more revision${further.items.length === 1 ? '' : 's'}` +
-            (next === null ? '; that is all' : ''),
-        );
-        if (next === null) focusOn(added[0]?.querySelector('th') ?? section);
-      })
-      .catch((err: unknown) => {
-        reportError(shell, moreNotice, err);
-      })
-      .finally(() => {
-        more.disabled = false;
-      });
+  const [moreNotice, moreBox] = loadMore({
+    id: 'revisions-more',
+    next: page.next,
+    rows,
+    row: revisionRow,
+    noun: 'revision',
+    shell,
+    section,
   });
   replace(
     section,
