@@ -271,7 +271,7 @@ describe('web console in headless Chromium', () => {
       await button.click();
       await dialog.getByRole('button', { name: 'Delete “ci-deploy”' }).click();
       await row(page, 'ci-deploy').waitFor({ state: 'detached' });
-      assert.equal(await page.evaluate(() => document.activeElement?.id), 'list-heading');
+      await page.waitForFunction(() => document.activeElement?.id === 'list-heading');
       const after = await fetch(`${base}/api/v1/api-tokens/current`, {
         headers: { authorization: `Bearer ${secret}` },
       });
@@ -791,7 +791,9 @@ describe('web console in headless Chromium', () => {
           await button.click();
           await dialog.getByRole('button', { name: 'Delete “Acme Corp”' }).click();
           await accountRow(page, 'Acme Corp').waitFor({ state: 'detached' });
-          assert.equal(await page.evaluate(() => document.activeElement?.id), 'accounts-heading');
+          // The row goes as soon as the list starts reloading; focus moves once it has
+          // reloaded (a later moment): wait for it, as the suspend/resume steps do.
+          await page.waitForFunction(() => document.activeElement?.id === 'accounts-heading');
           assert.equal((await getJson(`/accounts/${acme}`)).status, 404);
           assert.equal((await getJson('/api-tokens/current', first)).status, 401, 'its tokens went with it');
           assert.equal(await accountRow(page, 'Beta').count(), 1);
