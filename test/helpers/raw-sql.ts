@@ -1,6 +1,7 @@
 // One SQL statement on a test database outside the store (what an older release, or a
 // tampered database, holds): `?` placeholders, rewritten to $1.. for PostgreSQL.
-import Database from 'better-sqlite3';
+// The project's loader: better-sqlite3 12 on Node 20, 13 (Node-API) on Node 22+.
+import Database from '../../src/storage/sqlite/driver.js';
 import pg from 'pg';
 import type { Backend, BackendDb } from './backends.js';
 
