@@ -11,7 +11,7 @@ import { announce, focusOn, h, replace } from '../dom.js';
 import { exactTime, shortDate } from '../format.js';
 import { ApiError, fieldErrors } from '../problems.js';
 import { session } from '../session.js';
-import { cell, loading, noticeArea, reportError, showNotice, type Shell } from './common.js';
+import { cell, loading, noticeArea, reportError, showNotice, type Shell, refusePage } from './common.js';
 import { confirmDialog } from './confirm.js';
 import { tokenSpace } from './tokens.js';
 
@@ -19,25 +19,12 @@ const accountPath = (id: string): string => `/accounts/${encodeURIComponent(id)}
 
 /** Shows why the signed-in token (or no token) cannot use the page; false when it can. */
 function refusal(root: HTMLElement): boolean {
-  const who = session.identity();
-  if (who === null) {
-    const notice = noticeArea();
-    replace(root, notice, h('p', {}, h('a', { href: '#/tokens' }, 'Sign in with an API token')));
-    showNotice(notice, 'Accounts are managed with a token of the operator account. Sign in first.');
-    return true;
-  }
-  if (!session.holds('accounts:read')) {
-    // Said without asking the server: the nav does not offer this page to such a token.
-    const notice = noticeArea();
-    replace(root, notice);
-    showNotice(
-      notice,
+  return refusePage(root, 'accounts:read', {
+    signedOut: 'Accounts are managed with a token of the operator account. Sign in first.',
+    lacking:
       'Accounts are managed by the operator account, with a token holding accounts:read. ' +
-        'This token manages the tokens of its own account only.',
-    );
-    return true;
-  }
-  return false;
+      'This token manages the tokens of its own account only.',
+  });
 }
 
 export function accountsView(root: HTMLElement, shell: Shell, _reason?: string, id?: string | null): void {

@@ -7,24 +7,15 @@ import { apiPage, type AuditEvent } from '../api.js';
 import { announce, h, replace } from '../dom.js';
 import { exactTime, relativeTime } from '../format.js';
 import { session } from '../session.js';
-import { cell, loading, noticeArea, reportError, showNotice, type Shell } from './common.js';
+import { cell, loading, noticeArea, reportError, type Shell, refusePage } from './common.js';
 import { loadMore } from './load-more.js';
 
 /** Shows why the signed-in token (or no token) cannot use the page; false when it can. */
 function refusal(root: HTMLElement): boolean {
-  const notice = noticeArea();
-  if (session.identity() === null) {
-    replace(root, notice, h('p', {}, h('a', { href: '#/tokens' }, 'Sign in with an API token')));
-    showNotice(notice, 'The audit log shows what was done in your account. Sign in first.');
-    return true;
-  }
-  if (!session.holds('audit-events:read')) {
-    // Said without asking the server: the nav does not offer this page to such a token.
-    replace(root, notice);
-    showNotice(notice, 'The audit log needs a token holding audit-events:read. This token lacks it.');
-    return true;
-  }
-  return false;
+  return refusePage(root, 'audit-events:read', {
+    signedOut: 'The audit log shows what was done in your account. Sign in first.',
+    lacking: 'The audit log needs a token holding audit-events:read. This token lacks it.',
+  });
 }
 
 export function auditView(root: HTMLElement, shell: Shell): void {

@@ -1,8 +1,9 @@
 // Pieces every view uses: the error notice, times with the exact value on hover, tags,
 // and the hand-off to the shell when the token stops being accepted.
-import { h, type Child } from '../dom.js';
+import { h, replace, type Child } from '../dom.js';
 import { exactTime, relativeTime } from '../format.js';
 import { ApiError, messageFor } from '../problems.js';
+import { session } from '../session.js';
 
 export interface Shell {
   /** The token was refused (401) or deleted: back to the sign-in form with a reason. */
@@ -60,4 +61,28 @@ export function cell(label: string, ...content: Child[]): HTMLTableCellElement {
 
 export function loading(what: string): HTMLParagraphElement {
   return h('p', { class: 'muted', 'aria-busy': 'true' }, `Loading ${what}…`);
+}
+
+/**
+ * A page that needs a scope: shows why the signed-in token (or no token) cannot use it and
+ * returns true; false when it can. Said without asking the server: the nav does not offer
+ * such a page to a token lacking the scope.
+ */
+export function refusePage(
+  root: HTMLElement,
+  scope: string,
+  messages: { signedOut: string; lacking: string },
+): boolean {
+  const notice = noticeArea();
+  if (session.identity() === null) {
+    replace(root, notice, h('p', {}, h('a', { href: '#/tokens' }, 'Sign in with an API token')));
+    showNotice(notice, messages.signedOut);
+    return true;
+  }
+  if (!session.holds(scope)) {
+    replace(root, notice);
+    showNotice(notice, messages.lacking);
+    return true;
+  }
+  return false;
 }

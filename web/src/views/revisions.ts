@@ -6,26 +6,16 @@ import { apiPage } from '../api.js';
 import type { CatalogRevision } from '../catalog-wire.js';
 import { h, replace } from '../dom.js';
 import { exactTime, relativeTime } from '../format.js';
-import { session } from '../session.js';
 import { party } from './audit.js';
-import { cell, loading, noticeArea, reportError, showNotice, type Shell } from './common.js';
+import { cell, loading, noticeArea, reportError, type Shell, refusePage } from './common.js';
 import { loadMore } from './load-more.js';
 
 /** Shows why the signed-in token (or no token) cannot use the page; false when it can. */
 function refusal(root: HTMLElement): boolean {
-  const notice = noticeArea();
-  if (session.identity() === null) {
-    replace(root, notice, h('p', {}, h('a', { href: '#/tokens' }, 'Sign in with an API token')));
-    showNotice(notice, "The catalog's history is for operators. Sign in first.");
-    return true;
-  }
-  if (!session.holds('catalog:read')) {
-    // Said without asking the server: the nav does not offer this page to such a token.
-    replace(root, notice);
-    showNotice(notice, "The catalog's history needs a token holding catalog:read. This token lacks it.");
-    return true;
-  }
-  return false;
+  return refusePage(root, 'catalog:read', {
+    signedOut: "The catalog's history is for operators. Sign in first.",
+    lacking: "The catalog's history needs a token holding catalog:read. This token lacks it.",
+  });
 }
 
 export async function catalogView(root: HTMLElement, shell: Shell): Promise<void> {
