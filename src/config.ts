@@ -136,7 +136,22 @@ export const SettingsSchema = Type.Object({
       minimum: 0,
       maximum: 600_000,
       default: 10000,
-      description: 'On SIGTERM/SIGINT: how long in-flight requests may take to finish before the process exits anyway.',
+      description:
+        'On SIGTERM/SIGINT: how long the whole stop may take (the drain, then in-flight requests finishing) ' +
+        'before the process exits anyway.',
+    }),
+  ),
+  shutdownDrainMs: setting(
+    'SHUTDOWN_DRAIN_MS',
+    Type.Integer({
+      minimum: 0,
+      maximum: 600_000,
+      default: 0,
+      description:
+        'On SIGTERM/SIGINT, before it stops listening: for this long the instance keeps serving, but ' +
+        '`/readyz` answers 503 and every answer closes its connection. 0: stop at once (one instance). ' +
+        "Behind a balancer: longer than the balancer's idle keep-alive timeout to the instances (see " +
+        'docs/deployment.md). Must be shorter than SHUTDOWN_TIMEOUT_MS.',
     }),
   ),
   trustProxy: setting(
@@ -534,6 +549,14 @@ export function loadConfig(
   const config = input as Config;
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError('invalid HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS');
+  }
+  // SHUTDOWN_TIMEOUT_MS bounds the whole stop: a drain as long would leave in-flight
+  // requests no time at all, and the process would exit with them unanswered.
+  if (config.shutdownDrainMs > 0 && config.shutdownDrainMs >= config.shutdownTimeoutMs) {
+    throw new ConfigError(
+      'invalid SHUTDOWN_DRAIN_MS: must be shorter than SHUTDOWN_TIMEOUT_MS, which bounds the whole stop ' +
+        '(the drain, then the in-flight requests)',
+    );
   }
   // Cross-setting check: a rule can only ask for scopes some token could hold.
   const registry = new ScopeRegistry(config.scopeResources);
