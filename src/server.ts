@@ -19,8 +19,9 @@ export interface RunningServer {
   app: App;
   /** The address actually bound, e.g. http://127.0.0.1:8080. */
   url: string;
-  /** Starts the drain: /readyz answers 503, every answer closes its connection; still listening. */
+  /** Starts the drain (src/http/drain.ts): /readyz answers 503, all else is served as usual. */
   drain(): void;
+  /** Closes; after drain(), first stops listening and lets clients close their connections. */
   close(): Promise<void>;
 }
 
@@ -55,7 +56,17 @@ export async function startServer(
     'infracat listening',
   );
 
-  return { app, url, drain: () => drain.start(), close: () => app.close() };
+  return {
+    app,
+    url,
+    drain: () => drain.start(),
+    close: async () => {
+      // A drained instance lets its clients close their connections first; the app's own close
+      // would destroy idle ones (perhaps carrying a request already) and refuse new requests.
+      if (drain.active) await drain.letGo(app.server, config.shutdownDrainMs);
+      await app.close();
+    },
+  };
 }
 
 /**
@@ -106,16 +117,15 @@ export async function serve(config: Config): Promise<void> {
     if (err) logger.error({ err }, 'fatal error, shutting down');
     else logger.info({ signal }, 'shutting down');
     // A process in an unknown state (a fatal error) stops at once; a signalled one drains
-    // first, so the balancer stops reusing its connections before it stops listening.
+    // first (src/http/drain.ts), so that no client request meets a closing connection.
     if (err === undefined && config.shutdownDrainMs > 0) {
       server.drain();
-      logger.info(
-        { drain_ms: config.shutdownDrainMs },
-        'draining: /readyz answers 503 and every answer closes its connection; then the server stops listening',
-      );
+      logger.info({ drain_ms: config.shutdownDrainMs }, 'draining: /readyz answers 503, all else is served as usual');
       await sleep(config.shutdownDrainMs);
+      logger.info('draining: no new connections; each answer closes its connection; waiting for clients to let go');
+    } else {
+      logger.info('stopping: no new connections; waiting for in-flight requests');
     }
-    logger.info('stopping: no new connections; waiting for in-flight requests');
     await server.close();
     logger.info('shutdown complete');
     logger.flush();

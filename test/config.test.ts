@@ -167,19 +167,21 @@ describe('configuration', () => {
       /^invalid HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS$/,
     );
     assert.equal(loadConfig({ HEADERS_TIMEOUT_MS: '10000', REQUEST_TIMEOUT_MS: '10000' }).headersTimeoutMs, 10000);
-    // SHUTDOWN_TIMEOUT_MS bounds the whole stop, drain included: in-flight requests need time after it.
+    // SHUTDOWN_TIMEOUT_MS bounds the whole stop: the drain's two steps, then what is in flight.
     for (const [drain, timeout] of [
       ['15000', undefined],
-      ['10000', '10000'],
+      ['5000', undefined],
+      ['5000', '10000'],
       ['20000', '15000'],
     ] as const) {
       expectError(
         { SHUTDOWN_DRAIN_MS: drain, ...(timeout !== undefined ? { SHUTDOWN_TIMEOUT_MS: timeout } : {}) },
-        /^invalid SHUTDOWN_DRAIN_MS: must be shorter than SHUTDOWN_TIMEOUT_MS, which bounds the whole stop/,
+        /^invalid SHUTDOWN_DRAIN_MS: must be under half of SHUTDOWN_TIMEOUT_MS, which bounds the whole stop/,
       );
     }
     const fleet = loadConfig({ SHUTDOWN_DRAIN_MS: '3000', SHUTDOWN_TIMEOUT_MS: '13000' });
     assert.deepEqual([fleet.shutdownDrainMs, fleet.shutdownTimeoutMs], [3000, 13000]);
+    assert.equal(loadConfig({ SHUTDOWN_DRAIN_MS: '4999' }).shutdownDrainMs, 4999);
     assert.equal(loadConfig({ SHUTDOWN_TIMEOUT_MS: '0' }).shutdownDrainMs, 0, 'no drain: no constraint');
     const rules = '[{"path":"/billing/**","scopes":["billing:read"]}]';
     expectError(

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { buildApp } from '../src/app.js';
@@ -144,7 +145,7 @@ describe('infracat serve', () => {
 });
 
 describe('drain before a stop (SHUTDOWN_DRAIN_MS)', () => {
-  it('SIGTERM: serves on with Connection: close on every answer, /readyz 503, then refuses connections', async (t) => {
+  it('SIGTERM: /readyz 503, all else as usual; then no new connection, open ones closed after an answer', async (t) => {
     const tmp = tempDir();
     t.after(() => tmp.remove());
     const { child, url } = await serve({ DATABASE_URL: `sqlite:${tmp.file()}`, SHUTDOWN_DRAIN_MS: '3000' });
@@ -156,27 +157,26 @@ describe('drain before a stop (SHUTDOWN_DRAIN_MS)', () => {
     assert.deepEqual([before.status, before.connection], [200, 'keep-alive']);
 
     child.proc.kill('SIGTERM');
-    await child.waitFor(/"msg":"draining/);
-    // The connection pooled before the drain: its next answer is served, then closes it.
-    const pooled = await get(agent, port, '/api/v1/plans');
-    assert.deepEqual([pooled.status, pooled.connection, pooled.reused], [200, 'close', true]);
-    // New connections are still accepted, each for one answer.
-    const fresh = await get(agent, port, '/api/v1/regions');
-    assert.deepEqual([fresh.status, fresh.connection, fresh.reused], [200, 'close', false]);
+    // Step 1: unready, all else as usual (the pooled connection stays in use).
+    await child.waitFor(/"msg":"draining: \/readyz answers 503/);
     const ready = await get(agent, port, '/readyz');
-    assert.deepEqual([ready.status, ready.connection, ready.headers['retry-after']], [503, 'close', '5']);
+    assert.deepEqual([ready.status, ready.connection, ready.headers['retry-after']], [503, 'keep-alive', '5']);
     assert.equal(ready.headers['content-type'], 'application/problem+json; charset=utf-8');
     assert.equal((JSON.parse(ready.body) as { code: string }).code, 'SERVICE_UNAVAILABLE');
-    const health = await get(agent, port, '/healthz');
-    assert.deepEqual([health.status, health.connection], [200, 'close'], 'alive while draining');
+    const served = await get(agent, port, '/api/v1/regions');
+    assert.deepEqual([served.status, served.connection, served.reused], [200, 'keep-alive', true]);
+    assert.equal((await get(new http.Agent(), port, '/healthz')).status, 200, 'new connections are still accepted');
 
-    await child.waitFor(/"msg":"stopping: no new connections/);
-    await assert.rejects(get(agent, port, '/healthz'), /ECONNREFUSED/);
+    // Step 2: no new connections; the open one is answered, then closed.
+    await child.waitFor(/"msg":"draining: no new connections/);
+    await assert.rejects(get(new http.Agent(), port, '/healthz'), /ECONNREFUSED/);
+    const last = await get(agent, port, '/api/v1/images');
+    assert.deepEqual([last.status, last.connection, last.reused], [200, 'close', true]);
     assert.equal((await child.exited).code, 0);
     await child.waitFor(/"msg":"shutdown complete"/);
   });
 
-  it('an answer written during the drain closes its connection, also one whose request came before it', async (t) => {
+  it('letting go: refuses new connections; answers on open ones, in flight or idle, then closes them', async (t) => {
     const tmp = tempDir();
     t.after(() => tmp.remove());
     const store = new SqliteStore({ path: tmp.file(), busyTimeoutMs: 1000 });
@@ -195,24 +195,36 @@ describe('drain before a stop (SHUTDOWN_DRAIN_MS)', () => {
     const { port } = app.server.address() as { port: number };
     const agent = new http.Agent({ keepAlive: true });
     t.after(() => agent.destroy());
+    assert.equal((await get(agent, port, '/readyz')).status, 200);
+    drain.start();
     assert.deepEqual(
       [(await get(agent, port, '/readyz')).status, (await get(agent, port, '/healthz')).connection],
-      [200, 'keep-alive'],
-      'not draining: ready, connections kept',
+      [503, 'keep-alive'],
     );
 
+    // A connection a balancer opened a moment ago, its request not sent yet, and one in flight.
+    const idle = net.connect(port, '127.0.0.1');
+    t.after(() => idle.destroy());
+    await new Promise((r) => idle.once('connect', r));
     const inflight = get(agent, port, '/test/slow');
-    await new Promise((r) => setTimeout(r, 50)); // the request is now being handled
-    drain.start();
+    await new Promise((r) => setTimeout(r, 50)); // both accepted by the server
+    const lettingGo = drain.letGo(app.server, 10_000);
+    await assert.rejects(get(new http.Agent(), port, '/healthz'), /ECONNREFUSED/, 'no longer listening');
+
     release();
     const slow = await inflight;
-    assert.deepEqual([slow.status, slow.connection], [200, 'close']);
-    const ready = await get(agent, port, '/readyz');
-    assert.deepEqual([ready.status, ready.connection], [503, 'close']);
-    const catalog = await get(agent, port, '/api/v1/images');
-    assert.deepEqual([catalog.status, catalog.connection], [200, 'close']);
-    const unknown = await get(agent, port, '/nowhere');
-    assert.deepEqual([unknown.status, unknown.connection], [404, 'close'], 'error answers too');
+    assert.deepEqual([slow.status, slow.connection], [200, 'close'], 'the answer in flight closes its connection');
+    const answer = new Promise<string>((resolve) => {
+      let text = '';
+      idle.on('data', (c: Buffer) => (text += c.toString('latin1')));
+      idle.on('close', () => resolve(text));
+      idle.on('error', () => undefined);
+    });
+    idle.write('GET /api/v1/plans HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    const text = await answer;
+    assert.match(text, /^HTTP\/1\.1 200 /, 'answered as usual, not dropped, not a 503');
+    assert.match(text, /\r\nconnection: close\r\n/i);
+    await lettingGo; // every connection is gone
   });
 });
 
