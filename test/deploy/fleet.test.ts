@@ -29,12 +29,17 @@ function directive(name: string): string {
 }
 
 describe('the documented fleet configuration holds together', () => {
-  it('drain longer than nginx keep-alive, shorter than the stop timeout, which fits the unit; safe retries', () => {
+  it('drain longer than nginx keep-alive and fail_timeout, stop within the unit timeout; safe retries', () => {
     const settings = fleetSettings();
     const config = loadConfig(settings); // also: infracat accepts every documented setting
     const keepalive = nginxSeconds(directive('keepalive_timeout')) * 1000;
     assert.ok(config.shutdownDrainMs > keepalive, 'nginx has closed every idle connection before the drain ends');
     assert.ok(config.keepAliveTimeoutMs > keepalive, 'nginx, not the instance, closes idle connections');
+    // In a rolling restart the next instance stops listening a drain after its SIGTERM: by then
+    // nginx must have taken the previous one back, or it may have none left.
+    const failTimeouts = [...fleetNginx().matchAll(/\bfail_timeout=(\w+)/g)].map((m) => nginxSeconds(m[1]!) * 1000);
+    assert.ok(failTimeouts.length > 0);
+    for (const f of failTimeouts) assert.ok(f <= config.shutdownDrainMs, 'fail_timeout no longer than the drain');
     const stopSec = /^TimeoutStopSec=(\d+)$/m.exec(readFileSync(UNIT, 'utf8'));
     assert.ok(stopSec !== null);
     assert.ok(config.shutdownTimeoutMs < Number(stopSec[1]) * 1000, 'the stop ends before systemd kills it');
