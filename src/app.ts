@@ -97,7 +97,7 @@ export function buildApp(deps: AppDeps): App {
     // every connectionsCheckingInterval (30 s by default, too coarse for that).
     // requireHostHeader: Node's own answer to a Host-less request is a bare 400;
     // src/http/protocol.ts refuses it with a problem instead.
-    // ServerResponse: while draining, every answer closes its connection.
+    // ServerResponse: once a drain lets go of its connections, each answer closes its own.
     http: {
       headersTimeout: config.headersTimeoutMs,
       connectionsCheckingInterval: 1000,
