@@ -225,8 +225,9 @@ export const SettingsSchema = Type.Object({
       maximum: 600_000,
       default: 5000,
       description:
-        'How long a verified token is trusted from memory before storage is asked again: the bound within ' +
-        'which a delete on another instance takes effect. 0 disables the cache.',
+        'How long a verified token is trusted from memory before storage is asked again. Changes made on ' +
+        'other instances reach this one within about a second through the change feed; this is the bound ' +
+        'while the feed is down. 0 disables the cache.',
     }),
   ),
   tokenCacheMax: setting(
@@ -308,8 +309,8 @@ export const SettingsSchema = Type.Object({
       maximum: 3_600_000,
       default: 5000,
       description:
-        'How often each instance checks storage for a newly applied catalog: the bound on how stale a ' +
-        'catalog read can be.',
+        'How often each instance checks storage for a newly applied catalog. Applies reach every instance ' +
+        'within about a second through the change feed; this is the bound while the feed is down.',
     }),
   ),
   // '' = chosen by access mode. Only what can be sent as a header value (visible ASCII,
