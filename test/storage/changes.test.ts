@@ -3,10 +3,12 @@
 // when told, and a payload that is not exactly a known change is read as a resync.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { decodeChange, encodeChange, RESYNC } from '../../src/storage/changes.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
+import { PostgresStore } from '../../src/storage/postgres/store.js';
 import type { Change, TokenRecord } from '../../src/storage/types.js';
 import { ev } from '../helpers/audit.js';
 import { backends } from '../helpers/backends.js';
@@ -139,3 +141,27 @@ for (const backend of backends()) {
     });
   });
 }
+
+describe('the PostgreSQL listening connection, against a server that never answers', () => {
+  it('stop() cuts a connection attempt short instead of waiting out its time-out', { timeout: 20_000 }, async (t) => {
+    // Accepts connections and says nothing: a black-holed database host.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    t.after(() => {
+      for (const s of sockets) s.destroy();
+      silent.close();
+    });
+    const { port } = silent.address() as AddressInfo;
+    const url = `postgres://nobody@127.0.0.1:${port}/nowhere`;
+    // A minute to connect: stop() must not wait for it (the test's own time-out is 20 s).
+    const store = new PostgresStore({ url, poolMax: 1, timeoutMs: 60_000 });
+    const heard: Change[] = [];
+    const watch = store.watch({ change: (c) => heard.push(c) });
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(sockets.size >= 1, 'it tried to connect');
+    await watch.stop();
+    await store.close();
+    assert.deepEqual(heard, [], 'never listening, so nothing heard (not even a resync)');
+  });
+});

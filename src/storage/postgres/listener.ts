@@ -31,7 +31,8 @@ export function listen(options: ListenerOptions, handlers: ChangeHandlers): Chan
   let retry: NodeJS.Timeout | undefined;
   let probe: NodeJS.Timeout | undefined;
   let failures = 0;
-  let connecting: Promise<void> | undefined;
+  /** The client of the connection attempt in flight, if any (stop() ends it at once). */
+  let attempt: pg.Client | undefined;
 
   const schedule = (err: unknown): void => {
     if (stopped || retry !== undefined) return;
@@ -48,7 +49,7 @@ export function listen(options: ListenerOptions, handlers: ChangeHandlers): Chan
     retry = setTimeout(
       () => {
         retry = undefined;
-        connecting = connect();
+        void connect();
       },
       backoff * (1 + Math.random() / 2),
     );
@@ -73,6 +74,7 @@ export function listen(options: ListenerOptions, handlers: ChangeHandlers): Chan
     next.on('notification', (msg) => {
       if (msg.channel === CHANGE_CHANNEL) handlers.change(decodeChange(msg.payload));
     });
+    attempt = next;
     try {
       await next.connect();
       await next.query(`LISTEN ${CHANGE_CHANNEL}`);
@@ -81,6 +83,8 @@ export function listen(options: ListenerOptions, handlers: ChangeHandlers): Chan
       void next.end().catch(() => undefined);
       schedule(err);
       return;
+    } finally {
+      attempt = undefined;
     }
     if (stopped) {
       await next.end().catch(() => undefined);
@@ -99,13 +103,16 @@ export function listen(options: ListenerOptions, handlers: ChangeHandlers): Chan
     probe.unref();
   };
 
-  connecting = connect();
+  void connect();
   return {
     async stop() {
       stopped = true;
       if (retry !== undefined) clearTimeout(retry);
       if (probe !== undefined) clearInterval(probe);
-      await connecting;
+      // An attempt in flight (a server that does not answer) is cut short, not waited for:
+      // pg's end() of a client still connecting only half-closes its socket and settles
+      // when the server answers, which a black-holed server never does.
+      attempt?.connection.stream.destroy();
       const last = client;
       client = undefined;
       await last?.end().catch(() => undefined);
