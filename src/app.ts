@@ -46,6 +46,8 @@ import { secretScanningRoutes } from './secret-scanning/routes.js';
 import { createAccountService } from './accounts/index.js';
 import { accountRoutes } from './accounts/routes.js';
 import type { AccountService } from './accounts/service.js';
+import { ChangeFollower } from './fleet/changes.js';
+import type { ChangeWatch } from './storage/types.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
@@ -206,9 +208,25 @@ export function buildApp(deps: AppDeps): App {
   const limiter =
     rateLimit.quotas.token > 0 || rateLimit.quotas.anonymous > 0 ? installRateLimit(app, rateLimit) : undefined;
   installNotFoundHandler(app, limiter);
+  // Other instances' changes, heard as they commit (src/fleet/changes.ts).
+  const changes = new ChangeFollower({
+    cache: tokens.cache,
+    catalog,
+    onConnected: () => app.log.info('hearing changes made by other instances'),
+    onDisconnected: (err) => {
+      countStorageError();
+      app.log.warn(
+        { err },
+        'lost the connection that hears changes made by other instances; reconnecting ' +
+          '(meanwhile they take effect here within TOKEN_CACHE_TTL_MS and CATALOG_REFRESH_MS)',
+      );
+    },
+  });
+  let watch: ChangeWatch | undefined;
   installMetrics(app, config.metricsAccess, {
     tokens,
     catalog,
+    changes,
     storageErrors: () => storageErrors,
     storageQueries: () => store.stats.queries,
   });
@@ -228,9 +246,11 @@ export function buildApp(deps: AppDeps): App {
       app.log.warn({ err }, 'could not load the catalog at start; will retry');
     }
     catalog.start();
+    watch = store.watch(changes);
   });
   app.addHook('onClose', async () => {
     // In-flight requests are done by now: write their last uses, then let go of storage.
+    await watch?.stop();
     catalog.stop();
     await purger.stop();
     await auditPruner.stop();

@@ -4,6 +4,7 @@
 import { BlockList, isIP } from 'node:net';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CatalogService } from '../catalog/service.js';
+import type { ChangeFollower } from '../fleet/changes.js';
 import { AppError } from '../errors.js';
 import type { TokenDomain } from '../tokens/index.js';
 import { noStore } from './no-store.js';
@@ -16,6 +17,8 @@ export interface MetricsSources {
   catalog: CatalogService;
   /** Storage failures seen anywhere (requests, catalog refreshes, last-used flushes). */
   storageErrors: () => number;
+  /** What this instance heard of other instances' changes. */
+  changes: ChangeFollower;
 }
 
 // All of 127.0.0.0/8 is loopback (Linux routes every address of it to lo), and so is ::1.
@@ -200,6 +203,31 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
       this.set(at === 0 ? -1 : (Date.now() - at) / 1000);
     },
   });
+
+  new Gauge({
+    name: 'infracat_change_feed_listening',
+    help: "1 while this instance hears other instances' changes as they happen; 0 while it relies on TTL and polling",
+    registers: [registry],
+    collect() {
+      this.set(sources.changes.listening ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: 'infracat_change_feed_changes_total',
+    help: 'Changes heard from storage, by kind (resync: anything may have changed; at start and after a reconnect)',
+    labelNames: ['kind'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [kind, n] of Object.entries(sources.changes.heard)) this.inc({ kind }, n);
+    },
+  });
+  totalCounter(
+    registry,
+    'infracat_change_feed_disconnects_total',
+    'Times the connection that hears changes was lost (it reconnects by itself)',
+    () => sources.changes.disconnects,
+  );
 
   void app.register(async (plugin) => {
     plugin.addHook('onRequest', noStore);

@@ -12,6 +12,7 @@
 //   SQL text once.
 // - infracat has about fifteen statements: a builder's types buy little over one row
 //   table declared once (tables.ts).
+import { encodeChange } from './changes.js';
 import type { Driver, LockName, Param, Queries } from './driver.js';
 import { BOOKKEEPING, BOOTSTRAP_KEY, pendingMigrations, schemaVersion, stepSql } from './migrations.js';
 import { bootstrapOutcome, latestPerId } from './rows.js';
@@ -26,6 +27,9 @@ import type {
   AuditStore,
   BackupReport,
   CatalogRevision,
+  Change,
+  ChangeHandlers,
+  ChangeWatch,
   CatalogRevisionInfo,
   CatalogStore,
   CreateTokenResult,
@@ -161,6 +165,26 @@ class Counted implements Queries {
   }
 }
 
+/**
+ * A transaction's statements, counted, and the announcement of the change it makes: sent
+ * to the other instances by the driver when (and only if) the transaction commits. Not
+ * counted: it is how a backend tells others, not a statement of the store's (SQLite sends
+ * nothing).
+ */
+class Tx extends Counted {
+  constructor(
+    private readonly raw: Queries,
+    stats: { queries: number },
+    private readonly driver: Driver,
+  ) {
+    super(raw, stats);
+  }
+
+  announce(change: Change): Promise<void> {
+    return this.driver.announce(this.raw, encodeChange(change));
+  }
+}
+
 export class SqlStore implements Store {
   readonly backend: string;
   readonly description: string;
@@ -183,8 +207,12 @@ export class SqlStore implements Store {
   }
 
   /** A transaction whose statements are counted like any other. */
-  private transaction<T>(body: (tx: Queries) => Promise<T>, lock?: LockName): Promise<T> {
-    return this.driver.transaction((tx) => body(new Counted(tx, this.stats)), lock);
+  private transaction<T>(body: (tx: Tx) => Promise<T>, lock?: LockName): Promise<T> {
+    return this.driver.transaction((tx) => body(new Tx(tx, this.stats, this.driver)), lock);
+  }
+
+  watch(handlers: ChangeHandlers): ChangeWatch {
+    return this.driver.watch(handlers);
   }
 
   async migrate(options: { upTo?: number } = {}): Promise<MigrationReport> {
@@ -237,7 +265,7 @@ export class SqlStore implements Store {
   }
 }
 
-type Transact = <T>(body: (tx: Queries) => Promise<T>, lock?: LockName) => Promise<T>;
+type Transact = <T>(body: (tx: Tx) => Promise<T>, lock?: LockName) => Promise<T>;
 
 /** Writes `event` in the transaction `tx`: the change it records is in the same one. */
 async function record(tx: Queries, event: AuditEventRecord): Promise<void> {
@@ -320,6 +348,7 @@ class SqlTokenStore implements TokenStore {
     return this.transaction(async (tx) => {
       if ((await tx.run(SQL.deleteToken, [id, accountId])) === 0) return false;
       await record(tx, event);
+      await tx.announce({ kind: 'token', accountId, id });
       return true;
     });
   }
@@ -362,6 +391,7 @@ class SqlTokenStore implements TokenStore {
       if ((await tx.run(sql, params)) === 0) return null;
       const row = await tx.get<Record<string, unknown>>(SQL.getToken, [id, accountId]);
       await record(tx, event);
+      await tx.announce({ kind: 'token', accountId, id });
       return row === undefined ? null : API_TOKENS.fromRow(row);
     });
   }
@@ -370,6 +400,7 @@ class SqlTokenStore implements TokenStore {
     return this.transaction(async (tx) => {
       if ((await tx.run(SQL.endGrace, [id, accountId, previousSecretHash])) === 0) return false;
       await record(tx, event);
+      await tx.announce({ kind: 'token', accountId, id });
       return true;
     });
   }
@@ -431,6 +462,7 @@ class SqlAccountStore implements AccountStore {
       if ((await tx.run(SQL.updateAccount, [changes.name ?? null, changes.status ?? null, id])) === 0) return null;
       const row = await tx.get<Record<string, unknown>>(SQL.getAccount, [id]);
       await record(tx, event);
+      if (changes.status !== undefined) await tx.announce({ kind: 'account', accountId: id });
       return row === undefined ? null : ACCOUNTS.fromRow(row);
     });
   }
@@ -442,6 +474,7 @@ class SqlAccountStore implements AccountStore {
       await tx.run(SQL.deleteAccountTokens, [id]);
       if ((await tx.run(SQL.deleteAccount, [id])) === 0) return false;
       await record(tx, event);
+      await tx.announce({ kind: 'account', accountId: id });
       return true;
     }, 'tokens');
   }
@@ -482,6 +515,7 @@ class SqlCatalogStore implements CatalogStore {
       const row = CATALOG_REVISIONS.params({ ...revision, version: expectedVersion + 1 });
       if ((await tx.run(SQL.applyCatalog, row)) !== 1) return false;
       await record(tx, event);
+      await tx.announce({ kind: 'catalog', version: expectedVersion + 1 });
       return true;
     });
   }

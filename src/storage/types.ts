@@ -201,6 +201,32 @@ export interface MigrationReport {
   version: number;
 }
 
+/**
+ * A change other instances may hold stale in memory, announced by the store in the
+ * transaction that makes it (see changes.ts): a token's secrets, scopes or existence; an
+ * account's status or existence; a newly applied catalog; or `resync`: something changed,
+ * what is not known (SQLite, a malformed message, or after a gap in listening).
+ */
+export type Change =
+  | { kind: 'token'; accountId: string; id: string }
+  | { kind: 'account'; accountId: string }
+  | { kind: 'catalog'; version: number }
+  | { kind: 'resync' };
+
+export interface ChangeHandlers {
+  /** A change made by any instance (this one's own included). */
+  change(change: Change): void;
+  /** Listening (again): changes arrive from now on. Preceded by no change; followed by a resync. */
+  connected?(): void;
+  /** Not listening for now (it retries by itself); changes are missed until connected again. */
+  disconnected?(err: unknown): void;
+}
+
+/** A running watch: stop() ends it and releases its connection. */
+export interface ChangeWatch {
+  stop(): Promise<void>;
+}
+
 export interface Store {
   /**
    * Short name of the engine ('sqlite', 'postgres'), for /readyz and logs. Code outside
@@ -231,6 +257,13 @@ export interface Store {
   checkWritable(): Promise<void>;
   /** Waits for in-flight work and releases connections/handles. Idempotent. */
   close(): Promise<void>;
+  /**
+   * Tells `handlers` of every change made to this database by any instance or command,
+   * from now on, within about a second (PostgreSQL: LISTEN on its own connection, which
+   * reconnects with backoff; SQLite: a cheap check of the file's change counter). Whenever
+   * changes may have been missed (at start, after a reconnect) it sends a resync.
+   */
+  watch(handlers: ChangeHandlers): ChangeWatch;
   readonly tokens: TokenStore;
   readonly accounts: AccountStore;
   readonly catalog: CatalogStore;
