@@ -22,8 +22,8 @@ export function debianPostgresInstalled(): boolean {
 
 /**
  * The directory of the Debian binaries. Under CI a missing package is installed with
- * apt-get (no service started: apt.ts's policy-rc.d), and one that cannot be throws.
- * Undefined outside CI when the package is missing.
+ * apt-get, and one that cannot be throws; its postinst creates Debian's `main` cluster,
+ * which stays stopped (apt.ts's policy-rc.d). Undefined outside CI when the package is missing.
  */
 export function ensureDebianPostgres(): string | undefined {
   const postgres = ensureDebianBinary(DEBIAN_PG_PACKAGE, [path.join(BIN, 'postgres')]);
@@ -101,8 +101,9 @@ export async function startDebianPostgres(): Promise<PostgresServer> {
     closeSync(fd);
     // Never what keeps the test process alive: destroy() or onExit stops it.
     child.unref();
-    let exited = false;
-    child.once('exit', () => (exited = true));
+    let exited: string | undefined;
+    child.once('exit', (code, signal) => (exited = `exited with ${code ?? signal}`));
+    child.once('error', (err) => (exited = `could not be run: ${err.message}`));
     proc = child;
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
@@ -113,10 +114,11 @@ export async function startDebianPostgres(): Promise<PostgresServer> {
         return;
       } catch (err) {
         await c.end().catch(() => undefined);
-        if (exited || Date.now() > deadline) {
+        if (exited !== undefined || Date.now() > deadline) {
           proc = undefined;
           child.kill('SIGQUIT');
-          throw new Error(`${DEBIAN_PG_PACKAGE} server did not start (${String(err)}); its log:\n${tail(log)}`);
+          const why = exited ?? String(err);
+          throw new Error(`the ${DEBIAN_PG_PACKAGE} server did not start (${why}); its log:\n${tail(log)}`);
         }
       }
       await sleep(100);
