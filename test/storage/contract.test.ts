@@ -10,7 +10,7 @@ import pg from 'pg';
 import { LATEST_VERSION, VERSIONED } from '../../src/storage/migrations.js';
 import type { AccountRecord, AuditEventRecord, Store, TokenRecord } from '../../src/storage/types.js';
 import { ev, rev } from '../helpers/audit.js';
-import { backends, type Backend, type BackendDb } from '../helpers/backends.js';
+import { backends, debianPostgres, type Backend, type BackendDb } from '../helpers/backends.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 const ALL_VERSIONS = VERSIONED.map((m) => m.version);
@@ -50,10 +50,13 @@ const NOW = 1_800_000_000_000;
 const NO_LIMIT = { maxLive: 1_000_000, now: NOW };
 
 for (const backend of backends()) runStoreContract(backend);
+// Debian's PostgreSQL 15 as well as the embedded server: users run what their distribution ships.
+const debian = debianPostgres();
+runStoreContract(debian.backend, debian.skip);
 
-function runStoreContract(backend: Backend): void {
+function runStoreContract(backend: Backend, skip: string | false = false): void {
   // `open()` may be called several times on one database: one Store per "instance".
-  describe(`storage contract: ${backend.name}`, () => {
+  describe(`storage contract: ${backend.label}`, { skip }, () => {
     let db: BackendDb;
     let store: Store;
     const opened: Store[] = [];
@@ -75,6 +78,31 @@ function runStoreContract(backend: Backend): void {
       for (const s of opened) await s.close();
       await db.drop();
     });
+
+    if (backend.name === 'postgres') {
+      const { server } = backend;
+      const expected =
+        server === undefined
+          ? 'any version (your server)'
+          : `${server.major}.x${server.debian ? ', a Debian build' : ''}`;
+      // So that nobody mistakes one PostgreSQL half for the other: the server says what it is.
+      it(`runs on the server it is named after: SHOW server_version is ${expected}`, async (t) => {
+        const c = new pg.Client({ connectionString: db.url });
+        await c.connect();
+        let version: string;
+        try {
+          version = (await c.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version;
+        } finally {
+          await c.end();
+        }
+        t.diagnostic(`server_version ${version}`);
+        assert.match(version, /^\d+\.\d+/);
+        if (server === undefined) return;
+        assert.ok(version.startsWith(`${server.major}.`), `expected PostgreSQL ${server.major}, got ${version}`);
+        // Debian's builds say so in their version ("15.18 (Debian 15.18-0+deb12u1)"); the embedded one does not.
+        assert.equal(/\(Debian /.test(version), server.debian, version);
+      });
+    }
 
     it('migrate is idempotent: a second run applies nothing', async () => {
       const again = await store.migrate();
