@@ -4,6 +4,7 @@
 import { BlockList, isIP } from 'node:net';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CatalogService } from '../catalog/service.js';
+import type { FleetRegistry } from '../fleet/registry.js';
 import { AppError } from '../errors.js';
 import type { TokenDomain } from '../tokens/index.js';
 import { noStore } from './no-store.js';
@@ -14,8 +15,9 @@ export interface MetricsSources {
   /** Storage statements sent so far. */
   storageQueries: () => number;
   catalog: CatalogService;
-  /** Storage failures seen anywhere (requests, catalog refreshes, last-used flushes). */
+  /** Storage failures seen anywhere (requests, catalog refreshes, last-used flushes, heartbeats). */
   storageErrors: () => number;
+  fleet: FleetRegistry;
 }
 
 // All of 127.0.0.0/8 is loopback (Linux routes every address of it to lo), and so is ::1.
@@ -172,7 +174,7 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
   totalCounter(
     registry,
     'infracat_storage_errors_total',
-    'Storage unavailable errors (requests, catalog refreshes, flushes)',
+    'Storage unavailable errors (requests, catalog refreshes, flushes, heartbeats)',
     sources.storageErrors,
   );
   new Gauge({
@@ -197,6 +199,31 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
     registers: [registry],
     collect() {
       const at = sources.catalog.lastCheckedAt;
+      this.set(at === 0 ? -1 : (Date.now() - at) / 1000);
+    },
+  });
+
+  const { fleet } = sources;
+  new Gauge({
+    name: 'infracat_fleet_instances',
+    help: 'Live instances as the last successful heartbeat of this one counted them (the rate limits are split among them)',
+    registers: [registry],
+    collect() {
+      this.set(fleet.count);
+    },
+  });
+  totalCounter(
+    registry,
+    'infracat_fleet_heartbeat_failures_total',
+    'Heartbeats that failed (the last count of instances is kept)',
+    () => fleet.stats.failures,
+  );
+  new Gauge({
+    name: 'infracat_fleet_heartbeat_age_seconds',
+    help: 'Seconds since the last successful heartbeat (grows while storage is down; -1 before the first)',
+    registers: [registry],
+    collect() {
+      const at = fleet.stats.lastBeatAt;
       this.set(at === 0 ? -1 : (Date.now() - at) / 1000);
     },
   });
