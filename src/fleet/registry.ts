@@ -8,7 +8,8 @@
 // once it expires and is pruned an hour later.
 //
 // A failed heartbeat keeps the last known view: falling back to "alone" during an
-// outage would let every instance allow the whole limit, N times the fleet's. The
+// outage would let every instance allow the whole limit, N times the fleet's; nor does
+// the first heartbeat after an outage shrink the count (see once()). The
 // clocks of the instances are compared (expiries, aligned windows): keep them in sync
 // (NTP), as any fleet does.
 import { randomBytes } from 'node:crypto';
@@ -55,6 +56,8 @@ export class FleetRegistry implements FleetView {
   private running: Promise<void> | undefined;
   private stopped = false;
   private lastPrunedAt = Number.NEGATIVE_INFINITY;
+  /** The last heartbeat failed. */
+  private failing = false;
 
   constructor(private readonly options: FleetRegistryOptions) {}
 
@@ -116,12 +119,17 @@ export class FleetRegistry implements FleetView {
       });
     } catch (err) {
       this.stats.failures += 1;
+      this.failing = true;
       this.options.onError?.(err, 'heartbeat');
       return;
     }
     const previous = this.view.count;
-    // Its own row was just written: at least one, and a rank within the count.
-    const count = Math.max(1, live.count);
+    // Its own row was just written: at least one, and a rank within the count. After an
+    // outage longer than the staleness bound every row has expired, and the first
+    // instances back would each see themselves nearly alone: the first count after a
+    // failure may grow but not shrink (the others write their rows by the next heartbeat).
+    const count = this.failing ? Math.max(previous, live.count, 1) : Math.max(1, live.count);
+    this.failing = false;
     this.view = { count, rank: Math.min(Math.max(0, live.rank), count - 1) };
     this.stats.beats += 1;
     this.stats.lastBeatAt = now;
