@@ -206,7 +206,7 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
   const { fleet } = sources;
   new Gauge({
     name: 'infracat_fleet_instances',
-    help: 'Live instances as the last successful heartbeat of this one counted them (the rate limits are split among them)',
+    help: 'Live instances as the last successful heartbeat counted them (the rate limits are split among them)',
     registers: [registry],
     collect() {
       this.set(fleet.count);

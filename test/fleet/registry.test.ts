@@ -72,58 +72,69 @@ async function holdWriteLock(backend: Backend, db: BackendDb): Promise<() => Pro
 
 for (const backend of backends()) {
   describe(`fleet registry (${backend.name})`, () => {
-    it('each heartbeat counts the live instances; a graceful stop deletes the row and the others rebalance at their next heartbeat', async (t) => {
-      const db = await backend.fresh(t);
-      const stores: Store[] = [db.open(), db.open(), db.open()];
-      t.after(async () => {
-        for (const s of stores) await s.close();
-      });
-      const [a, b, c] = stores.map((s) => new FleetRegistry({ store: s.instances, heartbeatMs: 60_000 }));
-      assert.equal(a!.count, 1, 'alone until the first heartbeat');
-      await a!.start();
-      await b!.start();
-      await c!.start();
-      assert.deepEqual([a!.count, b!.count, c!.count], [1, 2, 3], 'each saw the ones before it');
-      await Promise.all([a!.beat(), b!.beat()]);
-      assert.deepEqual([a!.count, b!.count, c!.count], [3, 3, 3]);
-      assert.deepEqual([a!.rank, b!.rank, c!.rank].sort(), [0, 1, 2]);
+    it(
+      'each heartbeat counts the live instances; a graceful stop ' +
+        'deletes the row and the others rebalance at their next heartbeat',
+      async (t) => {
+        const db = await backend.fresh(t);
+        const stores: Store[] = [db.open(), db.open(), db.open()];
+        t.after(async () => {
+          for (const s of stores) await s.close();
+        });
+        const [a, b, c] = stores.map((s) => new FleetRegistry({ store: s.instances, heartbeatMs: 60_000 }));
+        assert.equal(a!.count, 1, 'alone until the first heartbeat');
+        await a!.start();
+        await b!.start();
+        await c!.start();
+        assert.deepEqual([a!.count, b!.count, c!.count], [1, 2, 3], 'each saw the ones before it');
+        await Promise.all([a!.beat(), b!.beat()]);
+        assert.deepEqual([a!.count, b!.count, c!.count], [3, 3, 3]);
+        assert.deepEqual([a!.rank, b!.rank, c!.rank].sort(), [0, 1, 2]);
 
-      await c!.stop();
-      assert.deepEqual(await rawSql(backend, db, 'SELECT id FROM instances WHERE id = ?', [c!.id]), [], 'row deleted');
-      assert.deepEqual([a!.count, b!.count], [3, 3], 'until their next heartbeat');
-      await Promise.all([a!.beat(), b!.beat()]);
-      assert.deepEqual([a!.count, b!.count], [2, 2]);
-      assert.deepEqual([a!.rank, b!.rank].sort(), [0, 1]);
-      await c!.beat();
-      assert.equal(
-        (await rawSql(backend, db, 'SELECT id FROM instances')).length,
-        2,
-        'a stopped registry beats no more',
-      );
-      await a!.stop();
-      await b!.stop();
-    });
+        await c!.stop();
+        assert.deepEqual(
+          await rawSql(backend, db, 'SELECT id FROM instances WHERE id = ?', [c!.id]),
+          [],
+          'row deleted',
+        );
+        assert.deepEqual([a!.count, b!.count], [3, 3], 'until their next heartbeat');
+        await Promise.all([a!.beat(), b!.beat()]);
+        assert.deepEqual([a!.count, b!.count], [2, 2]);
+        assert.deepEqual([a!.rank, b!.rank].sort(), [0, 1]);
+        await c!.beat();
+        assert.equal(
+          (await rawSql(backend, db, 'SELECT id FROM instances')).length,
+          2,
+          'a stopped registry beats no more',
+        );
+        await a!.stop();
+        await b!.stop();
+      },
+    );
 
-    it('an instance whose heartbeats stop (no graceful stop) drops out after STALE_AFTER_BEATS intervals', async (t) => {
-      const db = await backend.fresh(t);
-      const stores: Store[] = [db.open(), db.open()];
-      t.after(async () => {
-        for (const s of stores) await s.close();
-      });
-      const live = new FleetRegistry({ store: stores[0]!.instances, heartbeatMs: 50 });
-      // Beats once by hand, never on a timer: a process that froze or was killed.
-      const frozenMs = 300;
-      const frozen = new FleetRegistry({ store: stores[1]!.instances, heartbeatMs: frozenMs });
-      const beatAt = Date.now();
-      await frozen.beat();
-      await live.start();
-      t.after(() => live.stop());
-      assert.equal(live.count, 2, 'the frozen one counts while its row is fresh');
-      await until(() => live.count === 1, 'the frozen instance drops out');
-      assert.ok(Date.now() - beatAt >= STALE_AFTER_BEATS * frozenMs, 'not before its expiry');
-      const rows = await rawSql(backend, db, 'SELECT id FROM instances WHERE id = ?', [frozen.id]);
-      assert.equal(rows.length, 1, 'its row stays (pruned an hour after it expired)');
-    });
+    it(
+      'an instance whose heartbeats stop (no graceful ' + 'stop) drops out after STALE_AFTER_BEATS intervals',
+      async (t) => {
+        const db = await backend.fresh(t);
+        const stores: Store[] = [db.open(), db.open()];
+        t.after(async () => {
+          for (const s of stores) await s.close();
+        });
+        const live = new FleetRegistry({ store: stores[0]!.instances, heartbeatMs: 50 });
+        // Beats once by hand, never on a timer: a process that froze or was killed.
+        const frozenMs = 300;
+        const frozen = new FleetRegistry({ store: stores[1]!.instances, heartbeatMs: frozenMs });
+        const beatAt = Date.now();
+        await frozen.beat();
+        await live.start();
+        t.after(() => live.stop());
+        assert.equal(live.count, 2, 'the frozen one counts while its row is fresh');
+        await until(() => live.count === 1, 'the frozen instance drops out');
+        assert.ok(Date.now() - beatAt >= STALE_AFTER_BEATS * frozenMs, 'not before its expiry');
+        const rows = await rawSql(backend, db, 'SELECT id FROM instances WHERE id = ?', [frozen.id]);
+        assert.equal(rows.length, 1, 'its row stays (pruned an hour after it expired)');
+      },
+    );
 
     it('heartbeats start at start(), then run on the INSTANCE_HEARTBEAT_MS timer', async (t) => {
       const db = await backend.fresh(t);
@@ -181,46 +192,53 @@ for (const backend of backends()) {
       await others[0]!.stop();
     });
 
-    it('after an outage longer than the staleness bound, the first heartbeat back does not shrink the count; the next one may', async (t) => {
-      const db = await backend.fresh(t);
-      const stores: Store[] = [db.open({ timeoutMs: 200 }), db.open(), db.open()];
-      t.after(async () => {
-        for (const s of stores) await s.close();
-      });
-      const first = new FleetRegistry({ store: stores[0]!.instances, heartbeatMs: 60_000 });
-      // The two others beat once, with rows that expire 150 ms later: they are not back yet.
-      const others = [stores[1]!, stores[2]!].map((s) => new FleetRegistry({ store: s.instances, heartbeatMs: 50 }));
-      for (const o of others) await o.beat();
-      await first.beat();
-      assert.equal(first.count, 3);
+    it(
+      'after an outage longer than the staleness bound, the first ' +
+        'heartbeat back does not shrink the count; the next one may',
+      async (t) => {
+        const db = await backend.fresh(t);
+        const stores: Store[] = [db.open({ timeoutMs: 200 }), db.open(), db.open()];
+        t.after(async () => {
+          for (const s of stores) await s.close();
+        });
+        const first = new FleetRegistry({ store: stores[0]!.instances, heartbeatMs: 60_000 });
+        // The two others beat once, with rows that expire 150 ms later: they are not back yet.
+        const others = [stores[1]!, stores[2]!].map((s) => new FleetRegistry({ store: s.instances, heartbeatMs: 50 }));
+        for (const o of others) await o.beat();
+        await first.beat();
+        assert.equal(first.count, 3);
 
-      const release = await holdWriteLock(backend, db);
-      await first.beat();
-      assert.equal(first.stats.failures, 1);
-      await sleep(200);
-      await release();
+        const release = await holdWriteLock(backend, db);
+        await first.beat();
+        assert.equal(first.stats.failures, 1);
+        await sleep(200);
+        await release();
 
-      await first.beat();
-      assert.equal(first.stats.beats, 2, 'storage answers again');
-      assert.equal(first.count, 3, 'the others rows expired during the outage, yet the count is not shrunk at once');
-      await first.beat();
-      assert.equal(first.count, 1, 'a second heartbeat that sees them gone is believed');
-      await first.stop();
-    });
+        await first.beat();
+        assert.equal(first.stats.beats, 2, 'storage answers again');
+        assert.equal(first.count, 3, 'the others rows expired during the outage, yet the count is not shrunk at once');
+        await first.beat();
+        assert.equal(first.count, 1, 'a second heartbeat that sees them gone is believed');
+        await first.stop();
+      },
+    );
 
-    it('concurrent beats share one heartbeat; stop waits for one in flight, so the row is not written back', async (t) => {
-      const db = await backend.fresh(t);
-      const store = db.open();
-      t.after(() => store.close());
-      const r = new FleetRegistry({ store: store.instances, heartbeatMs: 60_000 });
-      const queries = store.stats.queries;
-      await Promise.all([r.beat(), r.beat(), r.beat()]);
-      assert.equal(r.stats.beats, 1);
-      assert.equal(store.stats.queries - queries, 3, 'one upsert, one count, and the first prune of dead rows');
-      const inFlight = r.beat();
-      await r.stop();
-      await inFlight;
-      assert.deepEqual(await rawSql(backend, db, 'SELECT id FROM instances'), []);
-    });
+    it(
+      'concurrent beats share one heartbeat; stop waits ' + 'for one in flight, so the row is not written back',
+      async (t) => {
+        const db = await backend.fresh(t);
+        const store = db.open();
+        t.after(() => store.close());
+        const r = new FleetRegistry({ store: store.instances, heartbeatMs: 60_000 });
+        const queries = store.stats.queries;
+        await Promise.all([r.beat(), r.beat(), r.beat()]);
+        assert.equal(r.stats.beats, 1);
+        assert.equal(store.stats.queries - queries, 3, 'one upsert, one count, and the first prune of dead rows');
+        const inFlight = r.beat();
+        await r.stop();
+        await inFlight;
+        assert.deepEqual(await rawSql(backend, db, 'SELECT id FROM instances'), []);
+      },
+    );
   });
 }

@@ -105,109 +105,121 @@ function assertWithinBand(admitted: number, what: string): void {
 
 for (const backend of backends()) {
   describe(`one rate limit across instances (${backend.name})`, () => {
-    it('3 instances behind a round-robin balancer: a token gets 0.9x-1.2x its limit per window (exactly it), an anonymous address too', async (t) => {
-      const { apps } = await fleetOf(t, backend, 3);
-      const tok = await mintToken(apps[0]!, ['regions:read']);
-      const admitted = await admittedInOneWindow(apps, { headers: tok.auth });
-      assertWithinBand(admitted, 'token');
-      assert.equal(admitted, QUOTA, 'the shares (7 + 7 + 6) add up to the limit');
-      const anonymous = await admittedInOneWindow(apps, { remoteAddress: '10.1.2.3' });
-      assertWithinBand(anonymous, 'anonymous');
-      assert.equal(anonymous, QUOTA);
-      for (const app of apps) {
-        const metrics = parseExposition((await app.inject({ method: 'GET', url: '/metrics' })).body);
-        assert.equal(value(metrics, 'infracat_fleet_instances'), 3);
-        assert.equal(value(metrics, 'infracat_fleet_heartbeat_failures_total'), 0);
-        assert.ok(value(metrics, 'infracat_fleet_heartbeat_age_seconds')! >= 0);
-      }
-    });
+    it(
+      '3 instances behind a round-robin balancer: a token gets 0.9x-1.2x ' +
+        'its limit per window (exactly it), an anonymous address too',
+      async (t) => {
+        const { apps } = await fleetOf(t, backend, 3);
+        const tok = await mintToken(apps[0]!, ['regions:read']);
+        const admitted = await admittedInOneWindow(apps, { headers: tok.auth });
+        assertWithinBand(admitted, 'token');
+        assert.equal(admitted, QUOTA, 'the shares (7 + 7 + 6) add up to the limit');
+        const anonymous = await admittedInOneWindow(apps, { remoteAddress: '10.1.2.3' });
+        assertWithinBand(anonymous, 'anonymous');
+        assert.equal(anonymous, QUOTA);
+        for (const app of apps) {
+          const metrics = parseExposition((await app.inject({ method: 'GET', url: '/metrics' })).body);
+          assert.equal(value(metrics, 'infracat_fleet_instances'), 3);
+          assert.equal(value(metrics, 'infracat_fleet_heartbeat_failures_total'), 0);
+          assert.ok(value(metrics, 'infracat_fleet_heartbeat_age_seconds')! >= 0);
+        }
+      },
+    );
 
-    it('rebalancing: after a graceful stop the other two enforce half each; an instance whose heartbeats stop counts until its row expires', async (t) => {
-      const { db, apps } = await fleetOf(t, backend, 3);
-      const tok = await mintToken(apps[0]!, ['regions:read']);
-      await apps[2]!.close();
-      const two = apps.slice(0, 2);
-      await until(() => two.every((a) => a.infracat.fleet.count === 2), 'the other two see 2');
-      assert.deepEqual(
-        two.map((a) => shareOf(QUOTA, a.infracat.fleet)),
-        [10, 10],
-      );
-      assert.equal(await admittedInOneWindow(two, { headers: tok.auth }), QUOTA);
+    it(
+      'rebalancing: after a graceful stop the other two enforce half each; ' +
+        'an instance whose heartbeats stop counts until its row expires',
+      async (t) => {
+        const { db, apps } = await fleetOf(t, backend, 3);
+        const tok = await mintToken(apps[0]!, ['regions:read']);
+        await apps[2]!.close();
+        const two = apps.slice(0, 2);
+        await until(() => two.every((a) => a.infracat.fleet.count === 2), 'the other two see 2');
+        assert.deepEqual(
+          two.map((a) => shareOf(QUOTA, a.infracat.fleet)),
+          [10, 10],
+        );
+        assert.equal(await admittedInOneWindow(two, { headers: tok.auth }), QUOTA);
 
-      // A frozen instance: its row was written once and is never refreshed nor deleted.
-      const store = db.open();
-      t.after(() => store.close());
-      const frozen = new FleetRegistry({ store: store.instances, heartbeatMs: 1000 });
-      await frozen.beat();
-      await until(() => two.every((a) => a.infracat.fleet.count === 3), 'the frozen one counts while fresh');
-      const whileFrozen = await admittedInOneWindow(two, {
-        headers: (await mintToken(apps[0]!, ['regions:read'])).auth,
-      });
-      assert.equal(
-        whileFrozen,
-        two.reduce((sum, a) => sum + shareOf(QUOTA, a.infracat.fleet), 0),
-        'meanwhile two shares of three: fewer, never more, than the limit',
-      );
-      assert.ok(whileFrozen < QUOTA);
-      await until(() => two.every((a) => a.infracat.fleet.count === 2), 'the frozen one drops out after 3 s');
-      assert.equal(
-        await admittedInOneWindow(two, { headers: (await mintToken(apps[0]!, ['regions:read'])).auth }),
-        QUOTA,
-      );
+        // A frozen instance: its row was written once and is never refreshed nor deleted.
+        const store = db.open();
+        t.after(() => store.close());
+        const frozen = new FleetRegistry({ store: store.instances, heartbeatMs: 1000 });
+        await frozen.beat();
+        await until(() => two.every((a) => a.infracat.fleet.count === 3), 'the frozen one counts while fresh');
+        const whileFrozen = await admittedInOneWindow(two, {
+          headers: (await mintToken(apps[0]!, ['regions:read'])).auth,
+        });
+        assert.equal(
+          whileFrozen,
+          two.reduce((sum, a) => sum + shareOf(QUOTA, a.infracat.fleet), 0),
+          'meanwhile two shares of three: fewer, never more, than the limit',
+        );
+        assert.ok(whileFrozen < QUOTA);
+        await until(() => two.every((a) => a.infracat.fleet.count === 2), 'the frozen one drops out after 3 s');
+        assert.equal(
+          await admittedInOneWindow(two, { headers: (await mintToken(apps[0]!, ['regions:read'])).auth }),
+          QUOTA,
+        );
 
-      // And one that comes: the others shrink their shares at their next heartbeat.
-      const { app: third } = await build(t, {
-        store: db.open(),
-        env: {
-          DATABASE_URL: db.url,
-          INSTANCE_HEARTBEAT_MS: '300',
-          RATE_LIMIT: String(QUOTA),
-          RATE_LIMIT_WINDOW_S: String(WINDOW_S),
-        },
-      });
-      const three = [...two, third];
-      await until(() => three.every((a) => a.infracat.fleet.count === 3), 'all three see 3');
-      assert.equal(
-        await admittedInOneWindow(three, { headers: (await mintToken(apps[0]!, ['regions:read'])).auth }),
-        QUOTA,
-      );
-    });
+        // And one that comes: the others shrink their shares at their next heartbeat.
+        const { app: third } = await build(t, {
+          store: db.open(),
+          env: {
+            DATABASE_URL: db.url,
+            INSTANCE_HEARTBEAT_MS: '300',
+            RATE_LIMIT: String(QUOTA),
+            RATE_LIMIT_WINDOW_S: String(WINDOW_S),
+          },
+        });
+        const three = [...two, third];
+        await until(() => three.every((a) => a.infracat.fleet.count === 3), 'all three see 3');
+        assert.equal(
+          await admittedInOneWindow(three, { headers: (await mintToken(apps[0]!, ['regions:read'])).auth }),
+          QUOTA,
+        );
+      },
+    );
 
-    it('RateLimit fields: the fleet quota in the policy; r what the fleet still admits (0 exactly when this instance refuses next); t to the aligned window end', async (t) => {
-      const { apps } = await fleetOf(t, backend, 3);
-      const tok = await mintToken(apps[0]!, ['regions:read']);
-      const shares = apps.map((a) => shareOf(QUOTA, a.infracat.fleet));
-      assert.deepEqual([...shares].sort(), [6, 7, 7]);
-      const used = [0, 0, 0];
-      const ts: number[] = [];
-      const call = async (i: number): Promise<LightMyRequestResponse> => {
-        const res = await get(apps[i]!, { headers: tok.auth });
-        assert.equal(res.headers['ratelimit-policy'], `"token";q=${QUOTA};w=${WINDOW_S}`, 'the fleet quota');
-        ts.push(state(res).t);
-        if (res.statusCode === 200) used[i]! += 1;
-        return res;
-      };
-      for (let i = 0; i < 3; i++) {
-        const res = await call(i);
-        assert.equal(res.statusCode, 200);
-        assert.equal(state(res).r, Math.min(QUOTA, (shares[i]! - 1) * 3), `instance ${i}: its remaining share x 3`);
-      }
-      // Instance 0 spends its share; the others are untouched meanwhile.
-      while (used[0]! < shares[0]!) {
-        const res = await call(0);
-        assert.equal(res.statusCode, 200);
-        assert.equal(state(res).r, (shares[0]! - used[0]!) * 3);
-      }
-      assert.equal(state(await get(apps[1]!, { headers: tok.auth })).r > 0, true, 'another instance still admits');
-      used[1]! += 1;
-      const refused = await call(0);
-      assert.equal(refused.statusCode, 429);
-      assert.equal(state(refused).r, 0);
-      assert.equal(Number(refused.headers['retry-after']), state(refused).t, 'Retry-After is the end of the window');
-      // Every instance's window for this token ends at the same moment (t may straddle a second).
-      assert.ok(Math.max(...ts) - Math.min(...ts) <= 1, `t values ${ts.join(',')}`);
-      assert.ok(ts.every((t) => t >= 1 && t <= WINDOW_S));
-    });
+    it(
+      'RateLimit fields: the fleet quota in the policy; r what the fleet still admits ' +
+        '(0 exactly when this instance refuses next); t to the aligned window end',
+      async (t) => {
+        const { apps } = await fleetOf(t, backend, 3);
+        const tok = await mintToken(apps[0]!, ['regions:read']);
+        const shares = apps.map((a) => shareOf(QUOTA, a.infracat.fleet));
+        assert.deepEqual([...shares].sort(), [6, 7, 7]);
+        const used = [0, 0, 0];
+        const ts: number[] = [];
+        const call = async (i: number): Promise<LightMyRequestResponse> => {
+          const res = await get(apps[i]!, { headers: tok.auth });
+          assert.equal(res.headers['ratelimit-policy'], `"token";q=${QUOTA};w=${WINDOW_S}`, 'the fleet quota');
+          ts.push(state(res).t);
+          if (res.statusCode === 200) used[i]! += 1;
+          return res;
+        };
+        for (let i = 0; i < 3; i++) {
+          const res = await call(i);
+          assert.equal(res.statusCode, 200);
+          assert.equal(state(res).r, Math.min(QUOTA, (shares[i]! - 1) * 3), `instance ${i}: its remaining share x 3`);
+        }
+        // Instance 0 spends its share; the others are untouched meanwhile.
+        while (used[0]! < shares[0]!) {
+          const res = await call(0);
+          assert.equal(res.statusCode, 200);
+          assert.equal(state(res).r, (shares[0]! - used[0]!) * 3);
+        }
+        assert.equal(state(await get(apps[1]!, { headers: tok.auth })).r > 0, true, 'another instance still admits');
+        used[1]! += 1;
+        const refused = await call(0);
+        assert.equal(refused.statusCode, 429);
+        assert.equal(state(refused).r, 0);
+        assert.equal(Number(refused.headers['retry-after']), state(refused).t, 'Retry-After is the end of the window');
+        // Every instance's window for this token ends at the same moment (t may straddle a second).
+        assert.ok(Math.max(...ts) - Math.min(...ts) <= 1, `t values ${ts.join(',')}`);
+        assert.ok(ts.every((t) => t >= 1 && t <= WINDOW_S));
+      },
+    );
   });
 }
 
@@ -267,41 +279,47 @@ describe('aligned windows', () => {
 });
 
 describe('a storage outage keeps the split', () => {
-  it('PostgreSQL read-only: heartbeats fail (counted, one warning a minute), every instance keeps 3, a token still gets its limit once; recovery', async (t) => {
-    const pg = postgresBackend(t);
-    if (pg === undefined) return;
-    const { db, apps, logs } = await fleetOf(t, pg, 3);
-    const tok = await mintToken(apps[0]!, ['regions:read']);
-    const name = new URL(db.url).pathname.slice(1);
-    const cut = `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${name}' AND pid <> pg_backend_pid()`;
-    await admin(pg.adminUrl, `ALTER DATABASE ${name} SET default_transaction_read_only = on`);
-    await admin(pg.adminUrl, cut);
-    await until(() => apps.every((a) => a.infracat.fleet.stats.failures >= 3), 'heartbeats fail on every instance');
-    assert.deepEqual(
-      apps.map((a) => a.infracat.fleet.count),
-      [3, 3, 3],
-      'the last known count, not "alone"',
-    );
-    assertWithinBand(await admittedInOneWindow(apps, { headers: tok.auth }), 'during the outage');
-    for (const app of apps) {
-      const metrics = parseExposition((await app.inject({ method: 'GET', url: '/metrics' })).body);
-      assert.equal(value(metrics, 'infracat_fleet_instances'), 3);
-      assert.ok(value(metrics, 'infracat_fleet_heartbeat_failures_total')! >= 3);
-    }
-    // One warning per instance however many heartbeats failed (all within the minute).
-    for (const capture of logs) {
-      const warnings = capture.records().filter((r) => String(r.msg).startsWith('instance heartbeat failed'));
-      assert.equal(warnings.length, 1);
-      assert.equal(warnings[0]!.instances, 3);
-    }
+  it(
+    'PostgreSQL read-only: heartbeats fail (counted, one warning a minute), ' +
+      'every instance keeps 3, a token still gets its limit once; recovery',
+    async (t) => {
+      const pg = postgresBackend(t);
+      if (pg === undefined) return;
+      const { db, apps, logs } = await fleetOf(t, pg, 3);
+      const tok = await mintToken(apps[0]!, ['regions:read']);
+      const name = new URL(db.url).pathname.slice(1);
+      const cut =
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity ' +
+        `WHERE datname = '${name}' AND pid <> pg_backend_pid()`;
+      await admin(pg.adminUrl, `ALTER DATABASE ${name} SET default_transaction_read_only = on`);
+      await admin(pg.adminUrl, cut);
+      await until(() => apps.every((a) => a.infracat.fleet.stats.failures >= 3), 'heartbeats fail on every instance');
+      assert.deepEqual(
+        apps.map((a) => a.infracat.fleet.count),
+        [3, 3, 3],
+        'the last known count, not "alone"',
+      );
+      assertWithinBand(await admittedInOneWindow(apps, { headers: tok.auth }), 'during the outage');
+      for (const app of apps) {
+        const metrics = parseExposition((await app.inject({ method: 'GET', url: '/metrics' })).body);
+        assert.equal(value(metrics, 'infracat_fleet_instances'), 3);
+        assert.ok(value(metrics, 'infracat_fleet_heartbeat_failures_total')! >= 3);
+      }
+      // One warning per instance however many heartbeats failed (all within the minute).
+      for (const capture of logs) {
+        const warnings = capture.records().filter((r) => String(r.msg).startsWith('instance heartbeat failed'));
+        assert.equal(warnings.length, 1);
+        assert.equal(warnings[0]!.instances, 3);
+      }
 
-    await admin(pg.adminUrl, `ALTER DATABASE ${name} RESET default_transaction_read_only`);
-    await admin(pg.adminUrl, cut);
-    const since = Date.now();
-    await until(() => apps.every((a) => a.infracat.fleet.stats.lastBeatAt > since), 'heartbeats succeed again');
-    assert.deepEqual(
-      apps.map((a) => a.infracat.fleet.count),
-      [3, 3, 3],
-    );
-  });
+      await admin(pg.adminUrl, `ALTER DATABASE ${name} RESET default_transaction_read_only`);
+      await admin(pg.adminUrl, cut);
+      const since = Date.now();
+      await until(() => apps.every((a) => a.infracat.fleet.stats.lastBeatAt > since), 'heartbeats succeed again');
+      assert.deepEqual(
+        apps.map((a) => a.infracat.fleet.count),
+        [3, 3, 3],
+      );
+    },
+  );
 });

@@ -1027,61 +1027,69 @@ function runStoreContract(backend: Backend): void {
         await store.instances.prune(Number.MAX_SAFE_INTEGER);
       };
 
-      it('a heartbeat registers the instance; every instance counts the rows whose expiry is ahead, with a rank each', async () => {
-        await empty();
-        const [a, b, c] = [open(), open(), open()];
-        assert.deepEqual(await a.instances.heartbeat(beat('ins_a', NOW)), { count: 1, rank: 0 });
-        assert.deepEqual(await b.instances.heartbeat(beat('ins_b', NOW + 10)), { count: 2, rank: 1 });
-        assert.deepEqual(await c.instances.heartbeat(beat('ins_c', NOW + 20)), { count: 3, rank: 2 });
-        assert.deepEqual(await a.instances.heartbeat(beat('ins_a', NOW + 2000)), { count: 3, rank: 0 }, 'a refresh');
-        // b beats no more: past its expiry (NOW + 6010) it no longer counts, for anyone.
-        assert.deepEqual(await a.instances.heartbeat(beat('ins_a', NOW + 6015)), { count: 2, rank: 0 });
-        assert.deepEqual(await c.instances.heartbeat(beat('ins_c', NOW + 6020)), { count: 2, rank: 1 });
-        assert.deepEqual(
-          await c.instances.heartbeat(beat('ins_c', NOW + 6030, 100_000)),
-          { count: 2, rank: 1 },
-          'an instance with a longer interval writes a later expiry',
-        );
-        assert.deepEqual(await a.instances.heartbeat(beat('ins_a', NOW + 20_000)), { count: 2, rank: 0 });
-      });
+      it(
+        'a heartbeat registers the instance; every instance ' +
+          'counts the rows whose expiry is ahead, with a rank each',
+        async () => {
+          await empty();
+          const [a, b, c] = [open(), open(), open()];
+          assert.deepEqual(await a.instances.heartbeat(beat('ins_a', NOW)), { count: 1, rank: 0 });
+          assert.deepEqual(await b.instances.heartbeat(beat('ins_b', NOW + 10)), { count: 2, rank: 1 });
+          assert.deepEqual(await c.instances.heartbeat(beat('ins_c', NOW + 20)), { count: 3, rank: 2 });
+          assert.deepEqual(await a.instances.heartbeat(beat('ins_a', NOW + 2000)), { count: 3, rank: 0 }, 'a refresh');
+          // b beats no more: past its expiry (NOW + 6010) it no longer counts, for anyone.
+          assert.deepEqual(await a.instances.heartbeat(beat('ins_a', NOW + 6015)), { count: 2, rank: 0 });
+          assert.deepEqual(await c.instances.heartbeat(beat('ins_c', NOW + 6020)), { count: 2, rank: 1 });
+          assert.deepEqual(
+            await c.instances.heartbeat(beat('ins_c', NOW + 6030, 100_000)),
+            { count: 2, rank: 1 },
+            'an instance with a longer interval writes a later expiry',
+          );
+          assert.deepEqual(await a.instances.heartbeat(beat('ins_a', NOW + 20_000)), { count: 2, rank: 0 });
+        },
+      );
 
-      it('a refresh keeps host, pid and started_at; leave deletes the row once; prune only rows expired before the bound', async () => {
-        await empty();
-        await store.instances.heartbeat(beat('ins_p', NOW, 6000));
-        await store.instances.heartbeat({ ...beat('ins_p', NOW + 2000, 6000), host: 'other', pid: 1, startedAt: 5 });
-        const rows = await rawSql(backend, db, 'SELECT * FROM instances WHERE id = ?', ['ins_p']);
-        assert.deepEqual(
-          rows
-            .map((r) => ({ ...(r as Record<string, unknown>) }))
-            .map((r) => ({
-              id: r.id,
-              host: r.host,
-              pid: Number(r.pid),
-              started_at: Number(r.started_at),
-              heartbeat_at: Number(r.heartbeat_at),
-              expires_at: Number(r.expires_at),
-            })),
-          [
-            {
-              id: 'ins_p',
-              host: 'host-1',
-              pid: 4242,
-              started_at: NOW,
-              heartbeat_at: NOW + 2000,
-              expires_at: NOW + 8000,
-            },
-          ],
-        );
-        assert.equal(await store.instances.leave('ins_p'), true);
-        assert.equal(await store.instances.leave('ins_p'), false, 'gone already');
-        assert.deepEqual(await store.instances.heartbeat(beat('ins_q', NOW, 6000)), { count: 1, rank: 0 });
+      it(
+        'a refresh keeps host, pid and started_at; leave deletes ' +
+          'the row once; prune only rows expired before the bound',
+        async () => {
+          await empty();
+          await store.instances.heartbeat(beat('ins_p', NOW, 6000));
+          await store.instances.heartbeat({ ...beat('ins_p', NOW + 2000, 6000), host: 'other', pid: 1, startedAt: 5 });
+          const rows = await rawSql(backend, db, 'SELECT * FROM instances WHERE id = ?', ['ins_p']);
+          assert.deepEqual(
+            rows
+              .map((r) => ({ ...(r as Record<string, unknown>) }))
+              .map((r) => ({
+                id: r.id,
+                host: r.host,
+                pid: Number(r.pid),
+                started_at: Number(r.started_at),
+                heartbeat_at: Number(r.heartbeat_at),
+                expires_at: Number(r.expires_at),
+              })),
+            [
+              {
+                id: 'ins_p',
+                host: 'host-1',
+                pid: 4242,
+                started_at: NOW,
+                heartbeat_at: NOW + 2000,
+                expires_at: NOW + 8000,
+              },
+            ],
+          );
+          assert.equal(await store.instances.leave('ins_p'), true);
+          assert.equal(await store.instances.leave('ins_p'), false, 'gone already');
+          assert.deepEqual(await store.instances.heartbeat(beat('ins_q', NOW, 6000)), { count: 1, rank: 0 });
 
-        await store.instances.heartbeat(beat('ins_dead1', NOW - 10_000, 6000)); // expired at NOW - 4000
-        await store.instances.heartbeat(beat('ins_dead2', NOW - 3000, 6000)); // expires at NOW + 3000
-        assert.equal(await store.instances.prune(NOW), 1, 'only the row expired before the bound');
-        assert.deepEqual(await store.instances.heartbeat(beat('ins_q', NOW + 1000, 6000)), { count: 2, rank: 1 });
-        assert.equal(await store.instances.prune(Number.MAX_SAFE_INTEGER), 2);
-      });
+          await store.instances.heartbeat(beat('ins_dead1', NOW - 10_000, 6000)); // expired at NOW - 4000
+          await store.instances.heartbeat(beat('ins_dead2', NOW - 3000, 6000)); // expires at NOW + 3000
+          assert.equal(await store.instances.prune(NOW), 1, 'only the row expired before the bound');
+          assert.deepEqual(await store.instances.heartbeat(beat('ins_q', NOW + 1000, 6000)), { count: 2, rank: 1 });
+          assert.equal(await store.instances.prune(Number.MAX_SAFE_INTEGER), 2);
+        },
+      );
 
       it('upgrade to schema 7: a database at schema 6 gains the table and keeps its tokens', async () => {
         const older = await backend.create();
