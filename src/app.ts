@@ -206,10 +206,13 @@ export function buildApp(deps: AppDeps): App {
       countStorageError();
       if (Date.now() - fleetWarnedAt < 60_000) return;
       fleetWarnedAt = Date.now();
+      const outcome =
+        failed === 'leave'
+          ? 'its row expires by itself'
+          : 'the rate limits stay split among the last known count of instances';
       app.log.warn(
         { err, failed, instances: fleet.count, failures: fleet.stats.failures },
-        `instance ${failed} failed; the rate limits stay split among the last known count of instances ` +
-          '(this warning repeats at most once a minute)',
+        `instance ${failed} failed; ${outcome} (this warning repeats at most once a minute)`,
       );
     },
   });
@@ -241,7 +244,7 @@ export function buildApp(deps: AppDeps): App {
   app.addHook('onReady', async () => {
     // Before serving: the first heartbeat tells this instance its share of the rate limits.
     await fleet.start();
-    app.log.info({ instance: fleet.id, instances: fleet.count }, 'instance registered');
+    if (fleet.stats.beats > 0) app.log.info({ instance: fleet.id, instances: fleet.count }, 'instance registered');
     tokens.lastUsed.start();
     purger.start();
     auditPruner.start();
