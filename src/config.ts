@@ -370,8 +370,8 @@ export const SettingsSchema = Type.Object({
       maximum: 10_000_000,
       default: 600,
       description:
-        'Requests per window per token (per instance); 0 turns rate limiting off. Answers carry ' +
-        'RateLimit / RateLimit-Policy headers; over it, 429.',
+        'Requests per window per token, across all instances on the database (each enforces its share); ' +
+        '0 turns rate limiting off. Answers carry RateLimit / RateLimit-Policy headers; over it, 429.',
     }),
   ),
   rateLimitAnonymous: setting(
@@ -381,7 +381,7 @@ export const SettingsSchema = Type.Object({
       maximum: 10_000_000,
       default: 300,
       description:
-        'Requests per window per client address for requests without a token (per instance); ' +
+        'Requests per window per client address for requests without a token, across all instances; ' +
         '0: no limit for them.',
     }),
   ),
@@ -392,6 +392,17 @@ export const SettingsSchema = Type.Object({
       maximum: 86_400,
       default: 60,
       description: 'Length of the rate-limit window, in seconds.',
+    }),
+  ),
+  instanceHeartbeatMs: setting(
+    'INSTANCE_HEARTBEAT_MS',
+    Type.Integer({
+      minimum: 100,
+      maximum: 60_000,
+      default: 2000,
+      description:
+        'How often each instance records in storage that it runs (table `instances`); it counts as live for 3 ' +
+        'intervals after its last one. The rate limits are split among the live instances.',
     }),
   ),
   metricsAccess: setting(

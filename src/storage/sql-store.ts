@@ -16,7 +16,7 @@ import { encodeChange } from './changes.js';
 import type { Driver, LockName, Param, Queries } from './driver.js';
 import { BOOKKEEPING, BOOTSTRAP_KEY, pendingMigrations, schemaVersion, stepSql } from './migrations.js';
 import { bootstrapOutcome, latestPerId } from './rows.js';
-import { ACCOUNTS, API_TOKENS, AUDIT_EVENTS, CATALOG_REVISION_INFO, CATALOG_REVISIONS } from './tables.js';
+import { ACCOUNTS, API_TOKENS, AUDIT_EVENTS, CATALOG_REVISION_INFO, CATALOG_REVISIONS, INSTANCES } from './tables.js';
 import type {
   AccountFilter,
   AccountRecord,
@@ -33,7 +33,10 @@ import type {
   CatalogRevisionInfo,
   CatalogStore,
   CreateTokenResult,
+  InstanceRecord,
+  InstanceStore,
   LastUsed,
+  LiveInstances,
   MigrationReport,
   Store,
   CreateAccountResult,
@@ -121,6 +124,17 @@ const SQL = {
   applyCatalog:
     `INSERT INTO catalog_revisions (${CATALOG_REVISIONS.columns}) VALUES (${CATALOG_REVISIONS.placeholders})` +
     ' ON CONFLICT (version) DO NOTHING',
+  // A new instance inserts its row; a known one refreshes only what a heartbeat changes.
+  heartbeat:
+    `INSERT INTO instances (${INSTANCES.columns}) VALUES (${INSTANCES.placeholders})` +
+    ' ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at',
+  // The ids sort by the database's collation, the same for every instance that asks.
+  // CAST: COUNT and SUM are BIGINT in PostgreSQL, which its driver returns as strings.
+  liveInstances:
+    'SELECT CAST(COUNT(*) AS INTEGER) AS n, CAST(COALESCE(SUM(CASE WHEN id < ? THEN 1 ELSE 0 END), 0) AS INTEGER)' +
+    ' AS below FROM instances WHERE expires_at > ?',
+  leaveInstance: 'DELETE FROM instances WHERE id = ?',
+  pruneInstances: 'DELETE FROM instances WHERE expires_at < ?',
   appliedVersions: 'SELECT version FROM infracat_schema_migrations',
   schemaVersion: 'SELECT COALESCE(MAX(version), 0) AS v FROM infracat_schema_migrations',
   recordMigration: 'INSERT INTO infracat_schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
@@ -192,6 +206,7 @@ export class SqlStore implements Store {
   readonly accounts: AccountStore;
   readonly catalog: CatalogStore;
   readonly audit: AuditStore;
+  readonly instances: InstanceStore;
   readonly stats = { queries: 0 };
   private readonly db: Counted;
 
@@ -204,6 +219,7 @@ export class SqlStore implements Store {
     this.accounts = new SqlAccountStore(this.db, transact);
     this.catalog = new SqlCatalogStore(this.db, transact);
     this.audit = new SqlAuditStore(this.db);
+    this.instances = new SqlInstanceStore(this.db);
   }
 
   /** A transaction whose statements are counted like any other. */
@@ -543,5 +559,23 @@ class SqlAuditStore implements AuditStore {
 
   prune(before: number, limit: number): Promise<number> {
     return this.db.run(SQL.pruneEvents, [before, limit]);
+  }
+}
+
+class SqlInstanceStore implements InstanceStore {
+  constructor(private readonly db: Queries) {}
+
+  async heartbeat(instance: InstanceRecord): Promise<LiveInstances> {
+    await this.db.run(SQL.heartbeat, INSTANCES.params(instance));
+    const row = await this.db.get<{ n: number; below: number }>(SQL.liveInstances, [instance.id, instance.heartbeatAt]);
+    return { count: row?.n ?? 0, rank: row?.below ?? 0 };
+  }
+
+  async leave(id: string): Promise<boolean> {
+    return (await this.db.run(SQL.leaveInstance, [id])) > 0;
+  }
+
+  prune(before: number): Promise<number> {
+    return this.db.run(SQL.pruneInstances, [before]);
   }
 }

@@ -15,6 +15,7 @@ import type {
   AccountStatus,
   CATALOG_REVISIONS,
   CATALOG_REVISION_INFO,
+  INSTANCES,
   RecordOfTable,
 } from './tables.js';
 
@@ -194,6 +195,34 @@ export interface AuditStore {
   prune(before: number, limit: number): Promise<number>;
 }
 
+/** One running instance's row (its columns: tables.ts). */
+export type InstanceRecord = RecordOfTable<typeof INSTANCES>;
+
+/** The live instances as one instance sees them after its heartbeat. */
+export interface LiveInstances {
+  /** Instances whose expires_at is after the heartbeat's time, the caller included. */
+  count: number;
+  /** How many of them have an id that sorts before the caller's (0 .. count-1). */
+  rank: number;
+}
+
+/**
+ * The registry of running instances (migration 7): each instance refreshes its own row;
+ * the others' rows say how many share the fleet's work (the rate limits).
+ */
+export interface InstanceStore {
+  /**
+   * Inserts the instance's row, or refreshes heartbeat_at and expires_at of the row it
+   * already has (host, pid and started_at stay as first written); then counts the
+   * instances live at `instance.heartbeatAt`.
+   */
+  heartbeat(instance: InstanceRecord): Promise<LiveInstances>;
+  /** Deletes the instance's row (a graceful stop); false when it had none. */
+  leave(id: string): Promise<boolean>;
+  /** Deletes the rows that expired before `before` (instances that died without leaving); resolves to how many. */
+  prune(before: number): Promise<number>;
+}
+
 export interface MigrationReport {
   /** Versions applied by this call (empty when the schema was current). */
   applied: number[];
@@ -268,6 +297,7 @@ export interface Store {
   readonly accounts: AccountStore;
   readonly catalog: CatalogStore;
   readonly audit: AuditStore;
+  readonly instances: InstanceStore;
   /**
    * Statements this store sent to the database since it opened (metrics; proves what
    * never touches storage): each statement counts one, inside a transaction or not,
