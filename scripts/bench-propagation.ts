@@ -154,13 +154,14 @@ try {
     with_feed: summary(feed),
     baseline_ttl_only: summary(base),
   };
+  const line = (r: ReturnType<typeof summary>) => `n=${r.n} p50=${r.p50} p99=${r.p99} max=${r.max}`;
   const ratio = (k: 'p50' | 'p99' | 'max') =>
     Math.round((result.with_feed[k] / result.baseline_ttl_only[k]) * 1000) / 1000;
   process.stdout.write(
     [
       `revocation reaching 2 other instances (ms from A's 204 until B and C both answer 401):`,
-      `  with LISTEN/NOTIFY:        n=${result.with_feed.n} p50=${result.with_feed.p50} p99=${result.with_feed.p99} max=${result.with_feed.max}`,
-      `  baseline (TTL 5 s only):   n=${result.baseline_ttl_only.n} p50=${result.baseline_ttl_only.p50} p99=${result.baseline_ttl_only.p99} max=${result.baseline_ttl_only.max}`,
+      `  with LISTEN/NOTIFY:        ${line(result.with_feed)}`,
+      `  baseline (TTL 5 s only):   ${line(result.baseline_ttl_only)}`,
       `  ratio feed / baseline:     p50=${ratio('p50')} p99=${ratio('p99')} max=${ratio('max')}`,
       '',
     ].join('\n'),
