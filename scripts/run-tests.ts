@@ -35,6 +35,8 @@ if (env.TEST_DATABASE_URL === undefined || env.TEST_DATABASE_URL === '') {
   const started = Date.now();
   server = await startEmbeddedPostgres();
   env.TEST_DATABASE_URL = server.url;
+  // Test names then say which server the PostgreSQL half ran on (test/helpers/backends.ts).
+  env.TEST_DATABASE_SERVER = 'embedded';
   process.stdout.write(`test harness: PostgreSQL started on 127.0.0.1:${server.port} in ${Date.now() - started} ms\n`);
 } else {
   process.stdout.write('test harness: using TEST_DATABASE_URL\n');

@@ -47,6 +47,9 @@ import { secretScanningRoutes } from './secret-scanning/routes.js';
 import { createAccountService } from './accounts/index.js';
 import { accountRoutes } from './accounts/routes.js';
 import type { AccountService } from './accounts/service.js';
+import { ChangeFollower } from './fleet/changes.js';
+import type { ChangeWatch } from './storage/types.js';
+import { FleetRegistry } from './fleet/registry.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
@@ -62,6 +65,8 @@ declare module 'fastify' {
       purger: PeriodicPurge;
       /** Deletes audit events older than AUDIT_RETENTION_DAYS. */
       auditPruner: PeriodicPurge;
+      /** This instance's heartbeat, and the live instances that share the rate limits. */
+      fleet: FleetRegistry;
     };
   }
 }
@@ -201,7 +206,29 @@ export function buildApp(deps: AppDeps): App {
     },
   });
   const accounts = createAccountService(store, tokens.cache, deps.now, audit);
-  app.decorate('infracat', { tokens, accounts, catalog, audit: auditService, purger, auditPruner });
+  // A failed heartbeat keeps the last count (src/fleet/registry.ts); like the flush
+  // above, one warning a minute says it while it lasts.
+  let fleetWarnedAt = Number.NEGATIVE_INFINITY;
+  const fleet = new FleetRegistry({
+    store: store.instances,
+    heartbeatMs: config.instanceHeartbeatMs,
+    onChange: (count, previous) =>
+      app.log.info({ instances: count, previous }, 'live instances changed: the rate limits are split among them'),
+    onError: (err, failed) => {
+      countStorageError();
+      if (Date.now() - fleetWarnedAt < 60_000) return;
+      fleetWarnedAt = Date.now();
+      const outcome =
+        failed === 'leave'
+          ? 'its row expires by itself'
+          : 'the rate limits stay split among the last known count of instances';
+      app.log.warn(
+        { err, failed, instances: fleet.count, failures: fleet.stats.failures },
+        `instance ${failed} failed; ${outcome} (this warning repeats at most once a minute)`,
+      );
+    },
+  });
+  app.decorate('infracat', { tokens, accounts, catalog, audit: auditService, purger, auditPruner, fleet });
   const auth = createAuth({
     service: tokens.service,
     limiter: new FailureLimiter(config.authFailureLimit, config.authFailureWindowS * 1000),
@@ -214,16 +241,38 @@ export function buildApp(deps: AppDeps): App {
     windowS: config.rateLimitWindowS,
   };
   const limiter =
-    rateLimit.quotas.token > 0 || rateLimit.quotas.anonymous > 0 ? installRateLimit(app, rateLimit) : undefined;
+    rateLimit.quotas.token > 0 || rateLimit.quotas.anonymous > 0
+      ? installRateLimit(app, { ...rateLimit, fleet })
+      : undefined;
   installNotFoundHandler(app, limiter);
+  // Other instances' changes, heard as they commit (src/fleet/changes.ts).
+  const changes = new ChangeFollower({
+    cache: tokens.cache,
+    catalog,
+    onConnected: () => app.log.info('hearing changes made by other instances'),
+    onDisconnected: (err) => {
+      countStorageError();
+      app.log.warn(
+        { err },
+        'lost the connection that hears changes made by other instances; reconnecting ' +
+          '(meanwhile they take effect here within TOKEN_CACHE_TTL_MS and CATALOG_REFRESH_MS)',
+      );
+    },
+  });
+  let watch: ChangeWatch | undefined;
   installMetrics(app, config.metricsAccess, {
     tokens,
     catalog,
+    changes,
     storageErrors: () => storageErrors,
     storageQueries: () => store.stats.queries,
+    fleet,
   });
 
   app.addHook('onReady', async () => {
+    // Before serving: the first heartbeat tells this instance its share of the rate limits.
+    await fleet.start();
+    if (fleet.stats.beats > 0) app.log.info({ instance: fleet.id, instances: fleet.count }, 'instance registered');
     tokens.lastUsed.start();
     purger.start();
     auditPruner.start();
@@ -238,9 +287,13 @@ export function buildApp(deps: AppDeps): App {
       app.log.warn({ err }, 'could not load the catalog at start; will retry');
     }
     catalog.start();
+    watch = store.watch(changes);
   });
   app.addHook('onClose', async () => {
-    // In-flight requests are done by now: write their last uses, then let go of storage.
+    // In-flight requests are done by now: leave the fleet (the others take over this
+    // instance's share at their next heartbeat), write the last uses, let go of storage.
+    await fleet.stop();
+    await watch?.stop();
     catalog.stop();
     await purger.stop();
     await auditPruner.stop();

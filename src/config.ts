@@ -110,6 +110,21 @@ export const SettingsSchema = Type.Object({
     ),
     { shown: shownDatabaseUrl },
   ),
+  databaseNotifyUrl: setting(
+    'DATABASE_NOTIFY_URL',
+    Type.Decode(
+      Type.String({
+        default: '',
+        description:
+          'PostgreSQL: where each instance LISTENs for the changes other instances announce (deleted, ' +
+          'rotated or edited tokens, account status, catalog applies), on one connection of its own. ' +
+          'Unset: DATABASE_URL. Set it to a direct or session-mode connection to the same database when ' +
+          'DATABASE_URL goes through a pooler in transaction mode (PgBouncer), which drops LISTEN.',
+      }),
+      parseNotifyUrl,
+    ),
+    { shown: shownDatabaseUrl },
+  ),
   databasePoolMax: setting(
     'DATABASE_POOL_MAX',
     Type.Integer({
@@ -226,8 +241,9 @@ export const SettingsSchema = Type.Object({
       maximum: 600_000,
       default: 5000,
       description:
-        'How long a verified token is trusted from memory before storage is asked again: the bound within ' +
-        'which a delete on another instance takes effect. 0 disables the cache.',
+        'How long a verified token is trusted from memory before storage is asked again. Changes made on ' +
+        'other instances reach this one within about a second through the change feed; this is the bound ' +
+        'while the feed is down. 0 disables the cache.',
     }),
   ),
   tokenCacheMax: setting(
@@ -309,8 +325,8 @@ export const SettingsSchema = Type.Object({
       maximum: 3_600_000,
       default: 5000,
       description:
-        'How often each instance checks storage for a newly applied catalog: the bound on how stale a ' +
-        'catalog read can be.',
+        'How often each instance checks storage for a newly applied catalog. Applies reach every instance ' +
+        'within about a second through the change feed; this is the bound while the feed is down.',
     }),
   ),
   // '' = chosen by access mode. Only what can be sent as a header value (visible ASCII,
@@ -370,8 +386,8 @@ export const SettingsSchema = Type.Object({
       maximum: 10_000_000,
       default: 600,
       description:
-        'Requests per window per token (per instance); 0 turns rate limiting off. Answers carry ' +
-        'RateLimit / RateLimit-Policy headers; over it, 429.',
+        'Requests per window per token, across all instances on the database (each enforces its share); ' +
+        '0 turns rate limiting off. Answers carry RateLimit / RateLimit-Policy headers; over it, 429.',
     }),
   ),
   rateLimitAnonymous: setting(
@@ -381,7 +397,7 @@ export const SettingsSchema = Type.Object({
       maximum: 10_000_000,
       default: 300,
       description:
-        'Requests per window per client address for requests without a token (per instance); ' +
+        'Requests per window per client address for requests without a token, across all instances; ' +
         '0: no limit for them.',
     }),
   ),
@@ -392,6 +408,17 @@ export const SettingsSchema = Type.Object({
       maximum: 86_400,
       default: 60,
       description: 'Length of the rate-limit window, in seconds.',
+    }),
+  ),
+  instanceHeartbeatMs: setting(
+    'INSTANCE_HEARTBEAT_MS',
+    Type.Integer({
+      minimum: 100,
+      maximum: 60_000,
+      default: 2000,
+      description:
+        'How often each instance records in storage that it runs (table `instances`); it counts as live for 3 ' +
+        'intervals after its last one. The rate limits are split among the live instances.',
     }),
   ),
   metricsAccess: setting(
@@ -517,6 +544,14 @@ function refusal(schema: SettingSchema, raw: string, expected: string): ConfigEr
   return new ConfigError(`invalid ${schema.env} ${JSON.stringify(shown)}: ${expected}`);
 }
 
+/** DATABASE_NOTIFY_URL: '' (use DATABASE_URL) or a postgres:// URL. */
+function parseNotifyUrl(raw: string): string {
+  if (raw.trim() === '') return '';
+  const db = parseDatabaseUrl(raw);
+  if (db.kind !== 'postgres') throw new Error('expected unset or a postgres:// or postgresql:// URL');
+  return db.url;
+}
+
 /**
  * Builds the validated, frozen config. `overrides` (from `serve` flags) win over `env`.
  * Empty environment values count as unset.
@@ -548,6 +583,9 @@ export function loadConfig(
     }
   }
   const config = input as Config;
+  if (config.databaseNotifyUrl !== '' && config.database.kind !== 'postgres') {
+    throw new ConfigError('invalid DATABASE_NOTIFY_URL: it is for PostgreSQL; DATABASE_URL is a SQLite file');
+  }
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError('invalid HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS');
   }

@@ -89,6 +89,7 @@ describe('configuration', () => {
     ['LOG_LEVEL', 'LOUD', 'expected one of fatal, error, warn, info, debug, trace, silent'],
     ['ACCESS_LOG', 'ALL', 'expected one of all, errors'],
     ['DATABASE_URL', 'sqlite://', 'sqlite: needs a file path, e.g. sqlite:./data/infracat.sqlite'],
+    ['DATABASE_NOTIFY_URL', 'sqlite:x.db', 'expected unset or a postgres:// or postgresql:// URL'],
     ['DATABASE_POOL_MAX', '1001', 'expected an integer from 1 to 1000'],
     ['DATABASE_TIMEOUT_MS', '99', 'expected an integer from 100 to 600000'],
     ['SHUTDOWN_TIMEOUT_MS', '600001', 'expected an integer from 0 to 600000'],
@@ -119,6 +120,7 @@ describe('configuration', () => {
     ['RATE_LIMIT', '10000001', 'expected an integer from 0 to 10000000'],
     ['RATE_LIMIT_ANONYMOUS', '-1', 'expected an integer from 0 to 10000000'],
     ['RATE_LIMIT_WINDOW_S', '0', 'expected an integer from 1 to 86400'],
+    ['INSTANCE_HEARTBEAT_MS', '99', 'expected an integer from 100 to 60000'],
     ['METRICS_ACCESS', 'none', 'expected one of public, loopback, off'],
     ['CONSOLE', '2', 'expected true or false'],
     ['REQUEST_TIMEOUT_MS', '999', 'expected an integer from 1000 to 600000'],
@@ -159,6 +161,18 @@ describe('configuration', () => {
     expectError({ CORS_ORIGINS: 'ftp://b', TOKEN_PREFIX: 'A' }, /^invalid TOKEN_PREFIX "A"/);
     expectError({ DATABASE_POOL_MAX: '0', DATABASE_URL: 'mysql://x' }, /^invalid DATABASE_URL "mysql:\/\/x"/);
     expectError({ PORT: '-1', DATABASE_URL: 'mysql://x' }, /^invalid PORT "-1"/);
+  });
+
+  it('DATABASE_NOTIFY_URL: a PostgreSQL URL, only with PostgreSQL storage, its password never shown', () => {
+    const pgUrl = 'postgres://infracat:hunter2@db.internal:5432/infracat';
+    assert.equal(loadConfig({ DATABASE_URL: pgUrl }).databaseNotifyUrl, '');
+    const direct = 'postgresql://infracat:hunter2@db-direct.internal:5432/infracat';
+    assert.equal(loadConfig({ DATABASE_URL: pgUrl, DATABASE_NOTIFY_URL: direct }).databaseNotifyUrl, direct);
+    expectError({ DATABASE_NOTIFY_URL: direct }, /^invalid DATABASE_NOTIFY_URL: it is for PostgreSQL/);
+    assert.throws(
+      () => loadConfig({ DATABASE_URL: pgUrl, DATABASE_NOTIFY_URL: 'postgres://u:hunter2@' }),
+      (err: Error) => /^invalid DATABASE_NOTIFY_URL/.test(err.message) && !err.message.includes('hunter2'),
+    );
   });
 
   it('cross-setting checks: headers within the request timeout, drain within shutdown timeout, rule scopes', () => {
@@ -252,6 +266,7 @@ describe('configuration', () => {
         logLevel: 'info',
         accessLog: 'all',
         database: undefined,
+        databaseNotifyUrl: '',
         databasePoolMax: 10,
         databaseTimeoutMs: 5000,
         shutdownTimeoutMs: 10000,
@@ -281,6 +296,7 @@ describe('configuration', () => {
         rateLimit: 600,
         rateLimitAnonymous: 300,
         rateLimitWindowS: 60,
+        instanceHeartbeatMs: 2000,
         metricsAccess: 'loopback',
         console: true,
         requestTimeoutMs: 30000,

@@ -1,6 +1,6 @@
 // `infracat accounts create|list|suspend|resume|delete`: the operator's path to accounts,
 // straight to the configured store (no HTTP, no token needed). Running instances refuse
-// a suspended or deleted account's tokens within TOKEN_CACHE_TTL_MS.
+// a suspended or deleted account's tokens within about a second (the change feed).
 import { createAccountService } from '../accounts/index.js';
 import { cliAuditContext } from '../audit/context.js';
 import { accountView } from '../accounts/views.js';

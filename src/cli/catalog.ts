@@ -24,7 +24,7 @@ or JSON file in version control (see catalog/default.yaml for the format).
   infracat catalog apply FILE [--dry-run] [--allow-removals]
       Validates FILE, prints what changes (+ added, - removed, ~ changed), and applies
       it in one step: a file with any problem changes nothing. Running instances serve
-      the new catalog within CATALOG_REFRESH_MS. --dry-run stops after the diff.
+      the new catalog within about a second. --dry-run stops after the diff.
       An apply that removes entries (an empty or truncated file removes everything)
       needs --allow-removals, or a "yes" typed at the prompt on a terminal.
   infracat catalog export [--format yaml|json]

@@ -1,7 +1,7 @@
 // `infracat tokens create|list|rotate|update|delete`: the operator's path, straight to the
 // configured store (no HTTP, no token needed), in one account: --account ID, the operator
-// account by default. Running instances see a delete, a rotation or an edit within
-// TOKEN_CACHE_TTL_MS.
+// account by default. Running instances see a delete, a rotation or an edit within about
+// a second (storage announces it: src/fleet/changes.ts).
 import { OPERATOR_ACCOUNT_ID } from '../accounts/ids.js';
 import { cliAuditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
@@ -38,9 +38,9 @@ Manage API tokens directly in the configured store (DATABASE_URL or --database-u
   infracat tokens update ID [--name NAME] [--scopes SCOPE[,SCOPE...]] [--json]
       Renames the token and/or replaces its scopes (any registered scope; accounts:*
       only in the operator account). --json prints PATCH /api/v1/api-tokens/{id}.
-      Other running instances apply narrowed scopes within TOKEN_CACHE_TTL_MS.
+      Other running instances apply narrowed scopes within about a second.
   infracat tokens delete ID [--json]
-      Deletes a token. Other running instances refuse it within TOKEN_CACHE_TTL_MS.
+      Deletes a token. Other running instances refuse it within about a second.
 ${checkHelp}
 Options:
   --account ID          the account to act in (default: the operator account,

@@ -4,6 +4,8 @@
 import { BlockList, isIP } from 'node:net';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CatalogService } from '../catalog/service.js';
+import type { ChangeFollower } from '../fleet/changes.js';
+import type { FleetRegistry } from '../fleet/registry.js';
 import { AppError } from '../errors.js';
 import type { TokenDomain } from '../tokens/index.js';
 import { noStore } from './no-store.js';
@@ -14,8 +16,11 @@ export interface MetricsSources {
   /** Storage statements sent so far. */
   storageQueries: () => number;
   catalog: CatalogService;
-  /** Storage failures seen anywhere (requests, catalog refreshes, last-used flushes). */
+  /** Storage failures seen anywhere (requests, catalog refreshes, last-used flushes, heartbeats). */
   storageErrors: () => number;
+  /** What this instance heard of other instances' changes. */
+  changes: ChangeFollower;
+  fleet: FleetRegistry;
 }
 
 // All of 127.0.0.0/8 is loopback (Linux routes every address of it to lo), and so is ::1.
@@ -172,7 +177,7 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
   totalCounter(
     registry,
     'infracat_storage_errors_total',
-    'Storage unavailable errors (requests, catalog refreshes, flushes)',
+    'Storage unavailable errors (requests, catalog refreshes, flushes, heartbeats)',
     sources.storageErrors,
   );
   new Gauge({
@@ -197,6 +202,56 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
     registers: [registry],
     collect() {
       const at = sources.catalog.lastCheckedAt;
+      this.set(at === 0 ? -1 : (Date.now() - at) / 1000);
+    },
+  });
+
+  new Gauge({
+    name: 'infracat_change_feed_listening',
+    help: "1 while this instance hears other instances' changes as they happen; 0 while it relies on TTL and polling",
+    registers: [registry],
+    collect() {
+      this.set(sources.changes.listening ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: 'infracat_change_feed_changes_total',
+    help: 'Changes heard from storage, by kind (resync: anything may have changed; at start and after a reconnect)',
+    labelNames: ['kind'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [kind, n] of Object.entries(sources.changes.heard)) this.inc({ kind }, n);
+    },
+  });
+  totalCounter(
+    registry,
+    'infracat_change_feed_disconnects_total',
+    'Times the connection that hears changes was lost (it reconnects by itself)',
+    () => sources.changes.disconnects,
+  );
+
+  const { fleet } = sources;
+  new Gauge({
+    name: 'infracat_fleet_instances',
+    help: 'Live instances as the last successful heartbeat counted them (the rate limits are split among them)',
+    registers: [registry],
+    collect() {
+      this.set(fleet.count);
+    },
+  });
+  totalCounter(
+    registry,
+    'infracat_fleet_heartbeat_failures_total',
+    'Heartbeats that failed (the last count of instances is kept)',
+    () => fleet.stats.failures,
+  );
+  new Gauge({
+    name: 'infracat_fleet_heartbeat_age_seconds',
+    help: 'Seconds since the last successful heartbeat (grows while storage is down; -1 before the first)',
+    registers: [registry],
+    collect() {
+      const at = fleet.stats.lastBeatAt;
       this.set(at === 0 ? -1 : (Date.now() - at) / 1000);
     },
   });

@@ -63,9 +63,13 @@ function rateLimitHeaders({ quotas, windowS }: RateLimitOptions): Record<string,
   const policies = on.map((p) => `\`${policyField(p, quotas[p], windowS)}\` (${RATE_LIMIT_POLICIES[p]})`).join('; ');
   return {
     RateLimit: header(
-      `Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): ${states}`,
+      'Requests this client can still expect in the window across all instances (the remaining share of the ' +
+        'instance that answered times the live instances, at most the quota; 0: that instance refuses the next ' +
+        `one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): ${states}`,
     ),
-    'RateLimit-Policy': header(`Quota of requests per window of seconds: ${policies}`),
+    'RateLimit-Policy': header(
+      `Quota of requests per window of seconds, for all instances together (each enforces its share): ${policies}`,
+    ),
   };
 }
 

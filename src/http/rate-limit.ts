@@ -1,8 +1,19 @@
-// Request rate limits, per instance, in fixed windows: per token for authenticated
-// requests, per client address otherwise. Every counted answer carries the
-// draft-ietf-httpapi-ratelimit-headers fields (policyField and stateField below spell them):
-//   RateLimit-Policy: "token";q=600;w=60
-//   RateLimit: "token";r=599;t=42
+// Request rate limits, in fixed windows: per token for authenticated requests, per client
+// address otherwise. The quotas are the fleet's: with several instances on one database,
+// each enforces its share (shareOf: the quota split among the live instances the fleet
+// registry counts), so behind a balancer spreading requests evenly a client gets the
+// quota, not N times it; counted in memory, no storage access per request. Windows are
+// aligned to the wall clock, at an offset per key (a hash of it), so every instance's
+// window for a client starts and ends at the same moment while different clients' windows
+// do not all reset at once (no herd of retries at the top of each window).
+// Every counted answer carries the draft-ietf-httpapi-ratelimit-headers fields (policyField
+// and stateField below spell them):
+//   RateLimit-Policy: "token";q=600;w=60    the fleet's quota and the window
+//   RateLimit: "token";r=599;t=42           what the client can still expect across the fleet
+//                                           (this instance's remaining share times the live
+//                                           instances, at most q; 0 when this instance
+//                                           refuses the next one), and the seconds until the
+//                                           window ends
 // Over the limit: 429 RATE_LIMITED with Retry-After. A revalidation costs nothing: a 304
 // gives its unit back, and over the limit a GET/HEAD with If-None-Match to a route that
 // declares `revalidates` is let through without one, to be answered 304 if the client's
@@ -22,6 +33,7 @@ import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHan
 import { LRUCache } from 'lru-cache';
 import { entries } from '../bounded.js';
 import { AppError } from '../errors.js';
+import { shareOf, type FleetView } from '../fleet/registry.js';
 import type { App } from './types.js';
 
 /** The policies the RateLimit fields name, and whose budget each is. */
@@ -38,6 +50,33 @@ export interface RateLimitOptions {
   windowS: number;
   /** Most windows (tokens and addresses) tracked at once; the least recently used go first. */
   maxKeys?: number;
+  /** The instances sharing the quotas (the fleet registry, read on every request); absent: this one alone. */
+  fleet?: FleetView;
+}
+
+const ALONE: FleetView = { count: 1, rank: 0 };
+
+/**
+ * Where a key's windows start within the window length: the same for a key on every
+ * instance (FNV-1a of its text, nothing per process), spread over the window across keys.
+ */
+export function windowOffset(key: string, windowMs: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) {
+    hash ^= key.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % windowMs;
+}
+
+/** The end of the window holding `now`, for windows of `windowMs` starting at `offset` past each multiple. */
+export function windowEnd(now: number, windowMs: number, offset: number): number {
+  return Math.floor((now - offset) / windowMs) * windowMs + offset + windowMs;
+}
+
+/** `r=`: what a client can expect across the fleet, from what this instance has left of its share. */
+export function fleetRemaining(local: number, quota: number, fleet: FleetView): number {
+  return Math.min(quota, local * Math.max(1, fleet.count));
 }
 
 declare module 'fastify' {
@@ -69,13 +108,17 @@ export function stateField(policy: RateLimitPolicy, remaining: number, resetS: n
 interface Window {
   used: number;
   resetAt: number;
+  /** windowOffset(key): kept, so a new window of the key costs no hash. */
+  offset: number;
 }
 
 /** What the limiter did with a request: the unit it took (to give back on a 304), or the 429 it holds back. */
 interface Taken {
   key: string;
   policy: RateLimitPolicy;
-  remaining: number;
+  /** What remained of this instance's share after this request. */
+  local: number;
+  quota: number;
   resetS: number;
   /** Set when over the limit: the refusal a revalidation was spared, unless it ends in a 304. */
   held: AppError | null;
@@ -97,6 +140,8 @@ export function refuseOverLimit(request: FastifyRequest): void {
  */
 export function installRateLimit(app: App, options: RateLimitOptions): preHandlerHookHandler {
   const { quotas, windowS } = options;
+  const windowMs = windowS * 1000;
+  const fleet = options.fleet ?? ALONE;
   const windows = new LRUCache<string, Window>(entries(options.maxKeys ?? 100_000));
   // The policy field is fixed per policy: built once here, not on every request.
   const policyFields: Record<RateLimitPolicy, string> = {
@@ -114,17 +159,21 @@ export function installRateLimit(app: App, options: RateLimitOptions): preHandle
     const now = Date.now();
     let window = windows.get(key);
     if (window === undefined || now >= window.resetAt) {
-      window = { used: 0, resetAt: now + windowS * 1000 };
+      const offset = window?.offset ?? windowOffset(key, windowMs);
+      window = { used: 0, resetAt: windowEnd(now, windowMs, offset), offset };
       windows.set(key, window);
     }
     const resetS = Math.max(1, Math.ceil((window.resetAt - now) / 1000));
-    const allowed = window.used < quota;
+    // The fleet as the last heartbeat saw it: a change mid-window changes the share, and
+    // the units already used stay used.
+    const share = shareOf(quota, fleet);
+    const allowed = window.used < share;
     if (allowed) window.used += 1;
-    const remaining = quota - window.used;
+    const local = Math.max(0, share - window.used);
     reply.header('ratelimit-policy', policyFields[policy]);
-    reply.header('ratelimit', stateField(policy, remaining, resetS));
+    reply.header('ratelimit', stateField(policy, fleetRemaining(local, quota, fleet), resetS));
     if (allowed) {
-      request.rateLimit = { key, policy, remaining, resetS, held: null };
+      request.rateLimit = { key, policy, local, quota, resetS, held: null };
       return null;
     }
     const detail = `rate limit of ${quota} requests per ${windowS} s reached; retry after ${resetS} s`;
@@ -134,7 +183,7 @@ export function installRateLimit(app: App, options: RateLimitOptions): preHandle
       (request.method === 'GET' || request.method === 'HEAD') &&
       request.headers['if-none-match'] !== undefined;
     if (!revalidation) return refusal;
-    request.rateLimit = { key, policy, remaining, resetS, held: refusal };
+    request.rateLimit = { key, policy, local, quota, resetS, held: refusal };
     return null;
   }
 
@@ -158,8 +207,12 @@ export function installRateLimit(app: App, options: RateLimitOptions): preHandle
       }
     } else if (reply.statusCode === 304) {
       const window = windows.get(took.key);
-      if (window !== undefined && window.used > 0) window.used -= 1;
-      reply.header('ratelimit', stateField(took.policy, took.remaining + 1, took.resetS));
+      let local = took.local + 1;
+      if (window !== undefined && window.used > 0) {
+        window.used -= 1;
+        local = Math.max(0, shareOf(took.quota, fleet) - window.used);
+      }
+      reply.header('ratelimit', stateField(took.policy, fleetRemaining(local, took.quota, fleet), took.resetS));
     }
     done(null, payload);
   };

@@ -4,7 +4,7 @@
 // in the shared store or migrations.ts, written once with `?` placeholders; a backend
 // only runs it. A driver rejects with StorageUnavailableError when the database cannot
 // serve right now (locked, unreachable, read-only, closed), never with its own errors.
-import type { BackupReport } from './types.js';
+import type { BackupReport, ChangeHandlers, ChangeWatch } from './types.js';
 
 /** A bound value: the column types infracat uses (TEXT, INTEGER/BIGINT, NULL). */
 export type Param = string | number | null;
@@ -52,6 +52,14 @@ export interface Driver extends Queries {
   tableExists(table: string): Promise<boolean>;
   /** Resolves when the database answers and looks writable, without writing. */
   ping(): Promise<void>;
+  /**
+   * Announces a change (changes.ts) to every watcher of the database when the transaction
+   * `tx` commits, and never if it rolls back (PostgreSQL: NOTIFY in the transaction).
+   * SQLite sends nothing: its watchers notice the file changed.
+   */
+  announce(tx: Queries, payload: string): Promise<void>;
+  /** See Store.watch. */
+  watch(handlers: ChangeHandlers): ChangeWatch;
   /** See Store.backup. */
   backup(file: string): Promise<BackupReport>;
   /** Waits for in-flight work and releases handles. Idempotent. */

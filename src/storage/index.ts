@@ -54,7 +54,8 @@ export async function openExistingStore(
 }
 
 export async function openStore(
-  config: Pick<Config, 'database' | 'databasePoolMax' | 'databaseTimeoutMs'>,
+  config: Pick<Config, 'database' | 'databasePoolMax' | 'databaseTimeoutMs'> &
+    Partial<Pick<Config, 'databaseNotifyUrl'>>,
   options: OpenStoreOptions = {},
 ): Promise<Store> {
   const db = config.database;
@@ -71,6 +72,7 @@ export async function openStore(
     url: db.url,
     poolMax: config.databasePoolMax,
     timeoutMs: config.databaseTimeoutMs,
+    ...(config.databaseNotifyUrl ? { notifyUrl: config.databaseNotifyUrl } : {}),
     ...(options.onIdleError ? { onIdleError: options.onIdleError } : {}),
   });
 }

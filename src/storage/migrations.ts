@@ -191,6 +191,24 @@ const MIGRATIONS: readonly Migration[] = [
       { data: mapCatalogWriteScopes },
     ],
   },
+  {
+    version: 7,
+    name: 'instances',
+    // The running instances, each refreshing its row with a heartbeat: how many share the
+    // rate limits (src/fleet/registry.ts). A graceful stop deletes the row; a crashed
+    // instance's row stops counting once its expires_at passes and is deleted later.
+    // No index: a fleet is a handful of rows.
+    steps: [
+      `CREATE TABLE instances (
+     id           TEXT PRIMARY KEY,
+     host         TEXT NOT NULL,
+     pid          BIGINT NOT NULL,
+     started_at   BIGINT NOT NULL,
+     heartbeat_at BIGINT NOT NULL,
+     expires_at   BIGINT NOT NULL
+   )`,
+    ],
+  },
 ];
 
 /**

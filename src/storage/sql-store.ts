@@ -12,10 +12,11 @@
 //   SQL text once.
 // - infracat has about fifteen statements: a builder's types buy little over one row
 //   table declared once (tables.ts).
+import { encodeChange } from './changes.js';
 import type { Driver, LockName, Param, Queries } from './driver.js';
 import { BOOKKEEPING, BOOTSTRAP_KEY, pendingMigrations, schemaVersion, stepSql } from './migrations.js';
 import { bootstrapOutcome, latestPerId } from './rows.js';
-import { ACCOUNTS, API_TOKENS, AUDIT_EVENTS, CATALOG_REVISION_INFO, CATALOG_REVISIONS } from './tables.js';
+import { ACCOUNTS, API_TOKENS, AUDIT_EVENTS, CATALOG_REVISION_INFO, CATALOG_REVISIONS, INSTANCES } from './tables.js';
 import type {
   AccountFilter,
   AccountRecord,
@@ -26,10 +27,16 @@ import type {
   AuditStore,
   BackupReport,
   CatalogRevision,
+  Change,
+  ChangeHandlers,
+  ChangeWatch,
   CatalogRevisionInfo,
   CatalogStore,
   CreateTokenResult,
+  InstanceRecord,
+  InstanceStore,
   LastUsed,
+  LiveInstances,
   MigrationReport,
   Store,
   CreateAccountResult,
@@ -117,6 +124,17 @@ const SQL = {
   applyCatalog:
     `INSERT INTO catalog_revisions (${CATALOG_REVISIONS.columns}) VALUES (${CATALOG_REVISIONS.placeholders})` +
     ' ON CONFLICT (version) DO NOTHING',
+  // A new instance inserts its row; a known one refreshes only what a heartbeat changes.
+  heartbeat:
+    `INSERT INTO instances (${INSTANCES.columns}) VALUES (${INSTANCES.placeholders})` +
+    ' ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at',
+  // The ids sort by the database's collation, the same for every instance that asks.
+  // CAST: COUNT and SUM are BIGINT in PostgreSQL, which its driver returns as strings.
+  liveInstances:
+    'SELECT CAST(COUNT(*) AS INTEGER) AS n, CAST(COALESCE(SUM(CASE WHEN id < ? THEN 1 ELSE 0 END), 0) AS INTEGER)' +
+    ' AS below FROM instances WHERE expires_at > ?',
+  leaveInstance: 'DELETE FROM instances WHERE id = ?',
+  pruneInstances: 'DELETE FROM instances WHERE expires_at < ?',
   appliedVersions: 'SELECT version FROM infracat_schema_migrations',
   schemaVersion: 'SELECT COALESCE(MAX(version), 0) AS v FROM infracat_schema_migrations',
   recordMigration: 'INSERT INTO infracat_schema_migrations (version, name, applied_at) VALUES (?, ?, ?)',
@@ -161,6 +179,26 @@ class Counted implements Queries {
   }
 }
 
+/**
+ * A transaction's statements, counted, and the announcement of the change it makes: sent
+ * to the other instances by the driver when (and only if) the transaction commits. Not
+ * counted: it is how a backend tells others, not a statement of the store's (SQLite sends
+ * nothing).
+ */
+class Tx extends Counted {
+  constructor(
+    private readonly raw: Queries,
+    stats: { queries: number },
+    private readonly driver: Driver,
+  ) {
+    super(raw, stats);
+  }
+
+  announce(change: Change): Promise<void> {
+    return this.driver.announce(this.raw, encodeChange(change));
+  }
+}
+
 export class SqlStore implements Store {
   readonly backend: string;
   readonly description: string;
@@ -168,6 +206,7 @@ export class SqlStore implements Store {
   readonly accounts: AccountStore;
   readonly catalog: CatalogStore;
   readonly audit: AuditStore;
+  readonly instances: InstanceStore;
   readonly stats = { queries: 0 };
   private readonly db: Counted;
 
@@ -180,11 +219,16 @@ export class SqlStore implements Store {
     this.accounts = new SqlAccountStore(this.db, transact);
     this.catalog = new SqlCatalogStore(this.db, transact);
     this.audit = new SqlAuditStore(this.db);
+    this.instances = new SqlInstanceStore(this.db);
   }
 
   /** A transaction whose statements are counted like any other. */
-  private transaction<T>(body: (tx: Queries) => Promise<T>, lock?: LockName): Promise<T> {
-    return this.driver.transaction((tx) => body(new Counted(tx, this.stats)), lock);
+  private transaction<T>(body: (tx: Tx) => Promise<T>, lock?: LockName): Promise<T> {
+    return this.driver.transaction((tx) => body(new Tx(tx, this.stats, this.driver)), lock);
+  }
+
+  watch(handlers: ChangeHandlers): ChangeWatch {
+    return this.driver.watch(handlers);
   }
 
   async migrate(options: { upTo?: number } = {}): Promise<MigrationReport> {
@@ -237,7 +281,7 @@ export class SqlStore implements Store {
   }
 }
 
-type Transact = <T>(body: (tx: Queries) => Promise<T>, lock?: LockName) => Promise<T>;
+type Transact = <T>(body: (tx: Tx) => Promise<T>, lock?: LockName) => Promise<T>;
 
 /** Writes `event` in the transaction `tx`: the change it records is in the same one. */
 async function record(tx: Queries, event: AuditEventRecord): Promise<void> {
@@ -320,6 +364,7 @@ class SqlTokenStore implements TokenStore {
     return this.transaction(async (tx) => {
       if ((await tx.run(SQL.deleteToken, [id, accountId])) === 0) return false;
       await record(tx, event);
+      await tx.announce({ kind: 'token', accountId, id });
       return true;
     });
   }
@@ -362,6 +407,7 @@ class SqlTokenStore implements TokenStore {
       if ((await tx.run(sql, params)) === 0) return null;
       const row = await tx.get<Record<string, unknown>>(SQL.getToken, [id, accountId]);
       await record(tx, event);
+      await tx.announce({ kind: 'token', accountId, id });
       return row === undefined ? null : API_TOKENS.fromRow(row);
     });
   }
@@ -370,6 +416,7 @@ class SqlTokenStore implements TokenStore {
     return this.transaction(async (tx) => {
       if ((await tx.run(SQL.endGrace, [id, accountId, previousSecretHash])) === 0) return false;
       await record(tx, event);
+      await tx.announce({ kind: 'token', accountId, id });
       return true;
     });
   }
@@ -431,6 +478,7 @@ class SqlAccountStore implements AccountStore {
       if ((await tx.run(SQL.updateAccount, [changes.name ?? null, changes.status ?? null, id])) === 0) return null;
       const row = await tx.get<Record<string, unknown>>(SQL.getAccount, [id]);
       await record(tx, event);
+      if (changes.status !== undefined) await tx.announce({ kind: 'account', accountId: id });
       return row === undefined ? null : ACCOUNTS.fromRow(row);
     });
   }
@@ -442,6 +490,7 @@ class SqlAccountStore implements AccountStore {
       await tx.run(SQL.deleteAccountTokens, [id]);
       if ((await tx.run(SQL.deleteAccount, [id])) === 0) return false;
       await record(tx, event);
+      await tx.announce({ kind: 'account', accountId: id });
       return true;
     }, 'tokens');
   }
@@ -482,6 +531,7 @@ class SqlCatalogStore implements CatalogStore {
       const row = CATALOG_REVISIONS.params({ ...revision, version: expectedVersion + 1 });
       if ((await tx.run(SQL.applyCatalog, row)) !== 1) return false;
       await record(tx, event);
+      await tx.announce({ kind: 'catalog', version: expectedVersion + 1 });
       return true;
     });
   }
@@ -509,5 +559,23 @@ class SqlAuditStore implements AuditStore {
 
   prune(before: number, limit: number): Promise<number> {
     return this.db.run(SQL.pruneEvents, [before, limit]);
+  }
+}
+
+class SqlInstanceStore implements InstanceStore {
+  constructor(private readonly db: Queries) {}
+
+  async heartbeat(instance: InstanceRecord): Promise<LiveInstances> {
+    await this.db.run(SQL.heartbeat, INSTANCES.params(instance));
+    const row = await this.db.get<{ n: number; below: number }>(SQL.liveInstances, [instance.id, instance.heartbeatAt]);
+    return { count: row?.n ?? 0, rank: row?.below ?? 0 };
+  }
+
+  async leave(id: string): Promise<boolean> {
+    return (await this.db.run(SQL.leaveInstance, [id])) > 0;
+  }
+
+  prune(before: number): Promise<number> {
+    return this.db.run(SQL.pruneInstances, [before]);
   }
 }

@@ -161,3 +161,19 @@ export const AUDIT_EVENTS = table('audit_events', {
   /** What else the event says (changed fields, grace period, a leak's URL), as a JSON object. */
   details: json<Record<string, unknown>>('details'),
 });
+
+/**
+ * instances: one row per running infracat process, kept fresh by its heartbeat
+ * (migration 7). Live while expires_at is ahead of the clock; each instance writes its own
+ * expiry, so instances with different heartbeat settings judge each other correctly.
+ */
+export const INSTANCES = table('instances', {
+  /** Random per process (src/fleet/registry.ts). */
+  id: text('id'),
+  /** Host name and process id, for an operator reading the table. */
+  host: text('host'),
+  pid: integer('pid'),
+  startedAt: integer('started_at'),
+  heartbeatAt: integer('heartbeat_at'),
+  expiresAt: integer('expires_at'),
+});

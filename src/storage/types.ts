@@ -15,6 +15,7 @@ import type {
   AccountStatus,
   CATALOG_REVISIONS,
   CATALOG_REVISION_INFO,
+  INSTANCES,
   RecordOfTable,
 } from './tables.js';
 
@@ -194,11 +195,65 @@ export interface AuditStore {
   prune(before: number, limit: number): Promise<number>;
 }
 
+/** One running instance's row (its columns: tables.ts). */
+export type InstanceRecord = RecordOfTable<typeof INSTANCES>;
+
+/** The live instances as one instance sees them after its heartbeat. */
+export interface LiveInstances {
+  /** Instances whose expires_at is after the heartbeat's time, the caller included. */
+  count: number;
+  /** How many of them have an id that sorts before the caller's (0 .. count-1). */
+  rank: number;
+}
+
+/**
+ * The registry of running instances (migration 7): each instance refreshes its own row;
+ * the others' rows say how many share the fleet's work (the rate limits).
+ */
+export interface InstanceStore {
+  /**
+   * Inserts the instance's row, or refreshes heartbeat_at and expires_at of the row it
+   * already has (host, pid and started_at stay as first written); then counts the
+   * instances live at `instance.heartbeatAt`.
+   */
+  heartbeat(instance: InstanceRecord): Promise<LiveInstances>;
+  /** Deletes the instance's row (a graceful stop); false when it had none. */
+  leave(id: string): Promise<boolean>;
+  /** Deletes the rows that expired before `before` (instances that died without leaving); resolves to how many. */
+  prune(before: number): Promise<number>;
+}
+
 export interface MigrationReport {
   /** Versions applied by this call (empty when the schema was current). */
   applied: number[];
   /** Schema version after the call. */
   version: number;
+}
+
+/**
+ * A change other instances may hold stale in memory, announced by the store in the
+ * transaction that makes it (see changes.ts): a token's secrets, scopes or existence; an
+ * account's status or existence; a newly applied catalog; or `resync`: something changed,
+ * what is not known (SQLite, a malformed message, or after a gap in listening).
+ */
+export type Change =
+  | { kind: 'token'; accountId: string; id: string }
+  | { kind: 'account'; accountId: string }
+  | { kind: 'catalog'; version: number }
+  | { kind: 'resync' };
+
+export interface ChangeHandlers {
+  /** A change made by any instance (this one's own included). */
+  change(change: Change): void;
+  /** Listening (again): changes arrive from now on. Preceded by no change; followed by a resync. */
+  connected?(): void;
+  /** Not listening for now (it retries by itself); changes are missed until connected again. */
+  disconnected?(err: unknown): void;
+}
+
+/** A running watch: stop() ends it and releases its connection. */
+export interface ChangeWatch {
+  stop(): Promise<void>;
 }
 
 export interface Store {
@@ -231,10 +286,18 @@ export interface Store {
   checkWritable(): Promise<void>;
   /** Waits for in-flight work and releases connections/handles. Idempotent. */
   close(): Promise<void>;
+  /**
+   * Tells `handlers` of every change made to this database by any instance or command,
+   * from now on, within about a second (PostgreSQL: LISTEN on its own connection, which
+   * reconnects with backoff; SQLite: a cheap check of the file's change counter). Whenever
+   * changes may have been missed (at start, after a reconnect) it sends a resync.
+   */
+  watch(handlers: ChangeHandlers): ChangeWatch;
   readonly tokens: TokenStore;
   readonly accounts: AccountStore;
   readonly catalog: CatalogStore;
   readonly audit: AuditStore;
+  readonly instances: InstanceStore;
   /**
    * Statements this store sent to the database since it opened (metrics; proves what
    * never touches storage): each statement counts one, inside a transaction or not,

@@ -10,7 +10,8 @@
 //
 // An entry carries its account's status (read with the token, one statement): suspending,
 // resuming or deleting an account evicts that account's entries on this instance at once
-// (evictAccount); other instances re-read within `ttlMs`.
+// (evictAccount). Other instances hear of every such change within about a second
+// (src/fleet/changes.ts) and evict too; `ttlMs` bounds staleness only while they cannot hear.
 import { LRUCache } from 'lru-cache';
 import { entries } from '../bounded.js';
 import type { TokenWithAccount } from '../storage/types.js';
@@ -24,6 +25,11 @@ export class VerificationCache {
   private readonly lru: LRUCache<string, TokenWithAccount>;
   /** Hashes whose storage read is in flight (evictAccount cannot know their account yet). */
   private readonly loading = new Set<string>();
+  /**
+   * The cached hashes of each token id (one secret, two during a grace period): a change
+   * announced by id (another instance deleted or rotated it) evicts without a walk.
+   */
+  private readonly hashesById = new Map<string, string[]>();
 
   /**
    * `read` looks a hash up in storage (null: unknown). `ttlMs` 0 turns caching off but still
@@ -49,6 +55,18 @@ export class VerificationCache {
       // result is not cached, and later loads do not join it: lru-cache drops the key, so
       // a delete is never undone by a read that began before it.
       ignoreFetchAbort: true,
+      onInsert: (token, hash) => {
+        if (token instanceof Promise) return; // a load in flight, not an entry
+        const hashes = this.hashesById.get(token.id);
+        if (hashes === undefined) this.hashesById.set(token.id, [hash]);
+        else if (!hashes.includes(hash)) hashes.push(hash);
+      },
+      dispose: (token, hash) => {
+        if (token instanceof Promise) return;
+        const hashes = this.hashesById.get(token.id)?.filter((h) => h !== hash);
+        if (hashes === undefined || hashes.length === 0) this.hashesById.delete(token.id);
+        else this.hashesById.set(token.id, hashes);
+      },
       fetchMethod: async (hash, _stale, { options }) => {
         const started = clock();
         let token: TokenWithAccount | null;
@@ -103,10 +121,23 @@ export class VerificationCache {
       this.lru.delete(hash);
       return;
     }
-    const hashes: string[] = [];
-    for (const [key, token] of this.lru.entries())
-      if (token.id === id && token.accountId === accountId) hashes.push(key);
-    for (const key of hashes) this.lru.delete(key);
+    for (const key of [...(this.hashesById.get(id) ?? [])])
+      if (this.lru.peek(key)?.accountId === accountId) this.lru.delete(key);
+  }
+
+  /**
+   * Forgets a token another instance changed (its hashes are not known here): every entry
+   * of `id` and every load in flight, as a read that began before the change must not
+   * cache what it found (see evictAccount).
+   */
+  evictChanged(id: string, accountId: string): void {
+    for (const key of [...this.loading]) this.lru.delete(key);
+    this.evict(id, undefined, accountId);
+  }
+
+  /** Forgets everything, loads in flight included: anything may have changed (a resync). */
+  clear(): void {
+    this.lru.clear();
   }
 
   /**

@@ -92,7 +92,7 @@ for (const backend of backends()) {
       const db = await backend.fresh(t);
       const { app, store } = await build(t, {
         store: db.open(),
-        env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000' },
+        env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000', INSTANCE_HEARTBEAT_MS: '60000' },
       });
       const operator = await mintToken(app, ['accounts:write', 'api-tokens:write', 'apps:read']);
       const c = await customerToken(app, operator.auth);

@@ -201,7 +201,7 @@ for (const backend of backends()) {
     });
 
     it('filtered GETs send no query to storage (the metric stays put)', async (t) => {
-      const { app } = await setup(t, { CATALOG_REFRESH_MS: '600000' });
+      const { app } = await setup(t, { CATALOG_REFRESH_MS: '600000', INSTANCE_HEARTBEAT_MS: '60000' });
       const queries = async () =>
         value(
           parseExposition((await app.inject({ method: 'GET', url: '/metrics' })).body),

@@ -59,7 +59,7 @@ for (const backend of backends()) {
       const db = await backend.fresh(t);
       const built = await build(t, {
         store: db.open(),
-        env: { DATABASE_URL: db.url, CATALOG_REFRESH_MS: '600000', ...env },
+        env: { DATABASE_URL: db.url, CATALOG_REFRESH_MS: '600000', INSTANCE_HEARTBEAT_MS: '60000', ...env },
         now: () => clock.now,
       });
       await applyDocument(built.app, DOCUMENT);

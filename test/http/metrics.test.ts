@@ -58,6 +58,8 @@ describe('Prometheus metrics', () => {
     const age = value(e, 'infracat_catalog_snapshot_age_seconds');
     assert.ok(age !== undefined && age >= 0 && age < 60);
     assert.equal(value(e, 'infracat_storage_errors_total'), 0);
+    assert.equal(value(e, 'infracat_fleet_instances'), 1, 'alone on its database');
+    assert.equal(value(e, 'infracat_fleet_heartbeat_failures_total'), 0);
     assert.ok(value(e, 'process_cpu_user_seconds_total') !== undefined);
     assert.ok(value(e, 'nodejs_heap_size_used_bytes') !== undefined);
     for (const s of e.samples) assert.ok(!JSON.stringify(s).includes(tok.secret));
@@ -93,7 +95,9 @@ describe('Prometheus metrics', () => {
 
 describe('storage queries metric', () => {
   it('catalog reads and cached verifications send nothing to storage', async (t) => {
-    const { app } = await build(t, { env: { CATALOG_REFRESH_MS: '600000', LAST_USED_FLUSH_MS: '600000' } });
+    const { app } = await build(t, {
+      env: { CATALOG_REFRESH_MS: '600000', LAST_USED_FLUSH_MS: '600000', INSTANCE_HEARTBEAT_MS: '60000' },
+    });
     const tok = await mintToken(app, ['apps:read']);
     // Caches the token.
     await app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read', headers: tok.auth });

@@ -56,6 +56,7 @@ const fake = (): string => `Bearer ${generateSecret('icat')}`;
 const QUIET = {
   LAST_USED_FLUSH_MS: '600000',
   CATALOG_REFRESH_MS: '600000',
+  INSTANCE_HEARTBEAT_MS: '60000',
   RATE_LIMIT: '0',
   RATE_LIMIT_ANONYMOUS: '0',
 };
@@ -339,7 +340,9 @@ describe('revalidations over the rate limit', () => {
     'anonymous: a matching If-None-Match answers 304 (r=0, no Retry-After) on every catalog route; anything else ' +
       '429',
     async (t) => {
-      const { app, store } = await build(t, { env: { RATE_LIMIT_ANONYMOUS: '2', CATALOG_REFRESH_MS: '600000' } });
+      const { app, store } = await build(t, {
+        env: { RATE_LIMIT_ANONYMOUS: '2', CATALOG_REFRESH_MS: '600000', INSTANCE_HEARTBEAT_MS: '60000' },
+      });
       const get = (url: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET') =>
         app.inject({ method, url, remoteAddress: '10.9.9.9', headers });
       const first = await get('/api/v1/plans');
@@ -391,7 +394,13 @@ describe('revalidations over the rate limit', () => {
       'whatever it sends',
     async (t) => {
       const { app, store } = await build(t, {
-        env: { RATE_LIMIT: '1', CATALOG_ACCESS: 'token', CATALOG_REFRESH_MS: '600000', LAST_USED_FLUSH_MS: '600000' },
+        env: {
+          RATE_LIMIT: '1',
+          CATALOG_ACCESS: 'token',
+          CATALOG_REFRESH_MS: '600000',
+          LAST_USED_FLUSH_MS: '600000',
+          INSTANCE_HEARTBEAT_MS: '60000',
+        },
       });
       const tok = await mintToken(app, ['regions:read', 'api-tokens:read']);
       const first = await app.inject({ method: 'GET', url: '/api/v1/regions', headers: tok.auth });

@@ -8,9 +8,10 @@ import { after, before, describe, it } from 'node:test';
 import Database from '../../src/storage/sqlite/driver.js';
 import pg from 'pg';
 import { LATEST_VERSION, VERSIONED } from '../../src/storage/migrations.js';
-import type { AccountRecord, AuditEventRecord, Store, TokenRecord } from '../../src/storage/types.js';
+import type { AccountRecord, AuditEventRecord, InstanceRecord, Store, TokenRecord } from '../../src/storage/types.js';
 import { ev, rev } from '../helpers/audit.js';
-import { backends, type Backend, type BackendDb } from '../helpers/backends.js';
+import { backends, debianPostgres, type Backend, type BackendDb } from '../helpers/backends.js';
+import { rawSql } from '../helpers/raw-sql.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 const ALL_VERSIONS = VERSIONED.map((m) => m.version);
@@ -46,14 +47,22 @@ function sampleAccount(over: Partial<AccountRecord> = {}): AccountRecord {
   };
 }
 
+/** An instance's heartbeat row at `at`, live for `ttl` ms. */
+function beat(id: string, at: number, ttl = 6000, started = at): InstanceRecord {
+  return { id, host: 'host-1', pid: 4242, startedAt: started, heartbeatAt: at, expiresAt: at + ttl };
+}
+
 const NOW = 1_800_000_000_000;
 const NO_LIMIT = { maxLive: 1_000_000, now: NOW };
 
 for (const backend of backends()) runStoreContract(backend);
+// Debian's PostgreSQL 15 as well as the embedded server: users run what their distribution ships.
+const debian = debianPostgres();
+runStoreContract(debian.backend, debian.skip);
 
-function runStoreContract(backend: Backend): void {
+function runStoreContract(backend: Backend, skip: string | false = false): void {
   // `open()` may be called several times on one database: one Store per "instance".
-  describe(`storage contract: ${backend.name}`, () => {
+  describe(`storage contract: ${backend.label}`, { skip }, () => {
     let db: BackendDb;
     let store: Store;
     const opened: Store[] = [];
@@ -75,6 +84,31 @@ function runStoreContract(backend: Backend): void {
       for (const s of opened) await s.close();
       await db.drop();
     });
+
+    if (backend.name === 'postgres') {
+      const { server } = backend;
+      const expected =
+        server === undefined
+          ? 'any version (your server)'
+          : `${server.major}.x${server.debian ? ', a Debian build' : ''}`;
+      // So that nobody mistakes one PostgreSQL half for the other: the server says what it is.
+      it(`runs on the server it is named after: SHOW server_version is ${expected}`, async (t) => {
+        const c = new pg.Client({ connectionString: db.url });
+        await c.connect();
+        let version: string;
+        try {
+          version = (await c.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version;
+        } finally {
+          await c.end();
+        }
+        t.diagnostic(`server_version ${version}`);
+        assert.match(version, /^\d+\.\d+/);
+        if (server === undefined) return;
+        assert.ok(version.startsWith(`${server.major}.`), `expected PostgreSQL ${server.major}, got ${version}`);
+        // Debian's builds say so in their version ("15.18 (Debian 15.18-0+deb12u1)"); the embedded one does not.
+        assert.equal(/\(Debian /.test(version), server.debian, version);
+      });
+    }
 
     it('migrate is idempotent: a second run applies nothing', async () => {
       const again = await store.migrate();
@@ -727,6 +761,9 @@ function runStoreContract(backend: Backend): void {
       assert.equal(await sent(() => s.ping()), 1);
       assert.equal(await sent(() => s.checkWritable()), 1);
       assert.equal(await sent(() => s.schemaVersion()), 2, 'whether the table exists, then its newest version');
+      assert.equal(await sent(() => s.instances.heartbeat(beat('ins_stats', NOW))), 2, 'the upsert, then the count');
+      assert.equal(await sent(() => s.instances.leave('ins_stats')), 1);
+      assert.equal(await sent(() => s.instances.prune(0)), 1);
       assert.equal(open().stats.queries, 0, 'counted per store');
     });
 
@@ -1010,6 +1047,108 @@ function runStoreContract(backend: Backend): void {
         assert.equal(await s.tokens.get(OPERATOR_ACCOUNT_ID, t.id), null);
         assert.deepEqual(await trail(s, t.id), ['api_token.created', 'api_token.expired_purged']);
       }
+    });
+
+    describe('instances (migration 7)', () => {
+      // Only these tests write instance rows; each starts from an empty table.
+      const empty = async (): Promise<void> => {
+        await store.instances.prune(Number.MAX_SAFE_INTEGER);
+      };
+
+      it(
+        'a heartbeat registers the instance; every instance ' +
+          'counts the rows whose expiry is ahead, with a rank each',
+        async () => {
+          await empty();
+          const [a, b, c] = [open(), open(), open()];
+          assert.deepEqual(await a.instances.heartbeat(beat('ins_a', NOW)), { count: 1, rank: 0 });
+          assert.deepEqual(await b.instances.heartbeat(beat('ins_b', NOW + 10)), { count: 2, rank: 1 });
+          assert.deepEqual(await c.instances.heartbeat(beat('ins_c', NOW + 20)), { count: 3, rank: 2 });
+          assert.deepEqual(await a.instances.heartbeat(beat('ins_a', NOW + 2000)), { count: 3, rank: 0 }, 'a refresh');
+          // b beats no more: past its expiry (NOW + 6010) it no longer counts, for anyone.
+          assert.deepEqual(await a.instances.heartbeat(beat('ins_a', NOW + 6015)), { count: 2, rank: 0 });
+          assert.deepEqual(await c.instances.heartbeat(beat('ins_c', NOW + 6020)), { count: 2, rank: 1 });
+          assert.deepEqual(
+            await c.instances.heartbeat(beat('ins_c', NOW + 6030, 100_000)),
+            { count: 2, rank: 1 },
+            'an instance with a longer interval writes a later expiry',
+          );
+          assert.deepEqual(await a.instances.heartbeat(beat('ins_a', NOW + 20_000)), { count: 2, rank: 0 });
+        },
+      );
+
+      it(
+        'a refresh keeps host, pid and started_at; leave deletes ' +
+          'the row once; prune only rows expired before the bound',
+        async () => {
+          await empty();
+          await store.instances.heartbeat(beat('ins_p', NOW, 6000));
+          await store.instances.heartbeat({ ...beat('ins_p', NOW + 2000, 6000), host: 'other', pid: 1, startedAt: 5 });
+          const rows = await rawSql(backend, db, 'SELECT * FROM instances WHERE id = ?', ['ins_p']);
+          assert.deepEqual(
+            rows
+              .map((r) => ({ ...(r as Record<string, unknown>) }))
+              .map((r) => ({
+                id: r.id,
+                host: r.host,
+                pid: Number(r.pid),
+                started_at: Number(r.started_at),
+                heartbeat_at: Number(r.heartbeat_at),
+                expires_at: Number(r.expires_at),
+              })),
+            [
+              {
+                id: 'ins_p',
+                host: 'host-1',
+                pid: 4242,
+                started_at: NOW,
+                heartbeat_at: NOW + 2000,
+                expires_at: NOW + 8000,
+              },
+            ],
+          );
+          assert.equal(await store.instances.leave('ins_p'), true);
+          assert.equal(await store.instances.leave('ins_p'), false, 'gone already');
+          assert.deepEqual(await store.instances.heartbeat(beat('ins_q', NOW, 6000)), { count: 1, rank: 0 });
+
+          await store.instances.heartbeat(beat('ins_dead1', NOW - 10_000, 6000)); // expired at NOW - 4000
+          await store.instances.heartbeat(beat('ins_dead2', NOW - 3000, 6000)); // expires at NOW + 3000
+          assert.equal(await store.instances.prune(NOW), 1, 'only the row expired before the bound');
+          assert.deepEqual(await store.instances.heartbeat(beat('ins_q', NOW + 1000, 6000)), { count: 2, rank: 1 });
+          assert.equal(await store.instances.prune(Number.MAX_SAFE_INTEGER), 2);
+        },
+      );
+
+      it('upgrade to schema 7: a database at schema 6 gains the table and keeps its tokens', async () => {
+        const older = await backend.create();
+        const s = older.open();
+        try {
+          assert.deepEqual(await s.migrate({ upTo: 6 }), { applied: [1, 2, 3, 4, 5, 6], version: 6 });
+          const t = sampleToken();
+          await s.tokens.create(t, NO_LIMIT, ev());
+          assert.deepEqual(await s.migrate(), { applied: [7], version: 7 });
+          assert.deepEqual(await s.instances.heartbeat(beat('ins_up', NOW)), { count: 1, rank: 0 });
+          assert.deepEqual(await s.tokens.get(OPERATOR_ACCOUNT_ID, t.id), t);
+        } finally {
+          await s.close();
+          await older.drop();
+        }
+      });
+
+      it('instances heartbeating at once each count all of them, and their ranks are 0..n-1', async () => {
+        await empty();
+        const fleet = Array.from({ length: 5 }, (_, i) => ({ id: `ins_${randomUUID()}`, store: open(), i }));
+        await Promise.all(fleet.map((f) => f.store.instances.heartbeat(beat(f.id, NOW + f.i))));
+        const views = await Promise.all(fleet.map((f) => f.store.instances.heartbeat(beat(f.id, NOW + 100 + f.i))));
+        assert.deepEqual(
+          views.map((v) => v.count),
+          [5, 5, 5, 5, 5],
+        );
+        assert.deepEqual(
+          views.map((v) => v.rank).sort((x, y) => x - y),
+          [0, 1, 2, 3, 4],
+        );
+      });
     });
 
     it('close is idempotent', async () => {

@@ -627,9 +627,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -685,9 +685,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -786,9 +786,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -964,9 +964,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1059,9 +1059,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1171,9 +1171,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1257,9 +1257,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1454,9 +1454,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1632,9 +1632,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1694,9 +1694,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1806,9 +1806,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1967,9 +1967,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2076,9 +2076,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2171,9 +2171,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2350,9 +2350,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2462,9 +2462,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2651,9 +2651,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2764,9 +2764,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2851,9 +2851,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3049,9 +3049,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3228,9 +3228,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3369,9 +3369,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3463,9 +3463,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3597,9 +3597,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3697,9 +3697,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3799,9 +3799,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3920,9 +3920,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4028,9 +4028,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4130,9 +4130,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4229,9 +4229,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4404,9 +4404,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4750,9 +4750,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -5065,9 +5065,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -5185,9 +5185,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests left in the window and seconds until it resets (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds: `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };

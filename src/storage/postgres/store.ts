@@ -6,7 +6,15 @@
 import pg from 'pg';
 import type { Driver, LockName, Param, Queries } from '../driver.js';
 import { SqlStore } from '../sql-store.js';
-import { NotSupportedError, StorageUnavailableError, type BackupReport } from '../types.js';
+import {
+  NotSupportedError,
+  StorageUnavailableError,
+  type BackupReport,
+  type ChangeHandlers,
+  type ChangeWatch,
+} from '../types.js';
+import { CHANGE_CHANNEL } from '../changes.js';
+import { listen } from './listener.js';
 import { numbered } from './placeholders.js';
 import { redactUrl } from '../database-url.js';
 
@@ -14,6 +22,8 @@ export interface PostgresOptions {
   url: string;
   poolMax: number;
   timeoutMs: number;
+  /** Where watch() listens (DATABASE_NOTIFY_URL); the pool's database when unset. */
+  notifyUrl?: string | undefined;
   /** Told about errors of idle pooled connections (the server went away, etc.). */
   onIdleError?: (err: Error) => void;
 }
@@ -82,6 +92,7 @@ class PostgresDriver extends Sender implements Driver {
   readonly dialect = 'postgres' as const;
   readonly description: string;
   private readonly pool: pg.Pool;
+  private readonly listenOptions: { url: string; timeoutMs: number };
   private closing: Promise<void> | undefined;
 
   constructor(options: PostgresOptions) {
@@ -101,6 +112,7 @@ class PostgresDriver extends Sender implements Driver {
     super(pool);
     this.pool = pool;
     this.description = redactUrl(options.url);
+    this.listenOptions = { url: options.notifyUrl ?? options.url, timeoutMs: options.timeoutMs };
     // Without a listener an idle client's error (server restart) would crash the process.
     this.pool.on('error', (err) => options.onIdleError?.(err));
   }
@@ -146,6 +158,15 @@ class PostgresDriver extends Sender implements Driver {
       client.off('error', onError);
       client.release(broken);
     }
+  }
+
+  async announce(tx: Queries, payload: string): Promise<void> {
+    // Queued by the server and delivered at COMMIT, in commit order; dropped on ROLLBACK.
+    await tx.get('SELECT pg_notify(?, ?)', [CHANGE_CHANNEL, payload]);
+  }
+
+  watch(handlers: ChangeHandlers): ChangeWatch {
+    return listen(this.listenOptions, handlers);
   }
 
   async ensure(sql: string): Promise<void> {

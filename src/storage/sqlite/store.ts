@@ -19,7 +19,8 @@ import Database, { type SqliteDatabase, type SqliteStatement } from './driver.js
 import { preparePrivateFile, type StorageWarning } from './files.js';
 import type { Driver, Param, Queries } from '../driver.js';
 import { SqlStore } from '../sql-store.js';
-import { StorageUnavailableError, type BackupReport } from '../types.js';
+import { StorageUnavailableError, type BackupReport, type ChangeHandlers, type ChangeWatch } from '../types.js';
+import { RESYNC } from '../changes.js';
 
 export interface SqliteOptions {
   path: string;
@@ -40,6 +41,13 @@ export class SqliteStore extends SqlStore {
 // trouble, a read-only file or filesystem, closed during shutdown) rather than a bug:
 // they become 503, not 500.
 const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|PROTOCOL|READONLY)/;
+
+/**
+ * How often a watch reads the file's change counter (PRAGMA data_version: a read of the
+ * shared-memory header, microseconds, no I/O): well inside the one-second bound on how
+ * long another process's change may go unnoticed.
+ */
+export const CHANGE_CHECK_MS = 200;
 
 /**
  * The transaction open in this process, if any: it settles when that transaction ends.
@@ -131,6 +139,44 @@ class SqliteDriver implements Driver {
       open.now = undefined;
       end();
     }
+  }
+
+  announce(): Promise<void> {
+    // Nothing to send: every watcher of the file sees its change counter move (watch()).
+    return Promise.resolve();
+  }
+
+  /**
+   * Another connection's commit (another process, or another store on the file) moves
+   * this connection's data_version; this connection's own commits do not, and need no
+   * telling (the instance that made a change forgets what it changed itself). What changed
+   * is not known here: each move is a resync (a dropped verification cache costs one
+   * indexed read per token in use, and the catalog check one read).
+   */
+  watch(handlers: ChangeHandlers): ChangeWatch {
+    const version = (): number | undefined => {
+      try {
+        return this.closed ? undefined : (this.db.pragma('data_version', { simple: true }) as number);
+      } catch {
+        return undefined; // closed meanwhile, or unreadable for now: the next check tells
+      }
+    };
+    let last = version();
+    handlers.connected?.();
+    handlers.change(RESYNC);
+    const timer = setInterval(() => {
+      const now = version();
+      if (now === undefined || now === last) return;
+      last = now;
+      handlers.change(RESYNC);
+    }, CHANGE_CHECK_MS);
+    timer.unref();
+    return {
+      stop: () => {
+        clearInterval(timer);
+        return Promise.resolve();
+      },
+    };
   }
 
   async ensure(sql: string): Promise<void> {
