@@ -156,7 +156,10 @@ for (const backend of backends()) {
           const whileFrozen = await admittedInOneWindow(two, {
             headers: (await mintToken(apps[0]!, ['regions:read'])).auth,
           });
-          assert.ok(two.every((a) => a.infracat.fleet.count === 3), 'still three while it beats');
+          assert.ok(
+            two.every((a) => a.infracat.fleet.count === 3),
+            'still three while it beats',
+          );
           assert.equal(whileFrozen, twoShares, 'meanwhile two shares of three: fewer, never more, than the limit');
         } finally {
           clearInterval(keepFresh);
