@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './config.js';
 import { AppError } from './errors.js';
+import { Drain } from './http/drain.js';
 import { healthRoutes } from './http/health.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import { registerOpenApi } from './http/openapi.js';
@@ -76,10 +77,13 @@ export interface AppDeps {
   logger: Logger;
   /** The clock of token rules, retention and catalog sunsets; defaults to Date.now (tests substitute one). */
   now?: () => number;
+  /** The drain before a stop (src/http/drain.ts), which src/server.ts starts; none by default. */
+  drain?: Drain;
 }
 
 export function buildApp(deps: AppDeps): App {
   const { config, store } = deps;
+  const drain = deps.drain ?? new Drain();
   // First: a key file that is not exactly a valid key list stops the start (a ConfigError).
   const secretScanningKeys = openSecretScanningKeys(config, deps.logger);
   // Typed as Fastify's logger so route modules share one App type.
@@ -98,7 +102,13 @@ export function buildApp(deps: AppDeps): App {
     // every connectionsCheckingInterval (30 s by default, too coarse for that).
     // requireHostHeader: Node's own answer to a Host-less request is a bare 400;
     // src/http/protocol.ts refuses it with a problem instead.
-    http: { headersTimeout: config.headersTimeoutMs, connectionsCheckingInterval: 1000, requireHostHeader: false },
+    // ServerResponse: once a drain lets go of its connections, each answer closes its own.
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      connectionsCheckingInterval: 1000,
+      requireHostHeader: false,
+      ServerResponse: drain.ServerResponse,
+    },
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler,
     schemaController: { compilersFactory: { buildSerializer: buildLazySerializer } },
@@ -293,7 +303,7 @@ export function buildApp(deps: AppDeps): App {
 
   // Before the routes: @fastify/swagger collects them as they are registered.
   registerOpenApi(app, { version: VERSION, bodyLimit: BODY_LIMIT_BYTES, tokenPrefix: config.tokenPrefix, rateLimit });
-  healthRoutes(app, { store, timeoutMs: config.databaseTimeoutMs });
+  healthRoutes(app, { store, timeoutMs: config.databaseTimeoutMs, drain });
   tokenRoutes(app, { service: tokens.service });
   accountRoutes(app, { accounts, tokens: tokens.service });
   auditRoutes(app, { audit: auditService });

@@ -151,7 +151,23 @@ export const SettingsSchema = Type.Object({
       minimum: 0,
       maximum: 600_000,
       default: 10000,
-      description: 'On SIGTERM/SIGINT: how long in-flight requests may take to finish before the process exits anyway.',
+      description:
+        'On SIGTERM/SIGINT: how long the whole stop may take (the drain, then in-flight requests finishing) ' +
+        'before the process exits anyway.',
+    }),
+  ),
+  shutdownDrainMs: setting(
+    'SHUTDOWN_DRAIN_MS',
+    Type.Integer({
+      minimum: 0,
+      maximum: 600_000,
+      default: 0,
+      description:
+        'On SIGTERM/SIGINT, a drain in two steps of this length: the instance keeps serving but `/readyz` ' +
+        'answers 503; then it stops listening, every answer closes its connection, and it waits (at most ' +
+        'as long again) for its clients to close theirs. 0: stop at once (one instance). Behind a balancer: ' +
+        "longer than the balancer's idle keep-alive timeout and its health checks' reaction time (see " +
+        'docs/deployment.md). Less than half of SHUTDOWN_TIMEOUT_MS.',
     }),
   ),
   trustProxy: setting(
@@ -572,6 +588,14 @@ export function loadConfig(
   }
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError('invalid HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS');
+  }
+  // SHUTDOWN_TIMEOUT_MS bounds the whole stop: the drain's two steps, then whatever is still
+  // in flight; without time left for that the process would exit with requests unanswered.
+  if (config.shutdownDrainMs > 0 && 2 * config.shutdownDrainMs >= config.shutdownTimeoutMs) {
+    throw new ConfigError(
+      'invalid SHUTDOWN_DRAIN_MS: must be under half of SHUTDOWN_TIMEOUT_MS, which bounds the whole stop ' +
+        "(the drain's two steps, then the requests still in flight)",
+    );
   }
   // Cross-setting check: a rule can only ask for scopes some token could hold.
   const registry = new ScopeRegistry(config.scopeResources);

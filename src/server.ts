@@ -1,9 +1,12 @@
-// config -> store -> migrate -> buildApp -> listen, and a graceful stop on
-// SIGTERM/SIGINT: stop accepting, let in-flight requests finish (bounded by
-// SHUTDOWN_TIMEOUT_MS), flush, close storage. Nothing else lives here.
+// config -> store -> migrate -> buildApp -> listen (only once the app is ready: catalog
+// loaded, admin token minted), and a graceful stop on SIGTERM/SIGINT: drain for
+// SHUTDOWN_DRAIN_MS (src/http/drain.ts), stop accepting, let in-flight requests finish,
+// flush, close storage, all bounded by SHUTDOWN_TIMEOUT_MS. Nothing else lives here.
+import { setTimeout as sleep } from 'node:timers/promises';
 import closeWithGrace from 'close-with-grace';
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
+import { Drain } from './http/drain.js';
 import type { App } from './http/types.js';
 import type { Config } from './config.js';
 import { trustProxyWarning } from './http/trust-proxy.js';
@@ -16,6 +19,9 @@ export interface RunningServer {
   app: App;
   /** The address actually bound, e.g. http://127.0.0.1:8080. */
   url: string;
+  /** Starts the drain (src/http/drain.ts): /readyz answers 503, all else is served as usual. */
+  drain(): void;
+  /** Closes; after drain(), first stops listening and lets clients close their connections. */
   close(): Promise<void>;
 }
 
@@ -31,12 +37,13 @@ export async function startServer(
     onWarning: (message, details) => logger.warn(details, message),
   });
   let app: App;
+  const drain = new Drain();
   try {
     const report = await store.migrate();
     if (report.applied.length > 0) logger.info({ applied: report.applied, version: report.version }, 'schema migrated');
     // Fail fast: a read-only database would otherwise serve reads and fail every write.
     await store.checkWritable();
-    app = buildApp({ config, store, logger });
+    app = buildApp({ config, store, logger, drain });
     await app.ready();
     await bootstrapAdminToken(app, logger, config.bootstrapAdminToken);
   } catch (err) {
@@ -49,7 +56,17 @@ export async function startServer(
     'infracat listening',
   );
 
-  return { app, url, close: () => app.close() };
+  return {
+    app,
+    url,
+    drain: () => drain.start(),
+    close: async () => {
+      // A drained instance lets its clients close their connections first; the app's own close
+      // would destroy idle ones (perhaps carrying a request already) and refuse new requests.
+      if (drain.active) await drain.letGo(app.server, config.shutdownDrainMs);
+      await app.close();
+    },
+  };
 }
 
 /**
@@ -99,6 +116,16 @@ export async function serve(config: Config): Promise<void> {
   closeWithGrace({ delay: config.shutdownTimeoutMs, logger }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'fatal error, shutting down');
     else logger.info({ signal }, 'shutting down');
+    // A process in an unknown state (a fatal error) stops at once; a signalled one drains
+    // first (src/http/drain.ts), so that no client request meets a closing connection.
+    if (err === undefined && config.shutdownDrainMs > 0) {
+      server.drain();
+      logger.info({ drain_ms: config.shutdownDrainMs }, 'draining: /readyz answers 503, all else is served as usual');
+      await sleep(config.shutdownDrainMs);
+      logger.info('draining: no new connections; each answer closes its connection; waiting for clients to let go');
+    } else {
+      logger.info('stopping: no new connections; waiting for in-flight requests');
+    }
     await server.close();
     logger.info('shutdown complete');
     logger.flush();

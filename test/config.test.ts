@@ -93,6 +93,7 @@ describe('configuration', () => {
     ['DATABASE_POOL_MAX', '1001', 'expected an integer from 1 to 1000'],
     ['DATABASE_TIMEOUT_MS', '99', 'expected an integer from 100 to 600000'],
     ['SHUTDOWN_TIMEOUT_MS', '600001', 'expected an integer from 0 to 600000'],
+    ['SHUTDOWN_DRAIN_MS', '600001', 'expected an integer from 0 to 600000'],
     [
       'TRUST_PROXY',
       'yes',
@@ -174,12 +175,28 @@ describe('configuration', () => {
     );
   });
 
-  it('cross-setting checks: headers within the request timeout, rule scopes within SCOPE_RESOURCES', () => {
+  it('cross-setting checks: headers within the request timeout, drain within shutdown timeout, rule scopes', () => {
     expectError(
       { HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '10000' },
       /^invalid HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS$/,
     );
     assert.equal(loadConfig({ HEADERS_TIMEOUT_MS: '10000', REQUEST_TIMEOUT_MS: '10000' }).headersTimeoutMs, 10000);
+    // SHUTDOWN_TIMEOUT_MS bounds the whole stop: the drain's two steps, then what is in flight.
+    for (const [drain, timeout] of [
+      ['15000', undefined],
+      ['5000', undefined],
+      ['5000', '10000'],
+      ['20000', '15000'],
+    ] as const) {
+      expectError(
+        { SHUTDOWN_DRAIN_MS: drain, ...(timeout !== undefined ? { SHUTDOWN_TIMEOUT_MS: timeout } : {}) },
+        /^invalid SHUTDOWN_DRAIN_MS: must be under half of SHUTDOWN_TIMEOUT_MS, which bounds the whole stop/,
+      );
+    }
+    const fleet = loadConfig({ SHUTDOWN_DRAIN_MS: '3000', SHUTDOWN_TIMEOUT_MS: '13000' });
+    assert.deepEqual([fleet.shutdownDrainMs, fleet.shutdownTimeoutMs], [3000, 13000]);
+    assert.equal(loadConfig({ SHUTDOWN_DRAIN_MS: '4999' }).shutdownDrainMs, 4999);
+    assert.equal(loadConfig({ SHUTDOWN_TIMEOUT_MS: '0' }).shutdownDrainMs, 0, 'no drain: no constraint');
     const rules = '[{"path":"/billing/**","scopes":["billing:read"]}]';
     expectError(
       { AUTH_CHECK_RULES: rules },
@@ -253,6 +270,7 @@ describe('configuration', () => {
         databasePoolMax: 10,
         databaseTimeoutMs: 5000,
         shutdownTimeoutMs: 10000,
+        shutdownDrainMs: 0,
         trustProxy: false,
         tokenPrefix: 'icat',
         tokenMaxLive: 1000,

@@ -2,14 +2,17 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
+import { Drain } from '../src/http/drain.js';
 import { createLogger } from '../src/logging.js';
 import { SqliteStore } from '../src/storage/sqlite/store.js';
 import { LogCapture } from './helpers/app.js';
 import { backends } from './helpers/backends.js';
+import { freePort } from './helpers/embedded-pg.js';
 import { serve } from './helpers/process.js';
 import { tempDir } from './helpers/sqlite.js';
 
@@ -114,7 +117,144 @@ describe('infracat serve', () => {
     await closing;
     await assert.rejects(store.ping(), 'storage is closed after the app');
   });
+
+  it('listens only once it can serve: the first connection accepted gets the catalog, /readyz is ready', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const port = await freePort();
+    // Knocks from before the start until the first answer; a listen before the catalog is
+    // loaded would answer an empty list (or a 503) to one of these.
+    let first: { status: number; plans: unknown } | undefined;
+    const knocking = (async () => {
+      while (first === undefined) {
+        try {
+          const res = await fetch(`http://127.0.0.1:${port}/api/v1/plans`);
+          first = { status: res.status, plans: await res.json() };
+        } catch {
+          await new Promise((r) => setTimeout(r, 2));
+        }
+      }
+    })();
+    const { child } = await serve({ DATABASE_URL: `sqlite:${tmp.file()}`, PORT: String(port) });
+    t.after(() => child.proc.kill('SIGKILL'));
+    await knocking;
+    assert.equal(first!.status, 200);
+    assert.ok(Array.isArray(first!.plans) && first!.plans.length > 0, 'the catalog is loaded');
+    assert.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200);
+  });
 });
+
+describe('drain before a stop (SHUTDOWN_DRAIN_MS)', () => {
+  it('SIGTERM: /readyz 503, all else as usual; then no new connection, open ones closed after an answer', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const { child, url } = await serve({ DATABASE_URL: `sqlite:${tmp.file()}`, SHUTDOWN_DRAIN_MS: '3000' });
+    t.after(() => child.proc.kill('SIGKILL'));
+    const port = Number(new URL(url).port);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    t.after(() => agent.destroy());
+    const before = await get(agent, port, '/api/v1/plans');
+    assert.deepEqual([before.status, before.connection], [200, 'keep-alive']);
+
+    child.proc.kill('SIGTERM');
+    // Step 1: unready, all else as usual (the pooled connection stays in use).
+    await child.waitFor(/"msg":"draining: \/readyz answers 503/);
+    const ready = await get(agent, port, '/readyz');
+    assert.deepEqual([ready.status, ready.connection, ready.headers['retry-after']], [503, 'keep-alive', '5']);
+    assert.equal(ready.headers['content-type'], 'application/problem+json; charset=utf-8');
+    assert.equal((JSON.parse(ready.body) as { code: string }).code, 'SERVICE_UNAVAILABLE');
+    const served = await get(agent, port, '/api/v1/regions');
+    assert.deepEqual([served.status, served.connection, served.reused], [200, 'keep-alive', true]);
+    assert.equal((await get(new http.Agent(), port, '/healthz')).status, 200, 'new connections are still accepted');
+
+    // Step 2: no new connections; the open one is answered, then closed.
+    await child.waitFor(/"msg":"draining: no new connections/);
+    await assert.rejects(get(new http.Agent(), port, '/healthz'), /ECONNREFUSED/);
+    const last = await get(agent, port, '/api/v1/images');
+    assert.deepEqual([last.status, last.connection, last.reused], [200, 'close', true]);
+    assert.equal((await child.exited).code, 0);
+    await child.waitFor(/"msg":"shutdown complete"/);
+  });
+
+  it('letting go: refuses new connections; answers on open ones, in flight or idle, then closes them', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const store = new SqliteStore({ path: tmp.file(), busyTimeoutMs: 1000 });
+    await store.migrate();
+    const config = loadConfig({ DATABASE_URL: `sqlite:${tmp.file()}` });
+    const drain = new Drain();
+    const app = buildApp({ config, store, logger: createLogger('info', new LogCapture()), drain });
+    t.after(() => app.close());
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    app.get('/test/slow', async () => {
+      await gate;
+      return { finished: true };
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as { port: number };
+    const agent = new http.Agent({ keepAlive: true });
+    t.after(() => agent.destroy());
+    assert.equal((await get(agent, port, '/readyz')).status, 200);
+    drain.start();
+    assert.deepEqual(
+      [(await get(agent, port, '/readyz')).status, (await get(agent, port, '/healthz')).connection],
+      [503, 'keep-alive'],
+    );
+
+    // A connection a balancer opened a moment ago, its request not sent yet, and one in flight.
+    const idle = net.connect(port, '127.0.0.1');
+    t.after(() => idle.destroy());
+    await new Promise((r) => idle.once('connect', r));
+    const inflight = get(agent, port, '/test/slow');
+    await new Promise((r) => setTimeout(r, 50)); // both accepted by the server
+    const lettingGo = drain.letGo(app.server, 10_000);
+    await assert.rejects(get(new http.Agent(), port, '/healthz'), /ECONNREFUSED/, 'no longer listening');
+
+    release();
+    const slow = await inflight;
+    assert.deepEqual([slow.status, slow.connection], [200, 'close'], 'the answer in flight closes its connection');
+    const answer = new Promise<string>((resolve) => {
+      let text = '';
+      idle.on('data', (c: Buffer) => (text += c.toString('latin1')));
+      idle.on('close', () => resolve(text));
+      idle.on('error', () => undefined);
+    });
+    idle.write('GET /api/v1/plans HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    const text = await answer;
+    assert.match(text, /^HTTP\/1\.1 200 /, 'answered as usual, not dropped, not a 503');
+    assert.match(text, /\r\nconnection: close\r\n/i);
+    await lettingGo; // every connection is gone
+  });
+});
+
+interface Answer {
+  status: number;
+  connection: string | undefined;
+  reused: boolean;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** A GET through `agent` (keep-alive): whether it reused a pooled connection, and what the answer said of it. */
+function get(agent: http.Agent, port: number, urlPath: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path: urlPath, agent }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          connection: res.headers.connection,
+          reused: req.reusedSocket,
+          headers: res.headers,
+          body,
+        }),
+      );
+    });
+    req.on('error', reject);
+  });
+}
 
 function getJson(port: number, urlPath: string): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {

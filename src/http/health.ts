@@ -1,9 +1,11 @@
 // Liveness and readiness for orchestrators and load balancers.
 // /healthz: the process answers. /readyz: storage answers too (else 503 + Retry-After,
-// so a balancer drains this instance while PostgreSQL is away).
+// so a balancer drains this instance while PostgreSQL is away), and the instance is not
+// draining before a stop (src/http/drain.ts).
 import { Type } from 'typebox';
 import type { App } from './types.js';
 import { AppError } from '../errors.js';
+import type { Drain } from './drain.js';
 import type { Store } from '../storage/types.js';
 import { noStore } from './no-store.js';
 import { RETRY_AFTER_SECONDS } from './problem.js';
@@ -15,6 +17,7 @@ export interface HealthOptions {
   store: Store;
   /** Longest a readiness probe waits for storage. */
   timeoutMs: number;
+  drain: Pick<Drain, 'active'>;
 }
 
 export function healthRoutes(app: App, options: HealthOptions): void {
@@ -49,6 +52,11 @@ function healthRoutesIn(app: App, options: HealthOptions): void {
       },
     },
     async () => {
+      if (options.drain.active) {
+        throw new AppError('SERVICE_UNAVAILABLE', 'the server is shutting down', {
+          headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+        });
+      }
       try {
         await withTimeout(options.store.ping(), options.timeoutMs);
       } catch {

@@ -1,17 +1,13 @@
 // End to end: a real nginx protects a small upstream with auth_request pointed at a
 // listening infracat, configured with the very snippet docs/forward-auth.md shows.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { build, mintToken } from '../helpers/app.js';
-import { freePort } from '../helpers/embedded-pg.js';
 import { nginxSnippet } from '../helpers/forward-auth-doc.js';
 import { spoofs } from '../helpers/gateways.js';
-import { ensureNginx } from '../helpers/nginx.js';
+import { ensureNginx, NGINX_MISSING, nginxConf, startNginx } from '../helpers/nginx.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { tempDir } from '../helpers/sqlite.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/accounts/ids.js';
@@ -20,48 +16,6 @@ interface Seen {
   method: string;
   url: string;
   headers: http.IncomingHttpHeaders;
-}
-
-/**
- * Starts nginx on a free port and waits until nginx itself answers there. A port that
- * freePort() handed out can be taken by another test file's server before nginx binds
- * it; a check that only waited for "something listening" would then talk to that
- * server (an infracat answering 404). So a reply counts only with nginx's Server header,
- * and a bind failure picks another port.
- */
-async function startNginx(
-  t: TestContext,
-  nginx: string,
-  dir: string,
-  confFor: (port: number) => string,
-): Promise<number> {
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    const conf = path.join(dir, `nginx-${attempt}.conf`);
-    writeFileSync(conf, confFor(port));
-    const proc: ChildProcess = spawn(nginx, ['-p', dir, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    proc.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
-    let exited = false;
-    proc.on('exit', () => (exited = true));
-    t.after(() => {
-      proc.kill('SIGTERM');
-    });
-    const started = Date.now();
-    for (;;) {
-      if (exited) break;
-      const server = await fetch(`http://127.0.0.1:${port}/`).then(
-        (res) => res.headers.get('server') ?? '',
-        () => '',
-      );
-      if (server.startsWith('nginx')) return port;
-      if (Date.now() - started > 10_000) throw new Error(`nginx did not answer on ${port}\n${stderr}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const log = readFileSync(path.join(dir, 'logs/error.log'), 'utf8');
-    if (attempt >= 5 || !/Address already in use/.test(stderr + log))
-      throw new Error(`nginx exited\n${stderr}\n${log}`);
-  }
 }
 
 /** infracat, a recording upstream and nginx running the documented snippet, all listening. */
@@ -86,29 +40,15 @@ async function startStack(t: TestContext, nginx: string, env: Record<string, str
   t.after(() => new Promise<void>((r) => upstream.close(() => r())));
   const upstreamPort = (upstream.address() as AddressInfo).port;
 
-  for (const dir of ['logs', 'tmp']) mkdirSync(path.join(tmp.dir, dir));
-  const port = await startNginx(t, nginx, tmp.dir, (nginxPort) => {
+  const nginxRun = await startNginx(nginx, tmp.dir, (nginxPort) => {
     const snippet = nginxSnippet()
       .replace('server 127.0.0.1:8080;', `server 127.0.0.1:${infracatPort};`)
       .replace('server 127.0.0.1:3000;', `server 127.0.0.1:${upstreamPort};`)
       .replace('listen 127.0.0.1:80;', `listen 127.0.0.1:${nginxPort};`);
-    return `user root;
-worker_processes 1;
-daemon off;
-pid ${tmp.file('nginx.pid')};
-error_log ${tmp.file('logs/error.log')} warn;
-events { worker_connections 256; }
-http {
-  access_log off;
-  client_body_temp_path ${tmp.file('tmp/body')};
-  proxy_temp_path ${tmp.file('tmp/proxy')};
-  fastcgi_temp_path ${tmp.file('tmp/fastcgi')};
-  uwsgi_temp_path ${tmp.file('tmp/uwsgi')};
-  scgi_temp_path ${tmp.file('tmp/scgi')};
-${snippet}
-}
-`;
+    return nginxConf(tmp.dir, snippet);
   });
+  t.after(() => nginxRun.stop());
+  const port = nginxRun.port;
   const base = `http://127.0.0.1:${port}`;
   return { app, seen, base, port };
 }
@@ -119,10 +59,7 @@ describe('forward auth behind a real nginx', () => {
   it(
     'allows, denies and passes identity exactly as documented',
     {
-      skip:
-        nginx === undefined
-          ? 'nginx is not installed (apt-get install nginx-light); under CI=true the test installs it'
-          : false,
+      skip: nginx === undefined ? NGINX_MISSING : false,
     },
     async (t) => {
       const { app, seen, base } = await startStack(t, nginx!);
