@@ -1,10 +1,13 @@
 // Second half of `npm run build`: bundles the server and CLI (src/cli/main.ts and all it
-// imports, dependencies included) into the one file dist/cli/main.js that `npm start`
-// and the `infracat` bin run. tsc has type-checked and emitted dist/ before this; its
+// imports, dependencies included) into the one file dist/cli/infracat.cjs, and puts the
+// launcher (scripts/launcher.mjs) at dist/cli/main.js, which `npm start` and the
+// `infracat` bin run. tsc has type-checked and emitted dist/ before this; its
 // dist/cli/main.js is replaced.
 //
-// Why: loading ~400 separate modules (TypeBox alone is ~300 ES modules) was most of the
-// cold start (BENCHMARKS.md). One file is read and compiled once.
+// Why one file: loading ~400 separate modules (TypeBox alone is ~300 ES modules) was most
+// of the cold start (BENCHMARKS.md). Why CommonJS wrapped in a function: the launcher
+// compiles it with V8's code cache, which Node 20 offers for scripts, not for ES modules.
+// The build ends by starting and stopping the server once, which writes that cache.
 //
 // Left out of the bundle, loaded from node_modules at run time:
 // - better-sqlite3(-napi): native addons, chosen at run time (src/storage/sqlite/driver.ts);
@@ -13,33 +16,80 @@
 //
 // The bundle stays at dist/cli/ so paths relative to a module two levels below the
 // package root (../../catalog/default.yaml) still hold.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { chmodSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { clearTimeout, setTimeout } from 'node:timers';
 import path from 'node:path';
 import { build } from 'esbuild';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const OUT = path.join(ROOT, 'dist/cli/main.js');
+const BUNDLE = path.join(ROOT, 'dist/cli/infracat.cjs');
+const LAUNCHER = path.join(ROOT, 'dist/cli/main.js');
 
-await build({
+const { metafile } = await build({
   entryPoints: [path.join(ROOT, 'src/cli/main.ts')],
-  outfile: OUT,
+  outfile: BUNDLE,
   allowOverwrite: true,
   bundle: true,
   platform: 'node',
-  format: 'esm',
+  format: 'cjs',
   target: 'node20',
   sourcemap: true,
   external: ['better-sqlite3', 'better-sqlite3-napi', '@fastify/swagger-ui', 'pg-native'],
-  // Bundled CommonJS dependencies call require() for Node's built-ins; an ES module has
-  // none, so give the bundle one.
+  // One function expression with the parameters Node gives a CommonJS module (the launcher
+  // calls it); strict, as the ES modules it is made of were. import.meta.url: this file's.
   banner: {
     js:
-      "import { createRequire as __infracatCreateRequire } from 'node:module';\n" +
-      'const require = __infracatCreateRequire(import.meta.url);',
+      "(function (exports, require, module, __filename, __dirname) {\n'use strict';\n" +
+      "const __infracatModuleUrl = require('node:url').pathToFileURL(__filename).href;",
   },
+  footer: { js: '})' },
+  define: { 'import.meta.url': '__infracatModuleUrl' },
+  metafile: true,
   logLevel: 'warning',
 });
+// The launcher runs the bundle as a script, where Node 20 has no import() but behind a flag:
+// what the bundle leaves out is loaded with require().
+for (const [file, { imports }] of Object.entries(metafile.inputs)) {
+  const dynamic = imports.find((i) => i.kind === 'dynamic-import' && i.external);
+  if (dynamic) throw new Error(`${file}: import('${dynamic.path}') of a module left out of the bundle; require() it`);
+}
+copyFileSync(path.join(ROOT, 'scripts/launcher.mjs'), LAUNCHER);
+rmSync(`${LAUNCHER}.map`, { force: true }); // tsc's, of the file replaced
+chmodSync(LAUNCHER, 0o755);
+rmSync(`${BUNDLE}.cache`, { force: true });
 
 // Every module of the bundle is evaluated at load, so this catches a dependency that
 // does not survive bundling.
-execFileSync(process.execPath, [OUT, '--version'], { stdio: ['ignore', 'ignore', 'inherit'] });
+execFileSync(process.execPath, [LAUNCHER, '--version'], { stdio: ['ignore', 'ignore', 'inherit'] });
+
+// The code cache of a whole start and stop: `--version` above wrote one of its own run,
+// which would stay (a cache V8 accepts is never rewritten), so it goes first.
+rmSync(`${BUNDLE}.cache`, { force: true });
+const dir = mkdtempSync(path.join(tmpdir(), 'infracat-build-'));
+try {
+  const server = spawn(process.execPath, [LAUNCHER, 'serve'], {
+    env: {
+      PATH: process.env.PATH,
+      DATABASE_URL: `sqlite:${path.join(dir, 'warm-up.sqlite')}`,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      BOOTSTRAP_ADMIN_TOKEN: 'false',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  server.stdout.setEncoding('utf8');
+  server.stdout.on('data', (chunk) => {
+    out += chunk;
+    if (out.includes('"infracat listening"')) server.kill('SIGTERM');
+  });
+  const stuck = setTimeout(() => server.kill('SIGKILL'), 60_000);
+  const [code] = await once(server, 'exit');
+  clearTimeout(stuck);
+  if (code !== 0) throw new Error(`the warm-up start of the bundle failed (exit ${code}):\n${out}`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

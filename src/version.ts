@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 
 /**
  * The nearest package.json above this module: one level up from src/version.ts, two
- * from dist/cli/main.js, the bundle this module is built into (scripts/bundle.mjs).
+ * from dist/cli/infracat.cjs, the bundle this module is built into (scripts/bundle.mjs).
  */
 function readPackageJson(): string {
   for (let dir = new URL('.', import.meta.url); ; dir = new URL('..', dir)) {

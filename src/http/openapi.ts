@@ -10,6 +10,7 @@
 // Routes state only their success shapes and config.auth; the error responses every
 // route can give (problem+json) are derived here from what the route takes.
 import { STATUS_CODES } from 'node:http';
+import { createRequire } from 'node:module';
 import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AppError, ProblemSchema } from '../errors.js';
@@ -289,7 +290,9 @@ function registerDocs(app: App): void {
 const HOP_HEADERS = new Set(['connection', 'content-length', 'date', 'keep-alive', 'transfer-encoding']);
 
 async function loadDocs(app: App): Promise<FastifyInstance> {
-  const { default: swaggerUi } = await import('@fastify/swagger-ui');
+  // Required, not import()ed: the built bundle runs as a script (scripts/launcher.mjs),
+  // where Node 20 offers import() only as an experimental feature.
+  const swaggerUi = createRequire(import.meta.url)('@fastify/swagger-ui') as typeof import('@fastify/swagger-ui');
   const docs = Fastify({ logger: false });
   // swagger-ui serves /docs/json and /docs/yaml from a `swagger` decorator, and requires
   // the @fastify/swagger plugin: the app's finished document, in static mode (whose

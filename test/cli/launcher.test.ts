@@ -1,0 +1,74 @@
+// The built command's launcher (scripts/launcher.mjs, dist/cli/main.js): it runs the bundle
+// as Node runs a CommonJS module, with V8's code cache beside it. Tested on a small bundle
+// of the same shape (scripts/bundle.mjs), so no build is needed: a cache is written at the
+// end of a run that found none, kept while V8 accepts it, replaced when V8 refuses it, and a
+// cache that cannot be written changes nothing but speed.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, it, type TestContext } from 'node:test';
+import { tempDir } from '../helpers/sqlite.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+// What the bundle sees: its own file name, require, the arguments; it ends with an exit
+// code of its own.
+const BUNDLE = `#!/usr/bin/env node
+(function (exports, require, module, __filename, __dirname) {
+'use strict';
+const { basename } = require('node:path');
+const out = { file: basename(__filename), dir: __dirname, args: process.argv.slice(2) };
+process.stdout.write(JSON.stringify(out));
+process.exitCode = 3;
+})`;
+
+function install(t: TestContext): { cli: string; cache: string; dir: string } {
+  const tmp = tempDir();
+  t.after(() => tmp.remove());
+  const dir = path.join(tmp.dir, 'dist/cli');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, '../../package.json'), '{"type": "module"}\n');
+  copyFileSync(path.join(ROOT, 'scripts/launcher.mjs'), path.join(dir, 'main.js'));
+  writeFileSync(path.join(dir, 'infracat.cjs'), BUNDLE);
+  return { cli: path.join(dir, 'main.js'), cache: path.join(dir, 'infracat.cjs.cache'), dir };
+}
+
+function run(cli: string): { status: number | null; out: unknown; stderr: string } {
+  const res = spawnSync(process.execPath, [cli, 'serve', '--port', '1'], { encoding: 'utf8' });
+  return { status: res.status, out: res.stdout === '' ? undefined : JSON.parse(res.stdout), stderr: res.stderr };
+}
+
+describe('the built command (dist/cli/main.js) and its code cache', () => {
+  it('runs the bundle as a CommonJS module with its arguments and exit code; writes the cache once', (t) => {
+    const { cli, cache, dir } = install(t);
+    const expected = { file: 'infracat.cjs', dir, args: ['serve', '--port', '1'] };
+    const first = run(cli);
+    assert.deepEqual([first.status, first.out, first.stderr], [3, expected, '']);
+    const written = statSync(cache);
+    assert.ok(written.size > 0, 'the first run wrote the cache');
+
+    const second = run(cli);
+    assert.deepEqual([second.status, second.out], [3, expected]);
+    assert.equal(statSync(cache).mtimeMs, written.mtimeMs, 'an accepted cache is kept, not written again');
+    assert.deepEqual(readdirSync(dir).sort(), ['infracat.cjs', 'infracat.cjs.cache', 'main.js'], 'no partial file');
+  });
+
+  it('a cache V8 refuses (another Node, other flags, damaged) is replaced at the end of the run', (t) => {
+    const { cli, cache } = install(t);
+    writeFileSync(cache, 'not a V8 code cache');
+    const res = run(cli);
+    assert.equal(res.status, 3);
+    assert.equal((res.out as { file: string }).file, 'infracat.cjs');
+    assert.notEqual(readFileSync(cache, 'utf8'), 'not a V8 code cache');
+  });
+
+  it('a cache that cannot be written (here a directory in its place) changes nothing but speed', (t) => {
+    const { cli, cache, dir } = install(t);
+    mkdirSync(path.join(cache, 'occupied'), { recursive: true });
+    const res = run(cli);
+    assert.deepEqual([res.status, res.stderr], [3, '']);
+    assert.deepEqual((res.out as { args: string[] }).args, ['serve', '--port', '1']);
+    assert.deepEqual(readdirSync(dir).sort(), ['infracat.cjs', 'infracat.cjs.cache', 'main.js'], 'no partial file');
+  });
+});
