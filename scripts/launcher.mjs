@@ -19,35 +19,37 @@ import vm from 'node:vm';
 const bundle = fileURLToPath(new URL('./infracat.cjs', import.meta.url));
 const cacheFile = `${bundle}.cache`;
 
-function readCache() {
+/** The bundle compiled, from the cache when V8 accepts it (its buffer is garbage after). */
+function compile() {
+  let cachedData;
   try {
-    return readFileSync(cacheFile);
+    cachedData = readFileSync(cacheFile);
   } catch {
-    return undefined; // none yet
+    // none yet
+  }
+  // The bundle is one function expression taking what Node passes a CommonJS module.
+  // No import() in it: a script gets one on Node 20 only as an experimental feature (the
+  // build refuses a bundle with one).
+  const script = new vm.Script(readFileSync(bundle, 'utf8'), { filename: bundle, cachedData });
+  if (cachedData === undefined || script.cachedDataRejected) process.once('exit', () => writeCache(script));
+  return script;
+}
+
+function writeCache(script) {
+  // Whole or not at all: processes starting meanwhile read the old file or the new one.
+  const partial = `${cacheFile}.${process.pid}`;
+  try {
+    writeFileSync(partial, script.createCachedData());
+    renameSync(partial, cacheFile);
+  } catch {
+    // Read-only: the next start compiles again.
+    try {
+      rmSync(partial, { force: true });
+    } catch {
+      // nothing was written
+    }
   }
 }
 
-const cachedData = readCache();
-// The bundle is one function expression taking what Node passes a CommonJS module.
-// No import() in it: a script gets one on Node 20 only as an experimental feature (the
-// build refuses a bundle with one).
-const script = new vm.Script(readFileSync(bundle, 'utf8'), { filename: bundle, cachedData });
-if (cachedData === undefined || script.cachedDataRejected) {
-  process.once('exit', () => {
-    // Whole or not at all: processes starting meanwhile read the old file or the new one.
-    const partial = `${cacheFile}.${process.pid}`;
-    try {
-      writeFileSync(partial, script.createCachedData());
-      renameSync(partial, cacheFile);
-    } catch {
-      // Read-only: the next start compiles again.
-      try {
-        rmSync(partial, { force: true });
-      } catch {
-        // nothing was written
-      }
-    }
-  });
-}
 const module = { exports: {} };
-script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, path.dirname(bundle));
+compile().runInThisContext()(module.exports, createRequire(bundle), module, bundle, path.dirname(bundle));
