@@ -9,6 +9,7 @@ import pg from 'pg';
 import Database from '../../src/storage/sqlite/driver.js';
 import { backends, type Backend, type BackendDb } from '../helpers/backends.js';
 import { rawSql } from '../helpers/raw-sql.js';
+import { sleep, until } from '../helpers/until.js';
 
 describe('shareOf: a fleet-wide quota split among the live instances', () => {
   it('the shares of ranks 0..n-1 add up to the quota exactly, differ by at most one, and none is 0', () => {
@@ -34,17 +35,6 @@ describe('shareOf: a fleet-wide quota split among the live instances', () => {
     assert.equal(shareOf(20, { count: 3, rank: -1 }), 7, 'rank clamped to the first');
   });
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `done` until it holds (the heartbeats run on timers); fails with `what` past the deadline. */
-async function until(done: () => boolean, what: string, deadlineMs = 15_000): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (!done()) {
-    if (Date.now() > end) assert.fail(`timed out waiting for: ${what}`);
-    await sleep(10);
-  }
-}
 
 /**
  * Another session takes the write lock on `instances` and holds it until the returned

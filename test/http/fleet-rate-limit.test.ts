@@ -13,21 +13,11 @@ import type { App } from '../../src/http/types.js';
 import { build, mintToken, type LogCapture } from '../helpers/app.js';
 import { admin, backends, postgresBackend, type Backend, type BackendDb } from '../helpers/backends.js';
 import { parseExposition, value } from '../helpers/prometheus.js';
+import { sleep, until } from '../helpers/until.js';
 
 const QUOTA = 20; // not a multiple of 3: the shares are 7, 7 and 6
 const WINDOW_S = 600;
 const STATE = /^"(token|anonymous)";r=(\d+);t=(\d+)$/;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `done` until it holds (heartbeats run on timers); fails naming `what` past the deadline. */
-async function until(done: () => boolean, what: string, deadlineMs = 20_000): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (!done()) {
-    if (Date.now() > end) assert.fail(`timed out waiting for: ${what}`);
-    await sleep(10);
-  }
-}
 
 function state(res: LightMyRequestResponse): { r: number; t: number } {
   const m = STATE.exec(String(res.headers.ratelimit));
