@@ -6,6 +6,7 @@
 import type { Model } from './forms.js';
 import { ENTITIES, type CatalogSettings, type Kind } from './schemas.js';
 import type { Image as ImageSchema, Plan as PlanSchema, Region as RegionSchema, FILE_ENTITIES } from './schemas.js';
+import { naturalCompare } from './natural-order.js';
 
 export type Image = Model<typeof ImageSchema>;
 export type Plan = Model<typeof PlanSchema>;
@@ -38,8 +39,6 @@ export function imageSlug(distribution: string, version: string): string {
 export function planSlug(type: PlanType, vcpus: number, memoryMb: number): string {
   return `${PLAN_TYPES[type]}-${vcpus}vcpu-${memoryMb / 1024}gb`;
 }
-
-const naturalCompare = new Intl.Collator('en', { numeric: true, sensitivity: 'base' }).compare;
 
 /**
  * The documented order of each list:
