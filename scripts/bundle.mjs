@@ -61,7 +61,10 @@ for (const [file, { imports }] of Object.entries(metafile.inputs)) {
 // bytes a character: 3 MB more memory for the life of the process. In comments only, so
 // the code and the source map's mappings stay as they were.
 const source = readFileSync(BUNDLE, 'utf8');
-writeFileSync(BUNDLE, source.replace(/[^\0-\x7f]/gu, (c) => `\\u{${c.codePointAt(0).toString(16)}}`));
+writeFileSync(
+  BUNDLE,
+  source.replace(/[^\0-\x7f]/gu, (c) => `\\u{${c.codePointAt(0).toString(16)}}`),
+);
 copyFileSync(path.join(ROOT, 'scripts/launcher.mjs'), LAUNCHER);
 rmSync(`${LAUNCHER}.map`, { force: true }); // tsc's, of the file replaced
 chmodSync(LAUNCHER, 0o755);

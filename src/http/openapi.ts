@@ -12,6 +12,7 @@
 import { STATUS_CODES } from 'node:http';
 import { createRequire } from 'node:module';
 import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
+import type SwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AppError, ProblemSchema } from '../errors.js';
 import { CHECKSUM_CHARS, RANDOM_CHARS } from '../tokens/format.js';
@@ -292,7 +293,7 @@ const HOP_HEADERS = new Set(['connection', 'content-length', 'date', 'keep-alive
 async function loadDocs(app: App): Promise<FastifyInstance> {
   // Required, not import()ed: the built bundle runs as a script (scripts/launcher.mjs),
   // where Node 20 offers import() only as an experimental feature.
-  const swaggerUi = createRequire(import.meta.url)('@fastify/swagger-ui') as typeof import('@fastify/swagger-ui');
+  const swaggerUi = createRequire(import.meta.url)('@fastify/swagger-ui') as typeof SwaggerUi;
   const docs = Fastify({ logger: false });
   // swagger-ui serves /docs/json and /docs/yaml from a `swagger` decorator, and requires
   // the @fastify/swagger plugin: the app's finished document, in static mode (whose
