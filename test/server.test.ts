@@ -4,10 +4,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { Drain } from '../src/http/drain.js';
+import type { App } from '../src/http/types.js';
 import { createLogger } from '../src/logging.js';
 import { SqliteStore } from '../src/storage/sqlite/store.js';
 import { LogCapture } from './helpers/app.js';
@@ -93,20 +94,7 @@ describe('infracat serve', () => {
   });
 
   it('close() lets an in-flight request finish, refuses new connections, then closes storage', async (t) => {
-    const tmp = tempDir();
-    t.after(() => tmp.remove());
-    const store = new SqliteStore({ path: tmp.file(), busyTimeoutMs: 1000 });
-    await store.migrate();
-    const config = loadConfig({ DATABASE_URL: `sqlite:${tmp.file()}` });
-    const app = buildApp({ config, store, logger: createLogger('info', new LogCapture()) });
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    app.get('/test/slow', async () => {
-      await gate;
-      return { finished: true };
-    });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const { port } = app.server.address() as { port: number };
+    const { app, store, port, release } = await listeningWithSlowRoute(t);
     const inflight = getJson(port, '/test/slow');
     await new Promise((r) => setTimeout(r, 50)); // the request is now being handled
     const closing = app.close();
@@ -177,22 +165,9 @@ describe('drain before a stop (SHUTDOWN_DRAIN_MS)', () => {
   });
 
   it('letting go: refuses new connections; answers on open ones, in flight or idle, then closes them', async (t) => {
-    const tmp = tempDir();
-    t.after(() => tmp.remove());
-    const store = new SqliteStore({ path: tmp.file(), busyTimeoutMs: 1000 });
-    await store.migrate();
-    const config = loadConfig({ DATABASE_URL: `sqlite:${tmp.file()}` });
     const drain = new Drain();
-    const app = buildApp({ config, store, logger: createLogger('info', new LogCapture()), drain });
+    const { app, port, release } = await listeningWithSlowRoute(t, drain);
     t.after(() => app.close());
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    app.get('/test/slow', async () => {
-      await gate;
-      return { finished: true };
-    });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const { port } = app.server.address() as { port: number };
     const agent = new http.Agent({ keepAlive: true });
     t.after(() => agent.destroy());
     assert.equal((await get(agent, port, '/readyz')).status, 200);
@@ -227,6 +202,31 @@ describe('drain before a stop (SHUTDOWN_DRAIN_MS)', () => {
     await lettingGo; // every connection is gone
   });
 });
+
+/**
+ * The app on SQLite, listening on a free port, with GET /test/slow answering only once
+ * `release()` is called: a request in flight for as long as a test needs.
+ */
+async function listeningWithSlowRoute(
+  t: TestContext,
+  drain?: Drain,
+): Promise<{ app: App; store: SqliteStore; port: number; release: () => void }> {
+  const tmp = tempDir();
+  t.after(() => tmp.remove());
+  const store = new SqliteStore({ path: tmp.file(), busyTimeoutMs: 1000 });
+  await store.migrate();
+  const config = loadConfig({ DATABASE_URL: `sqlite:${tmp.file()}` });
+  const app = buildApp({ config, store, logger: createLogger('info', new LogCapture()), drain });
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  app.get('/test/slow', async () => {
+    await gate;
+    return { finished: true };
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as { port: number };
+  return { app, store, port, release };
+}
 
 interface Answer {
   status: number;
