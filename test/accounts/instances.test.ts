@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { App } from '../../src/http/types.js';
-import { build, mintToken } from '../helpers/app.js';
+import { build, changeFeedSettled, mintToken } from '../helpers/app.js';
 import { backends, postgresBackend } from '../helpers/backends.js';
 
 const TTL_MS = 500;
@@ -94,6 +94,7 @@ for (const backend of backends()) {
         store: db.open(),
         env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000', INSTANCE_HEARTBEAT_MS: '60000' },
       });
+      await changeFeedSettled(app);
       const operator = await mintToken(app, ['accounts:write', 'api-tokens:write', 'apps:read']);
       const c = await customerToken(app, operator.auth);
       const check = () => app.inject({ method: 'GET', url: '/api/v1/auth/check?scope=apps:read', headers: c.auth });

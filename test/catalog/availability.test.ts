@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { describe, it } from 'node:test';
-import { build } from '../helpers/app.js';
+import { build, changeFeedSettled } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
 import { applyDocument } from '../helpers/catalog-apply.js';
 import { image, plan, region } from '../helpers/catalog-entries.js';
@@ -202,6 +202,7 @@ for (const backend of backends()) {
 
     it('filtered GETs send no query to storage (the metric stays put)', async (t) => {
       const { app } = await setup(t, { CATALOG_REFRESH_MS: '600000', INSTANCE_HEARTBEAT_MS: '60000' });
+      await changeFeedSettled(app);
       const queries = async () =>
         value(
           parseExposition((await app.inject({ method: 'GET', url: '/metrics' })).body),

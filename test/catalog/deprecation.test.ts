@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { describe, it } from 'node:test';
-import { build } from '../helpers/app.js';
+import { build, changeFeedSettled } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
 import { applyDocument } from '../helpers/catalog-apply.js';
 import { image, plan, region } from '../helpers/catalog-entries.js';
@@ -63,6 +63,7 @@ for (const backend of backends()) {
         now: () => clock.now,
       });
       await applyDocument(built.app, DOCUMENT);
+      await changeFeedSettled(built.app);
       const get = (url: string, headers: Record<string, string> = {}) =>
         built.app.inject({ method: 'GET', url, headers });
       return { ...built, clock, get };

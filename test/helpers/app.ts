@@ -11,6 +11,7 @@ import type { Store } from '../../src/storage/types.js';
 import { tempDir } from './sqlite.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 import { TEST_CONTEXT } from './audit.js';
+import { parseExposition, value } from './prometheus.js';
 
 export class LogCapture extends Writable {
   readonly lines: string[] = [];
@@ -91,3 +92,26 @@ export async function mintToken(
 }
 
 export const PROBLEM_TYPE = 'application/problem+json; charset=utf-8';
+
+/**
+ * Waits until the app hears changes and has taken in the resync that follows (a dropped
+ * verification cache, a catalog refresh). On PostgreSQL the change feed connects after
+ * start, so that resync reads storage at a moment of its own: a test that counts storage
+ * queries calls this first.
+ */
+export async function changeFeedSettled(app: App, deadlineMs = 10_000): Promise<void> {
+  const end = Date.now() + deadlineMs;
+  const resyncs = async () =>
+    value(
+      parseExposition((await app.inject({ method: 'GET', url: '/metrics' })).body),
+      'infracat_change_feed_changes_total',
+      {
+        kind: 'resync',
+      },
+    ) ?? 0;
+  while ((await resyncs()) < 1) {
+    if (Date.now() > end) throw new Error('the change feed did not connect');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await app.infracat.catalog.refresh(); // shares the resync's refresh if it still runs
+}
