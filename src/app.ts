@@ -288,6 +288,10 @@ export function buildApp(deps: AppDeps): App {
     }
     catalog.start();
     watch = store.watch(changes);
+    // Serve once this instance hears other instances' changes (or knows it cannot yet: a
+    // failed attempt is bounded by DATABASE_TIMEOUT_MS). What changed before it listened is
+    // taken in by the resync that follows the connection, at start rather than later.
+    await changes.firstAttempt;
   });
   app.addHook('onClose', async () => {
     // In-flight requests are done by now: leave the fleet (the others take over this

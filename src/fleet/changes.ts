@@ -23,8 +23,17 @@ export class ChangeFollower implements ChangeHandlers {
   disconnects = 0;
   /** Whether changes are being heard right now. */
   listening = false;
+  /**
+   * Settles once the first attempt to hear changes has ended: connected, with the resync
+   * that follows taken in (cache dropped, catalog read), or failed (the watch retries on
+   * its own; the TTL and the catalog poll cover the meantime).
+   */
+  readonly firstAttempt: Promise<void>;
+  #settle!: () => void;
 
-  constructor(private readonly options: ChangeFollowerOptions) {}
+  constructor(private readonly options: ChangeFollowerOptions) {
+    this.firstAttempt = new Promise((resolve) => (this.#settle = resolve));
+  }
 
   change(change: Change): void {
     this.heard[change.kind] += 1;
@@ -43,7 +52,7 @@ export class ChangeFollower implements ChangeHandlers {
         return;
       case 'resync':
         cache.clear();
-        void catalog.refresh();
+        void catalog.refresh().then(this.#settle);
         return;
     }
   }
@@ -54,6 +63,7 @@ export class ChangeFollower implements ChangeHandlers {
   }
 
   disconnected(err: unknown): void {
+    this.#settle();
     this.listening = false;
     this.disconnects += 1;
     this.options.onDisconnected?.(err);
