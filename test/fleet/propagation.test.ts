@@ -164,6 +164,17 @@ for (const backend of backends()) {
 }
 
 describe('the PostgreSQL listening connection', () => {
+  it('an instance is ready once it hears changes: the feed is up and its resync taken in at start', async (t) => {
+    const backend = postgresBackend(t);
+    if (backend === undefined) return;
+    const db = await backend.fresh(t);
+    const { app } = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, ...ENV } });
+    // Read at once after start: nothing may still be on its way in the background.
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.match(text, /^infracat_change_feed_listening 1$/m);
+    assert.match(text, /^infracat_change_feed_changes_total\{kind="resync"\} 1$/m);
+  });
+
   it('reconnects by itself after the server drops it, and changes flow again', async (t) => {
     const backend = postgresBackend(t);
     if (backend === undefined) return;
