@@ -18,7 +18,9 @@ import { installRateLimit } from './http/rate-limit.js';
 import { installMetrics } from './http/metrics.js';
 import { installCors, SECURITY_HEADERS } from './http/security.js';
 import { VERSION } from './version.js';
-import { RequestLog } from './http/request-log.js';
+import { FastLane } from './http/fast-lane.js';
+import { AccessLog, RequestLog } from './http/request-log.js';
+import { clientAddressOf } from './http/trust-proxy.js';
 import {
   clientErrorHandler,
   frameworkErrorHandler,
@@ -67,6 +69,8 @@ declare module 'fastify' {
       auditPruner: PeriodicPurge;
       /** This instance's heartbeat, and the live instances that share the rate limits. */
       fleet: FleetRegistry;
+      /** Where the catalog lists' plain GETs are answered (src/http/fast-lane.ts). */
+      lane: FastLane;
     };
   }
 }
@@ -88,10 +92,14 @@ export function buildApp(deps: AppDeps): App {
   const secretScanningKeys = openSecretScanningKeys(config, deps.logger);
   // Typed as Fastify's logger so route modules share one App type.
   const loggerInstance: FastifyBaseLogger = deps.logger;
+  const access = new AccessLog(deps.logger, config.accessLog);
+  // The catalog lists' plain GETs are answered in front of Fastify (src/http/fast-lane.ts).
+  const lane = new FastLane();
   const app = Fastify({
+    serverFactory: lane.serverFactory,
     loggerInstance,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
-    logController: new RequestLog(config.accessLog),
+    logController: new RequestLog(access),
     bodyLimit: BODY_LIMIT_BYTES,
     // Our own closing check below answers with a problem body instead of Fastify's.
     return503OnClosing: false,
@@ -228,7 +236,7 @@ export function buildApp(deps: AppDeps): App {
       );
     },
   });
-  app.decorate('infracat', { tokens, accounts, catalog, audit: auditService, purger, auditPruner, fleet });
+  app.decorate('infracat', { tokens, accounts, catalog, audit: auditService, purger, auditPruner, fleet, lane });
   const auth = createAuth({
     service: tokens.service,
     limiter: new FailureLimiter(config.authFailureLimit, config.authFailureWindowS * 1000),
@@ -244,7 +252,7 @@ export function buildApp(deps: AppDeps): App {
     rateLimit.quotas.token > 0 || rateLimit.quotas.anonymous > 0
       ? installRateLimit(app, { ...rateLimit, fleet })
       : undefined;
-  installNotFoundHandler(app, limiter);
+  installNotFoundHandler(app, limiter?.hook);
   // Other instances' changes, heard as they commit (src/fleet/changes.ts).
   const changes = new ChangeFollower({
     cache: tokens.cache,
@@ -260,7 +268,7 @@ export function buildApp(deps: AppDeps): App {
     },
   });
   let watch: ChangeWatch | undefined;
-  installMetrics(app, config.metricsAccess, {
+  const record = installMetrics(app, config.metricsAccess, {
     tokens,
     catalog,
     changes,
@@ -312,11 +320,23 @@ export function buildApp(deps: AppDeps): App {
   accountRoutes(app, { accounts, tokens: tokens.service });
   auditRoutes(app, { audit: auditService });
   gatewayRoutes(app, { service: tokens.service, auth, rules: config.authCheckRules, gateway: config.authCheckGateway });
-  catalogRoutes(app, { catalog, access: config.catalogAccess, cacheControl: config.catalogCacheControl });
+  catalogRoutes(app, { catalog, access: config.catalogAccess, cacheControl: config.catalogCacheControl, lane });
+  // With CORS on, the plugin's headers go on every answer: those requests take the full path.
+  if (config.corsOrigins.length === 0) {
+    lane.open({
+      closing: () => closing,
+      auth,
+      limiter,
+      clientAddress: clientAddressOf(config.trustProxy),
+      record,
+      access,
+      log: deps.logger,
+    });
+  }
   catalogManageRoutes(app, { catalog, now: deps.now ?? Date.now });
   if (config.console) consoleRoutes(app);
   if (secretScanningKeys !== null)
-    secretScanningRoutes(app, { keys: secretScanningKeys, service: tokens.service, limiter });
+    secretScanningRoutes(app, { keys: secretScanningKeys, service: tokens.service, limiter: limiter?.hook });
 
   return app;
 }

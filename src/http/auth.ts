@@ -6,11 +6,12 @@
 //   config: { auth: 'optional' }                         anonymous allowed; a bad token is not
 //   config: { auth: 'custom' }                           the handler calls authenticate()
 // A successful authentication counts as a use (last_used_at, batched).
+import type { IncomingMessage } from 'node:http';
 import type { FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { App } from './types.js';
 import { AppError } from '../errors.js';
 import type { TokenRecord } from '../storage/types.js';
-import type { TokenService, VerifyFailure, VerifyResult } from '../tokens/service.js';
+import type { TokenService, ValidInMemory, VerifyFailure, VerifyResult } from '../tokens/service.js';
 import { missingScopes } from '../tokens/scopes.js';
 import { addressKey, type FailureLimiter } from './failure-limiter.js';
 import { repeatedHeader } from './headers.js';
@@ -61,8 +62,23 @@ export interface Auth {
   authenticateFromMemory(request: FastifyRequest, required: readonly string[] | null): boolean;
   /** The rest of an authentication that authenticateFromMemory() could not finish. */
   authenticateFromStorage(request: FastifyRequest, required: readonly string[] | null): Promise<void>;
+  /**
+   * For the fast lane (src/http/fast-lane.ts): the token a request presents when it
+   * verifies from memory and holds `required`, null for an anonymous request where
+   * anonymous is allowed, undefined for anything else (the full path then decides). Nothing
+   * is counted until the lane passes the token to `useValid`.
+   */
+  peekFromMemory(req: IncomingMessage, required: readonly string[] | null): ValidInMemory | null | undefined;
+  /** Counts a token peekFromMemory() found as a verification and a use. */
+  useValid(valid: ValidInMemory): void;
   /** The onRequest hook of a route that needs `required` (null: anonymous allowed). */
   hook(required: readonly string[] | null): onRequestHookHandler;
+}
+
+/** The secret of an `Authorization: Bearer <secret>` value (RFC 6750 section 2.1), or null. */
+function bearerSecret(header: string): string | null {
+  const match = /^Bearer +([^\s]+) *$/i.exec(header);
+  return match === null ? null : match[1]!;
 }
 
 /** The refusal of a credential passed in the query string (checked on every request), or null. */
@@ -119,8 +135,7 @@ export function createAuth(options: AuthOptions): Auth {
         headers: { 'www-authenticate': bearerChallenge() },
       });
     }
-    const match = /^Bearer +([^\s]+) *$/i.exec(header);
-    return match === null ? SCHEME_FAILURE : match[1]!;
+    return bearerSecret(header) ?? SCHEME_FAILURE;
   }
 
   /** Sets request.token and counts the use, or throws the 401/403/429 the result calls for. */
@@ -183,10 +198,20 @@ export function createAuth(options: AuthOptions): Auth {
     if (!authenticateFromMemory(request, required)) await authenticateFromStorage(request, required);
   }
 
+  function peekFromMemory(req: IncomingMessage, required: readonly string[] | null): ValidInMemory | null | undefined {
+    const header = req.headers.authorization;
+    if (header === undefined || header === '') return required === null ? null : undefined;
+    if (repeatedHeader(req.rawHeaders, 'authorization')) return undefined;
+    const secret = bearerSecret(header);
+    return secret === null ? undefined : service.peekValid(secret, required ?? []);
+  }
+
   return {
     authenticate,
     authenticateFromMemory,
     authenticateFromStorage,
+    peekFromMemory,
+    useValid: (valid) => service.useValid(valid),
     // A callback hook: an anonymous request, or a token the cache holds (almost every
     // authenticated request), has nothing to wait for; only a storage lookup is awaited.
     hook: (required) => (request, _reply, done) => {

@@ -117,7 +117,15 @@ function totalCounter(registry: Registry, name: string, help: string, read: () =
   });
 }
 
-export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', sources: MetricsSources): void {
+/** Counts one answered request: method, route (Fastify's URL pattern), status, milliseconds. */
+export type RecordTraffic = (method: string, route: string, status: number, ms: number) => void;
+
+/** Installs the metrics; returns how requests answered elsewhere (the fast lane) are counted. */
+export function installMetrics(
+  app: App,
+  access: 'public' | 'loopback' | 'off',
+  sources: MetricsSources,
+): RecordTraffic {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
 
@@ -267,4 +275,5 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
       return (await registry.metrics()) + traffic.exposition();
     });
   });
+  return (method, route, status, ms) => traffic.record(method, route, status, ms);
 }

@@ -134,11 +134,27 @@ export function refuseOverLimit(request: FastifyRequest): void {
   if (held) throw held;
 }
 
+/** What a request took from its budget, for the fast lane (src/http/fast-lane.ts). */
+export type Charge =
+  /** A unit taken: the RateLimit-Policy and RateLimit values to answer with. */
+  | { policy: string; state: string }
+  /** Its policy is off: nothing counted, no fields. */
+  | 'off'
+  /** Over the limit: nothing taken; the full path refuses it (or spares a revalidation). */
+  | 'over';
+
+export interface RateLimiter {
+  /** The limiter as a preHandler hook, for the not-found handler and routes declared by hand. */
+  hook: preHandlerHookHandler;
+  /** A request of `tokenId` (null: anonymous) from `ip` charged as the route hooks charge it. */
+  charge(tokenId: string | null, ip: string): Charge;
+}
+
 /**
  * Installs the limiter on every route declared from now on (see the top of this file) and
- * returns it for the not-found handler.
+ * returns it for the not-found handler and the fast lane.
  */
-export function installRateLimit(app: App, options: RateLimitOptions): preHandlerHookHandler {
+export function installRateLimit(app: App, options: RateLimitOptions): RateLimiter {
   const { quotas, windowS } = options;
   const windowMs = windowS * 1000;
   const fleet = options.fleet ?? ALONE;
@@ -150,12 +166,8 @@ export function installRateLimit(app: App, options: RateLimitOptions): preHandle
   };
   app.decorateRequest('rateLimit', null);
 
-  /** The 429 for this request, or null when it is within its budget (a unit is then taken). */
-  function take(request: FastifyRequest, reply: FastifyReply, revalidates: boolean): AppError | null {
-    const [policy, key]: [RateLimitPolicy, string] =
-      request.token !== null ? ['token', `t:${request.token.id}`] : ['anonymous', `a:${request.ip}`];
-    const quota = quotas[policy];
-    if (quota === 0) return null;
+  /** Counts a request against `key`'s window: a unit taken if `allowed`, and what is left. */
+  function use(key: string, quota: number): { allowed: boolean; local: number; resetS: number } {
     const now = Date.now();
     let window = windows.get(key);
     if (window === undefined || now >= window.resetAt) {
@@ -169,7 +181,27 @@ export function installRateLimit(app: App, options: RateLimitOptions): preHandle
     const share = shareOf(quota, fleet);
     const allowed = window.used < share;
     if (allowed) window.used += 1;
-    const local = Math.max(0, share - window.used);
+    return { allowed, local: Math.max(0, share - window.used), resetS };
+  }
+
+  const identify = (tokenId: string | null, ip: string): [RateLimitPolicy, string] =>
+    tokenId !== null ? ['token', `t:${tokenId}`] : ['anonymous', `a:${ip}`];
+
+  function charge(tokenId: string | null, ip: string): Charge {
+    const [policy, key] = identify(tokenId, ip);
+    const quota = quotas[policy];
+    if (quota === 0) return 'off';
+    const { allowed, local, resetS } = use(key, quota);
+    if (!allowed) return 'over';
+    return { policy: policyFields[policy], state: stateField(policy, fleetRemaining(local, quota, fleet), resetS) };
+  }
+
+  /** The 429 for this request, or null when it is within its budget (a unit is then taken). */
+  function take(request: FastifyRequest, reply: FastifyReply, revalidates: boolean): AppError | null {
+    const [policy, key] = identify(request.token?.id ?? null, request.ip);
+    const quota = quotas[policy];
+    if (quota === 0) return null;
+    const { allowed, local, resetS } = use(key, quota);
     reply.header('ratelimit-policy', policyFields[policy]);
     reply.header('ratelimit', stateField(policy, fleetRemaining(local, quota, fleet), resetS));
     if (allowed) {
@@ -223,7 +255,7 @@ export function installRateLimit(app: App, options: RateLimitOptions): preHandle
     route.preHandler = [...hooks(route.preHandler), limit(revalidates)];
     if (revalidates) route.onSend = [...hooks(route.onSend), settle];
   });
-  return limit(false);
+  return { hook: limit(false), charge };
 }
 
 /** A route's hooks of one kind as a list (Fastify takes one, a list, or none). */

@@ -1,7 +1,9 @@
 // TRUST_PROXY: whose X-Forwarded-For is believed. Read exactly as Fastify's proxy matcher
 // will read it (a start must not fail later on what the config accepted), and a warning
 // when the setting believes (nearly) any peer.
+import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP } from 'node:net';
+import proxyAddr from '@fastify/proxy-addr';
 
 /** false: no proxy; true: any peer; else the proxies' addresses/CIDRs. */
 export type TrustProxy = boolean | string[];
@@ -73,4 +75,15 @@ export function trustProxyWarning(trustProxy: TrustProxy): string | null {
     'and charging its failures to other addresses. ' +
     "Set TRUST_PROXY to the list of your proxies' addresses/CIDRs instead (e.g. TRUST_PROXY=10.0.0.5,10.0.1.0/24)."
   );
+}
+
+/**
+ * The client address as Fastify's `request.ip` reads it under `trust` (its lib/request.js:
+ * the same proxy matcher, `true` trusting every hop), for what answers before Fastify
+ * builds a request (the fast lane): a rate limit must count a client under one key.
+ */
+export function clientAddressOf(trust: TrustProxy): (req: IncomingMessage) => string | undefined {
+  if (trust === false) return (req) => req.socket.remoteAddress;
+  const trusted = trust === true ? () => true : proxyAddr.compile(trust);
+  return (req) => proxyAddr(req, trusted);
 }

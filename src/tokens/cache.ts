@@ -86,6 +86,11 @@ export class VerificationCache {
     });
   }
 
+  /** The cached token of `hash` as it stands: nothing counted, its recency untouched. */
+  peek(hash: string): TokenWithAccount | undefined {
+    return this.ttlMs > 0 ? this.lru.peek(hash) : undefined;
+  }
+
   /** The cached token of `hash`, counted as a hit or a miss (metrics). */
   get(hash: string): TokenWithAccount | undefined {
     const token = this.ttlMs > 0 ? this.lru.get(hash) : undefined;

@@ -55,6 +55,12 @@ const LEAK_FIELD_MAX = 2048;
 const PLAUSIBLE_ID = /^[A-Za-z0-9_-]{1,100}$/;
 
 export type VerifyFailure = 'format' | 'checksum' | 'unknown' | 'expired' | 'suspended';
+/** A token peekValid() found valid in memory (`hash`: its secret's, for the cache). */
+export interface ValidInMemory {
+  token: TokenWithAccount;
+  hash: string;
+}
+
 export type VerifyResult = { ok: true; token: TokenWithAccount } | { ok: false; reason: VerifyFailure };
 
 /**
@@ -449,6 +455,29 @@ export class TokenService {
     const token = this.options.cache.get(hash);
     if (token === undefined) return undefined;
     return this.counted(this.judge(token, hash));
+  }
+
+  /**
+   * verifyFromMemory() in two halves, for a caller that leaves every other outcome to
+   * verify() (the fast lane, src/http/fast-lane.ts): the token when `secret` is one the
+   * cache holds, valid and holding `required`, else undefined; nothing counted yet, so the
+   * caller may still hand the request to the full path, whose verify() then counts it once.
+   */
+  peekValid(secret: string, required: readonly string[]): ValidInMemory | undefined {
+    if (!checkSecret(secret, this.prefix).ok) return undefined;
+    const hash = hashSecret(secret);
+    const token = this.options.cache.peek(hash);
+    if (token === undefined) return undefined;
+    const verdict = this.judge(token, hash);
+    if (!verdict.ok || missingScopes(token.scopes, required).length > 0) return undefined;
+    return { token, hash };
+  }
+
+  /** The second half: a peekValid() token counted as verify() counts it, and its use recorded. */
+  useValid({ token, hash }: ValidInMemory): void {
+    this.options.cache.get(hash);
+    this.counted({ ok: true, token });
+    this.recordUse(token);
   }
 
   private counted(result: VerifyResult): VerifyResult {

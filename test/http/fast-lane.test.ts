@@ -1,0 +1,241 @@
+// The fast lane (src/http/fast-lane.ts) answers the catalog lists' plain GETs on a
+// listening server exactly as the full path does (app.inject() always takes the full path),
+// and leaves everything else to it with nothing counted.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test, type TestContext } from 'node:test';
+import { build, mintToken, type Built } from '../helpers/app.js';
+import { parseExposition, value } from '../helpers/prometheus.js';
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  body: string;
+}
+
+/** A request over a real socket; `headers` as name, value, ... (a name may repeat). */
+function send(port: number, path: string, headers: string[] = [], method = 'GET', body?: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    // A header list replaces Node's defaults, Host included.
+    const all = ['host', `127.0.0.1:${port}`, ...headers];
+    const req = http.request({ host: '127.0.0.1', port, path, method, headers: all, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+      );
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function listening(t: TestContext, env: Record<string, string> = {}): Promise<Built & { port: number }> {
+  const built = await build(t, { env: { RATE_LIMIT_ANONYMOUS: '1000', ...env } });
+  await built.app.listen({ port: 0, host: '127.0.0.1' });
+  return { ...built, port: (built.app.server.address() as AddressInfo).port };
+}
+
+// What only one of the two ways adds (the socket's framing) or what is fresh per request.
+const OWN = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding', 'ratelimit']);
+
+/** The headers that must match, with RateLimit's remaining count read apart. */
+function comparable(headers: Answer['headers']): { rest: Record<string, unknown>; remaining: number | null } {
+  const rest = Object.fromEntries(Object.entries(headers).filter(([k]) => !OWN.has(k)));
+  const state = headers.ratelimit;
+  const m = typeof state === 'string' ? /;r=(\d+);/.exec(state) : null;
+  return { rest, remaining: m === null ? null : Number(m[1]) };
+}
+
+/**
+ * The request over the socket, then the same through app.inject(): same status, headers
+ * (the request id is sent, so echoed by both) and body, counted against the same window.
+ */
+async function sameAsFullPath(b: Built & { port: number }, path: string, headers: Record<string, string> = {}) {
+  const sent = { 'x-request-id': 'lane-test', ...headers };
+  const viaSocket = await send(b.port, path, Object.entries(sent).flat());
+  const full = await b.app.inject({ method: 'GET', url: path, headers: sent });
+  assert.equal(viaSocket.status, full.statusCode, path);
+  assert.equal(viaSocket.body, full.body, path);
+  const a = comparable(viaSocket.headers);
+  const c = comparable(full.headers);
+  assert.deepEqual(a.rest, c.rest, path);
+  // One window for both (a 304 gives its unit back).
+  if (a.remaining !== null) assert.equal(c.remaining, a.remaining - (full.statusCode === 304 ? 0 : 1), path);
+  else assert.equal(c.remaining, null);
+  return viaSocket;
+}
+
+test('a plain catalog GET is answered by the lane, header for header as the full path answers it', async (t) => {
+  const b = await listening(t);
+  const { lane } = b.app.infracat;
+  for (const kind of ['images', 'plans', 'regions']) {
+    const before = lane.served;
+    const answer = await sameAsFullPath(b, `/api/v1/${kind}`);
+    assert.equal(answer.status, 200);
+    assert.equal(lane.served, before + 1, `${kind}: served by the lane`);
+    assert.ok((JSON.parse(answer.body) as unknown[]).length > 0);
+  }
+  // A request id the full path would not echo is replaced there and here alike.
+  const minted = await send(b.port, '/api/v1/plans', ['x-request-id', 'bad id with spaces']);
+  assert.match(String(minted.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+});
+
+test('a valid cached token is answered by the lane, counted once as a verification and a use', async (t) => {
+  const b = await listening(t);
+  const { lane, tokens } = b.app.infracat;
+  const token = await mintToken(b.app, ['plans:read']);
+  // The first use loads the token into the verification cache (the full path does that).
+  await send(b.port, '/api/v1/plans', ['authorization', token.auth.authorization]);
+  tokens.lastUsed.forget(token.id);
+  const served = lane.served;
+  const verified = tokens.service.verifications.ok;
+  const hits = tokens.cache.hits;
+  const answer = await send(b.port, '/api/v1/plans', ['authorization', token.auth.authorization]);
+  assert.equal(answer.status, 200);
+  assert.equal(lane.served, served + 1);
+  assert.equal(tokens.service.verifications.ok, verified + 1);
+  assert.equal(tokens.cache.hits, hits + 1);
+  assert.match(String(answer.headers['ratelimit-policy']), /^"token";/);
+  assert.notEqual(tokens.lastUsed.pending(token.id), undefined, 'the use is recorded for last_used_at');
+  await sameAsFullPath(b, '/api/v1/plans', token.auth);
+});
+
+test('everything but the plain case goes the full way, unchanged, with nothing counted by the lane', async (t) => {
+  const b = await listening(t);
+  const { lane, tokens } = b.app.infracat;
+  const etag = String((await send(b.port, '/api/v1/plans')).headers.etag);
+  const other = await mintToken(b.app, ['apps:read']);
+  const cases: [string, Record<string, string>][] = [
+    ['/api/v1/plans?min_vcpus=2', {}],
+    ['/api/v1/plans?region=nowhere', {}],
+    ['/api/v1/plans', { 'if-none-match': etag }],
+    ['/api/v1/plans/', {}],
+    ['/api/v1//plans', {}],
+    ['/API/v1/plans', {}],
+    ['/api/v1/plans', { authorization: 'Bearer icat_notatoken' }],
+    ['/api/v1/plans', { authorization: 'Basic dXNlcjpwYXNz' }],
+    ['/api/v1/plans', other.auth],
+    ['/api/v1/plans?access_token=x', {}],
+  ];
+  for (const [path, headers] of cases) {
+    const served = lane.served;
+    const verifications = { ...tokens.service.verifications };
+    await sameAsFullPath(b, path, headers);
+    assert.equal(lane.served, served, `${path} ${JSON.stringify(headers)}: not the lane's`);
+    // The full path counted each verification once per request it made (two: socket, inject).
+    for (const [outcome, n] of Object.entries(tokens.service.verifications)) {
+      const before = verifications[outcome as keyof typeof verifications];
+      assert.ok(n - before === 0 || n - before === 2, `${outcome} counted once per request`);
+    }
+  }
+  // HEAD, a body on a GET, two Authorization headers: the full path's answers.
+  const served = lane.served;
+  assert.equal((await send(b.port, '/api/v1/plans', [], 'HEAD')).status, 200);
+  const withBody = await send(
+    b.port,
+    '/api/v1/plans',
+    ['content-type', 'application/json', 'content-length', '2'],
+    'GET',
+    '{}',
+  );
+  assert.equal(withBody.status, (await b.app.inject({ url: '/api/v1/plans', payload: {} })).statusCode);
+  const token = await mintToken(b.app, ['plans:read']);
+  await send(b.port, '/api/v1/plans', ['authorization', token.auth.authorization]); // now cached
+  assert.equal(lane.served, served, 'a token not yet cached: the full path loads it');
+  const twice = await send(b.port, '/api/v1/plans', [
+    'authorization',
+    token.auth.authorization,
+    'authorization',
+    token.auth.authorization,
+  ]);
+  assert.equal(twice.status, 400);
+  assert.equal(lane.served, served);
+});
+
+test('over the rate limit the lane steps aside: the full path refuses with its 429', async (t) => {
+  const b = await listening(t, { RATE_LIMIT_ANONYMOUS: '3' });
+  const { lane } = b.app.infracat;
+  const states = [];
+  for (let i = 0; i < 3; i++) {
+    const answer = await send(b.port, '/api/v1/plans');
+    assert.equal(answer.status, 200);
+    states.push(answer.headers.ratelimit);
+  }
+  assert.equal(lane.served, 3);
+  assert.deepEqual(
+    states.map((s) => /;r=(\d+);/.exec(String(s))![1]),
+    ['2', '1', '0'],
+  );
+  const refused = await send(b.port, '/api/v1/plans');
+  assert.equal(refused.status, 429);
+  assert.ok(refused.headers['retry-after'] !== undefined);
+  assert.equal(lane.served, 3);
+});
+
+test('behind a trusted proxy the lane counts the client address the full path counts', async (t) => {
+  const b = await listening(t, { RATE_LIMIT_ANONYMOUS: '2', TRUST_PROXY: '127.0.0.1' });
+  const from = (ip: string) => send(b.port, '/api/v1/plans', ['x-forwarded-for', ip]);
+  assert.equal((await from('203.0.113.7')).status, 200);
+  assert.equal((await from('203.0.113.7')).status, 200);
+  assert.equal((await from('203.0.113.7')).status, 429);
+  assert.equal((await from('203.0.113.8')).status, 200);
+  assert.equal(b.app.infracat.lane.served, 3);
+  // The full path (app.inject's peer is 127.0.0.1 too) shares the window.
+  const full = await b.app.inject({ url: '/api/v1/plans', headers: { 'x-forwarded-for': '203.0.113.8' } });
+  assert.equal(full.statusCode, 200);
+  assert.equal((await from('203.0.113.8')).status, 429);
+});
+
+test("the lane's access line and metrics are the full path's", async (t) => {
+  const b = await listening(t);
+  await send(b.port, '/api/v1/plans', ['x-request-id', 'lane-line']);
+  await b.app.inject({ url: '/api/v1/plans', headers: { 'x-request-id': 'full-line' } });
+  const line = (id: string) => {
+    const found = b.logs.records().filter((r) => r.request_id === id);
+    assert.equal(found.length, 1, id);
+    return found[0]!;
+  };
+  const lane = line('lane-line');
+  const full = line('full-line');
+  assert.deepEqual(Object.keys(lane), Object.keys(full), 'same fields in the same order');
+  const strip = (r: Record<string, unknown>) => ({ ...r, time: 0, request_id: 0, response_time_ms: 0 });
+  assert.deepEqual(strip(lane), strip(full));
+  assert.match(String(lane.time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  assert.equal(typeof lane.response_time_ms, 'number');
+  const metrics = parseExposition((await b.app.inject({ url: '/metrics' })).body);
+  const labels = { method: 'GET', route: '/api/v1/plans', status: '200' };
+  assert.equal(value(metrics, 'infracat_http_requests_total', labels), 2);
+  assert.equal(value(metrics, 'infracat_http_request_duration_seconds_count', labels), 2);
+});
+
+test('with ACCESS_LOG=errors the lane writes no line for its answers', async (t) => {
+  const b = await listening(t, { ACCESS_LOG: 'errors' });
+  await send(b.port, '/api/v1/plans', ['x-request-id', 'quiet']);
+  assert.equal(b.app.infracat.lane.served, 1);
+  assert.equal(b.logs.records().filter((r) => r.request_id === 'quiet').length, 0);
+});
+
+test('with CORS on, the lane stays shut: the plugin answers every request', async (t) => {
+  const b = await listening(t, { CORS_ORIGINS: 'https://console.example' });
+  const answer = await send(b.port, '/api/v1/plans', ['origin', 'https://console.example']);
+  assert.equal(answer.headers['access-control-allow-origin'], 'https://console.example');
+  await send(b.port, '/api/v1/plans');
+  assert.equal(b.app.infracat.lane.served, 0);
+});
+
+test("in token mode the lane serves only a token holding the kind's read scope", async (t) => {
+  const b = await listening(t, { CATALOG_ACCESS: 'token' });
+  const { lane } = b.app.infracat;
+  assert.equal((await send(b.port, '/api/v1/plans')).status, 401);
+  const reader = await mintToken(b.app, ['plans:read']);
+  const other = await mintToken(b.app, ['images:read']);
+  for (const tk of [reader, other]) await send(b.port, '/api/v1/plans', ['authorization', tk.auth.authorization]);
+  const served = lane.served;
+  await sameAsFullPath(b, '/api/v1/plans', reader.auth);
+  assert.equal(lane.served, served + 1);
+  const refused = await sameAsFullPath(b, '/api/v1/plans', other.auth);
+  assert.equal(refused.status, 403);
+  assert.equal(lane.served, served + 1);
+});
