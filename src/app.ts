@@ -319,7 +319,13 @@ export function buildApp(deps: AppDeps): App {
   tokenRoutes(app, { service: tokens.service });
   accountRoutes(app, { accounts, tokens: tokens.service });
   auditRoutes(app, { audit: auditService });
-  gatewayRoutes(app, { service: tokens.service, auth, rules: config.authCheckRules, gateway: config.authCheckGateway });
+  gatewayRoutes(app, {
+    service: tokens.service,
+    auth,
+    rules: config.authCheckRules,
+    gateway: config.authCheckGateway,
+    lane,
+  });
   catalogRoutes(app, { catalog, access: config.catalogAccess, cacheControl: config.catalogCacheControl, lane });
   // With CORS on, the plugin's headers go on every answer: those requests take the full path.
   if (config.corsOrigins.length === 0) {

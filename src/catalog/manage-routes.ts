@@ -11,6 +11,7 @@ import { auditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
 import { matchesIfNoneMatch, matchIfMatch } from '../http/conditional.js';
 import { noStore } from '../http/no-store.js';
+import { JSON_TYPE } from '../http/headers.js';
 import type { App } from '../http/types.js';
 import { validatorCompiler } from '../http/validation.js';
 import { isEmptyDiff, removedCount, type CatalogDiff as Diff } from './diff.js';
@@ -30,7 +31,6 @@ import type { CatalogService } from './service.js';
 
 const PATH = '/api/v1/catalog';
 const tags = ['catalog management'];
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 // A catalog of a few hundred entries is 100-200 KB of JSON, well over the app's 16 KiB
 // for every other body: these two routes take up to 1 MiB (the JSON parser reads it with

@@ -8,6 +8,7 @@ import { AppError } from '../errors.js';
 import { matchesIfNoneMatch } from '../http/conditional.js';
 import { refuseOverLimit } from '../http/rate-limit.js';
 import type { FastLane, LaneAnswer } from '../http/fast-lane.js';
+import { JSON_TYPE } from '../http/headers.js';
 import type { App } from '../http/types.js';
 import type { Image, Kind, Plan, Region } from './model.js';
 import { parseMoney } from './money.js';
@@ -23,8 +24,6 @@ export interface CatalogRouteOptions {
   /** Where the lists' plain GETs are also answered (src/http/fast-lane.ts). */
   lane: FastLane;
 }
-
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 function notAmount(text: string): never {
   const detail = `invalid query parameter max_price_monthly: ${JSON.stringify(text)} is not an amount such as 24.50`;
@@ -193,7 +192,13 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
         auth: required === null ? ('optional' as const) : { scopes: required },
         revalidates: true,
       };
-      options.lane.route(`/api/v1/${kind}`, { route: `/api/v1/${kind}`, required, answer: () => plainAnswer(kind) });
+      options.lane.route(`/api/v1/${kind}`, {
+        route: `/api/v1/${kind}`,
+        rateLimited: true,
+        // Filters are the handler's to read.
+        required: (query) => (query === '' ? required : undefined),
+        answer: () => plainAnswer(kind),
+      });
 
       const notModifiedDoc = {
         304: { type: 'null', description: 'Not modified: the If-None-Match ETag is current' },

@@ -22,7 +22,10 @@ import { AppError } from '../errors.js';
 import { bearerChallenge, type Auth } from '../http/auth.js';
 import { readTextBody } from '../http/body-encoding.js';
 import { ROUTED_METHODS } from '../http/methods.js';
-import { noStore } from '../http/no-store.js';
+import type { FastLane, LaneAnswer } from '../http/fast-lane.js';
+import { JSON_TYPE } from '../http/headers.js';
+import { NO_STORE, noStore } from '../http/no-store.js';
+import { schemaSerializer } from '../http/serialization.js';
 import type { App } from '../http/types.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { TokenService } from '../tokens/service.js';
@@ -37,6 +40,8 @@ export interface GatewayRouteOptions {
   rules: readonly Rule[];
   /** Whose forwarded request to read (AUTH_CHECK_GATEWAY). */
   gateway: Gateway;
+  /** Where the check's plain GET is also answered (src/http/fast-lane.ts). */
+  lane: FastLane;
 }
 
 declare module 'fastify' {
@@ -54,10 +59,12 @@ const CHECK_CONFIG = { auth: 'custom', cors: false, rateLimit: false } as const;
 
 const CHECK_PATH = '/api/v1/auth/check';
 
+const CHECK_MAX_SCOPES = 20;
+
 const CheckQuery = Type.Object({
   scope: Type.Optional(
     Type.Array(Type.String({ maxLength: 500 }), {
-      maxItems: 20,
+      maxItems: CHECK_MAX_SCOPES,
       description: 'Required scopes; repeat or space-separate',
     }),
   ),
@@ -69,6 +76,8 @@ const CheckAllowed = Type.Object({
   scopes: Type.Array(Type.String()),
   account_id: Type.String(),
 });
+
+const serializeAllowed = schemaSerializer(CheckAllowed);
 
 const IntrospectBody = Type.Object(
   {
@@ -88,18 +97,34 @@ const IntrospectResponse = Type.Object({
   account_id: Type.Optional(Type.String({ description: 'The account the token belongs to' })),
 });
 
+/** The identity headers of an allowed check: name, value, ... */
+function allowHeaders(token: TokenRecord): string[] {
+  return [
+    'x-token-id',
+    token.id,
+    'x-token-name',
+    headerSafe(token.name),
+    'x-token-scopes',
+    token.scopes.join(' '),
+    'x-account-id',
+    token.accountId,
+  ];
+}
+
 /** Header-safe token name: printable ASCII as is, anything else percent-encoded (UTF-8). */
 function headerSafe(value: string): string {
   return /^[\x20-\x7e]*$/.test(value) && !value.includes('%') ? value : encodeURIComponent(value);
 }
 
-export function gatewayRoutes(app: App, { service, auth, rules, gateway }: GatewayRouteOptions): void {
+// What the fast lane takes of a check's query: `scope=` parameters of plain scope names
+// and nothing else (no encoding, no other parameter); anything else the full path reads.
+const PLAIN_SCOPES = /^scope=[a-z0-9:_-]+(?:&scope=[a-z0-9:_-]+)*$/;
+
+export function gatewayRoutes(app: App, { service, auth, rules, gateway, lane }: GatewayRouteOptions): void {
+  const isKnownScope = (s: string) => parseScope(s) !== null && service.registry.has(s);
   function allow(reply: FastifyReply, token: TokenRecord) {
-    reply
-      .header('x-token-id', token.id)
-      .header('x-token-name', headerSafe(token.name))
-      .header('x-token-scopes', token.scopes.join(' '))
-      .header('x-account-id', token.accountId);
+    const headers = allowHeaders(token);
+    for (let i = 0; i < headers.length; i += 2) reply.header(headers[i]!, headers[i + 1]!);
     return { id: token.id, name: token.name, scopes: token.scopes, account_id: token.accountId };
   }
 
@@ -117,7 +142,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
       );
     }
     const scopes = lists.flat();
-    const bad = scopes.filter((s) => parseScope(s) === null || !service.registry.has(s));
+    const bad = scopes.filter((s) => !isKnownScope(s));
     if (bad.length > 0) {
       throw new AppError('INVALID_QUERY', `invalid query parameter scope: unknown scope ${bad.join(', ')}`, {
         members: { valid_scopes: service.registry.names() },
@@ -140,6 +165,37 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
     await auth.authenticate(request, required);
     return allow(reply, request.token!);
   }
+
+  // The check's plain GET for the fast lane: what allow() answers, prepared once per token
+  // record (the verification cache holds one record per token until it changes).
+  const allowed = new WeakMap<TokenRecord, LaneAnswer>();
+  lane.route(CHECK_PATH, {
+    route: CHECK_PATH,
+    rateLimited: CHECK_CONFIG.rateLimit,
+    required: (query) => {
+      if (!PLAIN_SCOPES.test(query) || query.length > 1000) return undefined;
+      const scopes = query.split('&').map((p) => p.slice('scope='.length));
+      return scopes.length <= CHECK_MAX_SCOPES && scopes.every(isKnownScope) ? scopes : undefined;
+    },
+    answer: (token) => {
+      if (token === null) return undefined;
+      let answer = allowed.get(token);
+      if (answer === undefined) {
+        const body: Static<typeof CheckAllowed> = {
+          id: token.id,
+          name: token.name,
+          scopes: token.scopes,
+          account_id: token.accountId,
+        };
+        answer = {
+          headers: [...NO_STORE, ...allowHeaders(token), 'content-type', JSON_TYPE],
+          body: Buffer.from(serializeAllowed(body)),
+        };
+        allowed.set(token, answer);
+      }
+      return answer;
+    },
+  });
 
   void app.register(async (plugin) => {
     const api = plugin.withTypeProvider<TypeBoxTypeProvider>();

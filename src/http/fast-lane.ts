@@ -22,6 +22,7 @@
 import http, { type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
+import type { TokenWithAccount } from '../storage/types.js';
 import type { ValidInMemory } from '../tokens/service.js';
 import { requestIdFrom } from '../logging.js';
 import type { Auth } from './auth.js';
@@ -40,10 +41,16 @@ export interface LaneAnswer {
 export interface LaneRoute {
   /** The route's URL as Fastify knows it (the metrics label). */
   route: string;
-  /** Scopes a token must hold; null: anonymous allowed (a token presented must still be valid). */
-  required: readonly string[] | null;
-  /** The answer to a plain GET, or undefined to leave the request to the full path. */
-  answer(): LaneAnswer | undefined;
+  /** Whether the route is rate limited (its Fastify config says the same). */
+  rateLimited: boolean;
+  /**
+   * What a request with this query string (after `?`, '' for none) needs: the scopes a
+   * token must hold, null when anonymous is allowed (a token presented must still be
+   * valid), undefined to leave the request to the full path.
+   */
+  required(query: string): readonly string[] | null | undefined;
+  /** The answer for the request's token (null: anonymous), or undefined for the full path. */
+  answer(token: TokenWithAccount | null): LaneAnswer | undefined;
 }
 
 export interface LaneDeps {
@@ -93,7 +100,7 @@ export class FastLane {
     return server;
   };
 
-  /** Adds a route's plain GET at exactly `path` (no other spelling, no query string). */
+  /** Adds a route's plain GET at exactly `path` (no other spelling). */
   route(path: string, route: LaneRoute): void {
     this.#routes.set(path, route);
   }
@@ -107,7 +114,9 @@ export class FastLane {
   #serve(req: IncomingMessage, res: ServerResponse): boolean {
     const deps = this.#deps;
     if (deps === undefined || req.method !== 'GET') return false;
-    const route = this.#routes.get(req.url!);
+    const url = req.url!;
+    const q = url.indexOf('?');
+    const route = this.#routes.get(q < 0 ? url : url.slice(0, q));
     if (route === undefined) return false;
     const start = performance.now();
     const h = req.headers;
@@ -124,16 +133,19 @@ export class FastLane {
     let answer: LaneAnswer | undefined;
     let address: string | undefined;
     try {
-      valid = deps.auth.peekFromMemory(req, route.required);
-      answer = valid === undefined ? undefined : route.answer();
+      const required = route.required(q < 0 ? '' : url.slice(q + 1));
+      if (required === undefined) return false;
+      valid = deps.auth.peekFromMemory(req, required);
+      if (valid === undefined) return false;
+      answer = route.answer(valid?.token ?? null);
       address = deps.clientAddress(req);
     } catch (err) {
       // A fault here is the full path's to answer (and log as it logs any request's).
       deps.log.error({ err }, 'fast lane failed; the request goes the full way');
       return false;
     }
-    if (valid === undefined || answer === undefined || address === undefined) return false;
-    const charge = deps.limiter?.charge(valid?.token.id ?? null, address) ?? 'off';
+    if (answer === undefined || address === undefined) return false;
+    const charge = route.rateLimited ? (deps.limiter?.charge(valid?.token.id ?? null, address) ?? 'off') : 'off';
     if (charge === 'over') return false;
     if (valid !== null) deps.auth.useValid(valid);
 
@@ -151,7 +163,7 @@ export class FastLane {
       deps.access.write({
         requestId,
         method: 'GET',
-        url: req.url!,
+        url,
         remoteAddress: req.socket.remoteAddress,
         status: 200,
         ms,

@@ -239,3 +239,38 @@ test("in token mode the lane serves only a token holding the kind's read scope",
   assert.equal(refused.status, 403);
   assert.equal(lane.served, served + 1);
 });
+
+test("a forward-auth check with plain scope parameters and a cached token is the lane's, as the full path answers it", async (t) => {
+  const b = await listening(t);
+  const { lane } = b.app.infracat;
+  const token = await mintToken(b.app, ['apps:read', 'plans:read'], 'ci "deploy" – ü');
+  const check = '/api/v1/auth/check?scope=apps:read';
+  await send(b.port, check, ['authorization', token.auth.authorization]); // now cached
+  let served = lane.served;
+  for (const path of [check, `${check}&scope=plans:read`]) {
+    const answer = await sameAsFullPath(b, path, token.auth);
+    assert.equal(answer.status, 200);
+    assert.equal(answer.headers['x-token-id'], token.id);
+    assert.equal(answer.headers['cache-control'], 'no-store');
+    assert.equal(answer.headers.ratelimit, undefined, 'the check is not rate limited');
+    assert.equal(lane.served, ++served, path);
+  }
+  // Everything else is the full path's: no token, a scope not held, an unknown scope, an
+  // encoded or space-separated one, another parameter, the rule table (no scope), a HEAD.
+  const cases: [string, Record<string, string>][] = [
+    [check, {}],
+    ['/api/v1/auth/check?scope=api-tokens:read', token.auth],
+    ['/api/v1/auth/check?scope=nothing:read', token.auth],
+    ['/api/v1/auth/check?scope=apps%3Aread', token.auth],
+    ['/api/v1/auth/check?scope=apps:read+plans:read', token.auth],
+    ['/api/v1/auth/check?scope=apps:read&x=1', token.auth],
+    ['/api/v1/auth/check?scope=', token.auth],
+    ['/api/v1/auth/check', token.auth],
+  ];
+  for (const [path, headers] of cases) {
+    await sameAsFullPath(b, path, headers);
+    assert.equal(lane.served, served, `${path}: not the lane's`);
+  }
+  assert.equal((await send(b.port, check, ['authorization', token.auth.authorization], 'HEAD')).status, 200);
+  assert.equal(lane.served, served);
+});
