@@ -240,7 +240,8 @@ test("in token mode the lane serves only a token holding the kind's read scope",
   assert.equal(lane.served, served + 1);
 });
 
-test("a forward-auth check with plain scope parameters and a cached token is the lane's, as the full path answers it", async (t) => {
+// The check's lane: a cached token and plain scope parameters.
+test("a forward-auth check with plain scope parameters and a cached token is the lane's", async (t) => {
   const b = await listening(t);
   const { lane } = b.app.infracat;
   const token = await mintToken(b.app, ['apps:read', 'plans:read'], 'ci "deploy" – ü');
