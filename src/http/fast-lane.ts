@@ -1,22 +1,23 @@
-// The fast lane: the hottest reads (the catalog lists) answered straight on node:http, in
-// front of Fastify, when a request is the plain case those routes answer most.
+// The fast lane: the hottest reads (the catalog lists, the forward-auth check) answered
+// straight on node:http, in front of Fastify, when a request is the plain case those
+// routes answer most.
 //
 // Why: serving these bytes costs Node about 19 us of CPU; Fastify's request pipeline (its
 // request and reply objects, router, hook runners, reply.send) adds about 11 us before any
 // of our work, and the per-request work the design requires (request id, security headers,
 // authentication, rate limit, metrics, access line) ran as five hooks on top: about 62 us
 // in all (BENCHMARKS.md, issue #20). Here the same work runs in one pass, with each route's
-// headers prepared once per catalog version.
+// headers prepared once per catalog version or cached token.
 //
 // The lane never decides anything the full path would decide differently: a route gives it
 // an answer only for the request it can answer in full, and everything else (another
-// method or path spelling, any query string, a conditional request, a body, an
-// Expect header, a token not in the verification cache or not valid as sent, a request over
-// its rate limit, a shutdown) goes to Fastify untouched, with nothing counted here. The
-// pieces it runs are the full path's own: protocolProblem(), requestIdFrom(), the
-// authenticator's memory half, the rate limiter's charge, the metrics recorder and the
-// shaped access line. test/http/fast-lane.test.ts holds every answer here to the full
-// path's, header for header, and every refusal to the full path.
+// method or path spelling, a query string the route does not take, a conditional request,
+// a body, an Expect header, a token not in the verification cache or not valid as sent, a
+// request over its rate limit, a shutdown, debug logging) goes to Fastify untouched, with
+// nothing counted here. The pieces it runs are the full path's own: protocolProblem(),
+// requestIdFrom(), the authenticator's memory half, the rate limiter's charge, the metrics
+// recorder and the shaped access line. test/http/fast-lane.test.ts holds every answer here
+// to the full path's, header for header, and every refusal to the full path.
 //
 // Only a server this app listens with takes the lane: app.inject() always goes the full way.
 import http, { type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
@@ -122,6 +123,8 @@ export class FastLane {
     const h = req.headers;
     if (
       deps.closing() ||
+      // At debug level the full path also logs each request as it comes in.
+      deps.log.isLevelEnabled('debug') ||
       h['if-none-match'] !== undefined ||
       h['content-length'] !== undefined ||
       h['transfer-encoding'] !== undefined ||

@@ -275,3 +275,14 @@ test("a forward-auth check with plain scope parameters and a cached token is the
   assert.equal((await send(b.port, check, ['authorization', token.auth.authorization], 'HEAD')).status, 200);
   assert.equal(lane.served, served);
 });
+
+test('at LOG_LEVEL=debug every request takes the full path, which logs it as it comes in', async (t) => {
+  const b = await listening(t, { LOG_LEVEL: 'debug' });
+  await send(b.port, '/api/v1/plans', ['x-request-id', 'debugged']);
+  assert.equal(b.app.infracat.lane.served, 0);
+  const lines = b.logs.records().filter((r) => r.request_id === 'debugged');
+  assert.deepEqual(
+    lines.map((r) => r.msg),
+    ['incoming request', 'request completed'],
+  );
+});
