@@ -69,7 +69,7 @@ declare module 'fastify' {
       auditPruner: PeriodicPurge;
       /** This instance's heartbeat, and the live instances that share the rate limits. */
       fleet: FleetRegistry;
-      /** Where the catalog lists' plain GETs are answered (src/http/fast-lane.ts). */
+      /** Where the catalog lists' and the forward-auth check's plain GETs are answered (src/http/fast-lane.ts). */
       lane: FastLane;
     };
   }
@@ -93,7 +93,7 @@ export function buildApp(deps: AppDeps): App {
   // Typed as Fastify's logger so route modules share one App type.
   const loggerInstance: FastifyBaseLogger = deps.logger;
   const access = new AccessLog(deps.logger, config.accessLog);
-  // The catalog lists' plain GETs are answered in front of Fastify (src/http/fast-lane.ts).
+  // The catalog lists' and the check's plain GETs are answered in front of Fastify (src/http/fast-lane.ts).
   const lane = new FastLane();
   const app = Fastify({
     serverFactory: lane.serverFactory,

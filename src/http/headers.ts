@@ -3,10 +3,10 @@
 // Content-Type, ...) and drops the rest without a word, where a proxy in front may have
 // acted on another one. Where that matters, the raw list tells.
 
-/** Whether the header `lowerName` occurs more than once; stops at the second. */
 /** The Content-Type of every JSON answer (DESIGN.md). */
 export const JSON_TYPE = 'application/json; charset=utf-8';
 
+/** Whether the header `lowerName` occurs more than once; stops at the second. */
 export function repeatedHeader(rawHeaders: readonly string[], lowerName: string): boolean {
   let seen = false;
   for (let i = 0; i < rawHeaders.length; i += 2) {

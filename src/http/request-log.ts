@@ -28,6 +28,9 @@ export interface Completed {
   ms: number;
 }
 
+/** A line's response_time_ms: milliseconds to two decimals. */
+const roundMs = (ms: number): number => Math.round(ms * 100) / 100;
+
 export class AccessLog {
   readonly #logger: Logger;
   readonly #stream: { write(line: string): unknown };
@@ -57,7 +60,7 @@ export class AccessLog {
     this.#stream.write(
       `{"level":"info"${this.#time()}${this.#bindings},"request_id":${JSON.stringify(c.requestId)}` +
         `,"req":{"method":${JSON.stringify(c.method)},"url":${JSON.stringify(redactSecrets(c.url))}${address}}` +
-        `,"res":{"status_code":${c.status}},"response_time_ms":${Math.round(c.ms * 100) / 100}` +
+        `,"res":{"status_code":${c.status}},"response_time_ms":${roundMs(c.ms)}` +
         `,"msg":"request completed"}\n`,
     );
   }
@@ -74,7 +77,7 @@ export class RequestLog extends LogController {
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (error) {
-      const fields = { req: request, res: reply, response_time_ms: Math.round(reply.elapsedTime * 100) / 100 };
+      const fields = { req: request, res: reply, response_time_ms: roundMs(reply.elapsedTime) };
       reply.log.error({ ...fields, err: error }, 'request errored');
       return;
     }

@@ -141,6 +141,10 @@ test('everything but the plain case goes the full way, unchanged, with nothing c
     '{}',
   );
   assert.equal(withBody.status, (await b.app.inject({ url: '/api/v1/plans', payload: {} })).statusCode);
+  // Two Host headers: which one did a proxy act on? The full path's 400.
+  const twoHosts = await send(b.port, '/api/v1/plans', ['host', 'evil.example']);
+  assert.equal(twoHosts.status, 400);
+  assert.equal(lane.served, served);
   const token = await mintToken(b.app, ['plans:read']);
   await send(b.port, '/api/v1/plans', ['authorization', token.auth.authorization]); // now cached
   assert.equal(lane.served, served, 'a token not yet cached: the full path loads it');
