@@ -18,6 +18,7 @@ import { redactSecrets } from '../logging.js';
 
 /** What one access line says. */
 export interface Completed {
+  /** From requestIdFrom() (src/logging.ts). */
   requestId: string;
   method: string;
   url: string;
@@ -57,9 +58,11 @@ export class AccessLog {
   /** Writes the "request completed" line (the caller asked wants() first). */
   write(c: Completed): void {
     const address = c.remoteAddress === undefined ? '' : `,"remote_address":${JSON.stringify(c.remoteAddress)}`;
+    // The request id (requestIdFrom(): `A-Z a-z 0-9 . _ : -` or a UUID) and the method (a
+    // token Node's parser accepted) hold nothing JSON escapes: quoted as they are.
     this.#stream.write(
-      `{"level":"info"${this.#time()}${this.#bindings},"request_id":${JSON.stringify(c.requestId)}` +
-        `,"req":{"method":${JSON.stringify(c.method)},"url":${JSON.stringify(redactSecrets(c.url))}${address}}` +
+      `{"level":"info"${this.#time()}${this.#bindings},"request_id":"${c.requestId}"` +
+        `,"req":{"method":"${c.method}","url":${JSON.stringify(redactSecrets(c.url))}${address}}` +
         `,"res":{"status_code":${c.status}},"response_time_ms":${roundMs(c.ms)}` +
         `,"msg":"request completed"}\n`,
     );
