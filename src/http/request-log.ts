@@ -50,6 +50,30 @@ export class AccessLog {
     this.#bindings = own[pino.symbols.chindingsSym] as string;
   }
 
+  // The last URL's and the last address's JSON, scrubbed: busy clients repeat both (the
+  // same list, the same load balancer), and a comparison costs less than the scrubbing.
+  #lastUrl = '';
+  #lastUrlJson = '""';
+  #lastAddress: string | undefined;
+  #lastAddressField = '';
+
+  #url(url: string): string {
+    if (url !== this.#lastUrl) {
+      this.#lastUrl = url;
+      this.#lastUrlJson = JSON.stringify(redactSecrets(url));
+    }
+    return this.#lastUrlJson;
+  }
+
+  /** `,"remote_address":...`, or nothing once the socket is gone (as pino leaves it out). */
+  #address(address: string | undefined): string {
+    if (address !== this.#lastAddress) {
+      this.#lastAddress = address;
+      this.#lastAddressField = address === undefined ? '' : `,"remote_address":${JSON.stringify(address)}`;
+    }
+    return this.#lastAddressField;
+  }
+
   /** Whether an answer with this status gets a line. */
   wants(status: number): boolean {
     return (this.mode === 'all' || status >= 400) && this.#logger.isLevelEnabled('info');
@@ -57,12 +81,11 @@ export class AccessLog {
 
   /** Writes the "request completed" line (the caller asked wants() first). */
   write(c: Completed): void {
-    const address = c.remoteAddress === undefined ? '' : `,"remote_address":${JSON.stringify(c.remoteAddress)}`;
     // The request id (requestIdFrom(): `A-Z a-z 0-9 . _ : -` or a UUID) and the method (a
     // token Node's parser accepted) hold nothing JSON escapes: quoted as they are.
     this.#stream.write(
       `{"level":"info"${this.#time()}${this.#bindings},"request_id":"${c.requestId}"` +
-        `,"req":{"method":"${c.method}","url":${JSON.stringify(redactSecrets(c.url))}${address}}` +
+        `,"req":{"method":"${c.method}","url":${this.#url(c.url)}${this.#address(c.remoteAddress)}}` +
         `,"res":{"status_code":${c.status}},"response_time_ms":${roundMs(c.ms)}` +
         `,"msg":"request completed"}\n`,
     );
