@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { AccessLog } from '../../src/http/request-log.js';
 import { createLogger, redactSecrets } from '../../src/logging.js';
 import { build, LogCapture } from '../helpers/app.js';
 
@@ -112,5 +113,35 @@ describe('request ids and logs', () => {
       'Bearer [REDACTED] icat_[REDACTED] /p?x=1&password=[REDACTED]',
     );
     assert.equal(redactSecrets('/api/v1/plans'), '/api/v1/plans');
+  });
+
+  it('each access line has its own URL and address, scrubbed, whatever the line before had', () => {
+    const capture = new LogCapture();
+    const logger = createLogger('info', capture);
+    const access = new AccessLog(logger);
+    const sent: [string, string | undefined][] = [
+      ['/api/v1/plans', '10.0.0.1'],
+      ['/api/v1/plans', '10.0.0.1'],
+      [`/nope/${SECRET}`, undefined],
+      ['/api/v1/plans', '10.0.0.2'],
+      ['/api/v1/regions?token=abc', '10.0.0.2'],
+      ['/api/v1/plans', undefined],
+      ['/api/v1/plans', '"quoted"\\'],
+    ];
+    for (const [url, remoteAddress] of sent) {
+      access.write({ requestId: 'r1', method: 'GET', url, remoteAddress, status: 200, ms: 1.234 });
+    }
+    logger.flush();
+    const reqs = capture.records().map((r) => r.req);
+    assert.deepEqual(
+      reqs,
+      sent.map(([url, remoteAddress]) => ({
+        method: 'GET',
+        url: redactSecrets(url),
+        ...(remoteAddress === undefined ? {} : { remote_address: remoteAddress }),
+      })),
+    );
+    assert.ok(!capture.text.includes(SECRET.slice(5)));
+    assert.equal(capture.records()[0]!.response_time_ms, 1.23);
   });
 });
