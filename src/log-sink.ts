@@ -45,7 +45,8 @@ export class LineSink {
 
   /** Appends a line (pino's DestinationStream: each call is one whole line). */
   write(line: string): boolean {
-    if (this.#len + worstCase(line) > this.#buf.length) this.#grow(this.#len + worstCase(line));
+    const needed = this.#len + worstCase(line);
+    if (needed > this.#buf.length) this.#grow(needed);
     this.#len += this.#buf.write(line, this.#len, 'utf8');
     if (this.#len >= BATCH_BYTES) this.flushSync();
     return true;

@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { LineSink } from '../src/log-sink.js';
-import { isoTimeField } from '../src/logging.js';
 
 /** A sink writing to a fresh file; the file's path. */
 function fileSink(t: TestContext, notice?: (m: string) => void): { sink: LineSink; file: string } {
@@ -87,20 +86,5 @@ describe('log sink', () => {
     });
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout, 'first\nsecond\n');
-  });
-});
-
-describe('isoTimeField', () => {
-  it("is pino's isoTime field (Date#toISOString) at every instant", () => {
-    const instants = [0, 1, 9, 10, 99, 100, 999, 1000, 1001, -1, -999, -1000, -1001, 253402300799999, 253402300800000];
-    const base = Date.UTC(2026, 10, 24, 22, 28, 7);
-    for (let ms = -1500; ms <= 1500; ms++) instants.push(base + ms);
-    for (let i = 0; i < 5000; i++) instants.push(Math.floor((Math.random() - 0.3) * 4e12));
-    // In order and shuffled: the cached second must never leak into another second.
-    for (const list of [instants, [...instants].sort(() => Math.random() - 0.5)]) {
-      for (const at of list) {
-        assert.equal(isoTimeField(at), `,"time":"${new Date(at).toISOString()}"`, `at ${at}`);
-      }
-    }
   });
 });
