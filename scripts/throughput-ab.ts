@@ -3,7 +3,9 @@
 //
 //   node --import tsx scripts/throughput-ab.ts BUILD BUILD ...   e.g. d2f2352 HEAD, or dist .bench/x/dist
 //
-// A BUILD is a build directory or a git revision (built as it was, see lib/builds.ts).
+// A BUILD is a build directory or a git revision (built as it was, see lib/builds.ts),
+// optionally followed by Node options after a `+`, comma-separated, e.g.
+// `HEAD+--max-semi-space-size=4`: the same build started with other V8 settings.
 // All builds run at once on their own SQLite files (idle when not loaded); each round
 // drives every scenario against every build in turn (order reversed every other round),
 // and each build is compared with the first build in the same round: its rate ratio and
@@ -24,7 +26,19 @@ const ENV = JSON.parse(process.env.AB_ENV ?? '{}') as Record<string, string>;
 const args = process.argv.slice(2);
 if (args.length < 2) throw new Error('usage: node --import tsx scripts/throughput-ab.ts BUILD BUILD [...]');
 const load = { wrk: ensureWrk(), pin: canPin() };
-const dists = args.map(buildDir);
+const dists = args.map((a) => buildDir(a.split('+')[0]!));
+const nodeArgs = args.map(nodeOptions);
+
+/** The Node options after a build's `+`, if any. */
+function nodeOptions(arg: string): string[] {
+  const plus = arg.indexOf('+');
+  return plus < 0
+    ? []
+    : arg
+        .slice(plus + 1)
+        .split(',')
+        .filter((o) => o !== '');
+}
 const tmp = mkdtempSync(path.join(tmpdir(), 'infracat-ab-'));
 
 interface Build {
@@ -45,7 +59,7 @@ async function start(dist: string, i: number): Promise<Build> {
     { env },
   );
   const { token } = JSON.parse(created.toString()) as { token: string };
-  const { child, url } = await startInfracat(cli, databaseUrl, { env: ENV, pin: load.pin });
+  const { child, url } = await startInfracat(cli, databaseUrl, { env: ENV, pin: load.pin, nodeArgs: nodeArgs[i] });
   return { pid: child.pid!, url, auth: { authorization: `Bearer ${token}` }, stop: () => child.kill('SIGTERM') };
 }
 

@@ -62,12 +62,16 @@ export async function waitUntilUp(url: string, child: ChildProcess, timeoutMs = 
 export async function startInfracat(
   cliPath: string,
   databaseUrl: string,
-  { env = {}, pin = false }: { env?: Record<string, string>; pin?: boolean } = {},
+  {
+    env = {},
+    pin = false,
+    nodeArgs = [],
+  }: { env?: Record<string, string>; pin?: boolean; nodeArgs?: readonly string[] } = {},
 ): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
   const child = spawnServer(
     process.execPath,
-    [cliPath, 'serve'],
+    [...nodeArgs, cliPath, 'serve'],
     {
       env: {
         ...process.env,
