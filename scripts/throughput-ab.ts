@@ -26,19 +26,11 @@ const ENV = JSON.parse(process.env.AB_ENV ?? '{}') as Record<string, string>;
 const args = process.argv.slice(2);
 if (args.length < 2) throw new Error('usage: node --import tsx scripts/throughput-ab.ts BUILD BUILD [...]');
 const load = { wrk: ensureWrk(), pin: canPin() };
-const dists = args.map((a) => buildDir(a.split('+')[0]!));
-const nodeArgs = args.map(nodeOptions);
-
-/** The Node options after a build's `+`, if any. */
-function nodeOptions(arg: string): string[] {
-  const plus = arg.indexOf('+');
-  return plus < 0
-    ? []
-    : arg
-        .slice(plus + 1)
-        .split(',')
-        .filter((o) => o !== '');
-}
+// BUILD[+OPTION,OPTION...]: the build, and the Node options it is started with.
+const targets = args.map((arg) => {
+  const [build, options = ''] = arg.split('+', 2) as [string, string?];
+  return { dist: buildDir(build), nodeArgs: options.split(',').filter((o) => o !== '') };
+});
 const tmp = mkdtempSync(path.join(tmpdir(), 'infracat-ab-'));
 
 interface Build {
@@ -48,7 +40,7 @@ interface Build {
   stop: () => void;
 }
 
-async function start(dist: string, i: number): Promise<Build> {
+async function start({ dist, nodeArgs }: { dist: string; nodeArgs: string[] }, i: number): Promise<Build> {
   const databaseUrl = `sqlite:${path.join(tmp, `ab-${i}.sqlite`)}`;
   const cli = path.join(dist, 'cli/main.js');
   const env = { ...process.env, DATABASE_URL: databaseUrl };
@@ -59,7 +51,7 @@ async function start(dist: string, i: number): Promise<Build> {
     { env },
   );
   const { token } = JSON.parse(created.toString()) as { token: string };
-  const { child, url } = await startInfracat(cli, databaseUrl, { env: ENV, pin: load.pin, nodeArgs: nodeArgs[i] });
+  const { child, url } = await startInfracat(cli, databaseUrl, { env: ENV, pin: load.pin, nodeArgs });
   return { pid: child.pid!, url, auth: { authorization: `Bearer ${token}` }, stop: () => child.kill('SIGTERM') };
 }
 
@@ -71,7 +63,7 @@ const scenarios: [string, (b: Build) => { path: string; headers: Record<string, 
 
 const builds: Build[] = [];
 try {
-  for (let i = 0; i < dists.length; i++) builds.push(await start(dists[i]!, i));
+  for (let i = 0; i < targets.length; i++) builds.push(await start(targets[i]!, i));
   const runOnce = async (b: Build, k: number, seconds: number) => {
     const { path: p, headers } = scenarios[k]![1](b);
     const run = await drive(load, b.pid, `${b.url}${p}`, { headers, seconds, connections: CONNECTIONS, dir: tmp });

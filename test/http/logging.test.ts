@@ -35,6 +35,20 @@ describe('request ids and logs', () => {
     assert.equal(ids.size, 6, 'each request gets its own id');
   });
 
+  it('a hostile X-Request-Id never reaches the access line, which quotes the id as it is', async (t) => {
+    const { app, logs } = await build(t);
+    for (const header of ['a"b', 'a\\b', '","level":"fatal', '</script>', 'a\u2028b']) {
+      const res = await app.inject({ method: 'GET', url: '/api/v1/plans', headers: { 'x-request-id': header } });
+      assert.equal(res.statusCode, 200);
+      const id = res.headers['x-request-id'] as string;
+      assert.match(id, UUID, `header ${JSON.stringify(header)}`);
+      // records() parses every line: one broken by the raw quoting would throw here.
+      const line = logs.records().find((r) => r.msg === 'request completed' && r.request_id === id);
+      assert.equal(line?.level, 'info', `the access line of ${JSON.stringify(header)}`);
+    }
+    assert.ok(!logs.text.includes('fatal'));
+  });
+
   it('errors carry the request id in the header and the problem body', async (t) => {
     const { app } = await build(t);
     const res = await app.inject({ method: 'GET', url: '/nope', headers: { 'x-request-id': 'abc' } });
