@@ -374,12 +374,13 @@ async function main(): Promise<void> {
     const k = ratios.get(`${b.name}:check_vs_anonymous`)!;
     const q = queries.get(`${b.name}:auth_check`)!;
     const tr = tokenRuns.get(b.name)!;
+    const rss = [b.idleRssMb, b.settledRssMb, peakRss.get(`infracat ${b.name}`) ?? 0];
     per.push([
       b.name,
       `${median(t).toFixed(2)}x (${spread(t)})`,
       `${median(k).toFixed(2)}x (${spread(k)})`,
       `${Math.round(b.coldMs)} ms`,
-      `${b.idleRssMb.toFixed(0)} / ${b.settledRssMb.toFixed(0)} / ${(peakRss.get(`infracat ${b.name}`) ?? 0).toFixed(0)} MB`,
+      `${rss.map((mb) => mb.toFixed(0)).join(' / ')} MB`,
       (Math.round((q.dq / Math.max(1, q.requests)) * 1000 * 100) / 100).toString(),
       `${Math.round(tr.create.rps)} rps`,
       `${Math.round(tr.list.rps)} rps, p99 ${tr.list.p99} ms`,

@@ -9,7 +9,9 @@
 // All builds run at once on their own SQLite files (idle when not loaded); each round
 // drives every scenario against every build in turn (order reversed every other round),
 // and each build is compared with the first build in the same round: its rate ratio and
-// its server CPU time per request as a ratio (first / this: above 1 is cheaper).
+// its server CPU time per request as a ratio (first / this: above 1 is cheaper). Last, for
+// each build, what the token GET costs over the anonymous GET in the same process (a BUILD
+// may be given more than once: one process each).
 //
 //   AB_ROUNDS=9  AB_SECONDS=4  AB_CONNECTIONS=32  AB_ENV='{"ACCESS_LOG":"errors"}'
 import { execFileSync } from 'node:child_process';
@@ -106,6 +108,15 @@ try {
           ` cheaper x${median(cpuRatio[k]![i]!).toFixed(3)} (rounds ${spread(cpuRatio[k]![i]!)})\n`,
       );
     });
+  });
+  // A process runs in one of two states that move its rates (BENCHMARKS.md, session 12),
+  // so what a token adds is read inside each process: its CPU over the anonymous GET's.
+  process.stdout.write('token GET over the anonymous GET, same process (median of rounds)\n');
+  args.forEach((arg, i) => {
+    const gaps = cpu[1]![i]!.map((token, round) => token - cpu[0]![i]![round]!);
+    const ratios = cpu[1]![i]!.map((token, round) => cpu[0]![i]![round]! / token);
+    const gap = `+${median(gaps).toFixed(1)} us/request`;
+    process.stdout.write(`  ${arg.padEnd(12)} ${gap}, x${median(ratios).toFixed(2)} (rounds ${spread(ratios)})\n`);
   });
 } finally {
   for (const b of builds) b.stop();

@@ -7,6 +7,7 @@
 //   config: { auth: 'custom' }                           the handler calls authenticate()
 // A successful authentication counts as a use (last_used_at, batched).
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { App } from './types.js';
 import { AppError } from '../errors.js';
@@ -91,6 +92,30 @@ export function queryCredentialProblem(query: unknown): AppError | null {
     `credentials are not accepted in the query string (${found}); use the Authorization header`,
     { headers: { 'www-authenticate': bearerChallenge({ error: 'invalid_request' }) } },
   );
+}
+
+/**
+ * Per connection, the last Authorization header the fast lane accepted and its secret's
+ * SHA-256: a client sends the same header on every request of a keep-alive connection, and
+ * the shape and checksum checks and the SHA-256 were a third of what a token added to a
+ * catalog GET (BENCHMARKS.md, issue #20). Only the hashing is skipped: the token behind the
+ * hash is judged on every request as before (deleted, expired, suspended, scopes), and a
+ * different header, even one character, is hashed afresh. The header, secret included,
+ * stays in memory until the connection closes or carries another accepted one; never in a
+ * log, an error or storage.
+ */
+const lastBearer = new WeakMap<Socket, { header: string; hash: string }>();
+
+/**
+ * Whether two strings are equal, in a time that does not depend on where they differ: behind
+ * a proxy that pools connections, the header remembered for a connection may be another
+ * client's.
+ */
+function sameText(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
 }
 
 export interface AuthOptions {
@@ -202,8 +227,19 @@ export function createAuth(options: AuthOptions): Auth {
     const header = req.headers.authorization;
     if (header === undefined || header === '') return required === null ? null : undefined;
     if (repeatedHeader(req.rawHeaders, 'authorization')) return undefined;
+    const last = lastBearer.get(req.socket);
+    const remembered = last !== undefined && sameText(last.header, header);
+    const hash = remembered ? last.hash : bearerHash(header);
+    if (hash === undefined) return undefined;
+    const valid = service.peekValid(hash, required ?? []);
+    if (valid !== undefined && !remembered) lastBearer.set(req.socket, { header, hash });
+    return valid;
+  }
+
+  /** The cache key of a Bearer header's secret when it is well formed, else undefined. */
+  function bearerHash(header: string): string | undefined {
     const secret = bearerSecret(header);
-    return secret === null ? undefined : service.peekValid(secret, required ?? []);
+    return secret === null ? undefined : service.wellFormedHash(secret);
   }
 
   return {

@@ -458,14 +458,21 @@ export class TokenService {
   }
 
   /**
-   * verifyFromMemory() in two halves, for a caller that leaves every other outcome to
-   * verify() (the fast lane, src/http/fast-lane.ts): the token when `secret` is one the
-   * cache holds, valid and holding `required`, else undefined; nothing counted yet, so the
-   * caller may still hand the request to the full path, whose verify() then counts it once.
+   * The SHA-256 of a well-formed secret (shape, prefix and checksum), the cache's key, or
+   * undefined. With peekValid() below: verifyFromMemory() in parts, for the fast lane.
    */
-  peekValid(secret: string, required: readonly string[]): ValidInMemory | undefined {
-    if (!checkSecret(secret, this.prefix).ok) return undefined;
-    const hash = hashSecret(secret);
+  wellFormedHash(secret: string): string | undefined {
+    return checkSecret(secret, this.prefix).ok ? hashSecret(secret) : undefined;
+  }
+
+  /**
+   * verifyFromMemory() in two halves, for a caller that leaves every other outcome to
+   * verify() (the fast lane, src/http/fast-lane.ts): the token when `hash`, a secret's
+   * wellFormedHash(), is one the cache holds, valid and holding `required`, else undefined;
+   * nothing counted yet, so the caller may still hand the request to the full path, whose
+   * verify() then counts it once.
+   */
+  peekValid(hash: string, required: readonly string[]): ValidInMemory | undefined {
     const token = this.options.cache.peek(hash);
     if (token === undefined) return undefined;
     const verdict = this.judge(token, hash);

@@ -5,7 +5,9 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test, type TestContext } from 'node:test';
+import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 import { build, mintToken, type Built } from '../helpers/app.js';
+import { TEST_CONTEXT } from '../helpers/audit.js';
 import { parseExposition, value } from '../helpers/prometheus.js';
 
 interface Answer {
@@ -289,4 +291,61 @@ test('at LOG_LEVEL=debug every request takes the full path, which logs it as it 
     lines.map((r) => r.msg),
     ['incoming request', 'request completed'],
   );
+});
+
+/** GETs over one kept-alive connection, in order; `reused`: whether it was the same one. */
+function keptAlive(port: number) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const get = (path: string, authorization: string) =>
+    new Promise<{ status: number; tokenId: unknown; reused: boolean }>((resolve, reject) => {
+      const req = http.get({ host: '127.0.0.1', port, path, agent, headers: { authorization } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode!, tokenId: res.headers['x-token-id'], reused }));
+      });
+      const reused = req.reusedSocket;
+      req.on('error', reject);
+    });
+  return { get, close: () => agent.destroy() };
+}
+
+test('on one connection the lane hashes a repeated header once, yet judges its token on every request', async (t) => {
+  const b = await listening(t);
+  const { lane } = b.app.infracat;
+  const check = '/api/v1/auth/check?scope=plans:read';
+  const a = await mintToken(b.app, ['plans:read'], 'a');
+  const other = await mintToken(b.app, ['plans:read'], 'b');
+  const narrow = await mintToken(b.app, ['apps:read'], 'narrow');
+  const conn = keptAlive(b.port);
+  t.after(() => conn.close());
+  const first = await conn.get(check, a.auth.authorization); // the full path caches it
+  assert.deepEqual([first.status, first.tokenId, first.reused], [200, a.id, false]);
+  await conn.get(check, other.auth.authorization);
+  await conn.get(check, narrow.auth.authorization);
+  const served = lane.served;
+  // The same header again, then another token's: each answered as itself.
+  assert.deepEqual(await conn.get(check, a.auth.authorization), { status: 200, tokenId: a.id, reused: true });
+  assert.deepEqual(await conn.get(check, a.auth.authorization), { status: 200, tokenId: a.id, reused: true });
+  assert.deepEqual(await conn.get(check, other.auth.authorization), { status: 200, tokenId: other.id, reused: true });
+  assert.deepEqual(await conn.get(check, a.auth.authorization), { status: 200, tokenId: a.id, reused: true });
+  assert.equal(lane.served, served + 4);
+  // A's secret with one character changed, first or last of its random part, right after A's
+  // header on the connection: not A (the checksum no longer matches).
+  const secret = a.secret;
+  const at = [secret.indexOf('_') + 1, secret.length - 7];
+  for (const i of at) {
+    const changed = secret.slice(0, i) + (secret[i] === 'x' ? 'y' : 'x') + secret.slice(i + 1);
+    assert.equal((await conn.get(check, a.auth.authorization)).status, 200);
+    const refused = await conn.get(check, `Bearer ${changed}`);
+    assert.deepEqual([refused.status, refused.tokenId, refused.reused], [401, undefined, true], `changed at ${i}`);
+  }
+  // The scopes are checked on each request: A's remembered header where A lacks the scope,
+  // and another token without plans:read.
+  assert.equal((await conn.get(check, a.auth.authorization)).status, 200);
+  assert.equal((await conn.get('/api/v1/auth/check?scope=apps:read', a.auth.authorization)).status, 403);
+  assert.equal((await conn.get(check, narrow.auth.authorization)).status, 403);
+  // Deleted while its header is remembered: refused on the very next request.
+  assert.equal((await conn.get(check, a.auth.authorization)).status, 200);
+  assert.ok(await b.app.infracat.tokens.service.delete(OPERATOR_ACCOUNT_ID, a.id, null, TEST_CONTEXT));
+  const gone = await conn.get(check, a.auth.authorization);
+  assert.deepEqual([gone.status, gone.reused], [401, true]);
 });
