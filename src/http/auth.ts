@@ -97,7 +97,7 @@ export function queryCredentialProblem(query: unknown): AppError | null {
 /**
  * Per connection, the last Authorization header the fast lane accepted and its secret's
  * SHA-256: a client sends the same header on every request of a keep-alive connection, and
- * the shape and checksum checks and the SHA-256 were a third of what a token added to a
+ * the shape and checksum checks and the SHA-256 were about half of what a token added to a
  * catalog GET (BENCHMARKS.md, issue #20). Only the hashing is skipped: the token behind the
  * hash is judged on every request as before (deleted, expired, suspended, scopes), and a
  * different header, even one character, is hashed afresh. The header, secret included,
