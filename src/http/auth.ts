@@ -95,18 +95,6 @@ export function queryCredentialProblem(query: unknown): AppError | null {
 }
 
 /**
- * Per connection, the last Authorization header the fast lane accepted and its secret's
- * SHA-256: a client sends the same header on every request of a keep-alive connection, and
- * the shape and checksum checks and the SHA-256 were about half of what a token added to a
- * catalog GET (BENCHMARKS.md, issue #20). Only the hashing is skipped: the token behind the
- * hash is judged on every request as before (deleted, expired, suspended, scopes), and a
- * different header, even one character, is hashed afresh. The header, secret included,
- * stays in memory until the connection closes or carries another accepted one; never in a
- * log, an error or storage.
- */
-const lastBearer = new WeakMap<Socket, { header: string; hash: string }>();
-
-/**
  * Whether two strings are equal, in a time that does not depend on where they differ: behind
  * a proxy that pools connections, the header remembered for a connection may be another
  * client's.
@@ -138,6 +126,18 @@ export function bearerChallenge(params: { error?: string; error_description?: st
 export function createAuth(options: AuthOptions): Auth {
   const { service, limiter } = options;
   const now = options.now ?? Date.now;
+
+  /**
+   * Per connection, the last Authorization header the fast lane accepted and its secret's
+   * SHA-256: a client sends the same header on every request of a keep-alive connection, and
+   * the shape and checksum checks and the SHA-256 were about half of what a token added to a
+   * catalog GET (BENCHMARKS.md, issue #20). Only the hashing is skipped: the token behind the
+   * hash is judged on every request as before (deleted, expired, suspended, scopes), and a
+   * different header, even one character, is hashed afresh. The header, secret included,
+   * stays in memory until the connection closes or carries another accepted one; never in a
+   * log, an error or storage.
+   */
+  const lastBearer = new WeakMap<Socket, { header: string; hash: string }>();
 
   /**
    * The secret the request presents, or null for an anonymous request where anonymous is
