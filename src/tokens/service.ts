@@ -407,8 +407,8 @@ export class TokenService {
    * revoked; false for a malformed secret, an unknown one, a secret no longer valid.
    */
   async revokeLeaked(secret: string, leak: LeakReport, context: AuditContext): Promise<boolean> {
-    if (!checkSecret(secret, this.prefix).ok) return false;
-    const hash = hashSecret(secret);
+    const hash = this.wellFormedHash(secret);
+    if (hash === undefined) return false;
     const token = await this.store.findByHash(hash);
     if (token === null) return false;
     const now = this.now();
@@ -458,8 +458,9 @@ export class TokenService {
   }
 
   /**
-   * The SHA-256 of a well-formed secret (shape, prefix and checksum), the cache's key, or
-   * undefined. With peekValid() below: verifyFromMemory() in parts, for the fast lane.
+   * The SHA-256 of a well-formed secret (shape, prefix and checksum), the key of storage and
+   * of the cache, or undefined. With peekValid() below: verifyFromMemory() in parts, for
+   * the fast lane.
    */
   wellFormedHash(secret: string): string | undefined {
     return checkSecret(secret, this.prefix).ok ? hashSecret(secret) : undefined;
