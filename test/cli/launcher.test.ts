@@ -23,14 +23,33 @@ process.stdout.write(JSON.stringify(out));
 process.exitCode = 3;
 })`;
 
-function install(t: TestContext): { cli: string; cache: string; dir: string } {
+// Node's tick objects all die, a full collection runs (as during a start, or V8's idle-time
+// collection), then nextTick() runs again: prints V8's state of the property definitions in
+// nextTick()'s object literal (needs --allow-natives-syntax --expose-gc).
+const TICKS_AFTER_GC = `(function (exports, require, module, __filename, __dirname) {
+'use strict';
+const noop = () => {};
+for (let i = 0; i < 200; i++) process.nextTick(noop);
+setImmediate(() => {
+  globalThis.gc();
+  for (let i = 0; i < 200; i++) process.nextTick(noop);
+  setImmediate(() => new Function('f', '%DebugPrint(f)')(process.nextTick));
+});
+})`;
+
+/** The states V8 prints for nextTick()'s DefineKeyedOwnPropertyInLiteral feedback slots. */
+function literalStates(stdout: string): string[] {
+  return [...stdout.matchAll(/DefineKeyedOwnPropertyInLiteral (\w+)/g)].map((m) => m[1]!);
+}
+
+function install(t: TestContext, bundle = BUNDLE): { cli: string; cache: string; dir: string } {
   const tmp = tempDir();
   t.after(() => tmp.remove());
   const dir = path.join(tmp.dir, 'dist/cli');
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, '../../package.json'), '{"type": "module"}\n');
   copyFileSync(path.join(ROOT, 'scripts/launcher.mjs'), path.join(dir, 'main.js'));
-  writeFileSync(path.join(dir, 'infracat.cjs'), BUNDLE);
+  writeFileSync(path.join(dir, 'infracat.cjs'), bundle);
   return { cli: path.join(dir, 'main.js'), cache: path.join(dir, 'infracat.cjs.cache'), dir };
 }
 
@@ -70,5 +89,25 @@ describe('the built command (dist/cli/main.js) and its code cache', () => {
     assert.deepEqual([res.status, res.stderr], [3, '']);
     assert.deepEqual((res.out as { args: string[] }).args, ['serve', '--port', '1']);
     assert.deepEqual(readdirSync(dir).sort(), ['infracat.cjs', 'infracat.cjs.cache', 'main.js'], 'no partial file');
+  });
+
+  it("keeps nextTick()'s object literal monomorphic after a full collection with no tick object alive", (t) => {
+    const flags = ['--allow-natives-syntax', '--expose-gc'];
+    // The same program run as a plain script, without the launcher: V8 loses the literal's
+    // maps in that collection and marks its definitions megamorphic (what the launcher
+    // prevents; if a Node release stops doing this, the launcher's kept tick object can go).
+    const { dir } = install(t, TICKS_AFTER_GC);
+    const plain = path.join(dir, 'plain.cjs');
+    writeFileSync(plain, `${TICKS_AFTER_GC}(exports, require, module, __filename, __dirname);`);
+    const without = spawnSync(process.execPath, [...flags, plain], { encoding: 'utf8' });
+    assert.equal(without.status, 0, without.stderr);
+    assert.ok(literalStates(without.stdout).includes('MEGAMORPHIC'), literalStates(without.stdout).join(' '));
+
+    const { cli } = install(t, TICKS_AFTER_GC);
+    const res = spawnSync(process.execPath, [...flags, cli], { encoding: 'utf8' });
+    assert.equal(res.status, 0, res.stderr);
+    const states = literalStates(res.stdout);
+    assert.ok(states.length >= 4, `nextTick()'s literal defines at least 4 properties: ${res.stdout.slice(0, 2000)}`);
+    assert.deepEqual(new Set(states), new Set(['MONOMORPHIC']));
   });
 });
