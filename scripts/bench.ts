@@ -121,6 +121,29 @@ async function startupFigures(
   return { coldMs: median(starts), idleRssMb, settledRssMb };
 }
 
+/**
+ * C's start measured the same way, as the baseline of the figures above: spawn to its first
+ * answer (median of three), then its RSS idle at 1 s. What Node itself costs to start and
+ * to hold a server on this machine; the rest of infracat's figures is infracat's own.
+ */
+async function baselineStartup(
+  body: Buffer,
+  headers: Record<string, string>,
+): Promise<{ coldMs: number; idleRssMb: number }> {
+  const starts: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const t0 = performance.now();
+    const c = await startNodeBaseline('C', body, headers, load.pin);
+    starts.push(performance.now() - t0);
+    await stop(c.child);
+  }
+  const c = await startNodeBaseline('C', body, headers, load.pin);
+  await new Promise((r) => setTimeout(r, 1000));
+  const idleRssMb = rssMb(c.child.pid!);
+  await stop(c.child);
+  return { coldMs: median(starts), idleRssMb };
+}
+
 interface Backend {
   name: string;
   databaseUrl: string;
@@ -192,6 +215,8 @@ async function main(): Promise<void> {
     `${load.pin ? 'server on CPU 0, load on CPU 1' : 'NOT pinned (no taskset or one CPU)'}; ` +
     `${load.wrk ? 'wrk -t1' : 'autocannon (wrk unavailable)'} -c${CONNECTIONS}, ${ROUNDS} rounds of ${SECONDS} s`;
   process.stdout.write(`bench: ${machine}\n       ${method}\n`);
+  if (process.env.NODE_EXTRA_CA_CERTS !== undefined)
+    process.stdout.write('       NODE_EXTRA_CA_CERTS is set: the servers start without it (lib/load.ts serverEnv)\n');
 
   // The bytes and headers infracat serves for GET /api/v1/plans, for the baselines.
   const probe = await startInfracat(CLI, `sqlite:${path.join(dir, 'probe.sqlite')}`);
@@ -207,6 +232,7 @@ async function main(): Promise<void> {
     path: '/api/v1/plans',
     headers: {},
   });
+  const cStart = await baselineStartup(sample.body, headers);
   const C = await startNodeBaseline('C', sample.body, headers, load.pin);
   servers.push(C);
   scenarios.push(plain('C', 'C: node:http, same body and headers', C));
@@ -362,8 +388,8 @@ async function main(): Promise<void> {
       'backend',
       'token GET vs anonymous',
       'auth check vs anonymous',
-      'cold start',
-      'RSS idle at 1 s / at 12 s / loaded',
+      `cold start (C: ${Math.round(cStart.coldMs)} ms)`,
+      `RSS idle at 1 s / at 12 s / loaded (C idle: ${cStart.idleRssMb.toFixed(0)} MB)`,
       'storage calls / 1000 cached checks',
       'token create',
       'token list (1,000)',
@@ -379,7 +405,7 @@ async function main(): Promise<void> {
       b.name,
       `${median(t).toFixed(2)}x (${spread(t)})`,
       `${median(k).toFixed(2)}x (${spread(k)})`,
-      `${Math.round(b.coldMs)} ms`,
+      `${Math.round(b.coldMs)} ms (own: ${Math.round(b.coldMs - cStart.coldMs)} ms)`,
       `${rss.map((mb) => mb.toFixed(0)).join(' / ')} MB`,
       (Math.round((q.dq / Math.max(1, q.requests)) * 1000 * 100) / 100).toString(),
       `${Math.round(tr.create.rps)} rps`,
@@ -389,6 +415,8 @@ async function main(): Promise<void> {
     summary[`${b.name}:check_vs_anonymous`] = { median: r3(median(k)), rounds: k.map(r3) };
     summary[`${b.name}:startup`] = {
       cold_start_ms: Math.round(b.coldMs),
+      c_cold_start_ms: Math.round(cStart.coldMs),
+      c_idle_rss_mb: r3(cStart.idleRssMb),
       idle_rss_mb: r3(b.idleRssMb),
       settled_idle_rss_mb: r3(b.settledRssMb),
     };

@@ -9,7 +9,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort, ROOT, waitUntilUp } from './builds.js';
-import { spawnServer } from './load.js';
+import { serverEnv, spawnServer } from './load.js';
 
 /** The headers a baseline copies: everything infracat sent but what node:http writes itself. */
 export function copiedHeaders(headers: Record<string, string>): Record<string, string> {
@@ -66,7 +66,7 @@ export async function startNodeBaseline(
     process.execPath,
     ['-e', NODE_PROGRAMS[name]],
     {
-      env: { ...process.env, BODY: body.toString('base64'), HEADERS: JSON.stringify(headers), PORT: String(port) },
+      env: serverEnv({ BODY: body.toString('base64'), HEADERS: JSON.stringify(headers), PORT: String(port) }),
       stdio: ['ignore', 'ignore', 'inherit'],
     },
     pin,

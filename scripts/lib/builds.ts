@@ -5,7 +5,7 @@ import { execFileSync, execSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import { spawnServer } from './load.js';
+import { serverEnv, spawnServer } from './load.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -54,7 +54,7 @@ export async function waitUntilUp(url: string, child: ChildProcess, timeoutMs = 
 }
 
 /**
- * `infracat serve` from a build's cli/main.js as the benchmarks run it: shipped settings
+ * `infracat serve` from a build's cli/main.js as the benchmarks run it (serverEnv()): shipped settings
  * (info access log to a discarded stdout, metrics), rate limits raised so the limiter
  * runs without tripping; pinned to the server CPU when `pin` (lib/load.mjs). Resolves once
  * /healthz answers.
@@ -73,8 +73,7 @@ export async function startInfracat(
     process.execPath,
     [...nodeArgs, cliPath, 'serve'],
     {
-      env: {
-        ...process.env,
+      env: serverEnv({
         PORT: String(port),
         HOST: '127.0.0.1',
         DATABASE_URL: databaseUrl,
@@ -83,7 +82,7 @@ export async function startInfracat(
         RATE_LIMIT: '10000000',
         RATE_LIMIT_ANONYMOUS: '10000000',
         ...env,
-      },
+      }),
       stdio: ['ignore', 'ignore', 'inherit'],
     },
     pin,

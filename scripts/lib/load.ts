@@ -46,6 +46,20 @@ export function ensureWrk(): string | undefined {
   return found();
 }
 
+/**
+ * The environment a measured server starts with: this one, less NODE_EXTRA_CA_CERTS. Node
+ * reads and parses that file at every start, before any JavaScript runs; where it names
+ * the system's certificate bundle (144 certificates on the machines here) that alone is
+ * 80-100 ms and ~2 MB of every Node process (BENCHMARKS.md), and no server measured here
+ * makes a TLS connection. Without it a cold start measures the server, not the machine's
+ * certificate settings.
+ */
+export function serverEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
+  delete env.NODE_EXTRA_CA_CERTS;
+  return env;
+}
+
 /** `spawn`, the child (and every thread it starts) pinned to the server CPU when `pin`. */
 export function spawnServer(command: string, args: string[], options: SpawnOptions, pin: boolean): ChildProcess {
   return pin ? spawn('taskset', ['-c', SERVER_CPU, command, ...args], options) : spawn(command, args, options);
