@@ -60,6 +60,8 @@ const CHECK_CONFIG = { auth: 'custom', cors: false, rateLimit: false } as const;
 const CHECK_PATH = '/api/v1/auth/check';
 
 const CHECK_MAX_SCOPES = 20;
+/** How many distinct plain check queries the fast lane keeps read (see gatewayRoutes). */
+const PLAIN_QUERIES_KEPT = 256;
 
 const CheckQuery = Type.Object({
   scope: Type.Optional(
@@ -169,13 +171,22 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway, lane }:
   // The check's plain GET for the fast lane: what allow() answers, prepared once per token
   // record (the verification cache holds one record per token until it changes).
   const allowed = new WeakMap<TokenRecord, LaneAnswer>();
+  // A gateway asks the same few questions over and over: each plain query read once, kept
+  // with its scopes (the registry does not change while the process runs). Only queries
+  // the lane takes are kept, at most PLAIN_QUERIES_KEPT, all dropped when that is reached.
+  const plainQueries = new Map<string, readonly string[]>();
   lane.route(CHECK_PATH, {
     route: CHECK_PATH,
     rateLimited: CHECK_CONFIG.rateLimit,
     required: (query) => {
+      const known = plainQueries.get(query);
+      if (known !== undefined) return known;
       if (!PLAIN_SCOPES.test(query) || query.length > 1000) return undefined;
-      const scopes = query.split('&').map((p) => p.slice('scope='.length));
-      return scopes.length <= CHECK_MAX_SCOPES && scopes.every(isKnownScope) ? scopes : undefined;
+      const scopes = Object.freeze(query.split('&').map((p) => p.slice('scope='.length)));
+      if (scopes.length > CHECK_MAX_SCOPES || !scopes.every(isKnownScope)) return undefined;
+      if (plainQueries.size >= PLAIN_QUERIES_KEPT) plainQueries.clear();
+      plainQueries.set(query, scopes);
+      return scopes;
     },
     answer: (token) => {
       if (token === null) return undefined;
