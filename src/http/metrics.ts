@@ -60,7 +60,8 @@ interface Series {
 class HttpTraffic {
   private readonly series = new Map<string, Series>();
 
-  record(method: string, route: string, status: number, ms: number): void {
+  /** The series of one method, route and status, made on first use. */
+  of(method: string, route: string, status: number): Series {
     const key = `${method} ${status} ${route}`;
     let s = this.series.get(key);
     if (s === undefined) {
@@ -68,6 +69,11 @@ class HttpTraffic {
       s = { labels, count: 0, sum: 0, buckets: new Array<number>(DURATION_BUCKETS.length + 1).fill(0) };
       this.series.set(key, s);
     }
+    return s;
+  }
+
+  /** Counts one answer of `s` that took `ms`. */
+  static observe(s: Series, ms: number): void {
     const seconds = ms / 1000;
     s.count += 1;
     s.sum += seconds;
@@ -118,7 +124,15 @@ function totalCounter(registry: Registry, name: string, help: string, read: () =
 }
 
 /** Counts one answered request: method, route (Fastify's URL pattern), status, milliseconds. */
-export type RecordTraffic = (method: string, route: string, status: number, ms: number) => void;
+/** How requests answered outside Fastify's hooks (the fast lane) are counted. */
+export interface RecordTraffic {
+  (method: string, route: string, status: number, ms: number): void;
+  /**
+   * The same with the labels found once, for a path that always answers one way: the
+   * series key is not built and looked up again on every request.
+   */
+  bound(method: string, route: string, status: number): (ms: number) => void;
+}
 
 /** Installs the metrics; returns how requests answered elsewhere (the fast lane) are counted. */
 export function installMetrics(
@@ -131,7 +145,10 @@ export function installMetrics(
 
   const traffic = new HttpTraffic();
   app.addHook('onResponse', (request, reply, done) => {
-    traffic.record(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime);
+    HttpTraffic.observe(
+      traffic.of(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode),
+      reply.elapsedTime,
+    );
     done();
   });
 
@@ -275,5 +292,11 @@ export function installMetrics(
       return (await registry.metrics()) + traffic.exposition();
     });
   });
-  return (method, route, status, ms) => traffic.record(method, route, status, ms);
+  const record: RecordTraffic = (method, route, status, ms) =>
+    HttpTraffic.observe(traffic.of(method, route, status), ms);
+  record.bound = (method, route, status) => {
+    const s = traffic.of(method, route, status);
+    return (ms) => HttpTraffic.observe(s, ms);
+  };
+  return record;
 }

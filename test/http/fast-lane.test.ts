@@ -180,6 +180,32 @@ test('over the rate limit the lane steps aside: the full path refuses with its 4
   assert.equal(lane.served, 3);
 });
 
+test('answers in a row from one route each carry their own request id, token headers and length', async (t) => {
+  const b = await listening(t);
+  const { lane } = b.app.infracat;
+  const first = await send(b.port, '/api/v1/plans', ['x-request-id', 'first-id']);
+  const minted = await send(b.port, '/api/v1/plans');
+  const again = await send(b.port, '/api/v1/plans', ['x-request-id', 'third-id']);
+  assert.equal(lane.served, 3);
+  assert.equal(first.headers['x-request-id'], 'first-id');
+  assert.match(
+    String(minted.headers['x-request-id']),
+    /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+  );
+  assert.equal(again.headers['x-request-id'], 'third-id');
+  // Two tokens' checks in turn: each answer names its own token.
+  const a = await mintToken(b.app, ['apps:read'], 'a');
+  const c = await mintToken(b.app, ['apps:read'], 'c');
+  const check = '/api/v1/auth/check?scope=apps:read';
+  for (const token of [a, c, a, c]) {
+    const answer = await send(b.port, check, ['authorization', token.auth.authorization]);
+    assert.equal(answer.headers['x-token-id'], token.id);
+    assert.equal(answer.headers['x-token-name'], token === a ? 'a' : 'c');
+    assert.equal(Number(answer.headers['content-length']), Buffer.byteLength(answer.body));
+    assert.equal((JSON.parse(answer.body) as { id: string }).id, token.id);
+  }
+});
+
 test('behind a trusted proxy the lane counts the client address the full path counts', async (t) => {
   const b = await listening(t, { RATE_LIMIT_ANONYMOUS: '2', TRUST_PROXY: '127.0.0.1' });
   const from = (ip: string) => send(b.port, '/api/v1/plans', ['x-forwarded-for', ip]);
@@ -280,6 +306,38 @@ test("a forward-auth check with plain scope parameters and a cached token is the
   }
   assert.equal((await send(b.port, check, ['authorization', token.auth.authorization], 'HEAD')).status, 200);
   assert.equal(lane.served, served);
+});
+
+test("the lane keeps a check's query read, never its verdict: each token is judged on it anew", async (t) => {
+  const b = await listening(t);
+  const { lane } = b.app.infracat;
+  const apps = await mintToken(b.app, ['apps:read']);
+  const plans = await mintToken(b.app, ['plans:read']);
+  const both = await mintToken(b.app, ['apps:read', 'plans:read']);
+  const check = '/api/v1/auth/check?scope=apps:read';
+  for (const token of [apps, plans, both]) await send(b.port, check, ['authorization', token.auth.authorization]);
+  const judged = async (token: { id: string; auth: { authorization: string } }, path: string, status: number) => {
+    const before = lane.served;
+    const answer = await send(b.port, path, ['authorization', token.auth.authorization]);
+    assert.equal(answer.status, status, path);
+    if (status === 200) assert.equal(answer.headers['x-token-id'], token.id);
+    assert.equal(lane.served, before + (status === 200 ? 1 : 0), `${path}: the lane's only when allowed`);
+  };
+  await judged(apps, check, 200);
+  await judged(plans, check, 403);
+  await judged(apps, check, 200);
+  // More distinct plain queries than the lane keeps (every sequence of the two scopes, up
+  // to 8 long: 510), each answered as itself; then the first ones again.
+  const sequences: string[][] = [[]];
+  for (let n = 1; n <= 8; n++)
+    for (const seq of sequences.filter((q) => q.length === n - 1))
+      sequences.push([...seq, 'apps:read'], [...seq, 'plans:read']);
+  const queries = sequences.slice(1).map((seq) => `/api/v1/auth/check?${seq.map((s) => `scope=${s}`).join('&')}`);
+  assert.equal(queries.length, 510);
+  for (const path of queries) await judged(both, path, 200);
+  await judged(plans, check, 403);
+  await judged(apps, check, 200);
+  await judged(apps, `${check}&scope=plans:read`, 403);
 });
 
 test('at LOG_LEVEL=debug every request takes the full path, which logs it as it comes in', async (t) => {
