@@ -97,51 +97,29 @@ async function storageQueries(base: string): Promise<number> {
 }
 
 /**
- * Spawn to the first answer from /healthz, median of three starts; then the RSS of an idle
- * server 1 s after it answered, and again once V8 has had its idle-time collection (its
- * memory reducer starts one about 8 s after a start and gives back the young generation
- * and the start-up garbage): at 12 s.
+ * A server's start as the bench reads it: spawn to its first answer (median of three
+ * starts), then the RSS of an idle server 1 s after it answered and, with `settled`, again
+ * once V8 has had its idle-time collection (its memory reducer starts one about 8 s after a
+ * start and gives back the young generation and the start-up garbage): at 12 s.
  */
 async function startupFigures(
-  databaseUrl: string,
+  start: () => Promise<ChildProcess>,
+  settled: boolean,
 ): Promise<{ coldMs: number; idleRssMb: number; settledRssMb: number }> {
   const starts: number[] = [];
   for (let i = 0; i < 3; i++) {
     const t0 = performance.now();
-    const s = await startInfracat(CLI, databaseUrl, { pin: load.pin });
+    const child = await start();
     starts.push(performance.now() - t0);
-    await stop(s.child);
+    await stop(child);
   }
-  const s = await startInfracat(CLI, databaseUrl, { pin: load.pin });
+  const child = await start();
   await new Promise((r) => setTimeout(r, 1000));
-  const idleRssMb = rssMb(s.child.pid!);
-  await new Promise((r) => setTimeout(r, 11_000));
-  const settledRssMb = rssMb(s.child.pid!);
-  await stop(s.child);
+  const idleRssMb = rssMb(child.pid!);
+  if (settled) await new Promise((r) => setTimeout(r, 11_000));
+  const settledRssMb = rssMb(child.pid!);
+  await stop(child);
   return { coldMs: median(starts), idleRssMb, settledRssMb };
-}
-
-/**
- * C's start measured the same way, as the baseline of the figures above: spawn to its first
- * answer (median of three), then its RSS idle at 1 s. What Node itself costs to start and
- * to hold a server on this machine; the rest of infracat's figures is infracat's own.
- */
-async function baselineStartup(
-  body: Buffer,
-  headers: Record<string, string>,
-): Promise<{ coldMs: number; idleRssMb: number }> {
-  const starts: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    const t0 = performance.now();
-    const c = await startNodeBaseline('C', body, headers, load.pin);
-    starts.push(performance.now() - t0);
-    await stop(c.child);
-  }
-  const c = await startNodeBaseline('C', body, headers, load.pin);
-  await new Promise((r) => setTimeout(r, 1000));
-  const idleRssMb = rssMb(c.child.pid!);
-  await stop(c.child);
-  return { coldMs: median(starts), idleRssMb };
 }
 
 interface Backend {
@@ -174,7 +152,8 @@ async function prepareBackend(name: string): Promise<Backend> {
     '--json',
   ]);
   const { token } = JSON.parse(created) as { token: string };
-  const { coldMs, idleRssMb, settledRssMb } = await startupFigures(databaseUrl);
+  const start = async () => (await startInfracat(CLI, databaseUrl, { pin: load.pin })).child;
+  const { coldMs, idleRssMb, settledRssMb } = await startupFigures(start, true);
   return { name, databaseUrl, token, coldMs, idleRssMb, settledRssMb, ...(stopPostgres ? { stopPostgres } : {}) };
 }
 
@@ -232,7 +211,11 @@ async function main(): Promise<void> {
     path: '/api/v1/plans',
     headers: {},
   });
-  const cStart = await baselineStartup(sample.body, headers);
+  // C's start, the baseline of infracat's: what Node itself takes to start and hold a server.
+  const cStart = await startupFigures(
+    async () => (await startNodeBaseline('C', sample.body, headers, load.pin)).child,
+    false,
+  );
   const C = await startNodeBaseline('C', sample.body, headers, load.pin);
   servers.push(C);
   scenarios.push(plain('C', 'C: node:http, same body and headers', C));

@@ -199,7 +199,7 @@ export class FastLane {
     this.served += 1;
 
     const ms = performance.now() - start;
-    (entry.observe ??= deps.record.bound('GET', route.route, 200))(ms);
+    (entry.observe ??= deps.record('GET', route.route, 200))(ms);
     if (deps.access.wants(200)) {
       deps.access.write({
         requestId,

@@ -124,15 +124,12 @@ function totalCounter(registry: Registry, name: string, help: string, read: () =
 }
 
 /** Counts one answered request: method, route (Fastify's URL pattern), status, milliseconds. */
-/** How requests answered outside Fastify's hooks (the fast lane) are counted. */
-export interface RecordTraffic {
-  (method: string, route: string, status: number, ms: number): void;
-  /**
-   * The same with the labels found once, for a path that always answers one way: the
-   * series key is not built and looked up again on every request.
-   */
-  bound(method: string, route: string, status: number): (ms: number) => void;
-}
+/**
+ * How requests answered outside Fastify's hooks (the fast lane) are counted: the recorder
+ * of one method, route and status, its series found once, for a path that always answers
+ * one way (the series key is not built and looked up again on every request).
+ */
+export type RecordTraffic = (method: string, route: string, status: number) => (ms: number) => void;
 
 /** Installs the metrics; returns how requests answered elsewhere (the fast lane) are counted. */
 export function installMetrics(
@@ -292,11 +289,8 @@ export function installMetrics(
       return (await registry.metrics()) + traffic.exposition();
     });
   });
-  const record: RecordTraffic = (method, route, status, ms) =>
-    HttpTraffic.observe(traffic.of(method, route, status), ms);
-  record.bound = (method, route, status) => {
+  return (method, route, status) => {
     const s = traffic.of(method, route, status);
     return (ms) => HttpTraffic.observe(s, ms);
   };
-  return record;
 }
