@@ -1,6 +1,6 @@
 // Second half of `npm run build`: bundles the server and CLI (src/cli/main.ts and all it
 // imports, dependencies included) into the one file dist/cli/infracat.cjs, and puts the
-// launcher (scripts/launcher.mjs) at dist/cli/main.js, which `npm start` and the
+// launcher (scripts/launcher.cjs) at dist/cli/main.js, which `npm start` and the
 // `infracat` bin run. tsc has type-checked and emitted dist/ before this; its
 // dist/cli/main.js is replaced.
 //
@@ -14,15 +14,22 @@
 // - @fastify/swagger-ui: serves Swagger UI's files from its own package directory;
 // - pg-native: pg's optional native binding, not installed.
 //
+// Node's own modules that dependencies load at start for paths infracat never takes
+// (Fastify's HTTP/2 and HTTPS servers and its host-name lookup, prom-client's Pushgateway)
+// are loaded on first use instead (scripts/lib/lazy-builtins.mjs).
+//
 // The bundle stays at dist/cli/ so paths relative to a module two levels below the
-// package root (../../catalog/default.yaml) still hold.
+// package root (../../catalog/default.yaml) still hold. dist/cli/ gets its own package.json
+// saying CommonJS, for the launcher (scripts/launcher.cjs); tsc's ES modules there, which
+// the bundle replaces, are removed.
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { clearTimeout, setTimeout } from 'node:timers';
 import path from 'node:path';
 import { build } from 'esbuild';
+import { lazyBuiltins } from './lib/lazy-builtins.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const BUNDLE = path.join(ROOT, 'dist/cli/infracat.cjs');
@@ -48,6 +55,7 @@ const { metafile } = await build({
   footer: { js: '})' },
   define: { 'import.meta.url': '__infracatModuleUrl' },
   metafile: true,
+  plugins: [lazyBuiltins],
   logLevel: 'warning',
 });
 // The launcher runs the bundle as a script, where Node 20 has no import() but behind a flag:
@@ -65,8 +73,12 @@ writeFileSync(
   BUNDLE,
   source.replace(/[^\0-\x7f]/gu, (c) => `\\u{${c.codePointAt(0).toString(16)}}`),
 );
-copyFileSync(path.join(ROOT, 'scripts/launcher.mjs'), LAUNCHER);
-rmSync(`${LAUNCHER}.map`, { force: true }); // tsc's, of the file replaced
+const kept = new Set(['infracat.cjs', 'infracat.cjs.map']);
+for (const name of readdirSync(path.dirname(BUNDLE))) {
+  if (!kept.has(name)) rmSync(path.join(path.dirname(BUNDLE), name), { force: true });
+}
+writeFileSync(path.join(path.dirname(BUNDLE), 'package.json'), '{ "type": "commonjs" }\n');
+copyFileSync(path.join(ROOT, 'scripts/launcher.cjs'), LAUNCHER);
 chmodSync(LAUNCHER, 0o755);
 rmSync(`${BUNDLE}.cache`, { force: true });
 

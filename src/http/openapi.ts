@@ -291,7 +291,7 @@ function registerDocs(app: App): void {
 const HOP_HEADERS = new Set(['connection', 'content-length', 'date', 'keep-alive', 'transfer-encoding']);
 
 async function loadDocs(app: App): Promise<FastifyInstance> {
-  // Required, not import()ed: the built bundle runs as a script (scripts/launcher.mjs),
+  // Required, not import()ed: the built bundle runs as a script (scripts/launcher.cjs),
   // where Node 20 offers import() only as an experimental feature.
   const swaggerUi = createRequire(import.meta.url)('@fastify/swagger-ui') as typeof SwaggerUi;
   const docs = Fastify({ logger: false });

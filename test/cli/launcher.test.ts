@@ -1,4 +1,4 @@
-// The built command's launcher (scripts/launcher.mjs, dist/cli/main.js): it runs the bundle
+// The built command's launcher (scripts/launcher.cjs, dist/cli/main.js): it runs the bundle
 // as Node runs a CommonJS module, with V8's code cache beside it. Tested on a small bundle
 // of the same shape (scripts/bundle.mjs), so no build is needed: a cache is written at the
 // end of a run that found none, kept while V8 accepts it, replaced when V8 refuses it, and a
@@ -48,7 +48,9 @@ function install(t: TestContext, bundle = BUNDLE): { cli: string; cache: string;
   const dir = path.join(tmp.dir, 'dist/cli');
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, '../../package.json'), '{"type": "module"}\n');
-  copyFileSync(path.join(ROOT, 'scripts/launcher.mjs'), path.join(dir, 'main.js'));
+  // As scripts/bundle.mjs lays it out: dist/cli/ is CommonJS in an ES module package.
+  writeFileSync(path.join(dir, 'package.json'), '{ "type": "commonjs" }\n');
+  copyFileSync(path.join(ROOT, 'scripts/launcher.cjs'), path.join(dir, 'main.js'));
   writeFileSync(path.join(dir, 'infracat.cjs'), bundle);
   return { cli: path.join(dir, 'main.js'), cache: path.join(dir, 'infracat.cjs.cache'), dir };
 }
@@ -70,7 +72,24 @@ describe('the built command (dist/cli/main.js) and its code cache', () => {
     const second = run(cli);
     assert.deepEqual([second.status, second.out], [3, expected]);
     assert.equal(statSync(cache).mtimeMs, written.mtimeMs, 'an accepted cache is kept, not written again');
-    assert.deepEqual(readdirSync(dir).sort(), ['infracat.cjs', 'infracat.cjs.cache', 'main.js'], 'no partial file');
+    assert.deepEqual(
+      readdirSync(dir).sort(),
+      ['infracat.cjs', 'infracat.cjs.cache', 'main.js', 'package.json'],
+      'no partial file',
+    );
+  });
+
+  it('starts as CommonJS: Node runs no ES module job (its loader is never set to work)', (t) => {
+    const { cli } = install(
+      t,
+      `(function (exports, require, module, __filename, __dirname) {
+const esm = /modules\\/esm\\/(module_job|translators|load)$/;
+process.stdout.write(JSON.stringify(process.moduleLoadList.filter((m) => esm.test(m))));
+})`,
+    );
+    const res = run(cli);
+    assert.equal(res.status, 0, res.stderr);
+    assert.deepEqual(res.out, []);
   });
 
   it('a cache V8 refuses (another Node, other flags, damaged) is replaced at the end of the run', (t) => {
@@ -88,7 +107,11 @@ describe('the built command (dist/cli/main.js) and its code cache', () => {
     const res = run(cli);
     assert.deepEqual([res.status, res.stderr], [3, '']);
     assert.deepEqual((res.out as { args: string[] }).args, ['serve', '--port', '1']);
-    assert.deepEqual(readdirSync(dir).sort(), ['infracat.cjs', 'infracat.cjs.cache', 'main.js'], 'no partial file');
+    assert.deepEqual(
+      readdirSync(dir).sort(),
+      ['infracat.cjs', 'infracat.cjs.cache', 'main.js', 'package.json'],
+      'no partial file',
+    );
   });
 
   it("keeps nextTick()'s object literal monomorphic after a full collection with no tick object alive", (t) => {
