@@ -31,7 +31,7 @@ import {
 import { installExpectationHandling, protocolProblem, queryProblem } from './http/protocol.js';
 import type { App } from './http/types.js';
 import { buildLazySerializer } from './http/serialization.js';
-import { validatorCompiler } from './http/validation.js';
+import { buildValidator } from './http/validation.js';
 import { requestIdFrom } from './logging.js';
 import type { Store } from './storage/types.js';
 import { createTokenDomain, type TokenDomain } from './tokens/index.js';
@@ -119,10 +119,11 @@ export function buildApp(deps: AppDeps): App {
     },
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler,
-    schemaController: { compilersFactory: { buildSerializer: buildLazySerializer } },
+    // Our own compilers, both compiling on a route's first use (src/http/validation.ts,
+    // src/http/serialization.ts).
+    schemaController: { compilersFactory: { buildValidator, buildSerializer: buildLazySerializer } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.setValidatorCompiler(validatorCompiler);
   // JSON only (Fastify would also take text/plain); anything else is a 415.
   installJsonBodyParser(app);
   let storageErrors = 0;

@@ -6,16 +6,22 @@
 // Schemas are compiled on a route's first request, not when Fastify asks at ready():
 // compiling every route's schemas (and Ajv's meta-schema, once per instance) was
 // ~65 ms of a ~650 ms cold start, for routes a process may never serve (BENCHMARKS.md).
+// For the same reason each Ajv instance is made by the first schema it compiles: with its
+// meta-schema and formats, the two were 4 ms of every start.
 import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import addFormatsImport from 'ajv-formats';
-import type { FastifySchemaCompiler } from 'fastify';
+import type { FastifySchemaCompiler, FastifyServerOptions } from 'fastify';
 
 // ajv-formats is CommonJS with a default export; NodeNext sees the module object.
 const addFormats = addFormatsImport as unknown as (ajv: Ajv) => Ajv;
 
 const common: Options = { allErrors: true, useDefaults: true, strict: false, removeAdditional: false };
-const bodyAjv = addFormats(new Ajv({ ...common, coerceTypes: false }));
-const textAjv = addFormats(new Ajv({ ...common, coerceTypes: 'array' }));
+let bodyAjv: Ajv | undefined;
+let textAjv: Ajv | undefined;
+const ajvFor = (httpPart: string | undefined): Ajv =>
+  httpPart === 'body'
+    ? (bodyAjv ??= addFormats(new Ajv({ ...common, coerceTypes: false })))
+    : (textAjv ??= addFormats(new Ajv({ ...common, coerceTypes: 'array' })));
 
 type DataContext = Parameters<ValidateFunction>[1];
 
@@ -27,11 +33,10 @@ interface LazyValidator {
 }
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
-  const ajv = httpPart === 'body' ? bodyAjv : textAjv;
   let compiled: ValidateFunction | undefined;
   const validate: LazyValidator = Object.assign(
     (data: unknown, context?: DataContext): boolean => {
-      compiled ??= ajv.compile(schema as object);
+      compiled ??= ajvFor(httpPart).compile(schema as object);
       const ok = compiled(data, context);
       validate.errors = compiled.errors;
       return ok;
@@ -40,3 +45,15 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
   );
   return validate as ReturnType<FastifySchemaCompiler<unknown>>;
 };
+
+type ValidatorFactory = NonNullable<
+  NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']
+>;
+
+/**
+ * validatorCompiler as the app's schema controller takes it (src/app.ts), for every route.
+ * Given there instead of set with setValidatorCompiler(), Fastify never loads its default
+ * Ajv compiler (2 ms of a start). Fastify's type wants Ajv's own function type back; what it
+ * calls is a FastifySchemaCompiler, as with setValidatorCompiler().
+ */
+export const buildValidator = (() => validatorCompiler) as unknown as ValidatorFactory;
