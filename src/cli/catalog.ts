@@ -2,7 +2,8 @@
 // kept in version control. apply validates first, prints the diff, and changes
 // everything or nothing (one optimistic insert of the new revision).
 import { readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline/promises';
+import { createRequire } from 'node:module';
+import type * as Readline from 'node:readline/promises';
 import { AppError } from '../errors.js';
 import { cliAuditContext } from '../audit/context.js';
 import { formatDiff, isEmptyDiff, removedCount, type CatalogDiff } from '../catalog/diff.js';
@@ -77,9 +78,14 @@ function withCatalog<T>(url: string | undefined, body: (svc: CatalogService) => 
   );
 }
 
+// Node's readline, loaded only when a question is asked: every command is part of every
+// start of the server (one bundle), and readline was 0.5 MB of each.
+const require = createRequire(import.meta.url);
+
 /** On a terminal, asks before removing entries; anywhere else (CI, pipes) the answer is no. */
 async function confirmRemovals(count: number): Promise<boolean> {
   if (process.stdin.isTTY !== true || process.stdout.isTTY !== true) return false;
+  const { createInterface } = require('node:readline/promises') as typeof Readline;
   const rl = createInterface({ input: process.stdin, output: process.stdout });
   try {
     const answer = await rl.question(
