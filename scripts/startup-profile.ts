@@ -6,24 +6,35 @@
 // A BUILD is a directory holding a build (cli/main.js), or a git revision: that
 // revision's sources are built as it built them (tsc, and its bundle step if it has
 // one) into .bench/builds/REV/. Runs alternate between builds (A B A B ...) so a noisy
-// machine slows every build alike. Per run: spawn to the first 200 from /healthz (as
-// scripts/bench.ts measures it) and the CPU time used until then, then VmRSS after 1 s
-// idle. Prints the median, min and max per build and each build's median as a ratio to
-// the first.
+// machine slows every build alike. Per run, the server pinned to one CPU as the bench
+// pins it: spawn to the first 200 from /healthz (as scripts/bench.ts measures it) and the
+// CPU time used until then (from the scheduler's per-thread nanoseconds, not the 10 ms
+// clock ticks), then VmRSS after 1 s idle. Prints the median, min and max per build and
+// each build's median as a ratio to the first.
 //
 //   STARTUP_RUNS=9            runs per build
 //   STARTUP_DATABASE_URL=...  a PostgreSQL URL instead of a throwaway SQLite file per build
 //   STARTUP_IDLE_MS=1000      wait before reading RSS
 //
 // A first unmeasured start per build seeds its database, like the bench's probe start.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildDir, startInfracat } from './lib/builds.js';
-import { cpuMicros, median, rssMb } from './lib/load.js';
+import { canPin, median, rssMb } from './lib/load.js';
 
 const RUNS = Number(process.env.STARTUP_RUNS ?? 9);
 const IDLE_MS = Number(process.env.STARTUP_IDLE_MS ?? 1000);
+
+const PIN = canPin();
+
+/** CPU time of all of a process's threads so far, ms, from the scheduler's nanosecond counts. */
+function cpuMs(pid: number): number {
+  let ns = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`))
+    ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+  return ns / 1e6;
+}
 
 const args = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['dist'];
 const dists = args.map(buildDir);
@@ -31,9 +42,9 @@ const tmp = mkdtempSync(path.join(tmpdir(), 'infracat-startup-'));
 
 async function startOnce(dist: string, databaseUrl: string): Promise<{ ms: number; cpu: number; rss: number }> {
   const started = performance.now();
-  const { child } = await startInfracat(path.join(dist, 'cli/main.js'), databaseUrl);
+  const { child } = await startInfracat(path.join(dist, 'cli/main.js'), databaseUrl, { pin: PIN });
   const ms = performance.now() - started;
-  const cpu = cpuMicros(child.pid!) / 1000;
+  const cpu = cpuMs(child.pid!);
   await new Promise((r) => setTimeout(r, IDLE_MS));
   const rss = rssMb(child.pid!);
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -60,7 +71,7 @@ try {
 
 const base = results[0]!;
 process.stdout.write(
-  `node ${process.version}, ${RUNS} runs per build, interleaved; ` +
+  `node ${process.version}, ${RUNS} runs per build, interleaved, ${PIN ? 'pinned to CPU 0' : 'NOT pinned'}; ` +
     `${process.env.STARTUP_DATABASE_URL ? 'PostgreSQL' : 'SQLite'}\n`,
 );
 const ratio = (a: number[], b: number[]) => (median(a) / median(b)).toFixed(2);
