@@ -84,7 +84,10 @@ rmSync(`${BUNDLE}.cache`, { force: true });
 
 // Every module of the bundle is evaluated at load, so this catches a dependency that
 // does not survive bundling.
-execFileSync(process.execPath, [LAUNCHER, '--version'], { stdio: ['ignore', 'ignore', 'inherit'] });
+// It must also print the package's version (found by the bundle from its own location).
+const printed = execFileSync(process.execPath, [LAUNCHER, '--version'], { encoding: 'utf8' }).trim();
+const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+if (printed !== version) throw new Error(`the bundle's --version printed '${printed}', not '${version}'`);
 
 // The code cache of a whole start and stop: `--version` above wrote one of its own run,
 // which would stay (a cache V8 accepts is never rewritten), so it goes first.

@@ -1,18 +1,21 @@
 import { readFileSync } from 'node:fs';
 
 /**
- * The nearest package.json above this module: one level up from src/version.ts, two
- * from dist/cli/infracat.cjs, the bundle this module is built into (scripts/bundle.mjs).
+ * The version in the nearest package.json above this module that has one: one level up
+ * from src/version.ts, two from dist/cli/infracat.cjs, the bundle this module is built
+ * into (scripts/bundle.mjs), whose own dist/cli/package.json only says it is CommonJS.
  */
-function readPackageJson(): string {
+function packageVersion(): string {
   for (let dir = new URL('.', import.meta.url); ; dir = new URL('..', dir)) {
     try {
-      return readFileSync(new URL('package.json', dir), 'utf8');
+      const { version } = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8')) as { version?: unknown };
+      if (typeof version === 'string') return version;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || dir.pathname === '/') throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
+    if (dir.pathname === '/') throw new Error('no package.json with a version above this module');
   }
 }
 
 /** The package version. */
-export const VERSION = (JSON.parse(readPackageJson()) as { version: string }).version;
+export const VERSION = packageVersion();
