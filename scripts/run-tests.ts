@@ -8,6 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { startEmbeddedPostgres, type PostgresServer } from '../test/helpers/embedded-pg.js';
+import { bundleInto } from './lib/bundle.mjs';
 
 function findTests(dir: string): string[] {
   const out: string[] = [];
@@ -29,8 +30,13 @@ const tests =
 const web = spawnSync(process.execPath, ['scripts/build-web.mjs'], { stdio: 'inherit' });
 if (web.status !== 0) process.exit(web.status ?? 1);
 
+// The command the tests run as a child process (test/helpers/process.ts): built from src/ as
+// it ships (scripts/lib/bundle.mjs), so each of the suite's hundreds of runs starts in a
+// tenth of a second instead of the two seconds tsx takes to load src/.
+const cli = await bundleInto(path.resolve('.test-build/cli'));
+
 let server: PostgresServer | undefined;
-const env = { ...process.env };
+const env: NodeJS.ProcessEnv = { ...process.env, INFRACAT_TEST_CLI: cli };
 if (env.TEST_DATABASE_URL === undefined || env.TEST_DATABASE_URL === '') {
   const started = Date.now();
   server = await startEmbeddedPostgres();

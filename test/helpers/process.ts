@@ -31,9 +31,17 @@ export function runTs(
   args: string[],
   options: { env?: Record<string, string | undefined>; cwd?: string } = {},
 ): Child {
+  return run(process.execPath, ['--import', TSX, script, ...args], options);
+}
+
+function run(
+  command: string,
+  args: string[],
+  options: { env?: Record<string, string | undefined>; cwd?: string },
+): Child {
   const env: Record<string, string | undefined> = { ...process.env, ...options.env };
   for (const k of Object.keys(env)) if (env[k] === undefined) delete env[k];
-  const proc = spawn(process.execPath, ['--import', TSX, script, ...args], { cwd: options.cwd ?? ROOT, env });
+  const proc = spawn(command, args, { cwd: options.cwd ?? ROOT, env });
   running.add(proc);
   proc.once('exit', () => running.delete(proc));
   const stdout: string[] = [];
@@ -95,11 +103,16 @@ export function runTs(
   };
 }
 
+/**
+ * `infracat` with `args`: under `npm test` the command built from src/ as it ships
+ * (INFRACAT_TEST_CLI, scripts/run-tests.ts), else src/cli/main.ts through tsx.
+ */
 export function runCli(
   args: string[],
   options: { env?: Record<string, string | undefined>; cwd?: string } = {},
 ): Child {
-  return runTs(CLI, args, options);
+  const built = process.env.INFRACAT_TEST_CLI;
+  return built ? run(process.execPath, [built, ...args], options) : runTs(CLI, args, options);
 }
 
 /** Runs a CLI command to completion. */
