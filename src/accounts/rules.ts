@@ -2,7 +2,7 @@
 // functions: no HTTP, no storage.
 import type { FieldError } from '../errors.js';
 import { SECRET_SHAPE } from '../redact.js';
-import { unicodeClasses, validateName } from '../tokens/rules.js';
+import { validateName } from '../tokens/rules.js';
 
 export const EXTERNAL_ID_MAX = 200;
 
@@ -10,11 +10,10 @@ export const EXTERNAL_ID_MAX = 200;
 // ASCII space. Not: controls, format characters (bidi, zero-width), separators other
 // than U+0020, private-use or unassigned code points, and default-ignorable ones (the
 // Hangul fillers are letters that show nothing). An id is compared byte for byte, so
-// anything that can look like something else, or like nothing, is refused. Made at first
-// use, as the name's classes are (src/tokens/rules.ts).
-let idClasses: { printable: RegExp; ignorable: RegExp } | undefined;
-const externalIdClasses = () =>
-  (idClasses ??= { printable: /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u, ignorable: /^\p{Default_Ignorable_Code_Point}$/u });
+// anything that can look like something else, or like nothing, is refused.
+const PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u;
+const IGNORABLE = /^\p{Default_Ignorable_Code_Point}$/u;
+const MARK = /^\p{M}$/u;
 
 function label(c: string): string {
   return `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
@@ -32,15 +31,13 @@ export function validateExternalId(raw: string, pointer = '/external_id'): Field
   if (chars.length < 1) return { pointer, detail: 'must not be empty' };
   if (chars.length > EXTERNAL_ID_MAX)
     return { pointer, detail: `must be at most ${EXTERNAL_ID_MAX} characters (got ${chars.length})` };
-  const { printable, ignorable } = externalIdClasses();
   for (const c of chars) {
-    if (!printable.test(c) || ignorable.test(c))
+    if (!PRINTABLE.test(c) || IGNORABLE.test(c))
       return { pointer, detail: `must hold printable characters only; ${label(c)} is not one` };
   }
   if (chars[0] === ' ' || chars[chars.length - 1] === ' ')
     return { pointer, detail: 'must not begin or end with a space' };
-  if (unicodeClasses().mark.test(chars[0]!))
-    return { pointer, detail: `must not begin with ${label(chars[0]!)}, a combining mark` };
+  if (MARK.test(chars[0]!)) return { pointer, detail: `must not begin with ${label(chars[0]!)}, a combining mark` };
   if (raw.includes('_') && new RegExp(SECRET_SHAPE.source).test(raw))
     return {
       pointer,

@@ -42,38 +42,23 @@ export interface RuleContext {
   operatorAccount: boolean;
 }
 
-// The Unicode classes of a name's checks, made at their first use rather than when this
-// module loads: a regular expression with Unicode properties makes V8 read ICU's property
-// tables, 0.75 MB and 1-4 ms of every start (BENCHMARKS.md "Start-up, session 15"), for
-// checks a start may never run. The account rules use them too (src/accounts/rules.ts).
-interface NameClasses {
-  // Refused anywhere in a name, by general category rather than by a list: controls (Cc),
-  // format characters (Cf: bidi controls and marks, zero-width characters, the soft
-  // hyphen, word joiner, tag characters, U+180E...), line and paragraph separators (Zl,
-  // Zp). Any of them lets one name look like another, or breaks the line it is shown on.
-  refused: RegExp;
-  refusedKind: [RegExp, string][];
-  // What shows nothing on its own: whitespace and separators (Z*), default-ignorable code
-  // points (the Hangul fillers U+115F, U+1160, U+3164 and U+FFA0, variation selectors...),
-  // the other C* categories (private use and unassigned code points have no agreed glyph),
-  // and combining marks (M*), which need a base character to show on.
-  notVisible: RegExp;
-  /** One combining mark. */
-  mark: RegExp;
-}
-let nameClasses: NameClasses | undefined;
-export const unicodeClasses = (): NameClasses =>
-  (nameClasses ??= {
-    refused: /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u,
-    refusedKind: [
-      [/\p{Cc}/u, 'a control character'],
-      [/\p{Cf}/u, 'an invisible format character'],
-      [/\p{Zl}/u, 'a line separator'],
-      [/\p{Zp}/u, 'a paragraph separator'],
-    ],
-    notVisible: /[\p{White_Space}\p{Default_Ignorable_Code_Point}\p{Z}\p{C}\p{M}]/u,
-    mark: /^\p{M}$/u,
-  });
+// Refused anywhere in a name, by general category rather than by a list: controls (Cc),
+// format characters (Cf: bidi controls and marks, zero-width characters, the soft
+// hyphen, word joiner, tag characters, U+180E...), line and paragraph separators (Zl,
+// Zp). Any of them lets one name look like another, or breaks the line it is shown on.
+const REFUSED = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+const REFUSED_KIND: [RegExp, string][] = [
+  [/\p{Cc}/u, 'a control character'],
+  [/\p{Cf}/u, 'an invisible format character'],
+  [/\p{Zl}/u, 'a line separator'],
+  [/\p{Zp}/u, 'a paragraph separator'],
+];
+// What shows nothing on its own: whitespace and separators (Z*), default-ignorable code
+// points (the Hangul fillers U+115F, U+1160, U+3164 and U+FFA0, variation selectors...),
+// the other C* categories (private use and unassigned code points have no agreed glyph),
+// and combining marks (M*), which need a base character to show on.
+const NOT_VISIBLE = /[\p{White_Space}\p{Default_Ignorable_Code_Point}\p{Z}\p{C}\p{M}]/u;
+const MARK = /^\p{M}$/u;
 // Graphic characters whose glyph is blank by design while no Unicode property says so:
 // BRAILLE PATTERN BLANK (So, used as an "empty" name elsewhere) and MUSICAL SYMBOL NULL
 // NOTEHEAD (So). The only hand-listed exceptions.
@@ -86,7 +71,7 @@ function codePointLabel(c: string): string {
 
 /** Whether one code point shows something on its own. */
 export function isVisible(c: string): boolean {
-  return !unicodeClasses().notVisible.test(c) && !BLANK_GLYPHS.has(c.codePointAt(0)!);
+  return !NOT_VISIBLE.test(c) && !BLANK_GLYPHS.has(c.codePointAt(0)!);
 }
 
 /**
@@ -100,10 +85,9 @@ export function isVisible(c: string): boolean {
 export function validateName(raw: string): { name: string } | { error: FieldError } {
   const pointer = '/name';
   if (!raw.isWellFormed()) return { error: { pointer, detail: 'must be valid Unicode text' } };
-  const classes = unicodeClasses();
-  const refused = classes.refused.exec(raw)?.[0];
+  const refused = REFUSED.exec(raw)?.[0];
   if (refused !== undefined) {
-    const kind = classes.refusedKind.find(([re]) => re.test(refused))![1];
+    const kind = REFUSED_KIND.find(([re]) => re.test(refused))![1];
     return {
       error: {
         pointer,
@@ -132,7 +116,7 @@ export function validateName(raw: string): { name: string } | { error: FieldErro
     return {
       error: { pointer, detail: `must not begin with ${codePointLabel(first)}, which shows nothing on its own` },
     };
-  if (!isVisible(last) && !classes.mark.test(last))
+  if (!isVisible(last) && !MARK.test(last))
     return { error: { pointer, detail: `must not end with ${codePointLabel(last)}, which shows nothing on its own` } };
   if (chars.length > NAME_MAX)
     return { error: { pointer, detail: `must be at most ${NAME_MAX} characters (got ${chars.length})` } };
