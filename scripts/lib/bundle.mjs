@@ -13,7 +13,8 @@
 // compiles it with V8's code cache, which Node 20 offers for scripts, not for ES modules.
 //
 // Left out of the bundle, loaded from node_modules at run time:
-// - better-sqlite3(-napi): native addons, chosen at run time (src/storage/sqlite/driver.ts);
+// - native addons (*.node), and better-sqlite3-napi, the SQLite driver of Node 22+, chosen at
+//   run time (src/storage/sqlite/driver.ts; better-sqlite3's own JavaScript is bundled);
 // - @fastify/swagger-ui: serves Swagger UI's files from its own package directory;
 // - pg-native: pg's optional native binding, not installed.
 //
@@ -41,7 +42,7 @@ export async function bundleInto(dir) {
     format: 'cjs',
     target: 'node20',
     sourcemap: true,
-    external: ['better-sqlite3', 'better-sqlite3-napi', '@fastify/swagger-ui', 'pg-native'],
+    external: ['*.node', 'better-sqlite3-napi', '@fastify/swagger-ui', 'pg-native'],
     // One function expression with the parameters Node gives a CommonJS module (the launcher
     // calls it); strict, as the ES modules it is made of were. import.meta.url: this file's.
     banner: {

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import Database from '../../src/storage/sqlite/driver.js';
+import { openDatabase } from '../../src/storage/sqlite/driver.js';
 import { postgresBackend } from '../helpers/backends.js';
 import { CLI, cli } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite.js';
@@ -55,7 +55,7 @@ describe('operator commands never create a database', () => {
       const tmp = tempDir();
       t.after(() => tmp.remove());
       const other = tmp.file('other.sqlite');
-      const db = new Database(other);
+      const db = openDatabase(other);
       db.exec('CREATE TABLE notes (body TEXT)');
       db.close();
       const res = await cli([
@@ -70,7 +70,7 @@ describe('operator commands never create a database', () => {
       ]);
       assert.equal(res.code, 66, res.stderr);
       assert.match(res.stderr, /holds no infracat schema/);
-      const check = new Database(other, { readonly: true });
+      const check = openDatabase(other, { readonly: true });
       const tables = check.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[];
       check.close();
       assert.deepEqual(

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { FleetRegistry, shareOf, STALE_AFTER_BEATS, type FleetOperation } from '../../src/fleet/registry.js';
 import type { Store } from '../../src/storage/types.js';
 import pg from 'pg';
-import Database from '../../src/storage/sqlite/driver.js';
+import { openDatabase } from '../../src/storage/sqlite/driver.js';
 import { backends, type Backend, type BackendDb } from '../helpers/backends.js';
 import { rawSql } from '../helpers/raw-sql.js';
 import { sleep, until } from '../helpers/until.js';
@@ -51,7 +51,7 @@ async function holdWriteLock(backend: Backend, db: BackendDb): Promise<() => Pro
       await c.end();
     };
   }
-  const raw = new Database(db.url.slice('sqlite:'.length));
+  const raw = openDatabase(db.url.slice('sqlite:'.length));
   raw.exec('BEGIN IMMEDIATE');
   return () => {
     raw.exec('COMMIT');

@@ -1,7 +1,7 @@
 // One SQL statement on a test database outside the store (what an older release, or a
 // tampered database, holds): `?` placeholders, rewritten to $1.. for PostgreSQL.
 // The project's loader: better-sqlite3 12 on Node 20, 13 (Node-API) on Node 22+.
-import Database from '../../src/storage/sqlite/driver.js';
+import { openDatabase } from '../../src/storage/sqlite/driver.js';
 import pg from 'pg';
 import type { Backend, BackendDb } from './backends.js';
 
@@ -21,7 +21,7 @@ export async function rawSql(backend: Backend, db: BackendDb, sql: string, value
       await c.end();
     }
   }
-  const raw = new Database(db.url.slice('sqlite:'.length));
+  const raw = openDatabase(db.url.slice('sqlite:'.length));
   try {
     const stmt = raw.prepare(sql);
     return stmt.reader ? stmt.all(...values) : (stmt.run(...values), []);

@@ -5,7 +5,7 @@
 // CRASH_ROUNDS kills per backend (npm test: 3; npm run test:reliability: 20).
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
-import Database from '../../src/storage/sqlite/driver.js';
+import { openDatabase } from '../../src/storage/sqlite/driver.js';
 import { backends, type Backend } from '../helpers/backends.js';
 import { cli, serve } from '../helpers/process.js';
 
@@ -152,7 +152,7 @@ async function crashRounds(t: TestContext, backend: Backend, rounds: number): Pr
   assert.ok(ledger.deleted.size > 0, 'deletes were acknowledged');
   if (backend.name === 'sqlite') {
     const file = db.url.slice('sqlite:'.length);
-    const check = new Database(file, { readonly: true });
+    const check = openDatabase(file, { readonly: true });
     try {
       assert.equal(check.pragma('integrity_check', { simple: true }), 'ok');
     } finally {

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import Database from '../../src/storage/sqlite/driver.js';
+import { openDatabase } from '../../src/storage/sqlite/driver.js';
 import pg from 'pg';
 import { LATEST_VERSION, VERSIONED } from '../../src/storage/migrations.js';
 import type { AccountRecord, AuditEventRecord, InstanceRecord, Store, TokenRecord } from '../../src/storage/types.js';
@@ -1188,7 +1188,7 @@ async function legacyInsert(backend: Backend, db: BackendDb, sql: string, values
     }
   } else {
     const file = db.url.slice('sqlite:'.length);
-    const raw = new Database(file);
+    const raw = openDatabase(file);
     try {
       raw.prepare(sql).run(...values);
     } finally {

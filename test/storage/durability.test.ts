@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import Database from '../../src/storage/sqlite/driver.js';
+import { openDatabase } from '../../src/storage/sqlite/driver.js';
 import type { AuditEventRecord, Store } from '../../src/storage/types.js';
 import { backends } from '../helpers/backends.js';
 import { runTs } from '../helpers/process.js';
@@ -44,7 +44,7 @@ describe('acknowledged writes survive kill -9', () => {
       t.after(() => db.drop());
       await killMidStream(db.url, 3, () => db.open());
       if (backend.name !== 'sqlite') return;
-      const file = new Database(db.url.slice('sqlite:'.length), { readonly: true });
+      const file = openDatabase(db.url.slice('sqlite:'.length), { readonly: true });
       try {
         assert.equal(file.pragma('integrity_check', { simple: true }), 'ok');
       } finally {

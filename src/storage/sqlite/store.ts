@@ -15,7 +15,7 @@ import {
   statSync,
 } from 'node:fs';
 import path from 'node:path';
-import Database, { type SqliteDatabase, type SqliteStatement } from './driver.js';
+import { openDatabase, type SqliteDatabase, type SqliteStatement } from './driver.js';
 import { preparePrivateFile, type StorageWarning } from './files.js';
 import type { Driver, Param, Queries } from '../driver.js';
 import { SqlStore } from '../sql-store.js';
@@ -82,7 +82,7 @@ class SqliteDriver implements Driver {
     this.description = `sqlite:${options.path}`;
     try {
       preparePrivateFile(options.path, options.onWarning);
-      this.db = new Database(options.path, { timeout: options.busyTimeoutMs });
+      this.db = openDatabase(options.path, { timeout: options.busyTimeoutMs });
       this.db.pragma('journal_mode = WAL');
     } catch (err) {
       throw openFailure(options.path, err);
@@ -218,7 +218,7 @@ class SqliteDriver implements Driver {
     try {
       await this.db.backup(partial, { progress: () => 0x7fffffff });
       chmodSync(partial, 0o600); // it holds the token hashes: owner only, like the database
-      const copy = new Database(partial, { fileMustExist: true });
+      const copy = openDatabase(partial, { fileMustExist: true });
       try {
         const check = copy.pragma('integrity_check', { simple: true });
         if (check !== 'ok') throw new Error(`the copy failed SQLite's integrity check: ${String(check)}`);
