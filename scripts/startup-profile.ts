@@ -17,24 +17,16 @@
 //   STARTUP_IDLE_MS=1000      wait before reading RSS
 //
 // A first unmeasured start per build seeds its database, like the bench's probe start.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildDir, startInfracat } from './lib/builds.js';
-import { canPin, median, rssMb } from './lib/load.js';
+import { canPin, cpuMsPrecise, median, rssMb } from './lib/load.js';
 
 const RUNS = Number(process.env.STARTUP_RUNS ?? 9);
 const IDLE_MS = Number(process.env.STARTUP_IDLE_MS ?? 1000);
 
 const PIN = canPin();
-
-/** CPU time of all of a process's threads so far, ms, from the scheduler's nanosecond counts. */
-function cpuMs(pid: number): number {
-  let ns = 0;
-  for (const task of readdirSync(`/proc/${pid}/task`))
-    ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
-  return ns / 1e6;
-}
 
 const args = process.argv.slice(2).length > 0 ? process.argv.slice(2) : ['dist'];
 const dists = args.map(buildDir);
@@ -44,7 +36,7 @@ async function startOnce(dist: string, databaseUrl: string): Promise<{ ms: numbe
   const started = performance.now();
   const { child } = await startInfracat(path.join(dist, 'cli/main.js'), databaseUrl, { pin: PIN });
   const ms = performance.now() - started;
-  const cpu = cpuMs(child.pid!);
+  const cpu = cpuMsPrecise(child.pid!);
   await new Promise((r) => setTimeout(r, IDLE_MS));
   const rss = rssMb(child.pid!);
   const exited = new Promise((resolve) => child.once('exit', resolve));

@@ -4,7 +4,7 @@
 // system time of its process, all threads, divided by the answers it gave), which stays
 // steady when the VM's speed drifts. Shared by bench.ts and throughput-ab.ts.
 import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export const SERVER_CPU = '0';
@@ -73,6 +73,18 @@ export function cpuMicros(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
 }
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+/**
+ * CPU time of a process's live threads so far, in ms, from the scheduler's nanosecond
+ * counts: for what is too short for cpuMicros()'s clock ticks (a start, 10 ms a tick). A
+ * thread that has ended is not counted, so not for long runs.
+ */
+export function cpuMsPrecise(pid: number): number {
+  let ns = 0;
+  for (const task of readdirSync(`/proc/${pid}/task`))
+    ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+  return ns / 1e6;
+}
 
 /** Resident memory of a process, MB. */
 export function rssMb(pid: number): number {
