@@ -193,8 +193,9 @@ for (const backend of backends()) {
           for (const s of stores) await s.close();
         });
         const first = new FleetRegistry({ store: stores[0]!.instances, heartbeatMs: 60_000 });
-        // The two others beat once, with rows that expire 150 ms later: they are not back yet.
-        const others = [stores[1]!, stores[2]!].map((s) => new FleetRegistry({ store: s.instances, heartbeatMs: 50 }));
+        // The two others beat once, with rows that expire 1.2 s later (wide enough for a busy
+        // machine to get to the first beat in time): they are not back yet.
+        const others = [stores[1]!, stores[2]!].map((s) => new FleetRegistry({ store: s.instances, heartbeatMs: 400 }));
         for (const o of others) await o.beat();
         await first.beat();
         assert.equal(first.count, 3);
@@ -202,7 +203,7 @@ for (const backend of backends()) {
         const release = await holdWriteLock(backend, db);
         await first.beat();
         assert.equal(first.stats.failures, 1);
-        await sleep(200);
+        await sleep(1300);
         await release();
 
         await first.beat();
