@@ -11,8 +11,8 @@ import type { Socket } from 'node:net';
 import type { FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { App } from './types.js';
 import { AppError } from '../errors.js';
-import type { TokenRecord } from '../storage/types.js';
-import type { TokenService, ValidInMemory, VerifyFailure, VerifyResult } from '../tokens/service.js';
+import type { TokenRecord, TokenWithAccount } from '../storage/types.js';
+import type { TokenService, VerifyFailure, VerifyResult } from '../tokens/service.js';
 import { missingScopes } from '../tokens/scopes.js';
 import { addressKey, type FailureLimiter } from './failure-limiter.js';
 import { repeatedHeader } from './headers.js';
@@ -69,9 +69,9 @@ export interface Auth {
    * anonymous is allowed, undefined for anything else (the full path then decides). Nothing
    * is counted until the lane passes the token to `useValid`.
    */
-  peekFromMemory(req: IncomingMessage, required: readonly string[] | null): ValidInMemory | null | undefined;
+  peekFromMemory(req: IncomingMessage, required: readonly string[] | null): TokenWithAccount | null | undefined;
   /** Counts a token peekFromMemory() found as a verification and a use. */
-  useValid(valid: ValidInMemory): void;
+  useValid(token: TokenWithAccount): void;
   /** The onRequest hook of a route that needs `required` (null: anonymous allowed). */
   hook(required: readonly string[] | null): onRequestHookHandler;
 }
@@ -223,7 +223,10 @@ export function createAuth(options: AuthOptions): Auth {
     if (!authenticateFromMemory(request, required)) await authenticateFromStorage(request, required);
   }
 
-  function peekFromMemory(req: IncomingMessage, required: readonly string[] | null): ValidInMemory | null | undefined {
+  function peekFromMemory(
+    req: IncomingMessage,
+    required: readonly string[] | null,
+  ): TokenWithAccount | null | undefined {
     const header = req.headers.authorization;
     if (header === undefined || header === '') return required === null ? null : undefined;
     if (repeatedHeader(req.rawHeaders, 'authorization')) return undefined;
@@ -231,9 +234,9 @@ export function createAuth(options: AuthOptions): Auth {
     const remembered = last !== undefined && sameText(last.header, header);
     const hash = remembered ? last.hash : bearerHash(header);
     if (hash === undefined) return undefined;
-    const valid = service.peekValid(hash, required ?? []);
-    if (valid !== undefined && !remembered) lastBearer.set(req.socket, { header, hash });
-    return valid;
+    const token = service.peekValid(hash, required ?? []);
+    if (token !== undefined && !remembered) lastBearer.set(req.socket, { header, hash });
+    return token;
   }
 
   /** The cache key of a Bearer header's secret when it is well formed, else undefined. */
@@ -247,7 +250,7 @@ export function createAuth(options: AuthOptions): Auth {
     authenticateFromMemory,
     authenticateFromStorage,
     peekFromMemory,
-    useValid: (valid) => service.useValid(valid),
+    useValid: (token) => service.useValid(token),
     // A callback hook: an anonymous request, or a token the cache holds (almost every
     // authenticated request), has nothing to wait for; only a storage lookup is awaited.
     hook: (required) => (request, _reply, done) => {

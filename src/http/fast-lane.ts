@@ -24,7 +24,6 @@ import http, { type IncomingMessage, type RequestListener, type ServerResponse }
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { TokenWithAccount } from '../storage/types.js';
-import type { ValidInMemory } from '../tokens/service.js';
 import { requestIdFrom } from '../logging.js';
 import type { Auth } from './auth.js';
 import type { RecordTraffic } from './metrics.js';
@@ -163,15 +162,15 @@ export class FastLane {
       protocolProblem(req) !== null
     )
       return false;
-    let valid: ValidInMemory | null | undefined;
+    let token: TokenWithAccount | null | undefined;
     let answer: LaneAnswer | undefined;
     let address: string | undefined;
     try {
       const required = route.required(q < 0 ? '' : url.slice(q + 1));
       if (required === undefined) return false;
-      valid = deps.auth.peekFromMemory(req, required);
-      if (valid === undefined) return false;
-      answer = route.answer(valid?.token ?? null);
+      token = deps.auth.peekFromMemory(req, required);
+      if (token === undefined) return false;
+      answer = route.answer(token);
       address = deps.clientAddress(req);
     } catch (err) {
       // A fault here is the full path's to answer (and log as it logs any request's).
@@ -179,9 +178,9 @@ export class FastLane {
       return false;
     }
     if (answer === undefined || address === undefined) return false;
-    const charge = route.rateLimited ? (deps.limiter?.charge(valid?.token.id ?? null, address) ?? 'off') : 'off';
+    const charge = route.rateLimited ? (deps.limiter?.charge(token?.id ?? null, address) ?? 'off') : 'off';
     if (charge === 'over') return false;
-    if (valid !== null) deps.auth.useValid(valid);
+    if (token !== null) deps.auth.useValid(token);
 
     const requestId = requestIdFrom(h['x-request-id']);
     let templates = this.#templates.get(answer);

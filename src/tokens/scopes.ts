@@ -139,3 +139,9 @@ export function grants(held: readonly string[], required: string): boolean {
 export function missingScopes(held: readonly string[], required: readonly string[]): string[] {
   return required.filter((s) => !grants(held, s));
 }
+
+/** Whether `held` grants every scope of `required` (missingScopes() is empty), with nothing allocated. */
+export function holdsAll(held: readonly string[], required: readonly string[]): boolean {
+  for (const s of required) if (!grants(held, s)) return false;
+  return true;
+}

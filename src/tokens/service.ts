@@ -20,7 +20,7 @@ import {
   type RotateTokenInput,
   type RuleContext,
 } from './rules.js';
-import { missingScopes, type ScopeRegistry } from './scopes.js';
+import { holdsAll, missingScopes, type ScopeRegistry } from './scopes.js';
 
 export interface TokenServiceOptions {
   prefix: string;
@@ -55,12 +55,6 @@ const LEAK_FIELD_MAX = 2048;
 const PLAUSIBLE_ID = /^[A-Za-z0-9_-]{1,100}$/;
 
 export type VerifyFailure = 'format' | 'checksum' | 'unknown' | 'expired' | 'suspended';
-/** A token peekValid() found valid in memory (`hash`: its secret's, for the cache). */
-export interface ValidInMemory {
-  token: TokenWithAccount;
-  hash: string;
-}
-
 export type VerifyResult = { ok: true; token: TokenWithAccount } | { ok: false; reason: VerifyFailure };
 
 /**
@@ -473,18 +467,19 @@ export class TokenService {
    * nothing counted yet, so the caller may still hand the request to the full path, whose
    * verify() then counts it once.
    */
-  peekValid(hash: string, required: readonly string[]): ValidInMemory | undefined {
-    const token = this.options.cache.peek(hash);
+  peekValid(hash: string, required: readonly string[]): TokenWithAccount | undefined {
+    // One cache lookup for the lane's request: this one (which also makes the entry the
+    // most recently used, as verify()'s does), its hit counted by useValid().
+    const token = this.options.cache.use(hash);
     if (token === undefined) return undefined;
     const verdict = this.judge(token, hash);
-    if (!verdict.ok || missingScopes(token.scopes, required).length > 0) return undefined;
-    return { token, hash };
+    return verdict.ok && holdsAll(token.scopes, required) ? token : undefined;
   }
 
   /** The second half: a peekValid() token counted as verify() counts it, and its use recorded. */
-  useValid({ token, hash }: ValidInMemory): void {
-    this.options.cache.get(hash);
-    this.counted({ ok: true, token });
+  useValid(token: TokenWithAccount): void {
+    this.options.cache.countHit();
+    this.verifications.ok += 1;
     this.recordUse(token);
   }
 
