@@ -18,13 +18,13 @@
 // - @fastify/swagger-ui: serves Swagger UI's files from its own package directory;
 // - pg-native: pg's optional native binding, not installed.
 //
-// Node's own modules that dependencies load at start for paths infracat never takes
-// (Fastify's HTTP/2 and HTTPS servers and its host-name lookup, prom-client's Pushgateway)
-// are loaded on first use instead (lazy-builtins.mjs).
+// Modules that dependencies load at start for paths a start never takes (Fastify's HTTP/2
+// and HTTPS servers and its host-name lookup, prom-client's Pushgateway, @fastify/swagger's
+// YAML output) are loaded on first use instead (lazy-requires.mjs).
 import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { build } from 'esbuild';
-import { lazyBuiltins } from './lazy-builtins.mjs';
+import { lazyRequires } from './lazy-requires.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -53,7 +53,7 @@ export async function bundleInto(dir) {
     footer: { js: '})' },
     define: { 'import.meta.url': '__infracatModuleUrl' },
     metafile: true,
-    plugins: [lazyBuiltins],
+    plugins: [lazyRequires()],
     logLevel: 'warning',
   });
   // The launcher runs the bundle as a script, where Node 20 has no import() but behind a flag:

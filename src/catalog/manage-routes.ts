@@ -15,7 +15,6 @@ import { JSON_TYPE } from '../http/headers.js';
 import type { App } from '../http/types.js';
 import { validatorCompiler } from '../http/validation.js';
 import { isEmptyDiff, removedCount, type CatalogDiff as Diff } from './diff.js';
-import { formatCatalog, validateCatalog } from './file.js';
 import {
   CatalogRevision,
   DiffResult,
@@ -88,8 +87,14 @@ async function operatorOnly(request: FastifyRequest): Promise<void> {
   }
 }
 
+// The catalog file module (its Ajv validator, and the YAML library the CLI needs) is loaded
+// by the first request that uses it: a start evaluates none of it (3.5 ms of each start,
+// most of it the YAML library; BENCHMARKS.md "Start-up, session 16").
+const catalogFile = () => import('./file.js');
+
 /** The body as a catalog, or 422 with a JSON pointer per problem (at most MAX_FIELD_ERRORS shown). */
-function readDocument(body: unknown, now: number): Catalog {
+async function readDocument(body: unknown, now: number): Promise<Catalog> {
+  const { validateCatalog } = await catalogFile();
   const result = validateCatalog(body, now);
   if (result.ok) return result.catalog;
   const n = result.problems.length;
@@ -152,6 +157,7 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
         reply.header('etag', etag);
         if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send(null);
         // Already JSON text (prices with two decimals): sent as it is, not serialized again.
+        const { formatCatalog } = await catalogFile();
         return reply.type(JSON_TYPE).send(formatCatalog(snap.catalog, 'json') as never);
       },
     );
@@ -195,7 +201,7 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
       },
       async (request, reply) => {
         // The document first: its problems are worth knowing whatever the precondition.
-        const next = readDocument(request.body, now());
+        const next = await readDocument(request.body, now());
         const ifMatch = request.headers['if-match'];
         if (ifMatch === undefined)
           throw new AppError(
@@ -247,7 +253,7 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
         },
       },
       async (request) => {
-        const { diff, baseVersion } = await catalog.plan(readDocument(request.body, now()));
+        const { diff, baseVersion } = await catalog.plan(await readDocument(request.body, now()));
         return { base_version: baseVersion, diff, removals_need_allow: removedCount(diff) > 0 };
       },
     );

@@ -7,7 +7,7 @@ import type * as Readline from 'node:readline/promises';
 import { AppError } from '../errors.js';
 import { cliAuditContext } from '../audit/context.js';
 import { formatDiff, isEmptyDiff, removedCount, type CatalogDiff } from '../catalog/diff.js';
-import { formatCatalog, parseCatalogText, validateCatalog, type CatalogProblem } from '../catalog/file.js';
+import type { CatalogProblem, ParseResult } from '../catalog/file.js';
 import type { Catalog } from '../catalog/model.js';
 import { revisionView } from '../catalog/revision-view.js';
 import { CatalogService } from '../catalog/service.js';
@@ -46,7 +46,11 @@ export function formatProblem(p: CatalogProblem): string {
   return `${p.entry}${p.field !== undefined ? `.${p.field}` : ''}: ${p.message}`;
 }
 
-function readCatalogFile(file: string): ReturnType<typeof parseCatalogText> {
+// The catalog file module (the YAML library, the Ajv validator) loads when this command
+// runs: `infracat serve` and the other commands never evaluate it.
+const catalogFile = () => import('../catalog/file.js');
+
+async function readCatalogFile(file: string): Promise<ParseResult> {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -62,7 +66,7 @@ function readCatalogFile(file: string): ReturnType<typeof parseCatalogText> {
       ],
     };
   }
-  return parseCatalogText(text);
+  return (await catalogFile()).parseCatalogText(text);
 }
 
 function reportProblems(file: string, problems: CatalogProblem[]): number {
@@ -180,7 +184,7 @@ export const catalogCommand: Command = {
       const { positionals } = parseFlags(rest, {}, true);
       if (positionals.length !== 1) throw new UsageError('validate needs exactly one FILE');
       const file = positionals[0]!;
-      const result = readCatalogFile(file);
+      const result = await readCatalogFile(file);
       if (!result.ok) return reportProblems(file, result.problems);
       const c = result.catalog;
       process.stdout.write(
@@ -197,7 +201,7 @@ export const catalogCommand: Command = {
       );
       if (positionals.length !== 1) throw new UsageError('apply needs exactly one FILE');
       const file = positionals[0]!;
-      const result = readCatalogFile(file);
+      const result = await readCatalogFile(file);
       if (!result.ok) return reportProblems(file, result.problems);
       return withCatalog(values['database-url'], async (svc) => {
         const plan = await svc.plan(result.catalog);
@@ -213,6 +217,7 @@ export const catalogCommand: Command = {
       if (positionals.length > 0) throw new UsageError('export takes no FILE; redirect stdout');
       const format = values.format ?? 'yaml';
       if (format !== 'yaml' && format !== 'json') throw new UsageError('--format must be yaml or json');
+      const { formatCatalog } = await catalogFile();
       return withCatalog(values['database-url'], async (svc) => {
         await svc.load();
         process.stdout.write(formatCatalog(svc.snapshot.catalog, format));
@@ -273,6 +278,7 @@ export const catalogCommand: Command = {
           throw err;
         }
         // Today's rules hold for an old document too (e.g. a successor sunset since).
+        const { formatCatalog, validateCatalog } = await catalogFile();
         const checked = validateCatalog(JSON.parse(formatCatalog(plan.catalog, 'json')) as unknown);
         if (!checked.ok) return reportProblems(`catalog version ${to}`, checked.problems);
         return applyPlan(svc, plan.catalog, plan, values, Number(to));

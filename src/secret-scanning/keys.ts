@@ -16,8 +16,10 @@
 // (a half-written file must not open or close the endpoint) and is reported once per
 // version of the file; the next change is tried again.
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { closeSync, fstatSync, openSync, readFileSync, type Stats } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+// fs.promises, not node:fs/promises: Node loads its promise API at first use, and a start
+// that reads no key file then never pays for it (1.7 ms of each start; BENCHMARKS.md
+// "Start-up, session 16").
+import { closeSync, fstatSync, openSync, promises as fsp, readFileSync, type Stats } from 'node:fs';
 import { Type } from 'typebox';
 import { Errors } from 'typebox/value';
 import { ConfigError } from '../config.js';
@@ -132,7 +134,7 @@ function loadKeyFileSync(path: string): { keys: KeySet; version: string } {
 /** The same, at run time; throws an Error saying what is wrong. */
 async function loadKeyFile(path: string): Promise<{ keys: KeySet; version: string }> {
   const cannotRead = (err: unknown) => new Error(`cannot read it (${(err as Error).message})`);
-  const handle = await open(path, 'r').catch((err: unknown) => {
+  const handle = await fsp.open(path, 'r').catch((err: unknown) => {
     throw cannotRead(err);
   });
   try {
@@ -201,7 +203,7 @@ export class KeyRing {
   private async refresh(): Promise<void> {
     let version: string;
     try {
-      version = versionOf(await stat(this.path));
+      version = versionOf(await fsp.stat(this.path));
     } catch (err) {
       this.failed(`missing:${(err as NodeJS.ErrnoException).code ?? ''}`, `cannot read it (${(err as Error).message})`);
       return;

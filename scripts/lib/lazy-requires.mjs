@@ -1,0 +1,56 @@
+import { isBuiltin } from 'node:module';
+import path from 'node:path';
+
+// An esbuild plugin for scripts/bundle.mjs (tested in test/build/lazy-requires.test.ts).
+//
+// Modules a dependency requires at load but uses only on paths a start never takes. A
+// dependency's require() of one (an importer under node_modules matching the rule) gets a
+// stand-in that loads the module at its first use, so a path that does use it works as
+// before. What each rule saves is measured in BENCHMARKS.md ("Start-up, session 15" and
+// "Start-up, session 16").
+export const LAZY_REQUIRES = [
+  // Fastify's HTTP/2 and HTTPS servers and its host-name lookup (infracat serves plain
+  // HTTP/1.1 and listens on an address), prom-client's Pushgateway: 8 ms and 2.5 MB of
+  // every start (http2 alone 6 ms and 1.75 MB).
+  { module: /^(node:)?(dns|http2|https)$/, importer: `${path.sep}node_modules${path.sep}` },
+  // The YAML library, for @fastify/swagger's YAML document (/api/v1/openapi.yaml); the
+  // catalog file module loads it for itself, also on first use (src/catalog/file.ts).
+  { module: /^yaml$/, importer: `${path.sep}node_modules${path.sep}@fastify${path.sep}swagger${path.sep}` },
+];
+
+/** The plugin for `rules` (`{ module: RegExp, importer: path fragment }`). */
+export function lazyRequires(rules = LAZY_REQUIRES) {
+  return {
+    name: 'lazy-requires',
+    setup(build) {
+      for (const { module, importer } of rules) {
+        build.onResolve({ filter: module }, (args) =>
+          args.kind === 'require-call' && args.importer.includes(importer)
+            ? {
+                path: isBuiltin(args.path) ? `node:${args.path.replace(/^node:/, '')}` : args.path,
+                namespace: 'lazy-require',
+                pluginData: { resolveDir: path.dirname(args.importer) },
+              }
+            : undefined,
+        );
+      }
+      // The stand-in's own require() is resolved as the dependency's would have been (from its
+      // directory); its importer is not under node_modules, so it gets the module itself.
+      build.onLoad({ filter: /.*/, namespace: 'lazy-require' }, ({ path: name, pluginData }) => ({
+        contents: `let loaded;
+const load = () => (loaded ??= require(${JSON.stringify(name)}));
+module.exports = new Proxy({}, {
+  get: (_, key) => load()[key],
+  has: (_, key) => key in load(),
+  ownKeys: () => Reflect.ownKeys(load()),
+  getOwnPropertyDescriptor: (_, key) => {
+    const own = Reflect.getOwnPropertyDescriptor(load(), key);
+    return own && { ...own, configurable: true };
+  },
+});`,
+        loader: 'js',
+        resolveDir: pluginData.resolveDir,
+      }));
+    },
+  };
+}
