@@ -13,7 +13,7 @@ export const LAZY_REQUIRES = [
   // HTTP/1.1 and listens on an address), prom-client's Pushgateway: 8 ms and 2.5 MB of
   // every start (http2 alone 6 ms and 1.75 MB).
   { module: /^(node:)?(dns|http2|https)$/, importer: `${path.sep}node_modules${path.sep}` },
-  // The YAML library, for @fastify/swagger's YAML document (/api/v1/openapi.yaml); the
+  // The YAML library, for @fastify/swagger's YAML document (/docs/yaml); the
   // catalog file module loads it for itself, also on first use (src/catalog/file.ts).
   { module: /^yaml$/, importer: `${path.sep}node_modules${path.sep}@fastify${path.sep}swagger${path.sep}` },
 ];
@@ -35,7 +35,8 @@ export function lazyRequires(rules = LAZY_REQUIRES) {
         );
       }
       // The stand-in's own require() is resolved as the dependency's would have been (from its
-      // directory); its importer is not under node_modules, so it gets the module itself.
+      // directory); its importer is not under node_modules, so it gets the module itself. One
+      // stand-in per module name: a rule names a module its importers all resolve alike.
       build.onLoad({ filter: /.*/, namespace: 'lazy-require' }, ({ path: name, pluginData }) => ({
         contents: `let loaded;
 const load = () => (loaded ??= require(${JSON.stringify(name)}));
