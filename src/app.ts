@@ -103,6 +103,10 @@ export function buildApp(deps: AppDeps): App {
     bodyLimit: BODY_LIMIT_BYTES,
     // Our own closing check below answers with a problem body instead of Fastify's.
     return503OnClosing: false,
+    // No timer per plugin and per route: avvio arms and clears a 10 s timer for each of the
+    // ~200 plugins and `after` steps of a start, 3-7 ms of ready() here (BENCHMARKS.md,
+    // "Start-up, session 17"). src/server.ts bounds the whole start with one deadline instead.
+    pluginTimeout: 0,
     trustProxy: config.trustProxy,
     requestTimeout: config.requestTimeoutMs,
     keepAliveTimeout: config.keepAliveTimeoutMs,

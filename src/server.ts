@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import closeWithGrace from 'close-with-grace';
 import type { Logger } from 'pino';
 import { buildApp } from './app.js';
+import { withDeadline } from './deadline.js';
 import { Drain } from './http/drain.js';
 import type { App } from './http/types.js';
 import type { Config } from './config.js';
@@ -23,6 +24,21 @@ export interface RunningServer {
   drain(): void;
   /** Closes; after drain(), first stops listening and lets clients close their connections. */
   close(): Promise<void>;
+}
+
+/**
+ * The longest a start may take from building the app to ready: Fastify's own default per
+ * plugin, here for the whole of ready() (src/app.ts turns the per-plugin timers off).
+ */
+export const READY_TIMEOUT_MS = 10_000;
+
+/** app.ready(), failing once `ms` pass: a plugin or onReady hook that never settles stops the start. */
+export function readyWithin(app: Pick<App, 'ready'>, ms: number): Promise<unknown> {
+  return withDeadline(
+    app.ready(),
+    ms,
+    `the server was not ready within ${ms} ms: a plugin or start-up step (storage, the catalog) never finished`,
+  );
 }
 
 export async function startServer(
@@ -44,7 +60,7 @@ export async function startServer(
     // Fail fast: a read-only database would otherwise serve reads and fail every write.
     await store.checkWritable();
     app = buildApp({ config, store, logger, drain });
-    await app.ready();
+    await readyWithin(app, READY_TIMEOUT_MS);
     await bootstrapAdminToken(app, logger, config.bootstrapAdminToken);
   } catch (err) {
     await store.close().catch(() => undefined);

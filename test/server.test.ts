@@ -10,6 +10,7 @@ import { loadConfig } from '../src/config.js';
 import { Drain } from '../src/http/drain.js';
 import type { App } from '../src/http/types.js';
 import { createLogger } from '../src/logging.js';
+import { readyWithin } from '../src/server.js';
 import { SqliteStore } from '../src/storage/sqlite/store.js';
 import { LogCapture } from './helpers/app.js';
 import { backends } from './helpers/backends.js';
@@ -118,6 +119,30 @@ describe('infracat serve', () => {
     assert.deepEqual(await inflight, { status: 200, body: { finished: true } });
     await closing;
     await assert.rejects(store.ping(), 'storage is closed after the app');
+  });
+
+  // The app arms no timer per plugin (pluginTimeout: 0, src/app.ts): the start's one deadline
+  // is what stops a step that never settles. Without it this ready() would wait forever.
+  it('a start whose ready() never settles fails at its deadline, with what to look at', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const store = new SqliteStore({ path: tmp.file(), busyTimeoutMs: 1000 });
+    await store.migrate();
+    t.after(() => store.close());
+    const config = loadConfig({ DATABASE_URL: `sqlite:${tmp.file()}` });
+    const stuck = buildApp({ config, store, logger: createLogger('info', new LogCapture()) });
+    stuck.addHook('onReady', () => new Promise<void>(() => undefined));
+    const started = performance.now();
+    await assert.rejects(readyWithin(stuck, 300), {
+      message:
+        /^the server was not ready within 300 ms: a plugin or start-up step \(storage, the catalog\) never finished$/,
+    });
+    assert.ok(performance.now() - started >= 290, 'not before its deadline');
+
+    const fine = buildApp({ config, store, logger: createLogger('info', new LogCapture()) });
+    t.after(() => fine.close());
+    await readyWithin(fine, 10_000);
+    assert.equal((await fine.inject('/healthz')).statusCode, 200);
   });
 
   it('listens only once it can serve: the first connection accepted gets the catalog, /readyz is ready', async (t) => {

@@ -9,6 +9,7 @@ import type { Drain } from './drain.js';
 import type { Store } from '../storage/types.js';
 import { noStore } from './no-store.js';
 import { RETRY_AFTER_SECONDS } from './problem.js';
+import { withDeadline } from '../deadline.js';
 
 const Health = Type.Object({ status: Type.String() });
 const Ready = Type.Object({ status: Type.String(), storage: Type.String() });
@@ -58,7 +59,7 @@ function healthRoutesIn(app: App, options: HealthOptions): void {
         });
       }
       try {
-        await withTimeout(options.store.ping(), options.timeoutMs);
+        await withDeadline(options.store.ping(), options.timeoutMs, `timed out after ${options.timeoutMs} ms`);
       } catch {
         // Unreachable, or reachable but refusing writes (a read-only file, a standby).
         throw new AppError('STORAGE_UNAVAILABLE', 'storage is not reachable or not writable', {
@@ -68,12 +69,4 @@ function healthRoutesIn(app: App, options: HealthOptions): void {
       return { status: 'ready', storage: options.store.backend };
     },
   );
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
