@@ -16,13 +16,50 @@ export const LAZY_REQUIRES = [
   // The YAML library, for @fastify/swagger's YAML document (/docs/yaml); the
   // catalog file module loads it for itself, also on first use (src/catalog/file.ts).
   { module: /^yaml$/, importer: `${path.sep}node_modules${path.sep}@fastify${path.sep}swagger${path.sep}` },
+  // The OpenTelemetry API, for prom-client's CPU counter to label exemplars (which infracat
+  // does not enable) with the active trace: its whole API surface evaluated at every start.
+  { module: /^@opentelemetry\/api$/, importer: `${path.sep}node_modules${path.sep}prom-client${path.sep}` },
 ];
 
-/** The plugin for `rules` (`{ module: RegExp, importer: path fragment }`). */
-export function lazyRequires(rules = LAZY_REQUIRES) {
+// Packages a dependency requires whole where it calls a few of their functions at start: its
+// require() gets an object of just those, each from the package's own module for it, so the
+// rest of the package is never evaluated. Fastify checks each plugin's `fastify` version
+// range with semver's satisfies(), gt() and coerce() (fastify/lib/plugin-utils.js); semver's
+// index evaluates all of its ~45 modules.
+export const NARROW_REQUIRES = [
+  {
+    module: /^semver$/,
+    importer: `${path.sep}node_modules${path.sep}fastify${path.sep}lib${path.sep}plugin-utils.js`,
+    exports: { satisfies: 'semver/functions/satisfies', gt: 'semver/functions/gt', coerce: 'semver/functions/coerce' },
+  },
+];
+
+/**
+ * The plugin for `rules` (`{ module: RegExp, importer: path fragment }`) and `narrow`
+ * (the same, with `exports`: each name the importer uses, and the module that is it).
+ */
+export function lazyRequires(rules = LAZY_REQUIRES, narrow = NARROW_REQUIRES) {
   return {
     name: 'lazy-requires',
     setup(build) {
+      for (const { module, importer, exports } of narrow) {
+        build.onResolve({ filter: module }, (args) =>
+          args.kind === 'require-call' && args.importer.includes(importer)
+            ? {
+                path: args.path,
+                namespace: 'narrow-require',
+                pluginData: { resolveDir: path.dirname(args.importer), exports },
+              }
+            : undefined,
+        );
+      }
+      build.onLoad({ filter: /.*/, namespace: 'narrow-require' }, ({ pluginData }) => ({
+        contents: `module.exports = {\n${Object.entries(pluginData.exports)
+          .map(([name, from]) => `  ${JSON.stringify(name)}: require(${JSON.stringify(from)}),\n`)
+          .join('')}};`,
+        loader: 'js',
+        resolveDir: pluginData.resolveDir,
+      }));
       for (const { module, importer } of rules) {
         build.onResolve({ filter: module }, (args) =>
           args.kind === 'require-call' && args.importer.includes(importer)

@@ -5,11 +5,17 @@
 // from packages under node_modules/.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { build } from 'esbuild';
-import { LAZY_REQUIRES, lazyRequires, type LazyRequire } from '../../scripts/lib/lazy-requires.mjs';
+import {
+  LAZY_REQUIRES,
+  lazyRequires,
+  NARROW_REQUIRES,
+  type LazyRequire,
+  type NarrowRequire,
+} from '../../scripts/lib/lazy-requires.mjs';
 import { tempDir } from '../helpers/sqlite.js';
 
 /**
@@ -20,25 +26,41 @@ async function bundleAndRun(
   t: TestContext,
   dependency: string,
   entry: string,
-  { packages = {}, rules = LAZY_REQUIRES }: { packages?: Record<string, string>; rules?: readonly LazyRequire[] } = {},
+  {
+    packages = {},
+    rules = LAZY_REQUIRES,
+    narrow = NARROW_REQUIRES,
+    resolveDir,
+    onBundle,
+  }: {
+    packages?: Record<string, string>;
+    rules?: readonly LazyRequire[];
+    narrow?: readonly NarrowRequire[];
+    /** Where the entry's own requires resolve from (default: beside it, the packages above). */
+    resolveDir?: string;
+    /** Sees the bundle's code. */
+    onBundle?: (code: string) => void;
+  } = {},
 ): Promise<unknown> {
   const tmp = tempDir();
   t.after(() => tmp.remove());
+  // A package's files: index.js, or NAME/FILE.js for a name with a slash after the package's.
   for (const [name, source] of Object.entries({ ...packages, dep: dependency })) {
-    mkdirSync(path.join(tmp.dir, 'node_modules', name), { recursive: true });
-    writeFileSync(path.join(tmp.dir, 'node_modules', name, 'index.js'), source);
+    const file = /^(@[^/]+\/)?[^/]+\//.test(name) ? `${name}.js` : `${name}/index.js`;
+    mkdirSync(path.dirname(path.join(tmp.dir, 'node_modules', file)), { recursive: true });
+    writeFileSync(path.join(tmp.dir, 'node_modules', file), source);
   }
-  writeFileSync(path.join(tmp.dir, 'entry.js'), entry);
   const outfile = path.join(tmp.dir, 'out.cjs');
   await build({
-    entryPoints: [path.join(tmp.dir, 'entry.js')],
+    stdin: { contents: entry, resolveDir: resolveDir ?? tmp.dir, sourcefile: 'entry.js' },
     outfile,
     bundle: true,
     platform: 'node',
     format: 'cjs',
-    plugins: [lazyRequires(rules)],
+    plugins: [lazyRequires(rules, narrow)],
     logLevel: 'error',
   });
+  onBundle?.(readFileSync(outfile, 'utf8'));
   const res = spawnSync(process.execPath, [outfile], { encoding: 'utf8' });
   assert.equal(res.status, 0, res.stderr);
   return JSON.parse(res.stdout);
@@ -107,9 +129,75 @@ module.exports = { answer: () => 42 };`,
     assert.deepEqual(out, { before: 0, answer: 42, after: 1, direct: 43, stringify: true });
   });
 
+  it("a narrowed package: its dependency gets the functions it names; the package's index never runs", async (t) => {
+    const out = await bundleAndRun(
+      t,
+      `const pkg = require('pkg');
+module.exports = () => pkg.double(21);`,
+      `const run = require('dep');
+process.stdout.write(JSON.stringify({ answer: run(), index: globalThis.indexRan ?? false }));`,
+      {
+        packages: {
+          pkg: `globalThis.indexRan = true;
+module.exports = { double: require('./functions/double'), other: () => 0 };`,
+          'pkg/functions/double': `module.exports = (n) => n * 2;`,
+        },
+        narrow: [
+          {
+            module: /^pkg$/,
+            importer: `${path.sep}node_modules${path.sep}dep${path.sep}`,
+            exports: { double: 'pkg/functions/double' },
+          },
+        ],
+      },
+    );
+    assert.deepEqual(out, { answer: 42, index: false });
+  });
+
+  // The one narrowed package of the build: Fastify's plugin version check, with the real
+  // Fastify and semver, bundled as the build bundles them.
+  it("Fastify's plugin version check takes a matching plugin, refuses another, without semver's index", async (t) => {
+    let bundled = '';
+    const out = await bundleAndRun(
+      t,
+      'module.exports = null;',
+      `const fastify = require('fastify');
+const fp = require('fastify-plugin');
+(async () => {
+  const ok = fastify();
+  await ok.register(fp(async () => undefined, { fastify: '5.x', name: 'matching' })).ready();
+  const old = fastify();
+  const refused = await old.register(fp(async () => undefined, { fastify: '4.x', name: 'old' })).ready()
+    .then(() => 'taken', (err) => err.code);
+  process.stdout.write(JSON.stringify({ refused }));
+})();`,
+      { resolveDir: process.cwd(), onBundle: (code) => (bundled = code) },
+    );
+    assert.deepEqual(out, { refused: 'FST_ERR_PLUGIN_VERSION_MISMATCH' });
+    assert.ok(bundled.includes('node_modules/semver/functions/satisfies.js'), 'semver is in the bundle');
+    assert.ok(!bundled.includes('node_modules/semver/index.js'), "but not semver's index");
+    assert.ok(NARROW_REQUIRES.some((r) => r.module.test('semver')));
+  });
+
   it('the YAML library is one of them, for @fastify/swagger alone', () => {
     const yaml = LAZY_REQUIRES.find((r) => r.module.test('yaml'));
     assert.ok(yaml, 'a rule for yaml');
     assert.ok(yaml.importer.includes(`@fastify${path.sep}swagger`));
+  });
+
+  it("prom-client's OpenTelemetry API is one of them: the default metrics, CPU included, still collect", async (t) => {
+    const out = await bundleAndRun(
+      t,
+      'module.exports = null;',
+      `const client = require('prom-client');
+const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry });
+registry.metrics().then((text) => process.stdout.write(JSON.stringify({
+  cpu: /^process_cpu_user_seconds_total \\d/m.test(text),
+})));`,
+      { resolveDir: process.cwd() },
+    );
+    assert.deepEqual(out, { cpu: true });
+    assert.ok(LAZY_REQUIRES.some((r) => r.module.test('@opentelemetry/api') && r.importer.includes('prom-client')));
   });
 });
