@@ -35,6 +35,10 @@ function healthRoutesIn(app: App, options: HealthOptions): void {
     {
       config: { rateLimit: false },
       schema: { tags, operationId: 'healthz', summary: 'Liveness: the process answers', response: { 200: Health } },
+      // One string field, nothing to drop: JSON.stringify writes what the compiled serialiser
+      // would, with none to compile (and no library to load) for the answer a start's probes
+      // wait for first (schema-libraries.cts).
+      serializerCompiler: () => JSON.stringify,
     },
     async () => {
       return { status: 'ok' };
