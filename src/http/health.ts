@@ -35,9 +35,9 @@ function healthRoutesIn(app: App, options: HealthOptions): void {
     {
       config: { rateLimit: false },
       schema: { tags, operationId: 'healthz', summary: 'Liveness: the process answers', response: { 200: Health } },
-      // One string field, nothing to drop: JSON.stringify writes what the compiled serialiser
-      // would, with none to compile (and no library to load) for the answer a start's probes
-      // wait for first (schema-libraries.cts).
+      // One string field, nothing to drop: JSON.stringify writes what fast-json-stringify would,
+      // and the answer a start's probes wait for first compiles no serialiser (which builds an
+      // Ajv instance of its own).
       serializerCompiler: () => JSON.stringify,
     },
     async () => {

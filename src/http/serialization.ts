@@ -2,23 +2,19 @@
 // first answer with a given status, not when Fastify asks at ready(): compiling every
 // route's response schemas was ~15% of the cold start (profiled in BENCHMARKS.md), for
 // routes and statuses a process may never serve. validation.ts does the same for Ajv.
-// The compiler (fast-json-stringify, and the Ajv it brings) is loaded then too (schema-libraries.cts).
-import type { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import type { TSchema } from 'typebox';
-import load from './schema-libraries.cjs';
 
 type SerializerFactory = ReturnType<typeof SerializerSelector>;
 
-let selected: SerializerFactory | undefined;
-const eager: SerializerFactory = (externalSchemas, options) =>
-  (selected ??= load.serializerCompiler().SerializerSelector())(externalSchemas, options);
+const eager = SerializerSelector();
 
 /** Fastify's `schemaController.compilersFactory.buildSerializer`, compiling lazily. */
 export const buildLazySerializer: SerializerFactory = (externalSchemas, options) => {
-  let compile: ReturnType<SerializerFactory> | undefined;
+  const compile = eager(externalSchemas, options);
   return (route) => {
     let serialize: ((doc: unknown) => string) | undefined;
-    return (doc) => (serialize ??= (compile ??= eager(externalSchemas, options))(route))(doc);
+    return (doc) => (serialize ??= compile(route))(doc);
   };
 };
 
