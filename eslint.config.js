@@ -10,7 +10,14 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: {
         projectService: {
-          allowDefaultProject: ['*.js', 'scripts/*.mjs', 'scripts/*.cjs', 'scripts/lib/*.mjs', 'test/helpers/*.mjs'],
+          allowDefaultProject: [
+            '*.js',
+            'scripts/*.mjs',
+            'scripts/*.cjs',
+            'scripts/lib/*.mjs',
+            'scripts/lib/*.cjs',
+            'test/helpers/*.mjs',
+          ],
           maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 16,
         },
         tsconfigRootDir: import.meta.dirname,

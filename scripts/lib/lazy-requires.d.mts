@@ -6,8 +6,8 @@ export interface LazyRequire {
   importer: string;
 }
 export interface NarrowRequire extends LazyRequire {
-  /** Each name the importer uses, and the module (a path within the package) that is it. */
-  exports: Readonly<Record<string, string>>;
+  /** The file the importer gets instead (its require()s resolve from the importer's directory). */
+  with: string;
 }
 export declare const LAZY_REQUIRES: readonly LazyRequire[];
 export declare const NARROW_REQUIRES: readonly NarrowRequire[];

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
 import path from 'node:path';
 
@@ -22,41 +23,36 @@ export const LAZY_REQUIRES = [
 ];
 
 // Packages a dependency requires whole where it calls a few of their functions at start: its
-// require() gets an object of just those, each from the package's own module for it, so the
-// rest of the package is never evaluated. Fastify checks each plugin's `fastify` version
-// range with semver's satisfies(), gt() and coerce() (fastify/lib/plugin-utils.js); semver's
-// index evaluates all of its ~45 modules.
+// require() gets a module of ours with just those (`with`, a file beside this one). Fastify
+// checks each plugin's `fastify` version range with semver's satisfies(), gt() and coerce()
+// (fastify/lib/plugin-utils.js); semver's index evaluates all of its ~45 modules, and the
+// check itself parses the range with a dozen of semver's patterns (fastify-semver.cjs).
 export const NARROW_REQUIRES = [
   {
     module: /^semver$/,
     importer: `${path.sep}node_modules${path.sep}fastify${path.sep}lib${path.sep}plugin-utils.js`,
-    exports: { satisfies: 'semver/functions/satisfies', gt: 'semver/functions/gt', coerce: 'semver/functions/coerce' },
+    with: path.join(import.meta.dirname, 'fastify-semver.cjs'),
   },
 ];
 
 /**
  * The plugin for `rules` (`{ module: RegExp, importer: path fragment }`) and `narrow`
- * (the same, with `exports`: each name the importer uses, and the module that is it).
+ * (the same, with `with`: the file the importer gets instead).
  */
 export function lazyRequires(rules = LAZY_REQUIRES, narrow = NARROW_REQUIRES) {
   return {
     name: 'lazy-requires',
     setup(build) {
-      for (const { module, importer, exports } of narrow) {
+      // The file's own require()s resolve from its importer's directory, as the package did.
+      for (const { module, importer, with: file } of narrow) {
         build.onResolve({ filter: module }, (args) =>
           args.kind === 'require-call' && args.importer.includes(importer)
-            ? {
-                path: args.path,
-                namespace: 'narrow-require',
-                pluginData: { resolveDir: path.dirname(args.importer), exports },
-              }
+            ? { path: file, namespace: 'narrow-require', pluginData: { resolveDir: path.dirname(args.importer) } }
             : undefined,
         );
       }
-      build.onLoad({ filter: /.*/, namespace: 'narrow-require' }, ({ pluginData }) => ({
-        contents: `module.exports = {\n${Object.entries(pluginData.exports)
-          .map(([name, from]) => `  ${JSON.stringify(name)}: require(${JSON.stringify(from)}),\n`)
-          .join('')}};`,
+      build.onLoad({ filter: /.*/, namespace: 'narrow-require' }, ({ path: file, pluginData }) => ({
+        contents: readFileSync(file, 'utf8'),
         loader: 'js',
         resolveDir: pluginData.resolveDir,
       }));

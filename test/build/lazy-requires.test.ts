@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { build } from 'esbuild';
@@ -16,6 +17,7 @@ import {
   type LazyRequire,
   type NarrowRequire,
 } from '../../scripts/lib/lazy-requires.mjs';
+import fastifySemver from '../../scripts/lib/fastify-semver.cjs';
 import { tempDir } from '../helpers/sqlite.js';
 
 /**
@@ -129,7 +131,11 @@ module.exports = { answer: () => 42 };`,
     assert.deepEqual(out, { before: 0, answer: 42, after: 1, direct: 43, stringify: true });
   });
 
-  it("a narrowed package: its dependency gets the functions it names; the package's index never runs", async (t) => {
+  it("a narrowed package: the dependency gets the rule's file, which resolves as the dependency did", async (t) => {
+    const shim = tempDir();
+    t.after(() => shim.remove());
+    const file = path.join(shim.dir, 'narrow.cjs');
+    writeFileSync(file, `module.exports = { double: require('pkg/functions/double') };`);
     const out = await bundleAndRun(
       t,
       `const pkg = require('pkg');
@@ -146,12 +152,42 @@ module.exports = { double: require('./functions/double'), other: () => 0 };`,
           {
             module: /^pkg$/,
             importer: `${path.sep}node_modules${path.sep}dep${path.sep}`,
-            exports: { double: 'pkg/functions/double' },
+            with: file,
           },
         ],
       },
     );
     assert.deepEqual(out, { answer: 42, index: false });
+  });
+
+  it("the file Fastify gets for semver answers satisfies() as semver does, and gt() and coerce() are semver's", () => {
+    const semverSatisfies = createRequire(import.meta.url)(
+      'semver/functions/satisfies',
+    ) as typeof fastifySemver.satisfies;
+    const versions = [
+      '5.12.8',
+      '5.0.0',
+      '4.29.1',
+      '6.0.0',
+      '0.1.2',
+      '10.2.3',
+      '5.0.0-rc.1',
+      'v5.1.2',
+      '05.1.2',
+      '5.1',
+      '',
+    ];
+    const ranges = ['5.x', '4.x', '0.x', '10.x', '05.x', '5.X', '^5.0.0', '>=4.0.0', '5.x || 6.x', ' 5.x', 'x', ''];
+    for (const version of versions)
+      for (const range of ranges)
+        for (const options of [undefined, { includePrerelease: true }])
+          assert.equal(
+            fastifySemver.satisfies(version, range, options),
+            semverSatisfies(version, range, options),
+            `satisfies(${JSON.stringify(version)}, ${JSON.stringify(range)}, ${JSON.stringify(options)})`,
+          );
+    assert.equal(fastifySemver.gt('5.12.8', '5.0.0'), true);
+    assert.equal(fastifySemver.coerce('5.x')?.version, '5.0.0');
   });
 
   // The one narrowed package of the build: Fastify's plugin version check, with the real
