@@ -2,19 +2,23 @@
 // first answer with a given status, not when Fastify asks at ready(): compiling every
 // route's response schemas was ~15% of the cold start (profiled in BENCHMARKS.md), for
 // routes and statuses a process may never serve. validation.ts does the same for Ajv.
-import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
+// The compiler (fast-json-stringify, and the Ajv it brings) is loaded then too (schema-libraries.cts).
+import type { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import type { TSchema } from 'typebox';
+import load from './schema-libraries.cjs';
 
 type SerializerFactory = ReturnType<typeof SerializerSelector>;
 
-const eager = SerializerSelector();
+let selected: SerializerFactory | undefined;
+const eager: SerializerFactory = (externalSchemas, options) =>
+  (selected ??= load.serializerCompiler().SerializerSelector())(externalSchemas, options);
 
 /** Fastify's `schemaController.compilersFactory.buildSerializer`, compiling lazily. */
 export const buildLazySerializer: SerializerFactory = (externalSchemas, options) => {
-  const compile = eager(externalSchemas, options);
+  let compile: ReturnType<SerializerFactory> | undefined;
   return (route) => {
     let serialize: ((doc: unknown) => string) | undefined;
-    return (doc) => (serialize ??= compile(route))(doc);
+    return (doc) => (serialize ??= (compile ??= eager(externalSchemas, options))(route))(doc);
   };
 };
 
