@@ -43,30 +43,26 @@ export function lazyRequires(rules = LAZY_REQUIRES, narrow = NARROW_REQUIRES) {
   return {
     name: 'lazy-requires',
     setup(build) {
-      // The file's own require()s resolve from its importer's directory, as the package did.
-      for (const { module, importer, with: file } of narrow) {
+      // A rule applies to a require() call whose importer's path holds the rule's fragment.
+      const onRequire = ({ module, importer }, resolved) =>
         build.onResolve({ filter: module }, (args) =>
           args.kind === 'require-call' && args.importer.includes(importer)
-            ? { path: file, namespace: 'narrow-require', pluginData: { resolveDir: path.dirname(args.importer) } }
+            ? { ...resolved(args), pluginData: { resolveDir: path.dirname(args.importer) } }
             : undefined,
         );
-      }
+      // The narrowing file's own require()s resolve from its importer's directory, as the
+      // package did.
+      for (const rule of narrow) onRequire(rule, () => ({ path: rule.with, namespace: 'narrow-require' }));
       build.onLoad({ filter: /.*/, namespace: 'narrow-require' }, ({ path: file, pluginData }) => ({
         contents: readFileSync(file, 'utf8'),
         loader: 'js',
         resolveDir: pluginData.resolveDir,
       }));
-      for (const { module, importer } of rules) {
-        build.onResolve({ filter: module }, (args) =>
-          args.kind === 'require-call' && args.importer.includes(importer)
-            ? {
-                path: isBuiltin(args.path) ? `node:${args.path.replace(/^node:/, '')}` : args.path,
-                namespace: 'lazy-require',
-                pluginData: { resolveDir: path.dirname(args.importer) },
-              }
-            : undefined,
-        );
-      }
+      for (const rule of rules)
+        onRequire(rule, (args) => ({
+          path: isBuiltin(args.path) ? `node:${args.path.replace(/^node:/, '')}` : args.path,
+          namespace: 'lazy-require',
+        }));
       // The stand-in's own require() is resolved as the dependency's would have been (from its
       // directory); its importer is not under node_modules, so it gets the module itself. One
       // stand-in per module name: a rule names a module its importers all resolve alike.

@@ -9,8 +9,9 @@ import load from './schema-libraries.cjs';
 
 type SerializerFactory = ReturnType<typeof SerializerSelector>;
 
+// Fastify's own serialiser factory, made (and its library loaded) at the first compile.
 let selected: SerializerFactory | undefined;
-const eager: SerializerFactory = (externalSchemas, options) =>
+const fastifyFactory: SerializerFactory = (externalSchemas, options) =>
   (selected ??= load.serializerCompiler().SerializerSelector())(externalSchemas, options);
 
 /** Fastify's `schemaController.compilersFactory.buildSerializer`, compiling lazily. */
@@ -18,7 +19,7 @@ export const buildLazySerializer: SerializerFactory = (externalSchemas, options)
   let compile: ReturnType<SerializerFactory> | undefined;
   return (route) => {
     let serialize: ((doc: unknown) => string) | undefined;
-    return (doc) => (serialize ??= (compile ??= eager(externalSchemas, options))(route))(doc);
+    return (doc) => (serialize ??= (compile ??= fastifyFactory(externalSchemas, options))(route))(doc);
   };
 };
 
@@ -28,5 +29,5 @@ export const buildLazySerializer: SerializerFactory = (externalSchemas, options)
  */
 export function schemaSerializer(schema: TSchema): (doc: unknown) => string {
   let serialize: ((doc: unknown) => string) | undefined;
-  return (doc) => (serialize ??= eager({}, {})({ schema, method: 'GET', url: '', httpStatus: '200' }))(doc);
+  return (doc) => (serialize ??= fastifyFactory({}, {})({ schema, method: 'GET', url: '', httpStatus: '200' }))(doc);
 }
