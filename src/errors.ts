@@ -95,7 +95,13 @@ export const ProblemSchema = Type.Object(
     code: Type.Union((Object.keys(ERRORS) as ErrorCode[]).map((c) => Type.Literal(c)) as [TLiteral<ErrorCode>], {
       description: 'Stable error code; see docs/errors.md',
     }),
-    instance: Type.Optional(Type.String({ examples: ['/api/v1/api-tokens'] })),
+    instance: Type.Optional(
+      Type.String({
+        maxLength: MAX_DETAIL_CHARS,
+        description: `The request's path, at most ${MAX_DETAIL_CHARS} characters`,
+        examples: ['/api/v1/api-tokens'],
+      }),
+    ),
     request_id: Type.Optional(Type.String({ description: 'Also in the X-Request-Id header and the server log' })),
     errors: Type.Optional(Type.Array(FieldErrorSchema, { description: `Field errors, at most ${MAX_FIELD_ERRORS}` })),
     errors_omitted: Type.Optional(
@@ -131,7 +137,7 @@ export function toProblem(err: AppError, instance?: string, requestId?: string):
     detail: clip(redactSecrets(err.message)),
     code: err.code,
   };
-  if (instance !== undefined) body.instance = redactSecrets(instance);
+  if (instance !== undefined) body.instance = clip(redactSecrets(instance));
   // Already restricted to a short plain form that cannot look like a secret (src/logging.ts).
   if (requestId !== undefined) body.request_id = requestId;
   const errors = err.extras.errors;
