@@ -209,6 +209,22 @@ const MIGRATIONS: readonly Migration[] = [
    )`,
     ],
   },
+  {
+    version: 10,
+    name: 'filter_indexes',
+    // An index for each filter of the audit trail and the accounts list, so a filtered
+    // read walks only what it returns (sql-store.ts builds each query from the filters
+    // given). The trail is newest first by id: each index ends with id, and serves the
+    // filter, the order and the cursor at once; since/until are id ranges. Migration 5
+    // has (account_id, id) and (target_id, id); the primary key serves the id alone. A
+    // target's events are few and all in one account's trail (a token's, an account's,
+    // a catalog version's), so (target_id, id) serves a target within an account too.
+    steps: [
+      `CREATE INDEX audit_events_account_action ON audit_events (account_id, action, id)`,
+      `CREATE INDEX audit_events_action ON audit_events (action, id)`,
+      `CREATE INDEX accounts_status ON accounts (status, created_at, id)`,
+    ],
+  },
 ];
 
 /**
