@@ -25,6 +25,7 @@ export function ev(over: Partial<AuditEventRecord> = {}): AuditEventRecord {
     actorType: 'cli',
     actorId: null,
     actorName: 'tester',
+    actorAccountId: OPERATOR_ACCOUNT_ID,
     targetType: 'api_token',
     targetId: null,
     targetName: null,

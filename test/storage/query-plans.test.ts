@@ -13,7 +13,7 @@ import type { AccountFilter, AccountRecord, AuditEventRecord, AuditFilter } from
 import { newId } from '../../src/tokens/ids.js';
 import { AUDIT_ACTIONS } from '../../src/audit/events.js';
 import { backends, type Backend, type BackendDb } from '../helpers/backends.js';
-import { rawSql } from '../helpers/raw-sql.js';
+import { insertRows, rawSql } from '../helpers/raw-sql.js';
 
 const EVENTS = 6000;
 const ACCOUNT_COUNT = 3000;
@@ -43,6 +43,7 @@ function seedEvents(): AuditEventRecord[] {
       actorType: 'api_token',
       actorId: targetId((i * 13) % 1400),
       actorName: 'seed',
+      actorAccountId: accountId(i % 200),
       targetType: 'api_token',
       targetId: targetId(i % 1400),
       targetName: 'seed',
@@ -62,25 +63,6 @@ function seedAccounts(): AccountRecord[] {
     status: i % 50 === 0 ? ('suspended' as const) : ('active' as const),
     createdAt: T0 + i,
   }));
-}
-
-/** Inserts `rows` of a table outside the store, in statements of a few hundred rows. */
-async function insert<R>(
-  backend: Backend,
-  db: BackendDb,
-  table: { name: string; columns: string; placeholders: string; params(record: R): Param[] },
-  rows: readonly R[],
-): Promise<void> {
-  for (let at = 0; at < rows.length; at += 500) {
-    const batch = rows.slice(at, at + 500);
-    const values = batch.map(() => `(${table.placeholders})`).join(', ');
-    await rawSql(
-      backend,
-      db,
-      `INSERT INTO ${table.name} (${table.columns}) VALUES ${values}`,
-      batch.flatMap((r) => table.params(r)),
-    );
-  }
 }
 
 interface Plan {
@@ -174,7 +156,7 @@ for (const backend of backends()) {
     it('every combination of audit filters walks an index ending in id: no table scan, no sort', async (t) => {
       const db = await backend.fresh(t);
       const events = seedEvents();
-      await insert(backend, db, AUDIT_EVENTS, events);
+      await insertRows(backend, db, AUDIT_EVENTS, events);
       const check = async (when: string) => {
         for (const filter of auditFilters(events)) {
           const { sql, params } = auditListQuery(filter);
@@ -201,7 +183,7 @@ for (const backend of backends()) {
 
     it('the accounts list by status or external_id walks an index', async (t) => {
       const db = await backend.fresh(t);
-      await insert(backend, db, ACCOUNTS, seedAccounts());
+      await insertRows(backend, db, ACCOUNTS, seedAccounts());
       const filters: [AccountFilter, string[]][] = [
         [{ status: 'suspended' }, ['accounts_status']],
         [
