@@ -4,6 +4,7 @@
 import type { AuditSink } from './audit/events.js';
 import { auditRoutes } from './audit/routes.js';
 import { AuditService } from './audit/service.js';
+import { OPERATOR_ACCOUNT_ID } from './accounts/ids.js';
 import { auditEventView } from './audit/views.js';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import type { Logger } from 'pino';
@@ -166,7 +167,8 @@ export function buildApp(deps: AppDeps): App {
   // warning a minute (with the count) says it all, instead of one a second.
   // Each audit event, once its transaction committed, is also one log line (`"audit": true`)
   // in the event's wire shape, for operators to ship to their SIEM.
-  const audit: AuditSink = (event) => app.log.info({ audit: true, event: auditEventView(event) }, 'audit event');
+  const audit: AuditSink = (event) =>
+    app.log.info({ audit: true, event: auditEventView(event, OPERATOR_ACCOUNT_ID) }, 'audit event');
   let flushFailures = 0;
   let flushWarnedAt = Number.NEGATIVE_INFINITY;
   const tokens = createTokenDomain(

@@ -2,6 +2,7 @@
 // Built once per change by the caller of a domain service (an HTTP route, the CLI, a
 // background job) and passed down; the domain copies it into the event it writes.
 import { userInfo } from 'node:os';
+import { OPERATOR_ACCOUNT_ID } from '../storage/migrations.js';
 import type { ActorType, TokenRecord } from '../storage/types.js';
 
 export interface Actor {
@@ -13,6 +14,11 @@ export interface Actor {
 
 export interface AuditContext {
   actor: Actor;
+  /**
+   * The account the actor acts for: the calling token's; the operator's for the CLI; null
+   * for infracat itself and secret scanning. Whose reader sees the actor whole (views.ts).
+   */
+  actorAccountId: string | null;
   /** The client address as the service sees it (TRUST_PROXY applied); null off HTTP. */
   ip: string | null;
   userAgent: string | null;
@@ -35,6 +41,7 @@ export function auditContext(request: RequestFacts, actor?: Actor): AuditContext
   const userAgent = typeof ua === 'string' && ua !== '' ? ua : null;
   return {
     actor: actor ?? tokenActor(request.token),
+    actorAccountId: actor === undefined ? (request.token?.accountId ?? null) : null,
     ip: request.ip,
     userAgent,
     requestId: request.id,
@@ -56,12 +63,19 @@ export function cliAuditContext(): AuditContext {
     // No passwd entry for the uid (some containers).
     name = null;
   }
-  return { actor: { type: 'cli', id: null, name }, ip: null, userAgent: null, requestId: null };
+  return {
+    actor: { type: 'cli', id: null, name },
+    actorAccountId: OPERATOR_ACCOUNT_ID,
+    ip: null,
+    userAgent: null,
+    requestId: null,
+  };
 }
 
 /** infracat's own background jobs (the expired-token purge). */
 export const SYSTEM_CONTEXT: AuditContext = Object.freeze({
   actor: Object.freeze({ type: 'system' as const, id: null, name: 'infracat' }),
+  actorAccountId: null,
   ip: null,
   userAgent: null,
   requestId: null,

@@ -58,7 +58,9 @@ export function auditRoutes(app: App, { audit }: AuditRouteOptions): void {
           summary: 'List audit events (who changed which token, account or catalog, when and from where)',
           description:
             "Newest first. A token sees its own account's trail; the operator account's tokens see every " +
-            "account's and may filter one with `account_id`. Filters combine; `since` is inclusive, `until` " +
+            "account's and may filter one with `account_id`. To any other account, a change the operator made " +
+            'shows actor type `operator` (id and name null) and null ip, user_agent and request_id. ' +
+            'Filters combine, each served by an index; `since` is inclusive, `until` ' +
             `exclusive. At most \`per_page\` events (default ${PER_PAGE_DEFAULT}, at most ${PER_PAGE_MAX}); ` +
             'when more follow, a `Link: <...>; rel="next"` header names the next page (follow it as it is). ' +
             'Events are kept for AUDIT_RETENTION_DAYS. No event ever holds a secret.',
@@ -76,7 +78,7 @@ export function auditRoutes(app: App, { audit }: AuditRouteOptions): void {
         const page = await audit.list(caller.accountId, read.query);
         if (page.next !== null)
           reply.header('link', `<${PATH}?${nextPageQuery(request.query, read.query.perPage, page.next)}>; rel="next"`);
-        return page.events.map(auditEventView);
+        return page.events.map((e) => auditEventView(e, caller.accountId));
       },
     );
   });

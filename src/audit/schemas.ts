@@ -12,12 +12,19 @@ export const AuditAction = Type.Enum([...AUDIT_ACTIONS], { description: 'What ha
 export const AuditActor = Type.Object(
   {
     type: Type.Union(
-      [Type.Literal('api_token'), Type.Literal('cli'), Type.Literal('secret_scanning'), Type.Literal('system')],
+      [
+        Type.Literal('api_token'),
+        Type.Literal('cli'),
+        Type.Literal('secret_scanning'),
+        Type.Literal('system'),
+        Type.Literal('operator'),
+      ],
       {
         description:
           '`api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); ' +
           "`secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself " +
-          '(the purge of expired tokens)',
+          "(the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it " +
+          '(id and name null: its token or command; the event then shows no ip, user_agent or request_id)',
       },
     ),
     id: NullableString,

@@ -295,7 +295,8 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
             'link',
             `<${PATH}/revisions?before=${page[page.length - 1]!.version}&per_page=${perPage}>; rel="next"`,
           );
-        return page.map(revisionView);
+        // The route needs a token; were it ever read without one, that reader is no operator.
+        return page.map((r) => revisionView(r, request.token?.accountId ?? null));
       },
     );
   });

@@ -107,7 +107,14 @@ export const auditCommand: Command = {
       // The operator's reading: every account's trail (retention plays no part in a read).
       const service = new AuditService(store.audit, { retentionMs: config.auditRetentionDays * 86_400_000 });
       const page = await service.list(OPERATOR_ACCOUNT_ID, query);
-      if (values.json === true) process.stdout.write(`${JSON.stringify(page.events.map(auditEventView), null, 2)}\n`);
+      if (values.json === true)
+        process.stdout.write(
+          `${JSON.stringify(
+            page.events.map((e) => auditEventView(e, OPERATOR_ACCOUNT_ID)),
+            null,
+            2,
+          )}\n`,
+        );
       else if (page.events.length === 0) process.stdout.write('no audit events\n');
       else
         process.stdout.write(

@@ -9,6 +9,7 @@ import { cliAuditContext } from '../audit/context.js';
 import { formatDiff, isEmptyDiff, removedCount, type CatalogDiff } from '../catalog/diff.js';
 import type { CatalogProblem, ParseResult } from '../catalog/file.js';
 import type { Catalog } from '../catalog/model.js';
+import { OPERATOR_ACCOUNT_ID } from '../accounts/ids.js';
 import { revisionView } from '../catalog/revision-view.js';
 import { CatalogService } from '../catalog/service.js';
 import { UsageError, type Command } from './command.js';
@@ -164,7 +165,7 @@ async function allRevisions(svc: CatalogService): Promise<ReturnType<typeof revi
   const out: ReturnType<typeof revisionView>[] = [];
   for (;;) {
     const page = await svc.revisions(100, out.at(-1)?.version);
-    out.push(...page.map(revisionView));
+    out.push(...page.map((r) => revisionView(r, OPERATOR_ACCOUNT_ID)));
     if (page.length < 100) return out;
   }
 }

@@ -209,6 +209,33 @@ const MIGRATIONS: readonly Migration[] = [
    )`,
     ],
   },
+  {
+    version: 10,
+    name: 'audit_filters_and_actor_account',
+    // An index for each filter of the audit trail and the accounts list, so a filtered
+    // read walks only what it returns (sql-store.ts builds each query from the filters
+    // given). The trail is newest first by id: each index ends with id, and serves the
+    // filter, the order and the cursor at once; since/until are id ranges. Migration 5
+    // has (account_id, id) and (target_id, id); the primary key serves the id alone. A
+    // target's events are few and all in one account's trail (a token's, an account's,
+    // a catalog version's), so (target_id, id) serves a target within an account too.
+    steps: [
+      `CREATE INDEX audit_events_account_action ON audit_events (account_id, action, id)`,
+      `CREATE INDEX audit_events_action ON audit_events (action, id)`,
+      `CREATE INDEX accounts_status ON accounts (status, created_at, id)`,
+      // The account each event's actor acted for (audit/views.ts shows customers the
+      // operator, never its token, address or client). Earlier events: a token's account
+      // if it still exists, else the account its api_token.created event is in; the CLI
+      // is the operator. What stays unknown reads as the operator to customers.
+      `ALTER TABLE audit_events ADD COLUMN actor_account_id TEXT`,
+      `UPDATE audit_events SET actor_account_id = COALESCE(
+     (SELECT t.account_id FROM api_tokens t WHERE t.id = audit_events.actor_id),
+     (SELECT MIN(c.account_id) FROM audit_events c
+       WHERE c.target_id = audit_events.actor_id AND c.action = 'api_token.created'))
+   WHERE actor_type = 'api_token'`,
+      `UPDATE audit_events SET actor_account_id = '${OPERATOR_ACCOUNT_ID}' WHERE actor_type = 'cli'`,
+    ],
+  },
 ];
 
 /**

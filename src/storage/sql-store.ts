@@ -15,6 +15,7 @@
 import { encodeChange } from './changes.js';
 import type { Driver, LockName, Param, Queries } from './driver.js';
 import { BOOKKEEPING, BOOTSTRAP_KEY, pendingMigrations, schemaVersion, stepSql } from './migrations.js';
+import { firstIdAt } from '../tokens/ids.js';
 import { bootstrapOutcome, latestPerId } from './rows.js';
 import { ACCOUNTS, API_TOKENS, AUDIT_EVENTS, CATALOG_REVISION_INFO, CATALOG_REVISIONS, INSTANCES } from './tables.js';
 import type {
@@ -45,11 +46,50 @@ import type {
   TokenWithAccount,
 } from './types.js';
 
-/** The optional filters of an audit list, each given twice (`? IS NULL OR column = ?`). */
-const EVENT_FILTERS =
-  '(CAST(? AS TEXT) IS NULL OR action = ?) AND (CAST(? AS TEXT) IS NULL OR target_id = ?)' +
-  ' AND (CAST(? AS BIGINT) IS NULL OR occurred_at >= ?) AND (CAST(? AS BIGINT) IS NULL OR occurred_at < ?)' +
-  ' AND (CAST(? AS TEXT) IS NULL OR id < ?)';
+/**
+ * A WHERE clause of the filters given, each a plain comparison an index can serve:
+ * absent filters are left out of the text rather than written as
+ * `(CAST(? AS ...) IS NULL OR column = ?)`, which neither engine can match to an index.
+ * Each fragment is written once for both dialects; the combinations make a bounded set of
+ * texts (each prepared once by the driver).
+ */
+function where(conditions: readonly (readonly [fragment: string, value: Param | undefined])[]): {
+  clause: string;
+  params: Param[];
+} {
+  const given = conditions.filter((c): c is readonly [string, Param] => c[1] !== undefined);
+  return {
+    clause: given.length === 0 ? '' : ` WHERE ${given.map(([fragment]) => fragment).join(' AND ')}`,
+    params: given.map(([, value]) => value),
+  };
+}
+
+/**
+ * The statement of one page of the audit trail (exported for the test that reads its
+ * query plans). Newest first by id, the cursor of the next page; each filter an equality
+ * or an id range, so one index serves both the filter and the order (migrations 5 and
+ * 10: (account_id, id), (account_id, action, id), (action, id), (target_id, id), and
+ * the primary key for the id alone) and a page reads
+ * about as many rows as it returns. since and until are id bounds: an event's id is
+ * `evt_` + the ULID of its occurred_at (src/tokens/ids.ts), so `occurred_at >= since` is
+ * `id >= ` the first id of that millisecond, and `occurred_at < until` is `id <` that of
+ * until's; the cursor and until are one upper bound, the lower of the two.
+ */
+export function auditListQuery(filter: AuditFilter): { sql: string; params: Param[] } {
+  const until = filter.until === undefined ? undefined : firstIdAt('evt', filter.until);
+  const below = [until, filter.before].filter((b) => b !== undefined).sort()[0];
+  const { clause, params } = where([
+    ['account_id = ?', filter.accountId],
+    ['action = ?', filter.action],
+    ['target_id = ?', filter.targetId],
+    ['id >= ?', filter.since === undefined ? undefined : firstIdAt('evt', filter.since)],
+    ['id < ?', below],
+  ]);
+  return {
+    sql: `SELECT ${AUDIT_EVENTS.columns} FROM audit_events${clause} ORDER BY id DESC LIMIT ?`,
+    params: [...params, filter.limit],
+  };
+}
 
 const SQL = {
   insertToken: `INSERT INTO api_tokens (${API_TOKENS.columns}) VALUES (${API_TOKENS.placeholders})`,
@@ -85,11 +125,8 @@ const SQL = {
   insertAccount:
     `INSERT INTO accounts (${ACCOUNTS.columns}) VALUES (${ACCOUNTS.placeholders})` + ' ON CONFLICT DO NOTHING',
   getAccount: `SELECT ${ACCOUNTS.columns} FROM accounts WHERE id = ?`,
-  // CAST: PostgreSQL cannot type a bare `? IS NULL` parameter.
-  listAccounts:
-    `SELECT ${ACCOUNTS.columns} FROM accounts` +
-    ' WHERE (CAST(? AS TEXT) IS NULL OR status = ?) AND (CAST(? AS TEXT) IS NULL OR external_id = ?)' +
-    ' ORDER BY created_at, id',
+  // Then the filters given and the order (accountListQuery).
+  listAccounts: `SELECT ${ACCOUNTS.columns} FROM accounts`,
   updateAccount: 'UPDATE accounts SET name = COALESCE(?, name), status = COALESCE(?, status) WHERE id = ?',
   deleteAccount: 'DELETE FROM accounts WHERE id = ?',
   expiredBatch:
@@ -97,14 +134,6 @@ const SQL = {
     ' WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at, id LIMIT ?',
   deleteExpired: 'DELETE FROM api_tokens WHERE id = ? AND expires_at IS NOT NULL AND expires_at <= ?',
   insertEvent: `INSERT INTO audit_events (${AUDIT_EVENTS.columns}) VALUES (${AUDIT_EVENTS.placeholders})`,
-  // Each filter applies only when given (CAST: PostgreSQL cannot type a bare `? IS NULL`).
-  // Newest first by id: a ULID, so time order, and the cursor of the next page. One
-  // account's trail (what customers read) has its own text, with account_id as a plain
-  // equality: SQLite then walks the (account_id, id) index instead of every account's events.
-  listEvents: `SELECT ${AUDIT_EVENTS.columns} FROM audit_events WHERE ${EVENT_FILTERS} ORDER BY id DESC LIMIT ?`,
-  listAccountEvents:
-    `SELECT ${AUDIT_EVENTS.columns} FROM audit_events` +
-    ` WHERE account_id = ? AND ${EVENT_FILTERS} ORDER BY id DESC LIMIT ?`,
   // A bounded batch (both dialects accept LIMIT in the subquery, neither in DELETE itself),
   // by the occurred_at index: a long backlog never holds the write lock for long.
   pruneEvents:
@@ -117,10 +146,11 @@ const SQL = {
   latestCatalog: 'SELECT COALESCE(MAX(version), 0) AS v FROM catalog_revisions',
   currentCatalog: `SELECT ${CATALOG_REVISIONS.columns} FROM catalog_revisions ORDER BY version DESC LIMIT 1`,
   catalogRevision: `SELECT ${CATALOG_REVISIONS.columns} FROM catalog_revisions WHERE version = ?`,
-  // Newest first; CAST as in EVENT_FILTERS (PostgreSQL cannot type a bare `? IS NULL`).
-  catalogRevisions:
+  // Newest first: the first page, and the page before a version (by the primary key).
+  catalogRevisions: `SELECT ${CATALOG_REVISION_INFO.columns} FROM catalog_revisions ORDER BY version DESC LIMIT ?`,
+  catalogRevisionsBefore:
     `SELECT ${CATALOG_REVISION_INFO.columns} FROM catalog_revisions` +
-    ' WHERE (CAST(? AS BIGINT) IS NULL OR version < ?) ORDER BY version DESC LIMIT ?',
+    ' WHERE version < ? ORDER BY version DESC LIMIT ?',
   applyCatalog:
     `INSERT INTO catalog_revisions (${CATALOG_REVISIONS.columns}) VALUES (${CATALOG_REVISIONS.placeholders})` +
     ' ON CONFLICT (version) DO NOTHING',
@@ -443,6 +473,19 @@ class SqlTokenStore implements TokenStore {
   }
 }
 
+/**
+ * The statement of the accounts list (exported for the test that reads its query plans):
+ * the filters given, each served by an index (status: (status, created_at, id), migration
+ * 10; external_id: its UNIQUE index), in creation order.
+ */
+export function accountListQuery(filter: AccountFilter): { sql: string; params: Param[] } {
+  const { clause, params } = where([
+    ['status = ?', filter.status],
+    ['external_id = ?', filter.externalId],
+  ]);
+  return { sql: `${SQL.listAccounts}${clause} ORDER BY created_at, id`, params };
+}
+
 class SqlAccountStore implements AccountStore {
   constructor(
     private readonly db: Queries,
@@ -463,9 +506,8 @@ class SqlAccountStore implements AccountStore {
   }
 
   async list(filter: AccountFilter): Promise<AccountRecord[]> {
-    const status = filter.status ?? null;
-    const externalId = filter.externalId ?? null;
-    const rows = await this.db.all<Record<string, unknown>>(SQL.listAccounts, [status, status, externalId, externalId]);
+    const { sql, params } = accountListQuery(filter);
+    const rows = await this.db.all<Record<string, unknown>>(sql, params);
     return rows.map((row) => ACCOUNTS.fromRow(row));
   }
 
@@ -517,8 +559,10 @@ class SqlCatalogStore implements CatalogStore {
   }
 
   async revisions(limit: number, before?: number): Promise<CatalogRevisionInfo[]> {
-    const params = [before ?? null, before ?? null, limit];
-    const rows = await this.db.all<Record<string, unknown>>(SQL.catalogRevisions, params);
+    const rows =
+      before === undefined
+        ? await this.db.all<Record<string, unknown>>(SQL.catalogRevisions, [limit])
+        : await this.db.all<Record<string, unknown>>(SQL.catalogRevisionsBefore, [before, limit]);
     return rows.map((row) => CATALOG_REVISION_INFO.fromRow(row));
   }
 
@@ -541,19 +585,8 @@ class SqlAuditStore implements AuditStore {
   constructor(private readonly db: Queries) {}
 
   async list(filter: AuditFilter): Promise<AuditEventRecord[]> {
-    const pair = (v: string | number | undefined): [Param, Param] => [v ?? null, v ?? null];
-    const filters = [
-      ...pair(filter.action),
-      ...pair(filter.targetId),
-      ...pair(filter.since),
-      ...pair(filter.until),
-      ...pair(filter.before),
-      filter.limit,
-    ];
-    const rows =
-      filter.accountId === undefined
-        ? await this.db.all<Record<string, unknown>>(SQL.listEvents, filters)
-        : await this.db.all<Record<string, unknown>>(SQL.listAccountEvents, [filter.accountId, ...filters]);
+    const { sql, params } = auditListQuery(filter);
+    const rows = await this.db.all<Record<string, unknown>>(sql, params);
     return rows.map((row) => AUDIT_EVENTS.fromRow(row));
   }
 

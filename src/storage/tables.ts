@@ -152,6 +152,12 @@ export const AUDIT_EVENTS = table('audit_events', {
   actorType: text<ActorType>('actor_type'),
   actorId: textOrNull('actor_id'),
   actorName: textOrNull('actor_name'),
+  /**
+   * The account the actor acted for: the calling token's (api_token), the operator's (cli);
+   * null for infracat itself and secret scanning (migration 10). A customer reading its
+   * trail sees an actor of another account as the operator, without what identifies it.
+   */
+  actorAccountId: textOrNull('actor_account_id'),
   targetType: text<TargetType>('target_type'),
   targetId: textOrNull('target_id'),
   targetName: textOrNull('target_name'),

@@ -175,9 +175,12 @@ export interface AuditFilter {
   accountId?: string | undefined;
   action?: string | undefined;
   targetId?: string | undefined;
-  /** occurred_at >= since (ms). */
+  /**
+   * occurred_at >= since (ms), read from the id: every event's id is `evt_` + the ULID of
+   * its occurredAt (src/tokens/ids.ts), so the filter is an id range an index serves.
+   */
   since?: number | undefined;
-  /** occurred_at < until (ms). */
+  /** occurred_at < until (ms), read from the id like since. */
   until?: number | undefined;
   /** Only events older than this event id (the pagination cursor). */
   before?: string | undefined;

@@ -167,7 +167,7 @@ for (const backend of backends()) {
       await patch({ status: 'suspended' });
       await patch({ status: 'suspended' }); // no change: nothing recorded
       await patch({ status: 'active', name: 'Acme Inc' });
-      // The customer sees what was done to its account, by whom (the operator's token).
+      // The customer sees what was done to its account, and that the operator did it.
       const seen = await allEvents(app, acme.auth, '?target_id=' + acme.account.id);
       const target = (name: string) => ({ type: 'account', id: acme.account.id, name });
       assert.deepEqual(
@@ -183,7 +183,10 @@ for (const backend of backends()) {
           ['account.created', target('Acme'), { external_id: null }],
         ],
       );
-      for (const e of seen) assert.deepEqual(e.actor, { type: 'api_token', id: operator.id, name: 'operator' });
+      for (const e of seen) assert.deepEqual(e.actor, { type: 'operator', id: null, name: null });
+      // The operator reads which of its tokens it was.
+      for (const e of await allEvents(app, operator.auth, `?target_id=${acme.account.id}`))
+        assert.deepEqual(e.actor, { type: 'api_token', id: operator.id, name: 'operator' });
       const gone = await app.inject({
         method: 'DELETE',
         url: `/api/v1/accounts/${acme.account.id}`,
@@ -213,8 +216,16 @@ for (const backend of backends()) {
       const { baseVersion } = await catalog.plan(live);
       const version = await catalog.apply({ ...live, regions: live.regions.slice(1) }, baseVersion, cli);
 
+      // The operator reads them as the CLI's, by the OS user; the customer as the operator's.
       const theirs = await allEvents(app, acme.auth);
-      const byCli = theirs.filter((e) => e.actor.type === 'cli');
+      const byCli = (await allEvents(app, operator.auth, `?account_id=${acme.account.id}`)).filter(
+        (e) => e.actor.type === 'cli',
+      );
+      assert.deepEqual(
+        theirs.filter((e) => e.actor.type === 'operator').map((e) => e.id),
+        theirs.map((e) => e.id),
+        "every change in the account was the operator's",
+      );
       assert.deepEqual(
         byCli.map((e) => e.action),
         ['account.resumed', 'account.suspended', 'api_token.deleted', 'api_token.created'],

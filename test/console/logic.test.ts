@@ -342,6 +342,12 @@ describe('console audit log', () => {
       'Secret scanning',
     );
     assert.equal(actorOf({ actor: { type: 'system', id: null, name: 'infracat' } }).kind, 'infracat');
+    // The operator as a customer account sees it: no name, no id; the kind names it.
+    assert.deepEqual(actorOf({ actor: { type: 'operator', id: null, name: null } }), {
+      kind: 'Operator',
+      name: null,
+      id: null,
+    });
     assert.equal(targetOf({ target: { type: 'catalog', id: 'v3', name: null } }).kind, 'Catalog');
     assert.deepEqual(
       detailLines({

@@ -1,25 +1,31 @@
 // Audit context and events for tests that call domain services or the store directly:
 // every change takes the context of who made it, and the store writes an event with it.
-import { randomUUID } from 'node:crypto';
 import { cliAuditContext, type AuditContext } from '../../src/audit/context.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 import type { AuditEventRecord, CatalogRevision } from '../../src/storage/types.js';
+import { newId } from '../../src/tokens/ids.js';
 
 /** The operator at the command line: what the tests' direct service calls act as. */
 export const TEST_CONTEXT: AuditContext = cliAuditContext();
 
 let seq = 0;
-/** An audit event to hand a store mutation (overrides for what a test checks). */
+/**
+ * An audit event to hand a store mutation (overrides for what a test checks). Its id is
+ * `evt_` + the ULID of its occurredAt, as every event's is (the store's since and until
+ * select by it), unless the test gives one.
+ */
 export function ev(over: Partial<AuditEventRecord> = {}): AuditEventRecord {
   seq += 1;
+  const occurredAt = over.occurredAt ?? 1_700_000_000_000 + seq;
   return {
-    id: `evt_${String(seq).padStart(6, '0')}_${randomUUID().slice(0, 8)}`,
+    id: newId('evt', occurredAt),
     accountId: OPERATOR_ACCOUNT_ID,
     action: 'api_token.created',
-    occurredAt: 1_700_000_000_000 + seq,
+    occurredAt,
     actorType: 'cli',
     actorId: null,
     actorName: 'tester',
+    actorAccountId: OPERATOR_ACCOUNT_ID,
     targetType: 'api_token',
     targetId: null,
     targetName: null,

@@ -29,3 +29,26 @@ export async function rawSql(backend: Backend, db: BackendDb, sql: string, value
     raw.close();
   }
 }
+
+/**
+ * Inserts `records` into one of the store's tables (tables.ts) outside the store, a few
+ * hundred rows a statement: seed data, or rows as an older schema holds them (only the
+ * table's own columns; no audit event, as the store would write).
+ */
+export async function insertRows<R>(
+  backend: Backend,
+  db: BackendDb,
+  table: { name: string; columns: string; placeholders: string; params(record: R): unknown[] },
+  records: readonly R[],
+): Promise<void> {
+  for (let at = 0; at < records.length; at += 500) {
+    const batch = records.slice(at, at + 500);
+    const values = batch.map(() => `(${table.placeholders})`).join(', ');
+    await rawSql(
+      backend,
+      db,
+      `INSERT INTO ${table.name} (${table.columns}) VALUES ${values}`,
+      batch.flatMap((r) => table.params(r)),
+    );
+  }
+}

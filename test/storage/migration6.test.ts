@@ -10,11 +10,11 @@ import { loadDefaultCatalog } from '../../src/catalog/default.js';
 import { encodeCatalog } from '../../src/catalog/service.js';
 import { generateSecret, hashSecret } from '../../src/tokens/format.js';
 import { LATEST_VERSION, OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
+import { ACCOUNTS, API_TOKENS } from '../../src/storage/tables.js';
 import type { TokenRecord } from '../../src/storage/types.js';
 import { build } from '../helpers/app.js';
-import { ev } from '../helpers/audit.js';
 import { backends } from '../helpers/backends.js';
-import { rawSql } from '../helpers/raw-sql.js';
+import { insertRows, rawSql } from '../helpers/raw-sql.js';
 
 const CUSTOMER = 'acc_01JCUSTOMER000000000000000';
 
@@ -43,10 +43,9 @@ for (const backend of backends()) {
       const old = db.open();
       try {
         assert.deepEqual(await old.migrate({ upTo: 5 }), { applied: [1, 2, 3, 4, 5], version: 5 });
-        await old.accounts.create(
+        await insertRows(backend, db, ACCOUNTS, [
           { id: CUSTOMER, name: 'Acme', externalId: null, status: 'active', createdAt: 1_700_000_000_000 },
-          ev(),
-        );
+        ]);
         // As release 5 stored a revision: without applied_by and summary.
         await rawSql(backend, db, 'INSERT INTO catalog_revisions (version, document, applied_at) VALUES (?, ?, ?)', [
           1,
@@ -87,16 +86,13 @@ for (const backend of backends()) {
         { account: CUSTOMER, before: ['apps:read'], after: ['apps:read'] },
       ];
       const tokens = cases.map((c) => token(c.account, c.before));
-      const s = db.open();
-      try {
-        await s.migrate({ upTo: 5 });
-        for (const tk of tokens) {
-          const { secret: _, ...record } = tk;
-          assert.deepEqual(await s.tokens.create(record, { maxLive: 100, now: 1_700_000_000_000 }, ev()), 'created');
-        }
-      } finally {
-        await s.close();
-      }
+      // As release 5 stored them (the store of this release writes newer audit columns).
+      await insertRows(
+        backend,
+        db,
+        API_TOKENS,
+        tokens.map(({ secret: _, ...record }) => record),
+      );
 
       // Started on the schema 5 database: migration 6 runs (and any later one).
       const { app, store } = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, RATE_LIMIT: '0' } });

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { Value } from 'typebox/value';
 import { VerificationCache } from '../../src/tokens/cache.js';
 import { CHECKSUM_CHARS, checkSecret, generateSecret, hashSecret, RANDOM_CHARS } from '../../src/tokens/format.js';
-import { newTokenId, TOKEN_ID_PATTERN } from '../../src/tokens/ids.js';
+import { firstIdAt, newTokenId, TOKEN_ID_PATTERN } from '../../src/tokens/ids.js';
 import { validateCreate, type Caller } from '../../src/tokens/rules.js';
 import { CreatedToken, ScopeView, TokenView } from '../../src/tokens/schemas.js';
 import { grants, missingScopes, parseScope, ScopeRegistry } from '../../src/tokens/scopes.js';
@@ -64,6 +64,21 @@ describe('token ids', () => {
     for (const id of ids) assert.match(id, TOKEN_ID_PATTERN);
     assert.equal(new Set(ids).size, ids.length);
     assert.deepEqual([...ids].sort(), ids, 'lexical order is creation order, also within one millisecond');
+  });
+
+  it('carry the exact time they are minted for, also after the clock stepped back; firstIdAt bounds a ms', () => {
+    const later = newTokenId(1_800_000_000_500);
+    const earlier = newTokenId(1_800_000_000_000);
+    const sameMs = newTokenId(1_800_000_000_000);
+    // The audit trail's since/until are id ranges: an id's time must be its event's occurred_at.
+    assert.ok(earlier < later, 'an id minted for an earlier time sorts earlier, whatever was minted before');
+    assert.ok(earlier < sameMs, 'within one millisecond, in order');
+    for (const id of [earlier, sameMs]) {
+      assert.ok(id >= firstIdAt('tok', 1_800_000_000_000) && id < firstIdAt('tok', 1_800_000_000_001), id);
+    }
+    assert.ok(later >= firstIdAt('tok', 1_800_000_000_500) && later < firstIdAt('tok', 1_800_000_000_501));
+    assert.equal(firstIdAt('evt', -5), 'evt_00000000000000000000000000', 'before 1970: the first id of all');
+    assert.equal(firstIdAt('evt', 2 ** 50), 'evt_7ZZZZZZZZZ0000000000000000', 'clamped to what a ULID holds');
   });
 });
 

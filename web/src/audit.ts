@@ -45,6 +45,8 @@ const ACTOR_TYPES: Record<AuditEvent['actor']['type'], string> = {
   cli: 'infracat CLI',
   secret_scanning: 'Secret scanning',
   system: 'infracat',
+  // A change the operator made, as a customer account sees it (no name, no id).
+  operator: 'Operator',
 };
 
 const TARGET_TYPES: Record<AuditEvent['target']['type'], string> = {

@@ -298,7 +298,7 @@ export interface paths {
         };
         /**
          * List audit events (who changed which token, account or catalog, when and from where)
-         * @description Newest first. A token sees its own account's trail; the operator account's tokens see every account's and may filter one with `account_id`. Filters combine; `since` is inclusive, `until` exclusive. At most `per_page` events (default 30, at most 100); when more follow, a `Link: <...>; rel="next"` header names the next page (follow it as it is). Events are kept for AUDIT_RETENTION_DAYS. No event ever holds a secret.
+         * @description Newest first. A token sees its own account's trail; the operator account's tokens see every account's and may filter one with `account_id`. To any other account, a change the operator made shows actor type `operator` (id and name null) and null ip, user_agent and request_id. Filters combine, each served by an index; `since` is inclusive, `until` exclusive. At most `per_page` events (default 30, at most 100); when more follow, a `Link: <...>; rel="next"` header names the next page (follow it as it is). Events are kept for AUDIT_RETENTION_DAYS. No event ever holds a secret.
          *
          *     Needs a token with `audit-events:read`.
          */
@@ -3311,8 +3311,8 @@ export interface operations {
                         occurred_at: string;
                         /** @description Who made the change */
                         actor: {
-                            /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens) */
-                            type: "api_token" | "cli" | "secret_scanning" | "system";
+                            /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
+                            type: "api_token" | "cli" | "secret_scanning" | "system" | "operator";
                             id: string | null;
                             name: string | null;
                         };
@@ -5136,8 +5136,8 @@ export interface operations {
                         applied_at: string;
                         /** @description Who applied it (the audit actor); null for revisions applied before infracat recorded it */
                         applied_by: {
-                            /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens) */
-                            type: "api_token" | "cli" | "secret_scanning" | "system";
+                            /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
+                            type: "api_token" | "cli" | "secret_scanning" | "system" | "operator";
                             id: string | null;
                             name: string | null;
                         } | null;
