@@ -209,6 +209,19 @@ const MIGRATIONS: readonly Migration[] = [
    )`,
     ],
   },
+  {
+    version: 8,
+    name: 'bounded_lists',
+    // Indexes for bounded work on lists and the bound on stored tokens. One account's tokens
+    // by expiry: its live count and its stored count are read from the index alone, and
+    // the earliest-expired tokens (deleted to keep TOKEN_MAX_STORED) are its first entries.
+    // Accounts by status in list order: a page filtered by status is one index range.
+    // (Token pages use api_tokens_account, account pages accounts_created: migration 4.)
+    steps: [
+      `CREATE INDEX api_tokens_account_expiry ON api_tokens (account_id, expires_at, id)`,
+      `CREATE INDEX accounts_status ON accounts (status, created_at, id)`,
+    ],
+  },
 ];
 
 /**

@@ -43,7 +43,22 @@ import type {
   TokenRecord,
   TokenStore,
   TokenWithAccount,
+  ListPosition,
+  PageRequest,
+  StoredBound,
 } from './types.js';
+
+/**
+ * The position before every row: a first page is the rows after it, so every page is
+ * the same statement. No row is created at this time (epoch milliseconds).
+ */
+const LIST_START: ListPosition = { createdAt: Number.MIN_SAFE_INTEGER, id: '' };
+
+/** The cursor and limit of a page, as the list statements take them. */
+function pageParams(page: PageRequest): Param[] {
+  const after = page.after ?? LIST_START;
+  return [after.createdAt, after.id, page.limit];
+}
 
 /** The optional filters of an audit list, each given twice (`? IS NULL OR column = ?`). */
 const EVENT_FILTERS =
@@ -53,15 +68,26 @@ const EVENT_FILTERS =
 
 const SQL = {
   insertToken: `INSERT INTO api_tokens (${API_TOKENS.columns}) VALUES (${API_TOKENS.placeholders})`,
-  // One statement: the account's live tokens and whether the account exists (its status).
+  // One statement: the account's live tokens, all its stored tokens and whether the account
+  // exists (its status). Both counts read the (account_id, expires_at) index alone.
   // CAST: COUNT(*) is a BIGINT in PostgreSQL, which its driver returns as a string.
   countLive:
     'SELECT CAST((SELECT COUNT(*) FROM api_tokens WHERE account_id = ? AND (expires_at IS NULL OR expires_at > ?))' +
-    ' AS INTEGER) AS n, (SELECT status FROM accounts WHERE id = ?) AS status',
+    ' AS INTEGER) AS n, CAST((SELECT COUNT(*) FROM api_tokens WHERE account_id = ?) AS INTEGER) AS stored,' +
+    ' (SELECT status FROM accounts WHERE id = ?) AS status',
+  // The account's tokens that expired the earliest (by the (account_id, expires_at) index):
+  // what makes room under TOKEN_MAX_STORED.
+  earliestExpired:
+    `SELECT ${API_TOKENS.columns} FROM api_tokens` +
+    ' WHERE account_id = ? AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at, id LIMIT ?',
   count: 'SELECT CAST(COUNT(*) AS INTEGER) AS n FROM api_tokens',
+  // One page, oldest first: the rows after the cursor's (created_at, id), a range of the
+  // (account_id, created_at, id) index. Row values: SQLite, PostgreSQL and its distributed
+  // relatives compare them column by column, and walk the index from the cursor.
   list:
     `SELECT ${API_TOKENS.columns} FROM api_tokens` +
-    ' WHERE account_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, id',
+    ' WHERE account_id = ? AND (expires_at IS NULL OR expires_at > ?) AND (created_at, id) > (?, ?)' +
+    ' ORDER BY created_at, id LIMIT ?',
   getToken: `SELECT ${API_TOKENS.columns} FROM api_tokens WHERE id = ? AND account_id = ?`,
   // Verification's one read: the token and its account's status together, by its current
   // or its previous (grace-period) secret (each hash column has its own UNIQUE index).
@@ -85,11 +111,19 @@ const SQL = {
   insertAccount:
     `INSERT INTO accounts (${ACCOUNTS.columns}) VALUES (${ACCOUNTS.placeholders})` + ' ON CONFLICT DO NOTHING',
   getAccount: `SELECT ${ACCOUNTS.columns} FROM accounts WHERE id = ?`,
-  // CAST: PostgreSQL cannot type a bare `? IS NULL` parameter.
+  // One page, oldest first, after the cursor's (created_at, id), as for tokens. One text per
+  // filter, each an index range: every account (accounts_created), one status
+  // (accounts_status), one external_id (its UNIQUE index: one row at most; the status
+  // filter may come with it). CAST: PostgreSQL cannot type a bare `? IS NULL` parameter.
   listAccounts:
+    `SELECT ${ACCOUNTS.columns} FROM accounts` + ' WHERE (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?',
+  listAccountsByStatus:
     `SELECT ${ACCOUNTS.columns} FROM accounts` +
-    ' WHERE (CAST(? AS TEXT) IS NULL OR status = ?) AND (CAST(? AS TEXT) IS NULL OR external_id = ?)' +
-    ' ORDER BY created_at, id',
+    ' WHERE status = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?',
+  listAccountsByExternalId:
+    `SELECT ${ACCOUNTS.columns} FROM accounts` +
+    ' WHERE external_id = ? AND (CAST(? AS TEXT) IS NULL OR status = ?) AND (created_at, id) > (?, ?)' +
+    ' ORDER BY created_at, id LIMIT ?',
   updateAccount: 'UPDATE accounts SET name = COALESCE(?, name), status = COALESCE(?, status) WHERE id = ?',
   deleteAccount: 'DELETE FROM accounts WHERE id = ?',
   expiredBatch:
@@ -288,6 +322,25 @@ async function record(tx: Queries, event: AuditEventRecord): Promise<void> {
   await tx.run(SQL.insertEvent, AUDIT_EVENTS.params(event));
 }
 
+/**
+ * Deletes `count` of the account's tokens that expired at or before `now`, the earliest
+ * expiry first, each with its event, in the transaction `tx` (a token create's, under the
+ * tokens lock: nobody else deletes them meanwhile).
+ */
+async function purgeEarliestExpired(
+  tx: Queries,
+  accountId: string,
+  now: number,
+  count: number,
+  eventFor: (token: TokenRecord) => AuditEventRecord,
+): Promise<void> {
+  const rows = await tx.all<Record<string, unknown>>(SQL.earliestExpired, [accountId, now, count]);
+  for (const token of rows.map((row) => API_TOKENS.fromRow(row))) {
+    if ((await tx.run(SQL.deleteExpired, [token.id, now])) === 0) continue;
+    await record(tx, eventFor(token));
+  }
+}
+
 class SqlTokenStore implements TokenStore {
   constructor(
     private readonly db: Queries,
@@ -296,17 +349,24 @@ class SqlTokenStore implements TokenStore {
 
   create(
     token: TokenRecord,
-    limits: { maxLive: number; now: number },
+    limits: { maxLive: number; now: number; stored?: StoredBound | undefined },
     event: AuditEventRecord,
   ): Promise<CreateTokenResult> {
     return this.transaction(async (tx) => {
-      const found = await tx.get<{ n: number; status: AccountStatus | null }>(SQL.countLive, [
+      const found = await tx.get<{ n: number; stored: number; status: AccountStatus | null }>(SQL.countLive, [
         token.accountId,
         limits.now,
+        token.accountId,
         token.accountId,
       ]);
       if (found === undefined || found.status === null) return 'no_account';
       if (found.n >= limits.maxLive) return 'limit_reached';
+      if (limits.stored !== undefined) {
+        const excess = found.stored + 1 - limits.stored.max;
+        // Only expired tokens make room: too few of them, and nothing changes.
+        if (excess > found.stored - found.n) return 'limit_reached';
+        if (excess > 0) await purgeEarliestExpired(tx, token.accountId, limits.now, excess, limits.stored.eventFor);
+      }
       await tx.run(SQL.insertToken, API_TOKENS.params(token));
       await record(tx, event);
       return 'created';
@@ -328,10 +388,9 @@ class SqlTokenStore implements TokenStore {
     }, 'tokens');
   }
 
-  async list(accountId: string, expiredAfter: number): Promise<TokenRecord[]> {
-    return (await this.db.all<Record<string, unknown>>(SQL.list, [accountId, expiredAfter])).map((row) =>
-      API_TOKENS.fromRow(row),
-    );
+  async list(accountId: string, expiredAfter: number, page: PageRequest): Promise<TokenRecord[]> {
+    const rows = await this.db.all<Record<string, unknown>>(SQL.list, [accountId, expiredAfter, ...pageParams(page)]);
+    return rows.map((row) => API_TOKENS.fromRow(row));
   }
 
   purgeExpired(before: number, limit: number, eventFor: (token: TokenRecord) => AuditEventRecord): Promise<number> {
@@ -462,10 +521,19 @@ class SqlAccountStore implements AccountStore {
     return row === undefined ? null : ACCOUNTS.fromRow(row);
   }
 
-  async list(filter: AccountFilter): Promise<AccountRecord[]> {
+  async list(filter: AccountFilter, page: PageRequest): Promise<AccountRecord[]> {
     const status = filter.status ?? null;
-    const externalId = filter.externalId ?? null;
-    const rows = await this.db.all<Record<string, unknown>>(SQL.listAccounts, [status, status, externalId, externalId]);
+    const rows =
+      filter.externalId !== undefined
+        ? await this.db.all<Record<string, unknown>>(SQL.listAccountsByExternalId, [
+            filter.externalId,
+            status,
+            status,
+            ...pageParams(page),
+          ])
+        : status !== null
+          ? await this.db.all<Record<string, unknown>>(SQL.listAccountsByStatus, [status, ...pageParams(page)])
+          : await this.db.all<Record<string, unknown>>(SQL.listAccounts, pageParams(page));
     return rows.map((row) => ACCOUNTS.fromRow(row));
   }
 
