@@ -4,7 +4,7 @@
 // (the store's), so rows added meanwhile never make a row skip or repeat.
 import type { Page } from '../tokens/query.js';
 import type { ListPosition } from '../storage/types.js';
-import { table } from './tokens.js';
+import { table } from './table.js';
 
 /** Rows read from the store per page. */
 export const CLI_PAGE = 1000;

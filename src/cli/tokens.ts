@@ -61,19 +61,7 @@ export function fail(err: unknown, command = 'tokens'): number {
   return 1;
 }
 
-export function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return (
-    rows
-      .map((r) =>
-        r
-          .map((c, i) => c.padEnd(widths[i]!))
-          .join('  ')
-          .trimEnd(),
-      )
-      .join('\n') + '\n'
-  );
-}
+export { table } from './table.js';
 
 /** `--scopes a,b`: the comma-separated scopes, trimmed, empty entries dropped. */
 function scopeList(text: string): string[] {
