@@ -49,6 +49,10 @@ function setting<const Env extends string, T extends TSchema>(
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
+/** TOKEN_MAX_STORED when unset, per live token allowed: room for tokens to expire and stay listed. */
+const STORED_PER_LIVE = 10;
+const MAX_STORED_MAX = 10_000_000;
+
 /** Each origin `*` or http(s)://host[:port] in any case, which a JSON Schema pattern (no flags) cannot say. */
 function checkOrigins(list: string[]): string[] {
   for (const o of list) {
@@ -202,6 +206,20 @@ export const SettingsSchema = Type.Object({
       default: 1000,
       description: 'Most live (unexpired) tokens per account; creating one more in that account answers 409.',
     }),
+  ),
+  tokenMaxStored: setting(
+    'TOKEN_MAX_STORED',
+    Type.Decode(
+      Type.String({
+        default: '',
+        description:
+          `Most tokens one account keeps stored, live and expired (kept for TOKEN_EXPIRED_RETENTION_DAYS) ` +
+          'together; at least TOKEN_MAX_LIVE. Creating a token that would pass it first purges the ' +
+          "account's earliest-expired tokens (audited as `api_token.expired_purged`), so creation keeps " +
+          `working and storage stays bounded. Unset: ${STORED_PER_LIVE} × TOKEN_MAX_LIVE.`,
+      }),
+      parseMaxStored,
+    ),
   ),
   tokenMaxLifetimeDays: setting(
     'TOKEN_MAX_LIFETIME_DAYS',
@@ -544,6 +562,19 @@ function refusal(schema: SettingSchema, raw: string, expected: string): ConfigEr
   return new ConfigError(`invalid ${schema.env} ${JSON.stringify(shown)}: ${expected}`);
 }
 
+/** TOKEN_MAX_STORED: '' (STORED_PER_LIVE times TOKEN_MAX_LIVE: maxStoredTokens()) or a count. */
+function parseMaxStored(raw: string): number | null {
+  if (raw === '') return null;
+  if (!/^[1-9][0-9]{0,7}$/.test(raw) || Number(raw) > MAX_STORED_MAX)
+    throw new Error(`expected unset or an integer from 1 to ${MAX_STORED_MAX}`);
+  return Number(raw);
+}
+
+/** The bound on one account's stored tokens, TOKEN_MAX_STORED or its default. */
+export function maxStoredTokens(config: Pick<Config, 'tokenMaxStored' | 'tokenMaxLive'>): number {
+  return config.tokenMaxStored ?? STORED_PER_LIVE * config.tokenMaxLive;
+}
+
 /** DATABASE_NOTIFY_URL: '' (use DATABASE_URL) or a postgres:// URL. */
 function parseNotifyUrl(raw: string): string {
   if (raw.trim() === '') return '';
@@ -588,6 +619,12 @@ export function loadConfig(
   const config = input as Config;
   if (config.databaseNotifyUrl !== '' && config.database.kind !== 'postgres') {
     throw new ConfigError('invalid DATABASE_NOTIFY_URL: it is for PostgreSQL; DATABASE_URL is a SQLite file');
+  }
+  // Only expired tokens are purged to keep the bound: the live ones alone must fit under it.
+  if (config.tokenMaxStored !== null && config.tokenMaxStored < config.tokenMaxLive) {
+    throw new ConfigError(
+      'invalid TOKEN_MAX_STORED: must be at least TOKEN_MAX_LIVE (only expired tokens make room under it)',
+    );
   }
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError('invalid HEADERS_TIMEOUT_MS: must not exceed REQUEST_TIMEOUT_MS');

@@ -96,7 +96,7 @@ async function bootstrapAdminToken(app: App, logger: Logger, mint: boolean): Pro
   const service = app.infracat.tokens.service;
   const issued = await service.bootstrapAdmin(mint);
   if (issued === null) {
-    if ((await service.list(OPERATOR_ACCOUNT_ID)).length === 0) {
+    if ((await service.list(OPERATOR_ACCOUNT_ID, { perPage: 1 })).items.length === 0) {
       logger.warn(
         'no live API token exists and this start mints none ' +
           '(the bootstrap admin token is minted only on the first start of a database, ' +

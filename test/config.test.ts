@@ -4,7 +4,7 @@ import { validateHeaderValue } from 'node:http';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { ConfigError, loadConfig, SETTINGS } from '../src/config.js';
+import { ConfigError, loadConfig, maxStoredTokens, SETTINGS } from '../src/config.js';
 import { DEFAULT_SQLITE_PATH, describeDatabase } from '../src/storage/database-url.js';
 
 function expectError(env: Record<string, string>, pattern: RegExp): void {
@@ -101,6 +101,7 @@ describe('configuration', () => {
     ],
     ['TOKEN_PREFIX', 'ICAT', 'expected 2-16 lowercase letters or digits, starting with a letter'],
     ['TOKEN_MAX_LIVE', '0', 'expected an integer from 1 to 1000000'],
+    ['TOKEN_MAX_STORED', '10000001', 'expected unset or an integer from 1 to 10000000'],
     ['TOKEN_MAX_LIFETIME_DAYS', '36501', 'expected an integer from 1 to 36500'],
     ['TOKEN_EXPIRED_RETENTION_DAYS', '3651', 'expected an integer from 0 to 3650'],
     ['AUDIT_RETENTION_DAYS', '-1', 'expected an integer from 0 to 36500'],
@@ -150,6 +151,22 @@ describe('configuration', () => {
       const message = `invalid ${name} ${JSON.stringify(value)}: ${expected}`;
       assert.throws(() => loadConfig({}, { [name]: value }), { message }, name);
     }
+  });
+
+  it('TOKEN_MAX_STORED: unset is 10 x TOKEN_MAX_LIVE; set, at least TOKEN_MAX_LIVE (expired tokens make room)', () => {
+    assert.equal(maxStoredTokens(loadConfig({})), 10_000);
+    assert.equal(maxStoredTokens(loadConfig({ TOKEN_MAX_LIVE: '1000000' })), 10_000_000);
+    assert.equal(maxStoredTokens(loadConfig({ TOKEN_MAX_STORED: ' 1500 ' })), 1500);
+    assert.equal(maxStoredTokens(loadConfig({ TOKEN_MAX_LIVE: '7', TOKEN_MAX_STORED: '7' })), 7);
+    expectError(
+      { TOKEN_MAX_LIVE: '8', TOKEN_MAX_STORED: '7' },
+      /^invalid TOKEN_MAX_STORED: must be at least TOKEN_MAX_LIVE/,
+    );
+    for (const bad of ['0', '-1', '1e3', '0x10', '12.5', 'many'])
+      expectError(
+        { TOKEN_MAX_STORED: bad },
+        /^invalid TOKEN_MAX_STORED ".*": expected unset or an integer from 1 to 10000000$/,
+      );
   });
 
   it('a long bad value is cut short in the message; with several bad values the first in README order is named', () => {
@@ -274,6 +291,7 @@ describe('configuration', () => {
         trustProxy: false,
         tokenPrefix: 'icat',
         tokenMaxLive: 1000,
+        tokenMaxStored: null,
         tokenMaxLifetimeDays: 366,
         tokenExpiredRetentionDays: 30,
         auditRetentionDays: 365,

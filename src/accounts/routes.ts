@@ -12,13 +12,24 @@ import { installMergePatchParser } from '../http/json-body.js';
 import { noStore } from '../http/no-store.js';
 import { noBodyAsEmptyObject } from '../http/optional-body.js';
 import type { App } from '../http/types.js';
-import { callerOf, PATCH_DESCRIPTION, ROTATE_CONFLICT, ROTATE_DESCRIPTION } from '../tokens/routes.js';
+import { nextPageLink } from '../tokens/query.js';
+import {
+  callerOf,
+  PATCH_DESCRIPTION,
+  readPageQuery,
+  ROTATE_CONFLICT,
+  ROTATE_DESCRIPTION,
+  TOKEN_LIST_DESCRIPTION,
+} from '../tokens/routes.js';
 import {
   CreatedToken,
   CreateTokenBody,
+  LIST_PER_PAGE_DEFAULT,
+  LIST_PER_PAGE_MAX,
+  pagedList,
+  PageParams,
   PatchTokenBody,
   RotateTokenBody,
-  TokenList,
   TokenView,
 } from '../tokens/schemas.js';
 import type { TokenService } from '../tokens/service.js';
@@ -27,7 +38,6 @@ import { isOperatorAccount } from './ids.js';
 import {
   Account,
   AccountIdParams,
-  AccountList,
   AccountQuery,
   AccountTokenParams,
   CreateAccountBody,
@@ -97,12 +107,23 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           tags,
           operationId: 'listAccounts',
           summary: 'List accounts, oldest first (the operator account first)',
+          description:
+            `Filters combine. At most \`per_page\` accounts (default ${LIST_PER_PAGE_DEFAULT}, ` +
+            `at most ${LIST_PER_PAGE_MAX}); when more follow, a \`Link: <...>; rel="next"\` header names ` +
+            'the next page with the same filters (follow it as it is): keyset pages, so accounts ' +
+            'created meanwhile never make a page skip or repeat one.',
           querystring: AccountQuery,
-          response: { 200: AccountList },
+          response: { 200: pagedList(Account, 'Accounts', '/api/v1/accounts') },
         },
       },
-      async (request) =>
-        (await accounts.list({ status: request.query.status, externalId: request.query.external_id })).map(accountView),
+      async (request, reply) => {
+        const page = readPageQuery(request.query);
+        const { status, external_id } = request.query;
+        const { items, next } = await accounts.list({ status, externalId: external_id }, page);
+        if (next !== null)
+          reply.header('link', nextPageLink('/api/v1/accounts', { status, external_id }, page.perPage, next));
+        return items.map(accountView);
+      },
     );
 
     api.get(
@@ -248,11 +269,20 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           tags,
           operationId: 'listAccountApiTokens',
           summary: "An account's live API tokens (never their secrets), oldest first",
+          description: `As GET /api/v1/api-tokens, inside account {id}. ${TOKEN_LIST_DESCRIPTION}`,
           params: AccountIdParams,
-          response: { 200: TokenList },
+          querystring: PageParams,
+          response: { 200: pagedList(TokenView, 'API tokens', '/api/v1/accounts/{id}/api-tokens') },
         },
       },
-      async (request) => (await tokens.list(await existing(request.params.id))).map(tokenView),
+      async (request, reply) => {
+        const page = readPageQuery(request.query);
+        const id = await existing(request.params.id);
+        const { items, next } = await tokens.list(id, page);
+        const path = `/api/v1/accounts/${encodeURIComponent(id)}/api-tokens`;
+        if (next !== null) reply.header('link', nextPageLink(path, {}, page.perPage, next));
+        return items.map(tokenView);
+      },
     );
 
     api.get(

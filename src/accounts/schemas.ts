@@ -4,7 +4,7 @@
 // external_id (null when unset), status and created_at.
 import { Type, type Static } from 'typebox';
 import { NAME_MAX } from '../tokens/rules.js';
-import { Timestamp } from '../tokens/schemas.js';
+import { PageFields, Timestamp } from '../tokens/schemas.js';
 import { EXTERNAL_ID_MAX } from './rules.js';
 
 export const AccountId = Type.String({
@@ -72,6 +72,7 @@ export const AccountQuery = Type.Object(
     external_id: Type.Optional(
       Type.String({ minLength: 1, maxLength: EXTERNAL_ID_MAX, description: 'Exactly this external_id' }),
     ),
+    ...PageFields,
   },
   { additionalProperties: false },
 );

@@ -7,6 +7,7 @@ import { accountTarget, auditEvent, NO_SINK, type AuditAction, type AuditSink } 
 import { AppError } from '../errors.js';
 import type { AccountFilter, AccountRecord, AccountStatus, AccountStore } from '../storage/types.js';
 import type { VerificationCache } from '../tokens/cache.js';
+import { pageOf, type ListPage, type Page } from '../tokens/query.js';
 import { validateName } from '../tokens/rules.js';
 import { isOperatorAccount, newAccountId } from './ids.js';
 import { validateCreateAccount, validateExternalId, type CreateAccountInput } from './rules.js';
@@ -80,14 +81,15 @@ export class AccountService {
     return account;
   }
 
-  /** Accounts, oldest first, matching the filters. A malformed external_id filter is INVALID_QUERY. */
-  list(filter: AccountFilter): Promise<AccountRecord[]> {
+  /** One page of the accounts matching the filters, oldest first. A malformed external_id filter is INVALID_QUERY. */
+  async list(filter: AccountFilter, page: ListPage): Promise<Page<AccountRecord>> {
     if (filter.externalId !== undefined) {
       const bad = validateExternalId(filter.externalId, 'querystring:/external_id');
       if (bad !== null)
         throw new AppError('INVALID_QUERY', `invalid query parameter external_id: ${bad.detail}`, { errors: [bad] });
     }
-    return this.store.list(filter);
+    // One more than a page: whether another page follows, without a count.
+    return pageOf(await this.store.list(filter, { after: page.after, limit: page.perPage + 1 }), page.perPage);
   }
 
   async get(id: string): Promise<AccountRecord | null> {

@@ -5,11 +5,13 @@ import { createAccountService } from '../accounts/index.js';
 import { cliAuditContext } from '../audit/context.js';
 import { accountView } from '../accounts/views.js';
 import type { Account } from '../accounts/schemas.js';
+import type { AccountFilter } from '../storage/types.js';
 import { createTokenDomain } from '../tokens/index.js';
 import { UsageError, type Command } from './command.js';
 import { parseFlags } from './options.js';
 import { withStore } from './store.js';
-import { fail, table } from './tokens.js';
+import { CLI_PAGE, printList } from './pages.js';
+import { fail } from './tokens.js';
 
 const help = `Usage: infracat accounts <create|list|suspend|resume|delete> [options]
 
@@ -20,7 +22,9 @@ configured store (DATABASE_URL or --database-url).
       Creates an active account. --json prints the same JSON as POST /api/v1/accounts.
       Then: infracat tokens create --account ID ... mints its first token.
   infracat accounts list [--status active|suspended] [--external-id ID] [--json]
-      Lists accounts, oldest first (the operator account first).
+      Lists accounts, oldest first (the operator account first): all of them, read
+      and printed ${CLI_PAGE} at a time. --json prints one array of what
+      GET /api/v1/accounts pages.
   infracat accounts suspend ID [--json]
   infracat accounts resume ID [--json]
       Refuses (suspend) or restores (resume) every token of the account.
@@ -78,14 +82,18 @@ export const accountsCommand: Command = {
       return withStore(values['database-url'], async (store, config) => {
         const service = createAccountService(store, createTokenDomain(config, store).cache);
         try {
-          const views = (await service.list({ status: status, externalId: values['external-id'] })).map(accountView);
-          if (values.json === true) process.stdout.write(`${JSON.stringify(views, null, 2)}\n`);
-          else if (views.length === 0) process.stdout.write('no accounts\n');
-          else {
-            const rows = [['ID', 'NAME', 'EXTERNAL ID', 'STATUS', 'CREATED']];
-            for (const v of views) rows.push([v.id, v.name, v.external_id ?? '-', v.status, v.created_at]);
-            process.stdout.write(table(rows));
-          }
+          const filter: AccountFilter = { status, externalId: values['external-id'] };
+          await printList({
+            json: values.json === true,
+            read: (after) => service.list(filter, { after, perPage: CLI_PAGE }),
+            view: accountView,
+            header: ['ID', 'NAME', 'EXTERNAL ID', 'STATUS', 'CREATED'],
+            cells: (account) => {
+              const v = accountView(account);
+              return [v.id, v.name, v.external_id ?? '-', v.status, v.created_at];
+            },
+            empty: 'no accounts',
+          });
           return 0;
         } catch (err) {
           return fail(err, 'accounts');

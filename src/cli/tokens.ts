@@ -11,6 +11,7 @@ import { createdView, tokenView } from '../tokens/views.js';
 import { UsageError, type Command } from './command.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { parseFlags } from './options.js';
+import { CLI_PAGE, printList } from './pages.js';
 import { withStore } from './store.js';
 import { checkHelp, checkToken } from './tokens-check.js';
 
@@ -26,7 +27,9 @@ Manage API tokens directly in the configured store (DATABASE_URL or --database-u
       the way back in when the admin token is lost, and the way an upgraded database's
       operator gets a token with accounts:read and accounts:write.
   infracat tokens list [--json]
-      Lists live tokens (never their secrets). --json prints GET /api/v1/api-tokens.
+      Lists live tokens and those expired within TOKEN_EXPIRED_RETENTION_DAYS (never
+      their secrets), oldest first: all of them, read and printed ${CLI_PAGE} at a time.
+      --json prints one array of what GET /api/v1/api-tokens pages.
   infracat tokens rotate ID [--grace DURATION] [--expires-at RFC3339] [--json]
       Gives the token a new secret and prints it; the secret is shown this once. The
       old secret keeps working for --grace (30s, 15m, 1h, 1d or plain seconds, at
@@ -58,19 +61,7 @@ export function fail(err: unknown, command = 'tokens'): number {
   return 1;
 }
 
-export function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return (
-    rows
-      .map((r) =>
-        r
-          .map((c, i) => c.padEnd(widths[i]!))
-          .join('  ')
-          .trimEnd(),
-      )
-      .join('\n') + '\n'
-  );
-}
+export { table } from './table.js';
 
 /** `--scopes a,b`: the comma-separated scopes, trimmed, empty entries dropped. */
 function scopeList(text: string): string[] {
@@ -143,22 +134,18 @@ export const tokensCommand: Command = {
         const account = values.account ?? OPERATOR_ACCOUNT_ID;
         // An unknown account is an error, not an empty list (a typo must not look like "no tokens").
         if ((await store.accounts.get(account)) === null) return fail(noAccount(account));
-        const views = (await createTokenDomain(config, store).service.list(account)).map(tokenView);
-        if (values.json === true) process.stdout.write(`${JSON.stringify(views, null, 2)}\n`);
-        else if (views.length === 0) process.stdout.write('no tokens\n');
-        else {
-          const rows = [['ID', 'NAME', 'SCOPES', 'CREATED', 'LAST USED', 'EXPIRES']];
-          for (const v of views)
-            rows.push([
-              v.id,
-              v.name,
-              v.scopes.join(','),
-              v.created_at,
-              v.last_used_at ?? 'never',
-              v.expires_at ?? 'never',
-            ]);
-          process.stdout.write(table(rows));
-        }
+        const { service } = createTokenDomain(config, store);
+        await printList({
+          json: values.json === true,
+          read: (after) => service.list(account, { after, perPage: CLI_PAGE }),
+          view: tokenView,
+          header: ['ID', 'NAME', 'SCOPES', 'CREATED', 'LAST USED', 'EXPIRES'],
+          cells: (token) => {
+            const v = tokenView(token);
+            return [v.id, v.name, v.scopes.join(','), v.created_at, v.last_used_at ?? 'never', v.expires_at ?? 'never'];
+          },
+          empty: 'no tokens',
+        });
         return 0;
       });
     }

@@ -210,19 +210,32 @@ const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 8,
+    name: 'bounded_lists',
+    // Indexes for bounded work on lists and the bound on stored tokens. One account's tokens
+    // by expiry: its live count and its stored count are read from the index alone, and
+    // the earliest-expired tokens (deleted to keep TOKEN_MAX_STORED) are its first entries.
+    // Accounts by status in list order: a page filtered by status is one index range.
+    // (Token pages use api_tokens_account, account pages accounts_created: migration 4.)
+    steps: [
+      `CREATE INDEX api_tokens_account_expiry ON api_tokens (account_id, expires_at, id)`,
+      `CREATE INDEX accounts_status ON accounts (status, created_at, id)`,
+    ],
+  },
+  {
     version: 10,
     name: 'audit_filters_and_actor_account',
     // An index for each filter of the audit trail and the accounts list, so a filtered
     // read walks only what it returns (sql-store.ts builds each query from the filters
     // given). The trail is newest first by id: each index ends with id, and serves the
     // filter, the order and the cursor at once; since/until are id ranges. Migration 5
-    // has (account_id, id) and (target_id, id); the primary key serves the id alone. A
+    // has (account_id, id) and (target_id, id), migration 8 the accounts' (status, created_at,
+    // id); the primary key serves the id alone. A
     // target's events are few and all in one account's trail (a token's, an account's,
     // a catalog version's), so (target_id, id) serves a target within an account too.
     steps: [
       `CREATE INDEX audit_events_account_action ON audit_events (account_id, action, id)`,
       `CREATE INDEX audit_events_action ON audit_events (action, id)`,
-      `CREATE INDEX accounts_status ON accounts (status, created_at, id)`,
       // The account each event's actor acted for (audit/views.ts shows customers the
       // operator, never its token, address or client). Earlier events: a token's account
       // if it still exists, else the account its api_token.created event is in; the CLI

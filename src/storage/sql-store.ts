@@ -44,6 +44,9 @@ import type {
   TokenRecord,
   TokenStore,
   TokenWithAccount,
+  ListPosition,
+  PageRequest,
+  StoredBound,
 } from './types.js';
 
 /**
@@ -91,17 +94,40 @@ export function auditListQuery(filter: AuditFilter): { sql: string; params: Para
   };
 }
 
+/**
+ * The position before every row: a first page is the rows after it, so every page is
+ * the same statement. No row is created at this time (epoch milliseconds).
+ */
+const LIST_START: ListPosition = { createdAt: Number.MIN_SAFE_INTEGER, id: '' };
+
+/** The cursor and limit of a page, as the list statements take them. */
+function pageParams(page: PageRequest): Param[] {
+  const after = page.after ?? LIST_START;
+  return [after.createdAt, after.id, page.limit];
+}
+
 const SQL = {
   insertToken: `INSERT INTO api_tokens (${API_TOKENS.columns}) VALUES (${API_TOKENS.placeholders})`,
-  // One statement: the account's live tokens and whether the account exists (its status).
+  // One statement: the account's live tokens, all its stored tokens and whether the account
+  // exists (its status). Both counts read the (account_id, expires_at) index alone.
   // CAST: COUNT(*) is a BIGINT in PostgreSQL, which its driver returns as a string.
   countLive:
     'SELECT CAST((SELECT COUNT(*) FROM api_tokens WHERE account_id = ? AND (expires_at IS NULL OR expires_at > ?))' +
-    ' AS INTEGER) AS n, (SELECT status FROM accounts WHERE id = ?) AS status',
+    ' AS INTEGER) AS n, CAST((SELECT COUNT(*) FROM api_tokens WHERE account_id = ?) AS INTEGER) AS stored,' +
+    ' (SELECT status FROM accounts WHERE id = ?) AS status',
+  // The account's tokens that expired the earliest (by the (account_id, expires_at) index):
+  // what makes room under TOKEN_MAX_STORED.
+  earliestExpired:
+    `SELECT ${API_TOKENS.columns} FROM api_tokens` +
+    ' WHERE account_id = ? AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at, id LIMIT ?',
   count: 'SELECT CAST(COUNT(*) AS INTEGER) AS n FROM api_tokens',
+  // One page, oldest first: the rows after the cursor's (created_at, id), a range of the
+  // (account_id, created_at, id) index. Row values: SQLite, PostgreSQL and its distributed
+  // relatives compare them column by column, and walk the index from the cursor.
   list:
     `SELECT ${API_TOKENS.columns} FROM api_tokens` +
-    ' WHERE account_id = ? AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, id',
+    ' WHERE account_id = ? AND (expires_at IS NULL OR expires_at > ?) AND (created_at, id) > (?, ?)' +
+    ' ORDER BY created_at, id LIMIT ?',
   getToken: `SELECT ${API_TOKENS.columns} FROM api_tokens WHERE id = ? AND account_id = ?`,
   // Verification's one read: the token and its account's status together, by its current
   // or its previous (grace-period) secret (each hash column has its own UNIQUE index).
@@ -125,7 +151,7 @@ const SQL = {
   insertAccount:
     `INSERT INTO accounts (${ACCOUNTS.columns}) VALUES (${ACCOUNTS.placeholders})` + ' ON CONFLICT DO NOTHING',
   getAccount: `SELECT ${ACCOUNTS.columns} FROM accounts WHERE id = ?`,
-  // Then the filters given and the order (accountListQuery).
+  // Then the filters given, the cursor and the order (accountListQuery).
   listAccounts: `SELECT ${ACCOUNTS.columns} FROM accounts`,
   updateAccount: 'UPDATE accounts SET name = COALESCE(?, name), status = COALESCE(?, status) WHERE id = ?',
   deleteAccount: 'DELETE FROM accounts WHERE id = ?',
@@ -318,6 +344,25 @@ async function record(tx: Queries, event: AuditEventRecord): Promise<void> {
   await tx.run(SQL.insertEvent, AUDIT_EVENTS.params(event));
 }
 
+/**
+ * Deletes `count` of the account's tokens that expired at or before `now`, the earliest
+ * expiry first, each with its event, in the transaction `tx` (a token create's, under the
+ * tokens lock: nobody else deletes them meanwhile).
+ */
+async function purgeEarliestExpired(
+  tx: Queries,
+  accountId: string,
+  now: number,
+  count: number,
+  eventFor: (token: TokenRecord) => AuditEventRecord,
+): Promise<void> {
+  const rows = await tx.all<Record<string, unknown>>(SQL.earliestExpired, [accountId, now, count]);
+  for (const token of rows.map((row) => API_TOKENS.fromRow(row))) {
+    if ((await tx.run(SQL.deleteExpired, [token.id, now])) === 0) continue;
+    await record(tx, eventFor(token));
+  }
+}
+
 class SqlTokenStore implements TokenStore {
   constructor(
     private readonly db: Queries,
@@ -326,17 +371,24 @@ class SqlTokenStore implements TokenStore {
 
   create(
     token: TokenRecord,
-    limits: { maxLive: number; now: number },
+    limits: { maxLive: number; now: number; stored?: StoredBound | undefined },
     event: AuditEventRecord,
   ): Promise<CreateTokenResult> {
     return this.transaction(async (tx) => {
-      const found = await tx.get<{ n: number; status: AccountStatus | null }>(SQL.countLive, [
+      const found = await tx.get<{ n: number; stored: number; status: AccountStatus | null }>(SQL.countLive, [
         token.accountId,
         limits.now,
+        token.accountId,
         token.accountId,
       ]);
       if (found === undefined || found.status === null) return 'no_account';
       if (found.n >= limits.maxLive) return 'limit_reached';
+      if (limits.stored !== undefined) {
+        const excess = found.stored + 1 - limits.stored.max;
+        // Only expired tokens make room: too few of them, and nothing changes.
+        if (excess > found.stored - found.n) return 'limit_reached';
+        if (excess > 0) await purgeEarliestExpired(tx, token.accountId, limits.now, excess, limits.stored.eventFor);
+      }
       await tx.run(SQL.insertToken, API_TOKENS.params(token));
       await record(tx, event);
       return 'created';
@@ -358,10 +410,9 @@ class SqlTokenStore implements TokenStore {
     }, 'tokens');
   }
 
-  async list(accountId: string, expiredAfter: number): Promise<TokenRecord[]> {
-    return (await this.db.all<Record<string, unknown>>(SQL.list, [accountId, expiredAfter])).map((row) =>
-      API_TOKENS.fromRow(row),
-    );
+  async list(accountId: string, expiredAfter: number, page: PageRequest): Promise<TokenRecord[]> {
+    const rows = await this.db.all<Record<string, unknown>>(SQL.list, [accountId, expiredAfter, ...pageParams(page)]);
+    return rows.map((row) => API_TOKENS.fromRow(row));
   }
 
   purgeExpired(before: number, limit: number, eventFor: (token: TokenRecord) => AuditEventRecord): Promise<number> {
@@ -478,12 +529,19 @@ class SqlTokenStore implements TokenStore {
  * the filters given, each served by an index (status: (status, created_at, id), migration
  * 10; external_id: its UNIQUE index), in creation order.
  */
-export function accountListQuery(filter: AccountFilter): { sql: string; params: Param[] } {
+export function accountListQuery(filter: AccountFilter, page: PageRequest): { sql: string; params: Param[] } {
   const { clause, params } = where([
     ['status = ?', filter.status],
     ['external_id = ?', filter.externalId],
   ]);
-  return { sql: `${SQL.listAccounts}${clause} ORDER BY created_at, id`, params };
+  // One page, oldest first, after the cursor's (created_at, id), as for tokens: every
+  // account (accounts_created), one status (accounts_status), one external_id (its UNIQUE
+  // index: one row at most).
+  const cursor = `${clause === '' ? ' WHERE' : `${clause} AND`} (created_at, id) > (?, ?)`;
+  return {
+    sql: `${SQL.listAccounts}${cursor} ORDER BY created_at, id LIMIT ?`,
+    params: [...params, ...pageParams(page)],
+  };
 }
 
 class SqlAccountStore implements AccountStore {
@@ -505,8 +563,8 @@ class SqlAccountStore implements AccountStore {
     return row === undefined ? null : ACCOUNTS.fromRow(row);
   }
 
-  async list(filter: AccountFilter): Promise<AccountRecord[]> {
-    const { sql, params } = accountListQuery(filter);
+  async list(filter: AccountFilter, page: PageRequest): Promise<AccountRecord[]> {
+    const { sql, params } = accountListQuery(filter, page);
     const rows = await this.db.all<Record<string, unknown>>(sql, params);
     return rows.map((row) => ACCOUNTS.fromRow(row));
   }

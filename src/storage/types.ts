@@ -49,12 +49,28 @@ export interface AccountFilter {
   externalId?: string | undefined;
 }
 
+/**
+ * A place in a list kept oldest first (created_at, then id): the last row of a page.
+ * Keyset pagination: the next page is the rows after it, so rows added meanwhile never
+ * shift a page (no row skipped, none shown twice), and each page is one index range.
+ */
+export interface ListPosition {
+  createdAt: number;
+  id: string;
+}
+
+/** One page of a list: the rows after `after` (from the start when absent), at most `limit`. */
+export interface PageRequest {
+  after?: ListPosition | undefined;
+  limit: number;
+}
+
 export interface AccountStore {
   /** Inserts the account; 'external_id_taken' (nothing stored) when its external_id is already used. */
   create(account: AccountRecord, event: AuditEventRecord): Promise<CreateAccountResult>;
   get(id: string): Promise<AccountRecord | null>;
-  /** Accounts matching every given filter, oldest first (created_at, then id). */
-  list(filter: AccountFilter): Promise<AccountRecord[]>;
+  /** Accounts matching every given filter, oldest first (created_at, then id): one page. */
+  list(filter: AccountFilter, page: PageRequest): Promise<AccountRecord[]>;
   /** Sets the given fields; resolves to the account as it is afterwards, or null when no such id. */
   update(
     id: string,
@@ -76,15 +92,27 @@ export interface LastUsed {
 /** limit_reached: the account holds maxLive live tokens; no_account: the account does not exist. */
 export type CreateTokenResult = 'created' | 'limit_reached' | 'no_account';
 
+/**
+ * The bound on the tokens one account keeps stored, live and expired alike: when an insert
+ * would make the account hold more than `max`, the account's tokens that expired (at
+ * `now`) the earliest are deleted first, each with its event (`eventFor`).
+ */
+export interface StoredBound {
+  max: number;
+  eventFor: (token: TokenRecord) => AuditEventRecord;
+}
+
 export interface TokenStore {
   /**
    * Inserts the token unless its account does not exist or already holds `maxLive` live
-   * (unexpired at `now`) tokens. The check and the insert are one atomic step, also
-   * across instances (and ordered with deleting the account).
+   * (unexpired at `now`) tokens. With `stored`, the account never holds more than
+   * `stored.max` tokens afterwards: the earliest-expired ones make room (limit_reached,
+   * nothing changed, when too few have expired). The checks, the deletes and the insert
+   * are one atomic step, also across instances (and ordered with deleting the account).
    */
   create(
     token: TokenRecord,
-    limits: { maxLive: number; now: number },
+    limits: { maxLive: number; now: number; stored?: StoredBound | undefined },
     event: AuditEventRecord,
   ): Promise<CreateTokenResult>;
   /**
@@ -98,9 +126,9 @@ export interface TokenStore {
   bootstrap(token: TokenRecord | null, event: AuditEventRecord | null): Promise<boolean>;
   /**
    * The account's tokens that never expire or expire after `expiredAfter` (callers pass
-   * now minus the retention of expired tokens), oldest first (created_at, then id).
+   * now minus the retention of expired tokens), oldest first (created_at, then id): one page.
    */
-  list(accountId: string, expiredAfter: number): Promise<TokenRecord[]>;
+  list(accountId: string, expiredAfter: number, page: PageRequest): Promise<TokenRecord[]>;
   /**
    * Deletes tokens that expired at or before `before`, each with its event (`eventFor`),
    * at most `limit` per call; resolves to how many.

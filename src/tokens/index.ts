@@ -1,6 +1,6 @@
 // Wires the token domain from configuration; used by the HTTP app and the CLI alike.
 import type { AuditSink } from '../audit/events.js';
-import type { Config } from '../config.js';
+import { maxStoredTokens, type Config } from '../config.js';
 import type { Store } from '../storage/types.js';
 import { VerificationCache } from './cache.js';
 import { LastUsedTracker } from './last-used.js';
@@ -18,6 +18,7 @@ export function createTokenDomain(
     Config,
     | 'tokenPrefix'
     | 'tokenMaxLive'
+    | 'tokenMaxStored'
     | 'tokenMaxLifetimeDays'
     | 'tokenExpiredRetentionDays'
     | 'tokenCacheTtlMs'
@@ -42,6 +43,7 @@ export function createTokenDomain(
     prefix: config.tokenPrefix,
     registry: new ScopeRegistry(config.scopeResources),
     maxLive: config.tokenMaxLive,
+    maxStored: maxStoredTokens(config),
     maxLifetimeMs: config.tokenMaxLifetimeDays * 86_400_000,
     expiredRetentionMs: config.tokenExpiredRetentionDays * 86_400_000,
     cache,

@@ -20,10 +20,14 @@ import {
   IdParams,
   PatchTokenBody,
   RotateTokenBody,
+  LIST_PER_PAGE_DEFAULT,
+  LIST_PER_PAGE_MAX,
+  pagedList,
+  PageParams,
   ScopeList,
-  TokenList,
   TokenView,
 } from './schemas.js';
+import { nextPageLink, readPage, type ListPage } from './query.js';
 import { createdView, currentView, tokenView } from './views.js';
 import type { TokenService } from './service.js';
 
@@ -49,6 +53,15 @@ export const PATCH_DESCRIPTION =
   'INSUFFICIENT_SCOPE. Narrowed scopes are enforced at once on the instance that made the change and within ' +
   "TOKEN_CACHE_TTL_MS on the others. Unknown id, or another account's: 404.";
 export const ROTATE_CONFLICT = 'The token has expired and cannot be rotated (CONFLICT)';
+// The OpenAPI prose of the token list, shared with its /accounts/{id}/api-tokens twin.
+export const TOKEN_LIST_DESCRIPTION =
+  'Live tokens and those expired within TOKEN_EXPIRED_RETENTION_DAYS (so their owner sees why they stopped ' +
+  `working), oldest first (created_at, then id). At most \`per_page\` tokens (default ${LIST_PER_PAGE_DEFAULT}, ` +
+  `at most ${LIST_PER_PAGE_MAX}); when more follow, a \`Link: <...>; rel="next"\` header names the next page ` +
+  '(follow it as it is): keyset pages, so tokens created meanwhile never make a page skip or repeat one. ' +
+  'The body stays a bare array.';
+
+const LIST_PATH = '/api/v1/api-tokens';
 
 export interface TokenRouteOptions {
   service: TokenService;
@@ -94,17 +107,24 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
     );
 
     api.get(
-      '/api/v1/api-tokens',
+      LIST_PATH,
       {
         config: { auth: { scopes: ['api-tokens:read'] } },
         schema: {
           tags,
           operationId: 'listApiTokens',
           summary: "List the calling token's account's live API tokens (never their secrets), oldest first",
-          response: { 200: TokenList },
+          description: TOKEN_LIST_DESCRIPTION,
+          querystring: PageParams,
+          response: { 200: pagedList(TokenView, 'API tokens', LIST_PATH) },
         },
       },
-      async (request) => (await service.list(callerOf(request.token).accountId)).map(tokenView),
+      async (request, reply) => {
+        const page = readPageQuery(request.query);
+        const { items, next } = await service.list(callerOf(request.token).accountId, page);
+        if (next !== null) reply.header('link', nextPageLink(LIST_PATH, {}, page.perPage, next));
+        return items.map(tokenView);
+      },
     );
 
     api.get(
@@ -241,6 +261,16 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
       async () => [...service.registry.all()],
     );
   });
+}
+
+/** The page a list query asks for, or 400 INVALID_QUERY naming what cannot be read (as the audit trail's). */
+export function readPageQuery(query: PageParams): ListPage {
+  const read = readPage(query);
+  if ('errors' in read) {
+    const names = [...new Set(read.errors.map((e) => e.pointer.replace('querystring:/', '')))].join(', ');
+    throw new AppError('INVALID_QUERY', `invalid query parameter ${names}`, { errors: read.errors });
+  }
+  return read.page;
 }
 
 /** The authenticated token as the domain's caller. These routes all require a token; without one, refuse. */

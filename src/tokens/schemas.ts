@@ -129,6 +129,48 @@ export type TokenView = Static<typeof TokenView>;
 
 export const TokenList = Type.Array(TokenView);
 
+export const LIST_PER_PAGE_MAX = 1000;
+export const LIST_PER_PAGE_DEFAULT = 100;
+
+/**
+ * The page parameters of the lists kept oldest first (tokens, accounts; query.ts reads
+ * them), as GET /api/v1/audit-events has them: `per_page` and the opaque `cursor`. A
+ * list with filters of its own spreads them beside its filters.
+ */
+export const PageFields = {
+  per_page: Type.Optional(
+    Type.String({
+      pattern: `^(?:[1-9][0-9]{0,2}|${LIST_PER_PAGE_MAX})$`,
+      default: String(LIST_PER_PAGE_DEFAULT),
+      description: `Items per page: a whole number from 1 to ${LIST_PER_PAGE_MAX}, in plain decimal digits`,
+    }),
+  ),
+  cursor: Type.Optional(
+    Type.String({
+      maxLength: 200,
+      description: 'Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page',
+    }),
+  ),
+};
+
+/** A list query of nothing but its page: unknown parameters are refused. */
+export const PageParams = Type.Object(PageFields, { additionalProperties: false });
+export type PageParams = Static<typeof PageParams>;
+
+/** A paged list's wire shape with the header that pages it, for the OpenAPI document. */
+export function pagedList<T extends Parameters<typeof Type.Array>[0]>(items: T, what: string, path: string) {
+  return Type.Array(items, {
+    description: `${what}, oldest first (created_at, then id)`,
+    headers: {
+      link: Type.String({
+        description:
+          `Only when another page follows: \`<${path}?...&cursor=...>; rel="next"\` ` +
+          "(a path, resolved against this request's URL), with the same filters and page size",
+      }),
+    },
+  });
+}
+
 /** GET /api-tokens/current: the token's view and the account it belongs to. */
 export const CurrentTokenView = Type.Object({
   ...TokenView.properties,

@@ -6,6 +6,7 @@ import { auditEvent, NO_SINK, tokenTarget, type AuditAction, type AuditSink } fr
 import { AppError } from '../errors.js';
 import { OPERATOR_ACCOUNT_ID } from '../storage/migrations.js';
 import type { AuditEventRecord, TokenRecord, TokenStore, TokenWithAccount } from '../storage/types.js';
+import { pageOf, type ListPage, type Page } from './query.js';
 import type { VerificationCache } from './cache.js';
 import { checkSecret, generateSecret, hashSecret } from './format.js';
 import { newTokenId } from './ids.js';
@@ -27,6 +28,11 @@ export interface TokenServiceOptions {
   registry: ScopeRegistry;
   /** Most live (unexpired) tokens one account may hold. */
   maxLive: number;
+  /**
+   * Most tokens one account keeps stored, live and expired alike: creating one more purges
+   * the account's earliest-expired tokens first. At least maxLive.
+   */
+  maxStored: number;
   /** Longest allowed lifetime of a token created with expires_at. */
   maxLifetimeMs: number;
   /** How long expired tokens stay listed before they are purged. */
@@ -158,7 +164,21 @@ export class TokenService {
       previousExpiresAt: null,
     };
     const event = this.event('api_token.created', token, context, now, { scopes, expires_at: isoOrNull(expiresAt) });
-    const result = await this.store.create(token, { maxLive: this.options.maxLive, now }, event);
+    // The expired tokens purged to keep the account within TOKEN_MAX_STORED: by infracat
+    // itself, as the background purge, in the transaction of the creation that needed room.
+    const purged: AuditEventRecord[] = [];
+    const stored = {
+      max: this.options.maxStored,
+      eventFor: (expired: TokenRecord) => {
+        const purge = this.event('api_token.expired_purged', expired, SYSTEM_CONTEXT, now, {
+          expires_at: isoOrNull(expired.expiresAt),
+          reason: 'max_stored',
+        });
+        purged.push(purge);
+        return purge;
+      },
+    };
+    const result = await this.store.create(token, { maxLive: this.options.maxLive, now, stored }, event);
     if (result === 'no_account') throw new AppError('NOT_FOUND', `no account with id ${accountId}`);
     if (result === 'limit_reached') {
       throw new AppError(
@@ -166,6 +186,8 @@ export class TokenService {
         `at most ${this.options.maxLive} live tokens may exist in an account; delete one first`,
       );
     }
+    // The transaction committed: the purges (each written) came before the creation.
+    for (const purge of purged) this.audit(purge);
     this.audit(event);
     return { token, secret };
   }
@@ -216,11 +238,14 @@ export class TokenService {
   }
 
   /**
-   * The account's tokens, oldest first: live ones and those expired within the retention,
-   * with uses not yet flushed counted.
+   * One page of the account's tokens, oldest first: live ones and those expired within the
+   * retention, with uses not yet flushed counted.
    */
-  async list(accountId: string): Promise<TokenRecord[]> {
-    return (await this.store.list(accountId, this.retainedSince())).map((t) => this.withPendingUse(t));
+  async list(accountId: string, page: ListPage): Promise<Page<TokenRecord>> {
+    // One more than a page: whether another page follows, without a count.
+    const rows = await this.store.list(accountId, this.retainedSince(), { after: page.after, limit: page.perPage + 1 });
+    const { items, next } = pageOf(rows, page.perPage);
+    return { items: items.map((t) => this.withPendingUse(t)), next };
   }
 
   /**

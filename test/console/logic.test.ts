@@ -9,6 +9,7 @@ import { GRACE_MAX_S } from '../../src/tokens/rules.js';
 import { accountActions, scopeOffer, statusLabel } from '../../web/src/accounts.js';
 import { actorOf, AUDIT_ACTIONS, auditPath, detailLines, targetOf } from '../../web/src/audit.js';
 import { linkTargets, nextPageUrl } from '../../web/src/links.js';
+import { nextPageLink } from '../../src/tokens/query.js';
 import { GRACE_CHOICES, graceFrom, rotationNote, tokenActions } from '../../web/src/tokens.js';
 import { exactTime, expiryFrom, isExpired, memory, price, relativeTime } from '../../web/src/format.js';
 import { filterPlans, nextSort, numberOrNull, sortPlans, type Plan } from '../../web/src/plans.js';
@@ -458,5 +459,36 @@ describe('console Link header (the next page of the audit log)', () => {
         }
       }),
     );
+  });
+});
+
+describe('console Link header of the token and account lists (Load more)', () => {
+  const ORIGIN = 'http://127.0.0.1:8080';
+  const ACCOUNT = 'acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H';
+  const at = { createdAt: 1_800_000_000_000, id: 'tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H' };
+
+  it("follows each list's own next link as the server writes it, filters and page size kept", () => {
+    for (const [path, filters] of [
+      ['/api/v1/api-tokens', {}],
+      [`/api/v1/accounts/${ACCOUNT}/api-tokens`, {}],
+      ['/api/v1/accounts', { status: 'suspended', external_id: 'cus 8/412&x' }],
+    ] as const) {
+      const header = nextPageLink(path, filters, 100, at);
+      const url = nextPageUrl(header, `${ORIGIN}${path}`);
+      assert.ok(url !== null, header);
+      assert.equal(url.pathname, path);
+      const params = Object.fromEntries(url.searchParams);
+      assert.deepEqual(params, { ...filters, per_page: '100', cursor: params.cursor });
+      // The page after that one links on from there (the request URL is then the link itself).
+      assert.equal(nextPageUrl(nextPageLink(path, filters, 100, at), url.href)?.pathname, path);
+    }
+  });
+
+  it("never follows a link to another list: an account's tokens are not the caller's, nor the accounts", () => {
+    const own = `${ORIGIN}/api/v1/api-tokens`;
+    assert.equal(nextPageUrl(nextPageLink('/api/v1/accounts', {}, 100, at), own), null);
+    assert.equal(nextPageUrl(nextPageLink(`/api/v1/accounts/${ACCOUNT}/api-tokens`, {}, 100, at), own), null);
+    const theirs = `${ORIGIN}/api/v1/accounts/${ACCOUNT}/api-tokens`;
+    assert.equal(nextPageUrl(nextPageLink('/api/v1/accounts/acc_other/api-tokens', {}, 100, at), theirs), null);
   });
 });

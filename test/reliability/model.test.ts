@@ -86,9 +86,10 @@ class CreateCmd implements fc.AsyncCommand<Model, Real> {
 class ListCmd implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(m: Model, r: Real): Promise<void> {
+    // One page holds every token the model can make (the list is paged: 100 by default).
     const res = await r.app.inject({
       method: 'GET',
-      url: '/api/v1/api-tokens',
+      url: '/api/v1/api-tokens?per_page=1000',
       headers: { authorization: `Bearer ${r.admin}` },
     });
     assert.equal(res.statusCode, 200);

@@ -153,11 +153,11 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
         const expired = sampleToken({ createdAt: 500, id: 'tok_x', expiresAt: NOW });
         for (const t of [b, a, c, expired]) await s.tokens.create(t, NO_LIMIT, ev());
         assert.deepEqual(
-          (await s.tokens.list(OPERATOR_ACCOUNT_ID, NOW)).map((t) => t.id),
+          (await s.tokens.list(OPERATOR_ACCOUNT_ID, NOW, { limit: 1000 })).map((t) => t.id),
           ['tok_a', 'tok_b', 'tok_c'],
         );
         assert.deepEqual(
-          (await s.tokens.list(OPERATOR_ACCOUNT_ID, NOW + 1)).map((t) => t.id),
+          (await s.tokens.list(OPERATOR_ACCOUNT_ID, NOW + 1, { limit: 1000 })).map((t) => t.id),
           ['tok_a', 'tok_b'],
         );
         assert.equal(await s.tokens.count(), 4, 'count includes expired tokens');
@@ -184,7 +184,7 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
           for (const t of [forever, live, recent, old, edge]) await s.tokens.create(t, NO_LIMIT, ev());
           const retainedSince = NOW - 30 * DAY;
           assert.deepEqual(
-            (await s.tokens.list(OPERATOR_ACCOUNT_ID, retainedSince)).map((t) => t.id),
+            (await s.tokens.list(OPERATOR_ACCOUNT_ID, retainedSince, { limit: 1000 })).map((t) => t.id),
             ['tok_forever', 'tok_live', 'tok_recent'],
           );
           assert.equal(await s.tokens.purgeExpired(retainedSince, 1000, () => ev()), 2, 'the old and the edge token');
@@ -216,7 +216,7 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id), null);
       assert.equal(await store.tokens.findByHash(t.secretHash), null);
       assert.equal(await store.tokens.delete(OPERATOR_ACCOUNT_ID, t.id, ev()), false);
-      assert.ok(!(await store.tokens.list(OPERATOR_ACCOUNT_ID, NOW)).some((x) => x.id === t.id));
+      assert.ok(!(await store.tokens.list(OPERATOR_ACCOUNT_ID, NOW, { limit: 1000 })).some((x) => x.id === t.id));
     });
 
     it('touch sets last_used_at, never moves it backwards, and takes the latest of a batch', async () => {
@@ -393,7 +393,7 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
           );
           await c.use(s, fresh);
           assert.deepEqual(await s.migrate(), { applied: ALL_VERSIONS.filter((v) => v > 2), version: LATEST_VERSION });
-          for (const t of await s.tokens.list(OPERATOR_ACCOUNT_ID, NOW))
+          for (const t of await s.tokens.list(OPERATOR_ACCOUNT_ID, NOW, { limit: 1000 }))
             await s.tokens.delete(OPERATOR_ACCOUNT_ID, t.id, ev());
           assert.equal(await s.tokens.bootstrap(sampleToken(), ev()), c.bootstraps, c.name);
         } finally {
@@ -435,7 +435,7 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       assert.equal(operator.externalId, null);
       assert.equal(operator.status, 'active');
       assert.ok(operator.createdAt > 0, 'created when the database was first migrated');
-      assert.equal((await store.accounts.list({}))[0]?.id, OPERATOR_ACCOUNT_ID);
+      assert.equal((await store.accounts.list({}, { limit: 1000 }))[0]?.id, OPERATOR_ACCOUNT_ID);
     });
 
     it('accounts: create stores every field; get returns it; unknown ids are null', async () => {
@@ -474,16 +474,214 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
         const mid = sampleAccount({ createdAt: since + 2000, externalId: 'x-mid' });
         for (const a of [late, early, mid]) await s.accounts.create(a, ev());
         const ids = (as: AccountRecord[]) => as.map((a) => a.id);
-        assert.deepEqual(ids(await s.accounts.list({})), [OPERATOR_ACCOUNT_ID, early.id, mid.id, late.id]);
-        assert.deepEqual(ids(await s.accounts.list({ status: 'suspended' })), [early.id]);
-        assert.deepEqual(ids(await s.accounts.list({ status: 'active' })), [OPERATOR_ACCOUNT_ID, mid.id, late.id]);
-        assert.deepEqual(ids(await s.accounts.list({ externalId: 'x-mid' })), [mid.id]);
-        assert.deepEqual(ids(await s.accounts.list({ externalId: 'x-mid', status: 'suspended' })), []);
-        assert.deepEqual(ids(await s.accounts.list({ externalId: 'nobody' })), []);
+        assert.deepEqual(ids(await s.accounts.list({}, { limit: 1000 })), [
+          OPERATOR_ACCOUNT_ID,
+          early.id,
+          mid.id,
+          late.id,
+        ]);
+        assert.deepEqual(ids(await s.accounts.list({ status: 'suspended' }, { limit: 1000 })), [early.id]);
+        assert.deepEqual(ids(await s.accounts.list({ status: 'active' }, { limit: 1000 })), [
+          OPERATOR_ACCOUNT_ID,
+          mid.id,
+          late.id,
+        ]);
+        assert.deepEqual(ids(await s.accounts.list({ externalId: 'x-mid' }, { limit: 1000 })), [mid.id]);
+        assert.deepEqual(ids(await s.accounts.list({ externalId: 'x-mid', status: 'suspended' }, { limit: 1000 })), []);
+        assert.deepEqual(ids(await s.accounts.list({ externalId: 'nobody' }, { limit: 1000 })), []);
       } finally {
         await s.close();
         await fresh.drop();
       }
+    });
+
+    it('tokens: list pages by (created_at, id): at most limit rows after the position, ties by id', async () => {
+      const account = sampleAccount();
+      await store.accounts.create(account, ev());
+      const at = (createdAt: number, id: string, expiresAt: number | null = null) =>
+        sampleToken({ accountId: account.id, createdAt, id: `${id}_${account.id}`, expiresAt });
+      // Created out of order; three share a created_at; one expired before the retention.
+      const rows = [at(30, 'tok_c'), at(10, 'tok_b'), at(10, 'tok_a'), at(20, 'tok_d'), at(10, 'tok_e')];
+      const gone = at(15, 'tok_gone', NOW - 10);
+      for (const t of [...rows, gone]) await store.tokens.create(t, NO_LIMIT, ev());
+      const order = ['tok_a', 'tok_b', 'tok_e', 'tok_d', 'tok_c'].map((id) => `${id}_${account.id}`);
+      const ids = (ts: TokenRecord[]) => ts.map((t) => t.id);
+      assert.deepEqual(ids(await store.tokens.list(account.id, NOW, { limit: 1000 })), order);
+      assert.deepEqual(ids(await store.tokens.list(account.id, NOW, { limit: 2 })), order.slice(0, 2));
+      const second = await store.tokens.list(account.id, NOW, { limit: 2, after: { createdAt: 10, id: order[1]! } });
+      assert.deepEqual(ids(second), order.slice(2, 4), 'after a tie: the rest of the tie, then later rows');
+      assert.deepEqual(
+        ids(await store.tokens.list(account.id, NOW, { limit: 2, after: { createdAt: 20, id: order[3]! } })),
+        order.slice(4),
+      );
+      assert.deepEqual(
+        ids(await store.tokens.list(account.id, NOW, { limit: 2, after: { createdAt: 30, id: order[4]! } })),
+        [],
+        'after the last row: an empty page',
+      );
+      // A position whose row is gone (deleted meanwhile) still says where the page starts.
+      assert.deepEqual(
+        ids(await store.tokens.list(account.id, NOW, { limit: 10, after: { createdAt: 15, id: gone.id } })),
+        order.slice(3),
+      );
+    });
+
+    it('tokens: a walk page by page sees every row there at its start once, while rows are created', async () => {
+      const account = sampleAccount();
+      await store.accounts.create(account, ev());
+      let clock = 1000;
+      const make = async () => {
+        clock += 1;
+        const t = sampleToken({ accountId: account.id, createdAt: clock % 3 === 0 ? clock - 1 : clock });
+        await store.tokens.create(t, NO_LIMIT, ev());
+        return t.id;
+      };
+      const before: string[] = [];
+      for (let i = 0; i < 23; i++) before.push(await make());
+      const walked: string[] = [];
+      let after: { createdAt: number; id: string } | undefined;
+      for (let pages = 0; ; pages++) {
+        assert.ok(pages < 100, 'the walk ends');
+        const rows = await store.tokens.list(account.id, NOW, { limit: 4, after });
+        walked.push(...rows.map((t) => t.id));
+        if (rows.length < 4) break;
+        after = { createdAt: rows.at(-1)!.createdAt, id: rows.at(-1)!.id };
+        await make();
+      }
+      assert.equal(new Set(walked).size, walked.length, 'no row twice');
+      for (const id of before) assert.ok(walked.includes(id), `${id} was on a page`);
+      const all = await store.tokens.list(account.id, NOW, { limit: 1000 });
+      assert.deepEqual(
+        walked,
+        all.map((t) => t.id),
+        'rows created during the walk come at its end, in order',
+      );
+    });
+
+    it('accounts: list pages by (created_at, id), with every filter', async () => {
+      const fresh = await backend.create();
+      const s = fresh.open();
+      try {
+        await s.migrate();
+        const since = (await s.accounts.get(OPERATOR_ACCOUNT_ID))!.createdAt;
+        const made: AccountRecord[] = [];
+        for (let i = 0; i < 11; i++) {
+          const a = sampleAccount({
+            createdAt: since + 100 + Math.floor(i / 2),
+            status: i % 3 === 0 ? 'suspended' : 'active',
+            externalId: i === 7 ? 'x-seven' : null,
+          });
+          made.push(a);
+          await s.accounts.create(a, ev());
+        }
+        const walk = async (filter: { status?: 'active' | 'suspended'; externalId?: string }, limit: number) => {
+          const out: string[] = [];
+          let after: { createdAt: number; id: string } | undefined;
+          for (;;) {
+            const rows = await s.accounts.list(filter, { limit, after });
+            assert.ok(rows.length <= limit);
+            out.push(...rows.map((a) => a.id));
+            if (rows.length < limit) return out;
+            after = { createdAt: rows.at(-1)!.createdAt, id: rows.at(-1)!.id };
+          }
+        };
+        const everyone = await s.accounts.list({}, { limit: 1000 });
+        assert.equal(everyone[0]?.id, OPERATOR_ACCOUNT_ID);
+        const sorted = [...everyone].sort((x, y) => x.createdAt - y.createdAt || (x.id < y.id ? -1 : 1));
+        assert.deepEqual(
+          everyone.map((a) => a.id),
+          sorted.map((a) => a.id),
+        );
+        for (const limit of [1, 2, 3, 12, 13]) {
+          assert.deepEqual(
+            await walk({}, limit),
+            everyone.map((a) => a.id),
+            `every account, pages of ${limit}`,
+          );
+          assert.deepEqual(
+            await walk({ status: 'suspended' }, limit),
+            everyone.filter((a) => a.status === 'suspended').map((a) => a.id),
+          );
+          assert.deepEqual(
+            await walk({ status: 'active' }, limit),
+            everyone.filter((a) => a.status === 'active').map((a) => a.id),
+          );
+          assert.deepEqual(await walk({ externalId: 'x-seven' }, limit), [made[7]!.id]);
+          assert.deepEqual(await walk({ externalId: 'x-seven', status: 'suspended' }, limit), []);
+        }
+        const last = everyone.at(-1)!;
+        assert.deepEqual(
+          await s.accounts.list({}, { limit: 5, after: { createdAt: last.createdAt, id: last.id } }),
+          [],
+        );
+      } finally {
+        await s.close();
+        await fresh.drop();
+      }
+    });
+
+    it('create keeps an account within the stored bound: its earliest-expired go first, each audited', async () => {
+      const account = sampleAccount();
+      const other = sampleAccount();
+      for (const a of [account, other]) await store.accounts.create(a, ev());
+      const purgeEvent = (t: TokenRecord) =>
+        ev({ accountId: t.accountId, action: 'api_token.expired_purged', targetId: t.id, details: { reason: 'x' } });
+      // A token that never expires and one of another account: never purged.
+      const keeper = sampleToken({ accountId: account.id, createdAt: 1 });
+      await store.tokens.create(keeper, NO_LIMIT, ev());
+      const theirs = sampleToken({ accountId: other.id, createdAt: 1, expiresAt: NOW - 1000 });
+      await store.tokens.create(theirs, NO_LIMIT, ev());
+      // Two-second tokens, one after the other: each has expired when the next is created.
+      const made: TokenRecord[] = [];
+      for (let i = 0; i < 40; i++) {
+        const now = NOW + i * 3000;
+        const t = sampleToken({ accountId: account.id, createdAt: now, expiresAt: now + 2000 });
+        const limits = { maxLive: 3, now, stored: { max: 5, eventFor: purgeEvent } };
+        assert.equal(await store.tokens.create(t, limits, ev({ accountId: account.id, targetId: t.id })), 'created');
+        made.push(t);
+        const held = await store.tokens.list(account.id, 0, { limit: 1000 });
+        assert.ok(held.length <= 5, `after ${i + 1} creations the account holds ${held.length}`);
+      }
+      const held = (await store.tokens.list(account.id, 0, { limit: 1000 })).map((t) => t.id);
+      assert.deepEqual(held, [keeper.id, ...made.slice(-4).map((t) => t.id)], 'the latest ones and the keeper stay');
+      assert.notEqual(await store.tokens.get(other.id, theirs.id), null, "another account's tokens are not touched");
+      const purged = await store.audit.list({ accountId: account.id, action: 'api_token.expired_purged', limit: 1000 });
+      assert.deepEqual(
+        purged.map((e) => e.targetId).sort(),
+        made
+          .slice(0, -4)
+          .map((t) => t.id)
+          .sort(),
+        'one event per purged token, in the same transaction',
+      );
+    });
+
+    it('create under the stored bound purges only expired tokens: too few, refused with nothing changed', async () => {
+      const account = sampleAccount();
+      await store.accounts.create(account, ev());
+      const mk = (expiresAt: number | null) => sampleToken({ accountId: account.id, expiresAt });
+      let events = 0;
+      const eventFor = () => {
+        events += 1;
+        return ev({ accountId: account.id, action: 'api_token.expired_purged' });
+      };
+      for (const t of [mk(null), mk(NOW + 1), mk(NOW)]) await store.tokens.create(t, NO_LIMIT, ev());
+      // Bound 3, one expired: room for one (the expired one goes).
+      const fourth = mk(null);
+      assert.equal(
+        await store.tokens.create(fourth, { maxLive: 10, now: NOW, stored: { max: 3, eventFor } }, ev()),
+        'created',
+      );
+      assert.equal(events, 1);
+      // Bound 3, none expired: refused, nothing deleted or written.
+      const fifth = mk(null);
+      assert.equal(
+        await store.tokens.create(fifth, { maxLive: 10, now: NOW, stored: { max: 3, eventFor } }, ev()),
+        'limit_reached',
+      );
+      assert.equal(events, 1);
+      assert.equal(await store.tokens.get(account.id, fifth.id), null);
+      assert.equal((await store.tokens.list(account.id, 0, { limit: 1000 })).length, 3);
     });
 
     it("accounts: update changes the given fields; findByHash carries the account's status", async () => {
@@ -517,7 +715,7 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, ta.id), null);
       assert.deepEqual(await store.tokens.get(a.id, ta.id), ta);
       assert.deepEqual(
-        (await store.tokens.list(a.id, NOW)).map((t) => t.id),
+        (await store.tokens.list(a.id, NOW, { limit: 1000 })).map((t) => t.id),
         [ta.id],
       );
       assert.equal(await store.tokens.delete(b.id, ta.id, ev()), false, 'another account cannot delete it');
@@ -594,7 +792,7 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
         await s.migrate();
         assert.deepEqual(await s.tokens.findByHash(legacy.secretHash), { ...legacy, accountStatus: 'active' });
         assert.deepEqual(
-          (await s.accounts.list({})).map((a) => a.id),
+          (await s.accounts.list({}, { limit: 1000 })).map((a) => a.id),
           [OPERATOR_ACCOUNT_ID],
           'exactly one operator account',
         );
@@ -743,7 +941,7 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       assert.equal(await sent(() => s.tokens.bootstrap(null, null)), 2, 'count, then the marker');
       assert.equal(await sent(() => s.tokens.get(OPERATOR_ACCOUNT_ID, t.id)), 1);
       assert.equal(await sent(() => s.tokens.findByHash(t.secretHash)), 1);
-      assert.equal(await sent(() => s.tokens.list(OPERATOR_ACCOUNT_ID, NOW)), 1);
+      assert.equal(await sent(() => s.tokens.list(OPERATOR_ACCOUNT_ID, NOW, { limit: 1000 })), 1);
       assert.equal(
         await sent(() =>
           s.tokens.touch([

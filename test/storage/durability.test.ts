@@ -69,9 +69,10 @@ interface Acks {
  */
 async function checkAuditAtomicity(store: Store, acks: Acks): Promise<number> {
   const events = (await store.audit.list({ limit: 1_000_000 })).reverse(); // oldest first
-  const accounts = await store.accounts.list({});
+  const accounts = await store.accounts.list({}, { limit: 1000 });
   const tokens = new Map<string, string>(); // id -> account
-  for (const a of accounts) for (const tok of await store.tokens.list(a.id, 0)) tokens.set(tok.id, a.id);
+  for (const a of accounts)
+    for (const tok of await store.tokens.list(a.id, 0, { limit: 1000 })) tokens.set(tok.id, a.id);
   const by = (action: string) => {
     const out = new Map<string, AuditEventRecord[]>();
     for (const e of events.filter((x) => x.action === action))

@@ -197,7 +197,7 @@ for (const backend of backends()) {
       ];
       const check = async (when: string) => {
         for (const [filter, expected] of filters) {
-          const { sql, params } = accountListQuery(filter);
+          const { sql, params } = accountListQuery(filter, { limit: 101 });
           const p = await plan(backend, db, 'accounts', sql, params);
           const why = `${when}, ${show(filter)}:\n${sql}\n${p.text}`;
           assert.ok(!p.tableScan, `no scan of the table: ${why}`);

@@ -43,7 +43,9 @@ export interface paths {
         };
         /**
          * List the calling token's account's live API tokens (never their secrets), oldest first
-         * @description Needs a token with `api-tokens:read` (`write` implies `read`).
+         * @description Live tokens and those expired within TOKEN_EXPIRED_RETENTION_DAYS (so their owner sees why they stopped working), oldest first (created_at, then id). At most `per_page` tokens (default 100, at most 1000); when more follow, a `Link: <...>; rel="next"` header names the next page (follow it as it is): keyset pages, so tokens created meanwhile never make a page skip or repeat one. The body stays a bare array.
+         *
+         *     Needs a token with `api-tokens:read` (`write` implies `read`).
          */
         get: operations["listApiTokens"];
         put?: never;
@@ -160,7 +162,9 @@ export interface paths {
         };
         /**
          * List accounts, oldest first (the operator account first)
-         * @description Needs a token with `accounts:read` (`write` implies `read`).
+         * @description Filters combine. At most `per_page` accounts (default 100, at most 1000); when more follow, a `Link: <...>; rel="next"` header names the next page with the same filters (follow it as it is): keyset pages, so accounts created meanwhile never make a page skip or repeat one.
+         *
+         *     Needs a token with `accounts:read` (`write` implies `read`).
          */
         get: operations["listAccounts"];
         put?: never;
@@ -218,7 +222,9 @@ export interface paths {
         };
         /**
          * An account's live API tokens (never their secrets), oldest first
-         * @description Needs a token with `accounts:read` (`write` implies `read`).
+         * @description As GET /api/v1/api-tokens, inside account {id}. Live tokens and those expired within TOKEN_EXPIRED_RETENTION_DAYS (so their owner sees why they stopped working), oldest first (created_at, then id). At most `per_page` tokens (default 100, at most 1000); when more follow, a `Link: <...>; rel="next"` header names the next page (follow it as it is): keyset pages, so tokens created meanwhile never make a page skip or repeat one. The body stays a bare array.
+         *
+         *     Needs a token with `accounts:read` (`write` implies `read`).
          */
         get: operations["listAccountApiTokens"];
         put?: never;
@@ -719,16 +725,23 @@ export interface operations {
     };
     listApiTokens: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
+                per_page?: string;
+                /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description API tokens, oldest first (created_at, then id) */
             200: {
                 headers: {
+                    /** @description Only when another page follows: `</api/v1/api-tokens?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -757,6 +770,15 @@ export interface operations {
                         last_used_at: string | null;
                         expires_at: string | null;
                     }[];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
@@ -1733,6 +1755,10 @@ export interface operations {
                 status?: "active" | "suspended";
                 /** @description Exactly this external_id */
                 external_id?: string;
+                /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
+                per_page?: string;
+                /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
+                cursor?: string;
             };
             header?: never;
             path?: never;
@@ -1740,9 +1766,11 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description Accounts, oldest first (created_at, then id) */
             200: {
                 headers: {
+                    /** @description Only when another page follows: `</api/v1/accounts?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2384,7 +2412,12 @@ export interface operations {
     };
     listAccountApiTokens: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
+                per_page?: string;
+                /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
+                cursor?: string;
+            };
             header?: never;
             path: {
                 id: string;
@@ -2393,9 +2426,11 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description API tokens, oldest first (created_at, then id) */
             200: {
                 headers: {
+                    /** @description Only when another page follows: `</api/v1/accounts/{id}/api-tokens?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
+                    link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2424,6 +2459,15 @@ export interface operations {
                         last_used_at: string | null;
                         expires_at: string | null;
                     }[];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */

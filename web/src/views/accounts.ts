@@ -6,13 +6,14 @@
 // of the operator account can hold accounts:read, so the signed-in token's account is the
 // operator account here.
 import { accountActions, statusLabel, type AccountAction } from '../accounts.js';
-import { api, type Account } from '../api.js';
+import { api, apiPage, type Account } from '../api.js';
 import { announce, focusOn, h, replace } from '../dom.js';
 import { exactTime, shortDate } from '../format.js';
 import { ApiError, fieldErrors } from '../problems.js';
 import { session } from '../session.js';
 import { cell, loading, noticeArea, reportError, showNotice, type Shell, refusePage } from './common.js';
 import { confirmDialog } from './confirm.js';
+import { loadMore } from './load-more.js';
 import { tokenSpace } from './tokens.js';
 
 const accountPath = (id: string): string => `/accounts/${encodeURIComponent(id)}`;
@@ -55,20 +56,34 @@ async function loadAccounts(section: HTMLElement, shell: Shell): Promise<void> {
   refresh.addEventListener('click', () => {
     void reload().then(() => announce('Account list refreshed'));
   });
+  let page: { items: Account[]; next: string | null };
   try {
-    const accounts = await api<Account[]>('GET', '/accounts');
-    replace(body, accountTable(accounts, shell, notice, reload));
+    page = await apiPage<Account>('/accounts');
   } catch (err) {
     if (!reportError(shell, notice, err)) body.replaceChildren();
+    return;
   }
+  const row = accountRow(shell, notice, reload);
+  const rows = h('tbody', {}, page.items.map(row));
+  // The list comes in pages (oldest first): "Load more" follows the Link header to the next.
+  const [moreNotice, moreBox] = loadMore({
+    id: 'accounts-more',
+    next: page.next,
+    rows,
+    row,
+    noun: 'account',
+    shell,
+    section,
+  });
+  replace(body, accountTable(rows), moreNotice, moreBox);
 }
 
-function accountTable(
-  accounts: readonly Account[],
+/** The function that draws an account's row (with its actions) of the list. */
+function accountRow(
   shell: Shell,
   notice: HTMLElement,
   reload: () => Promise<void>,
-): HTMLElement {
+): (account: Account) => HTMLTableRowElement {
   const operatorId = session.identity()?.account_id ?? '';
   // After an action the list is redrawn; focus goes to the same account's next action.
   const afterwards = (account: Account, message: string, next: AccountAction | null): void => {
@@ -81,7 +96,7 @@ function accountTable(
       focusOn(target ?? document.getElementById('accounts-heading') ?? document.body);
     });
   };
-  const rows = accounts.map((a) =>
+  return (a) =>
     h(
       'tr',
       { 'data-account-id': a.id },
@@ -95,19 +110,17 @@ function accountTable(
       cell('Status', statusBadge(a.status)),
       cell('Created', h('time', { datetime: a.created_at, title: exactTime(a.created_at) }, shortDate(a.created_at))),
       cell('Actions', actionButtons(a, operatorId, shell, notice, afterwards)),
-    ),
-  );
+    );
+}
+
+function accountTable(rows: HTMLTableSectionElement): HTMLElement {
   return h(
     'div',
     { class: 'table-wrap' },
     h(
       'table',
       { class: 'responsive' },
-      h(
-        'caption',
-        { class: 'visually-hidden' },
-        `${accounts.length} account${accounts.length === 1 ? '' : 's'}, oldest first`,
-      ),
+      h('caption', { class: 'visually-hidden' }, 'Accounts, oldest first'),
       h(
         'thead',
         {},
@@ -118,7 +131,7 @@ function accountTable(
           h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')),
         ),
       ),
-      h('tbody', {}, rows),
+      rows,
     ),
   );
 }

@@ -1,4 +1,4 @@
-// "Load more" under a paged table (the audit log, the catalog revisions): the button is
+// "Load more" under a paged table (tokens, accounts, the audit log, the catalog revisions): the button is
 // there only while another page follows (removed, not hidden: the stylesheet's display of
 // buttons would win over the hidden attribute); each click appends the next page's rows.
 import { apiPage } from '../api.js';

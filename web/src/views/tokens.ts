@@ -4,7 +4,7 @@
 // operator's page of one account (views/accounts.ts) shows the same list and form on
 // that account's tokens.
 import { scopeOffer } from '../accounts.js';
-import { api, type CreatedToken, type RotatedToken, type ScopeInfo, type TokenView } from '../api.js';
+import { api, apiPage, type CreatedToken, type RotatedToken, type ScopeInfo, type TokenView } from '../api.js';
 import { announce, focusOn, h, replace } from '../dom.js';
 import { exactTime, expiryFrom, isExpired, shortDate } from '../format.js';
 import { ApiError, fieldErrors } from '../problems.js';
@@ -12,6 +12,7 @@ import { session } from '../session.js';
 import { GRACE_CHOICES, graceFrom, rotationNote, tokenActions } from '../tokens.js';
 import { cell, errorText, loading, noticeArea, reportError, showNotice, tags, timeAgo, type Shell } from './common.js';
 import { confirmDialog } from './confirm.js';
+import { loadMore } from './load-more.js';
 import { signInForm } from './signin.js';
 
 /** Where a token list and form act: the signed-in token's own account, or one account. */
@@ -77,103 +78,115 @@ async function loadList(section: HTMLElement, shell: Shell, space: TokenSpace, s
   refresh.addEventListener('click', () => {
     void loadList(section, shell, space, secretSlot).then(() => announce('Token list refreshed'));
   });
+  let page: { items: TokenView[]; next: string | null };
   try {
-    const tokens = await api<TokenView[]>('GET', space.path);
-    replace(
-      body,
-      tokenTable(tokens, shell, space, secretSlot, () => loadList(section, shell, space, secretSlot)),
-    );
+    page = await apiPage<TokenView>(space.path);
   } catch (err) {
     if (!reportError(shell, notice, err)) body.replaceChildren();
+    return;
   }
+  if (page.items.length === 0) {
+    replace(body, h('p', { class: 'muted' }, 'No tokens.'));
+    return;
+  }
+  const reload = (): Promise<void> => loadList(section, shell, space, secretSlot);
+  const row = (t: TokenView): HTMLTableRowElement => tokenRow(t, shell, space, secretSlot, reload);
+  const rows = h('tbody', {}, page.items.map(row));
+  // The list comes in pages (oldest first): "Load more" follows the Link header to the next.
+  const [moreNotice, moreBox] = loadMore({
+    id: 'tokens-more',
+    next: page.next,
+    rows,
+    row,
+    noun: 'token',
+    shell,
+    section,
+  });
+  replace(body, tokenTable(rows), moreNotice, moreBox);
 }
 
-function tokenTable(
-  tokens: readonly TokenView[],
+function tokenRow(
+  t: TokenView,
   shell: Shell,
   space: TokenSpace,
   secretSlot: HTMLElement,
   reload: () => Promise<void>,
-): HTMLElement {
-  if (tokens.length === 0) return h('p', { class: 'muted' }, 'No tokens.');
+): HTMLTableRowElement {
   const now = Date.now();
   const me = session.identity()?.id;
-  const rows = tokens.map((t) =>
+  return h(
+    'tr',
+    { 'data-token-id': t.id },
     h(
-      'tr',
-      { 'data-token-id': t.id },
+      'th',
+      { scope: 'row', 'data-label': 'Name' },
+      h('span', { class: 'token-name' }, t.name),
+      t.id === me ? h('span', { class: 'badge' }, 'this session') : null,
+    ),
+    cell('Scopes', tags(t.scopes, `Scopes of ${t.name}`)),
+    cell('Created', h('time', { datetime: t.created_at, title: exactTime(t.created_at) }, shortDate(t.created_at))),
+    cell('Last used', timeAgo(t.last_used_at, now)),
+    cell(
+      'Expires',
+      timeAgo(t.expires_at, now, 'Never'),
+      isExpired(t.expires_at, now) ? h('span', { class: 'badge expired' }, 'Expired') : null,
+    ),
+    cell(
+      'Actions',
       h(
-        'th',
-        { scope: 'row', 'data-label': 'Name' },
-        h('span', { class: 'token-name' }, t.name),
-        t.id === me ? h('span', { class: 'badge' }, 'this session') : null,
-      ),
-      cell('Scopes', tags(t.scopes, `Scopes of ${t.name}`)),
-      cell('Created', h('time', { datetime: t.created_at, title: exactTime(t.created_at) }, shortDate(t.created_at))),
-      cell('Last used', timeAgo(t.last_used_at, now)),
-      cell(
-        'Expires',
-        timeAgo(t.expires_at, now, 'Never'),
-        isExpired(t.expires_at, now) ? h('span', { class: 'badge expired' }, 'Expired') : null,
-      ),
-      cell(
-        'Actions',
+        'div',
+        { class: 'row-actions' },
+        tokenActions(t, space.writeScope, (scope) => session.holds(scope), now).map((action) =>
+          action === 'rename'
+            ? h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'secondary small',
+                  'data-action': 'rename',
+                  'aria-label': `Rename token ${t.name}`,
+                  onclick: (e: Event) => renameDialog(t, e.currentTarget as HTMLButtonElement, shell, space, reload),
+                },
+                'Rename',
+              )
+            : h(
+                'button',
+                {
+                  type: 'button',
+                  class: 'secondary small',
+                  'data-action': 'regenerate',
+                  'aria-label': `Regenerate token ${t.name}`,
+                  onclick: (e: Event) =>
+                    confirmRegenerate(t, e.currentTarget as HTMLButtonElement, shell, space, secretSlot, reload),
+                },
+                'Regenerate',
+              ),
+        ),
         h(
-          'div',
-          { class: 'row-actions' },
-          tokenActions(t, space.writeScope, (scope) => session.holds(scope), now).map((action) =>
-            action === 'rename'
-              ? h(
-                  'button',
-                  {
-                    type: 'button',
-                    class: 'secondary small',
-                    'data-action': 'rename',
-                    'aria-label': `Rename token ${t.name}`,
-                    onclick: (e: Event) => renameDialog(t, e.currentTarget as HTMLButtonElement, shell, space, reload),
-                  },
-                  'Rename',
-                )
-              : h(
-                  'button',
-                  {
-                    type: 'button',
-                    class: 'secondary small',
-                    'data-action': 'regenerate',
-                    'aria-label': `Regenerate token ${t.name}`,
-                    onclick: (e: Event) =>
-                      confirmRegenerate(t, e.currentTarget as HTMLButtonElement, shell, space, secretSlot, reload),
-                  },
-                  'Regenerate',
-                ),
-          ),
-          h(
-            'button',
-            {
-              type: 'button',
-              class: 'danger small',
-              'data-action': 'delete',
-              'aria-label': `Delete token ${t.name}`,
-              onclick: (e: Event) =>
-                confirmDelete(t, e.currentTarget as HTMLButtonElement, shell, space, () => void reload()),
-            },
-            'Delete',
-          ),
+          'button',
+          {
+            type: 'button',
+            class: 'danger small',
+            'data-action': 'delete',
+            'aria-label': `Delete token ${t.name}`,
+            onclick: (e: Event) =>
+              confirmDelete(t, e.currentTarget as HTMLButtonElement, shell, space, () => void reload()),
+          },
+          'Delete',
         ),
       ),
     ),
   );
+}
+
+function tokenTable(rows: HTMLTableSectionElement): HTMLElement {
   return h(
     'div',
     { class: 'table-wrap' },
     h(
       'table',
       { class: 'responsive' },
-      h(
-        'caption',
-        { class: 'visually-hidden' },
-        `${tokens.length} live token${tokens.length === 1 ? '' : 's'}; hover or focus a time for the exact value`,
-      ),
+      h('caption', { class: 'visually-hidden' }, 'Tokens, oldest first; hover or focus a time for the exact value'),
       h(
         'thead',
         {},
@@ -184,7 +197,7 @@ function tokenTable(
           h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')),
         ),
       ),
-      h('tbody', {}, rows),
+      rows,
     ),
   );
 }
