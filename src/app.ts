@@ -248,6 +248,7 @@ export function buildApp(deps: AppDeps): App {
     ...(deps.now !== undefined ? { now: deps.now } : {}),
   });
   app.decorateRequest('token', null);
+  app.decorateRequest('tokenSecret', null);
   installRouteAuth(app, auth);
   const rateLimit = {
     quotas: { token: config.rateLimit, anonymous: config.rateLimitAnonymous },

@@ -3,6 +3,7 @@
 // background job) and passed down; the domain copies it into the event it writes.
 import { userInfo } from 'node:os';
 import type { ActorType, TokenRecord } from '../storage/types.js';
+import type { SecretKind } from '../tokens/service.js';
 
 export interface Actor {
   type: ActorType;
@@ -13,6 +14,8 @@ export interface Actor {
 
 export interface AuditContext {
   actor: Actor;
+  /** Which of the calling token's secrets made the change; null when the actor is not a token. */
+  actorCredential: SecretKind | null;
   /** The client address as the service sees it (TRUST_PROXY applied); null off HTTP. */
   ip: string | null;
   userAgent: string | null;
@@ -26,6 +29,7 @@ export interface RequestFacts {
   id: string;
   headers: Record<string, string | string[] | undefined>;
   token: TokenRecord | null;
+  tokenSecret: SecretKind | null;
 }
 
 /** The context of a change made over HTTP: by the calling token unless `actor` is given. */
@@ -35,6 +39,7 @@ export function auditContext(request: RequestFacts, actor?: Actor): AuditContext
   const userAgent = typeof ua === 'string' && ua !== '' ? ua : null;
   return {
     actor: actor ?? tokenActor(request.token),
+    actorCredential: actor === undefined ? request.tokenSecret : null,
     ip: request.ip,
     userAgent,
     requestId: request.id,
@@ -56,12 +61,19 @@ export function cliAuditContext(): AuditContext {
     // No passwd entry for the uid (some containers).
     name = null;
   }
-  return { actor: { type: 'cli', id: null, name }, ip: null, userAgent: null, requestId: null };
+  return {
+    actor: { type: 'cli', id: null, name },
+    actorCredential: null,
+    ip: null,
+    userAgent: null,
+    requestId: null,
+  };
 }
 
 /** infracat's own background jobs (the expired-token purge). */
 export const SYSTEM_CONTEXT: AuditContext = Object.freeze({
   actor: Object.freeze({ type: 'system' as const, id: null, name: 'infracat' }),
+  actorCredential: null,
   ip: null,
   userAgent: null,
   requestId: null,

@@ -70,6 +70,7 @@ export function auditEvent(facts: EventFacts): AuditEventRecord {
     actorType: context.actor.type,
     actorId: context.actor.id,
     actorName: text(context.actor.name),
+    actorCredential: context.actorCredential,
     targetType: target.type,
     targetId: target.id,
     targetName: text(target.name),

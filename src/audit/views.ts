@@ -9,6 +9,7 @@ export function auditEventView(e: AuditEventRecord): AuditEvent {
     action: e.action as AuditAction,
     occurred_at: new Date(e.occurredAt).toISOString(),
     actor: { type: e.actorType, id: e.actorId, name: e.actorName },
+    actor_credential: e.actorCredential,
     target: { type: e.targetType, id: e.targetId, name: e.targetName },
     ip: e.ip,
     user_agent: e.userAgent,

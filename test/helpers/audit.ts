@@ -20,6 +20,7 @@ export function ev(over: Partial<AuditEventRecord> = {}): AuditEventRecord {
     actorType: 'cli',
     actorId: null,
     actorName: 'tester',
+    actorCredential: null,
     targetType: 'api_token',
     targetId: null,
     targetName: null,

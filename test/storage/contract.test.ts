@@ -11,7 +11,7 @@ import { LATEST_VERSION, VERSIONED } from '../../src/storage/migrations.js';
 import type { AccountRecord, AuditEventRecord, InstanceRecord, Store, TokenRecord } from '../../src/storage/types.js';
 import { ev, rev } from '../helpers/audit.js';
 import { backends, debianPostgres, type Backend, type BackendDb } from '../helpers/backends.js';
-import { rawSql } from '../helpers/raw-sql.js';
+import { insertOldToken, rawSql } from '../helpers/raw-sql.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 const ALL_VERSIONS = VERSIONED.map((m) => m.version);
@@ -1049,6 +1049,57 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       }
     });
 
+    it('audit: which secret of a token acted round-trips; events from before migration 9 read null', async () => {
+      const older = await backend.create();
+      const s = older.open();
+      try {
+        assert.deepEqual(await s.migrate({ upTo: 7 }), { applied: [1, 2, 3, 4, 5, 6, 7], version: 7 });
+        // As releases of schema 5 to 7 wrote an event: without actor_credential.
+        await rawSql(
+          backend,
+          older,
+          `INSERT INTO audit_events (id, account_id, action, occurred_at, actor_type, actor_id, actor_name,
+             target_type, target_id, target_name, ip, user_agent, request_id, details)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          [
+            'evt_0001_old',
+            OPERATOR_ACCOUNT_ID,
+            'api_token.created',
+            NOW,
+            'api_token',
+            'tok_old',
+            'old',
+            'api_token',
+            'tok_x',
+            'x',
+            null,
+            null,
+            null,
+            '{}',
+          ],
+        );
+        assert.equal((await s.migrate()).version, LATEST_VERSION);
+        const tokenActor = { actorType: 'api_token' as const, actorId: 'tok_new', targetId: 'tok_x' };
+        for (const [id, actorCredential] of [
+          ['evt_0002_current', 'current'],
+          ['evt_0003_previous', 'previous'],
+        ] as const)
+          await s.tokens.create(sampleToken(), NO_LIMIT, ev({ id, ...tokenActor, actorCredential }));
+        const events = await s.audit.list({ targetId: 'tok_x', limit: 10 });
+        assert.deepEqual(
+          events.map((e) => [e.id, e.actorCredential]),
+          [
+            ['evt_0003_previous', 'previous'],
+            ['evt_0002_current', 'current'],
+            ['evt_0001_old', null],
+          ],
+        );
+      } finally {
+        await s.close();
+        await older.drop();
+      }
+    });
+
     describe('instances (migration 7)', () => {
       // Only these tests write instance rows; each starts from an empty table.
       const empty = async (): Promise<void> => {
@@ -1125,8 +1176,8 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
         try {
           assert.deepEqual(await s.migrate({ upTo: 6 }), { applied: [1, 2, 3, 4, 5, 6], version: 6 });
           const t = sampleToken();
-          await s.tokens.create(t, NO_LIMIT, ev());
-          assert.deepEqual(await s.migrate(), { applied: [7], version: 7 });
+          await insertOldToken(backend, older, t);
+          assert.deepEqual(await s.migrate({ upTo: 7 }), { applied: [7], version: 7 });
           assert.deepEqual(await s.instances.heartbeat(beat('ins_up', NOW)), { count: 1, rank: 0 });
           assert.deepEqual(await s.tokens.get(OPERATOR_ACCOUNT_ID, t.id), t);
         } finally {

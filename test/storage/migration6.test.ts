@@ -12,9 +12,8 @@ import { generateSecret, hashSecret } from '../../src/tokens/format.js';
 import { LATEST_VERSION, OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 import type { TokenRecord } from '../../src/storage/types.js';
 import { build } from '../helpers/app.js';
-import { ev } from '../helpers/audit.js';
 import { backends } from '../helpers/backends.js';
-import { rawSql } from '../helpers/raw-sql.js';
+import { insertOldAccount, insertOldToken, rawSql } from '../helpers/raw-sql.js';
 
 const CUSTOMER = 'acc_01JCUSTOMER000000000000000';
 
@@ -43,10 +42,13 @@ for (const backend of backends()) {
       const old = db.open();
       try {
         assert.deepEqual(await old.migrate({ upTo: 5 }), { applied: [1, 2, 3, 4, 5], version: 5 });
-        await old.accounts.create(
-          { id: CUSTOMER, name: 'Acme', externalId: null, status: 'active', createdAt: 1_700_000_000_000 },
-          ev(),
-        );
+        await insertOldAccount(backend, db, {
+          id: CUSTOMER,
+          name: 'Acme',
+          externalId: null,
+          status: 'active',
+          createdAt: 1_700_000_000_000,
+        });
         // As release 5 stored a revision: without applied_by and summary.
         await rawSql(backend, db, 'INSERT INTO catalog_revisions (version, document, applied_at) VALUES (?, ?, ?)', [
           1,
@@ -92,7 +94,7 @@ for (const backend of backends()) {
         await s.migrate({ upTo: 5 });
         for (const tk of tokens) {
           const { secret: _, ...record } = tk;
-          assert.deepEqual(await s.tokens.create(record, { maxLive: 100, now: 1_700_000_000_000 }, ev()), 'created');
+          await insertOldToken(backend, db, record);
         }
       } finally {
         await s.close();
