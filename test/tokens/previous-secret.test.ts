@@ -299,3 +299,39 @@ for (const backend of backends()) {
     });
   });
 }
+
+describe('the rule covers every change', () => {
+  it('every route that changes something with a bearer token refuses a previous secret, as documented', async (t) => {
+    const { app } = await build(t, { env: { SECRET_SCANNING_KEYS_FILE: '' } });
+    type Operation = { security?: unknown[]; responses: Record<string, { description?: string }> };
+    const doc = (await app.inject({ url: '/api/v1/openapi.json' })).json<{
+      paths: Record<string, Record<string, Operation>>;
+    }>();
+    // POSTs that only read: RFC 7662 introspection (api-tokens:read), a catalog diff (catalog:read).
+    const reads = new Set(['post /api/v1/api-tokens/introspect', 'post /api/v1/catalog/diff']);
+    const changes: string[] = [];
+    for (const [path, operations] of Object.entries(doc.paths))
+      for (const [method, op] of Object.entries(operations)) {
+        const name = `${method} ${path}`;
+        if (!['post', 'put', 'patch', 'delete'].includes(method) || op.security === undefined || reads.has(name))
+          continue;
+        changes.push(name);
+        assert.match(String(op.responses['403']?.description), /PREVIOUS_SECRET_READ_ONLY/, name);
+      }
+    // The list this rule was checked against: a new change shows up here, to be judged.
+    assert.deepEqual(changes.sort(), [
+      'delete /api/v1/accounts/{id}',
+      'delete /api/v1/accounts/{id}/api-tokens/{token_id}',
+      'delete /api/v1/api-tokens/{id}',
+      'patch /api/v1/accounts/{id}',
+      'patch /api/v1/accounts/{id}/api-tokens/{token_id}',
+      'patch /api/v1/api-tokens/{id}',
+      'post /api/v1/accounts',
+      'post /api/v1/accounts/{id}/api-tokens',
+      'post /api/v1/accounts/{id}/api-tokens/{token_id}/rotate',
+      'post /api/v1/api-tokens',
+      'post /api/v1/api-tokens/{id}/rotate',
+      'put /api/v1/catalog',
+    ]);
+  });
+});
