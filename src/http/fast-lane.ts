@@ -15,9 +15,9 @@
 // a body, an Expect header, a token not in the verification cache or not valid as sent, a
 // request over its rate limit, a shutdown, debug logging) goes to Fastify untouched, with
 // nothing counted here. The pieces it runs are the full path's own: protocolProblem(),
-// the request id of genReqId, the authenticator's memory half, the rate limiter's charge, the metrics
-// recorder and the shaped access line. test/http/fast-lane.test.ts holds every answer here
-// to the full path's, header for header, and every refusal to the full path.
+// genReqId's request id, the authenticator's memory half, the rate limiter's charge, the
+// metrics recorder and the shaped access line. test/http/fast-lane.test.ts holds every
+// answer here to the full path's, header for header, and every refusal to the full path.
 //
 // Only a server this app listens with takes the lane: app.inject() always goes the full way.
 import http, { type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
