@@ -33,7 +33,7 @@ import { installExpectationHandling, protocolProblem, queryProblem } from './htt
 import type { App } from './http/types.js';
 import { buildLazySerializer } from './http/serialization.js';
 import { buildValidator } from './http/validation.js';
-import { requestIdFrom } from './logging.js';
+import { requestIdOf } from './logging.js';
 import type { Store } from './storage/types.js';
 import { createTokenDomain, type TokenDomain } from './tokens/index.js';
 import { tokenRoutes } from './tokens/routes.js';
@@ -96,10 +96,12 @@ export function buildApp(deps: AppDeps): App {
   const access = new AccessLog(deps.logger, config.accessLog);
   // The catalog lists' and the check's plain GETs are answered in front of Fastify (src/http/fast-lane.ts).
   const lane = new FastLane();
+  // X-Request-Id is taken from trusted proxies only (src/logging.ts); the lane too.
+  const requestId = requestIdOf(config.trustProxy);
   const app = Fastify({
     serverFactory: lane.serverFactory,
     loggerInstance,
-    genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
+    genReqId: requestId,
     logController: new RequestLog(access),
     bodyLimit: BODY_LIMIT_BYTES,
     // Our own closing check below answers with a problem body instead of Fastify's.
@@ -250,6 +252,7 @@ export function buildApp(deps: AppDeps): App {
     ...(deps.now !== undefined ? { now: deps.now } : {}),
   });
   app.decorateRequest('token', null);
+  app.decorateRequest('tokenSecret', null);
   installRouteAuth(app, auth);
   const rateLimit = {
     quotas: { token: config.rateLimit, anonymous: config.rateLimitAnonymous },
@@ -341,6 +344,7 @@ export function buildApp(deps: AppDeps): App {
       auth,
       limiter,
       clientAddress: clientAddressOf(config.trustProxy),
+      requestId,
       record,
       access,
       log: deps.logger,

@@ -180,9 +180,9 @@ export const SettingsSchema = Type.Object({
       Type.String({
         default: 'false',
         description:
-          'Whether to take the client address from X-Forwarded-For: false; a comma-separated list of your ' +
-          "proxies' addresses/CIDRs (recommended); or true (any peer: then any client can choose its address, " +
-          'and a warning is logged at start).',
+          'Whether to take the client address from X-Forwarded-For, and the request id from the X-Request-Id ' +
+          "a proxy sends: false; a comma-separated list of your proxies' addresses/CIDRs (recommended); or true " +
+          '(any peer: then any client can choose its address and request id, and a warning is logged at start).',
       }),
       parseTrustProxy,
     ),

@@ -14,6 +14,7 @@ export const ERRORS = {
   INVALID_TOKEN: { status: 401, title: 'Invalid token' },
   INVALID_SIGNATURE: { status: 401, title: 'Invalid signature' },
   INSUFFICIENT_SCOPE: { status: 403, title: 'Insufficient scope' },
+  PREVIOUS_SECRET_READ_ONLY: { status: 403, title: "A token's previous secret cannot make changes" },
   NOT_FOUND: { status: 404, title: 'Not found' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   NOT_ACCEPTABLE: { status: 406, title: 'Not acceptable' },

@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import type { LogLevel } from './config.js';
+import { trustedPeer, type TrustProxy } from './http/trust-proxy.js';
 import { LineSink } from './log-sink.js';
 import { holdsSecret, redactDeep, redactSecrets } from './redact.js';
 
@@ -83,11 +84,25 @@ export function isoTimeField(now = Date.now()): string {
   return `${upToSeconds}${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}Z"`;
 }
 
-// Accept a caller's X-Request-Id only if it is short and plain, so it can't forge log
+// Accept a proxy's X-Request-Id only if it is short and plain, so it can't forge log
 // structure or smuggle data, and doesn't look like a secret (it is echoed in a header,
 // every problem body and every log line of the request); otherwise mint one.
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function requestIdFrom(header: string | string[] | undefined): string {
   return typeof header === 'string' && REQUEST_ID.test(header) && !holdsSecret(header) ? header : randomUUID();
+}
+
+/**
+ * Each request's id under TRUST_PROXY, for the full path (Fastify's genReqId) and the fast
+ * lane alike: the X-Request-Id sent by a trusted proxy (the connection's peer), as
+ * requestIdFrom() accepts it, so that the proxy's and infracat's logs name a request alike;
+ * from any other peer, one of infracat's own. A client's own id is never taken: it names
+ * the request's audit events and log lines, and a client could give them another
+ * request's id.
+ */
+export function requestIdOf(trust: TrustProxy): (req: IncomingMessage) => string {
+  if (trust === false) return () => randomUUID();
+  const trusted = trustedPeer(trust);
+  return (req) => (trusted(req) ? requestIdFrom(req.headers['x-request-id']) : randomUUID());
 }

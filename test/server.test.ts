@@ -82,7 +82,8 @@ describe('infracat serve', () => {
   it('SIGTERM: every access line is written before the exit, though lines are written in batches', async (t) => {
     const tmp = tempDir();
     t.after(() => tmp.remove());
-    const { child, url } = await serve({ DATABASE_URL: `sqlite:${tmp.file()}` });
+    // This test is the proxy (loopback, trusted): the request ids it sends name the lines.
+    const { child, url } = await serve({ DATABASE_URL: `sqlite:${tmp.file()}`, TRUST_PROXY: '127.0.0.1,::1' });
     // Fewer lines than one batch holds, sent just before the signal: nothing forces them out
     // but the shutdown.
     const ids = Array.from({ length: 20 }, (_, i) => `flush-check-${i}`);

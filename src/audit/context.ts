@@ -4,6 +4,7 @@
 import { userInfo } from 'node:os';
 import { OPERATOR_ACCOUNT_ID } from '../storage/migrations.js';
 import type { ActorType, TokenRecord } from '../storage/types.js';
+import type { SecretKind } from '../tokens/service.js';
 
 export interface Actor {
   type: ActorType;
@@ -19,6 +20,8 @@ export interface AuditContext {
    * for infracat itself and secret scanning. Whose reader sees the actor whole (views.ts).
    */
   actorAccountId: string | null;
+  /** Which of the calling token's secrets made the change; null when the actor is not a token. */
+  actorCredential: SecretKind | null;
   /** The client address as the service sees it (TRUST_PROXY applied); null off HTTP. */
   ip: string | null;
   userAgent: string | null;
@@ -32,6 +35,7 @@ export interface RequestFacts {
   id: string;
   headers: Record<string, string | string[] | undefined>;
   token: TokenRecord | null;
+  tokenSecret: SecretKind | null;
 }
 
 /** The context of a change made over HTTP: by the calling token unless `actor` is given. */
@@ -42,6 +46,7 @@ export function auditContext(request: RequestFacts, actor?: Actor): AuditContext
   return {
     actor: actor ?? tokenActor(request.token),
     actorAccountId: actor === undefined ? (request.token?.accountId ?? null) : null,
+    actorCredential: actor === undefined ? request.tokenSecret : null,
     ip: request.ip,
     userAgent,
     requestId: request.id,
@@ -66,6 +71,7 @@ export function cliAuditContext(): AuditContext {
   return {
     actor: { type: 'cli', id: null, name },
     actorAccountId: OPERATOR_ACCOUNT_ID,
+    actorCredential: null,
     ip: null,
     userAgent: null,
     requestId: null,
@@ -76,6 +82,7 @@ export function cliAuditContext(): AuditContext {
 export const SYSTEM_CONTEXT: AuditContext = Object.freeze({
   actor: Object.freeze({ type: 'system' as const, id: null, name: 'infracat' }),
   actorAccountId: null,
+  actorCredential: null,
   ip: null,
   userAgent: null,
   requestId: null,

@@ -71,6 +71,7 @@ export function auditEvent(facts: EventFacts): AuditEventRecord {
     actorId: context.actor.id,
     actorName: text(context.actor.name),
     actorAccountId: context.actorAccountId,
+    actorCredential: context.actorCredential,
     targetType: target.type,
     targetId: target.id,
     targetName: text(target.name),

@@ -39,6 +39,12 @@ export const AuditEvent = Type.Object({
   action: AuditAction,
   occurred_at: Timestamp,
   actor: AuditActor,
+  actor_credential: Type.Union([Type.Literal('current'), Type.Literal('previous'), Type.Null()], {
+    description:
+      "Which of the acting token's secrets made the change: `current`, or `previous` (the secret it had " +
+      'before its last rotation, during the grace period); null when the actor is not a token, and on events ' +
+      'recorded before this field existed',
+  }),
   target: Type.Object(
     {
       type: Type.Union([Type.Literal('api_token'), Type.Literal('account'), Type.Literal('catalog')]),

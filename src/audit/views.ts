@@ -35,6 +35,7 @@ export function auditEventView(e: AuditEventRecord, readerAccountId: string): Au
     action: e.action as AuditAction,
     occurred_at: new Date(e.occurredAt).toISOString(),
     actor: hidden ? OPERATOR_ACTOR : actor,
+    actor_credential: hidden ? null : e.actorCredential,
     target: { type: e.targetType, id: e.targetId, name: e.targetName },
     ip: hidden ? null : e.ip,
     user_agent: hidden ? null : e.userAgent,

@@ -174,7 +174,10 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
           auth: { scopes: ['catalog:write'] },
           problems: {
             ...DOCUMENT_PROBLEMS,
-            403: "The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE)",
+            403:
+              "The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE); or the " +
+              "token's previous secret, in its grace period after a rotation, was presented " +
+              '(PREVIOUS_SECRET_READ_ONLY)',
             409: 'The document removes entries and `allow_removals=true` is absent; `removals` names them (CONFLICT)',
             412: 'The If-Match ETag is not the live version: the catalog changed meanwhile (PRECONDITION_FAILED)',
             428: 'No If-Match header (PRECONDITION_REQUIRED)',

@@ -6,14 +6,22 @@
 //   config: { auth: 'optional' }                         anonymous allowed; a bad token is not
 //   config: { auth: 'custom' }                           the handler calls authenticate()
 // A successful authentication counts as a use (last_used_at, batched).
+//
+// A token's previous secret, in the grace period after a rotation, is read-only here: a
+// route that needs a `:write` scope (every route that changes tokens, accounts or the
+// catalog) refuses it with 403 PREVIOUS_SECRET_READ_ONLY, whatever the token's scopes. The
+// grace period keeps deployed readers working while the new secret rolls out; it must not
+// let whoever holds the old (perhaps leaked) secret rotate the owner out, mint tokens or
+// change the token. Elsewhere (reads, forward auth, introspection) it keeps the token's
+// scopes until the grace period ends.
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { App } from './types.js';
 import { AppError } from '../errors.js';
 import type { TokenRecord, TokenWithAccount } from '../storage/types.js';
-import type { TokenService, VerifyFailure, VerifyResult } from '../tokens/service.js';
-import { missingScopes } from '../tokens/scopes.js';
+import type { SecretKind, TokenService, VerifyFailure, VerifyResult } from '../tokens/service.js';
+import { missingScopes, parseScope } from '../tokens/scopes.js';
 import { addressKey, type FailureLimiter } from './failure-limiter.js';
 import { repeatedHeader } from './headers.js';
 
@@ -23,6 +31,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The authenticated token, or null for an anonymous request. */
     token: TokenRecord | null;
+    /** Which of the token's secrets authenticated the request; null for an anonymous request. */
+    tokenSecret: SecretKind | null;
   }
   interface FastifyContextConfig {
     /** What the route needs from the caller (see src/http/auth.ts). Absent: nothing. */
@@ -146,6 +156,7 @@ export function createAuth(options: AuthOptions): Auth {
    */
   function presented(request: FastifyRequest, required: readonly string[] | null): string | VerifyFailureResult | null {
     request.token = null;
+    request.tokenSecret = null;
     const header = request.headers.authorization;
     // Node keeps the first of several Authorization headers and drops the rest: which
     // one did the client (or a proxy) mean? Refused, as RFC 6750 section 3.1 says.
@@ -163,11 +174,16 @@ export function createAuth(options: AuthOptions): Auth {
     return bearerSecret(header) ?? SCHEME_FAILURE;
   }
 
-  /** Sets request.token and counts the use, or throws the 401/403/429 the result calls for. */
+  /**
+   * Sets request.token and counts the use, or throws the 401/403/429 the result calls for.
+   * `changes`: the route changes something (it needs a `:write` scope), which only a
+   * token's current secret may do.
+   */
   function accept(
     request: FastifyRequest,
     result: VerifyResult | VerifyFailureResult,
     required: readonly string[] | null,
+    changes = false,
   ): void {
     if (!result.ok) {
       // Past the limit a failure is a 429 (back off); a valid token is still answered.
@@ -188,6 +204,7 @@ export function createAuth(options: AuthOptions): Auth {
       });
     }
     request.token = result.token;
+    request.tokenSecret = result.secret;
     service.recordUse(result.token);
     if (required !== null && required.length > 0) {
       const missing = missingScopes(result.token.scopes, required);
@@ -198,25 +215,42 @@ export function createAuth(options: AuthOptions): Auth {
         });
       }
     }
+    if (changes && result.secret === 'previous') {
+      const detail =
+        "this is the token's previous secret, which keeps working only for reads during the grace period " +
+        'after a rotation; make changes with the current secret';
+      throw new AppError('PREVIOUS_SECRET_READ_ONLY', detail, {
+        headers: { 'www-authenticate': bearerChallenge({ error: 'insufficient_scope', error_description: detail }) },
+      });
+    }
   }
 
   /**
    * Authenticates from memory when it can: done (true) for an anonymous request, a
    * malformed secret or a cached token; false when the token takes a storage lookup.
    */
-  function authenticateFromMemory(request: FastifyRequest, required: readonly string[] | null): boolean {
+  function authenticateFromMemory(
+    request: FastifyRequest,
+    required: readonly string[] | null,
+    changes = false,
+  ): boolean {
     const secret = presented(request, required);
     if (secret === null) return true;
     const result = typeof secret === 'string' ? service.verifyFromMemory(secret) : secret;
     if (result === undefined) return false;
-    accept(request, result, required);
+    accept(request, result, required, changes);
     return true;
   }
 
   /** The rest of an authentication that authenticateFromMemory() could not finish. */
-  async function authenticateFromStorage(request: FastifyRequest, required: readonly string[] | null): Promise<void> {
+  async function authenticateFromStorage(
+    request: FastifyRequest,
+    required: readonly string[] | null,
+    changes = false,
+  ): Promise<void> {
     const secret = presented(request, required) as string;
-    accept(request, await service.verifyFromStorage(secret, limiter.gate(addressKey(request.ip), now)), required);
+    const result = await service.verifyFromStorage(secret, limiter.gate(addressKey(request.ip), now));
+    accept(request, result, required, changes);
   }
 
   async function authenticate(request: FastifyRequest, required: readonly string[] | null): Promise<void> {
@@ -253,15 +287,27 @@ export function createAuth(options: AuthOptions): Auth {
     useValid: (token) => service.useValid(token),
     // A callback hook: an anonymous request, or a token the cache holds (almost every
     // authenticated request), has nothing to wait for; only a storage lookup is awaited.
-    hook: (required) => (request, _reply, done) => {
-      try {
-        if (authenticateFromMemory(request, required)) return done();
-      } catch (err) {
-        return done(err as Error);
-      }
-      authenticateFromStorage(request, required).then(() => done(), done);
+    hook: (required) => {
+      const changes = changesSomething(required);
+      return (request, _reply, done) => {
+        try {
+          if (authenticateFromMemory(request, required, changes)) return done();
+        } catch (err) {
+          return done(err as Error);
+        }
+        authenticateFromStorage(request, required, changes).then(() => done(), done);
+      };
     },
   };
+}
+
+/**
+ * Whether a route that needs `required` changes something: it needs a `:write` scope. Every
+ * route of infracat's own API that changes state does, and only those do (introspection is
+ * a POST that needs `api-tokens:read`: a read), so a new write route is covered by its scope.
+ */
+export function changesSomething(required: readonly string[] | null): boolean {
+  return required !== null && required.some((scope) => parseScope(scope)?.action === 'write');
 }
 
 /** Attaches each route's declared authentication (config.auth) as an onRequest hook. */

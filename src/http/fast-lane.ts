@@ -15,16 +15,15 @@
 // a body, an Expect header, a token not in the verification cache or not valid as sent, a
 // request over its rate limit, a shutdown, debug logging) goes to Fastify untouched, with
 // nothing counted here. The pieces it runs are the full path's own: protocolProblem(),
-// requestIdFrom(), the authenticator's memory half, the rate limiter's charge, the metrics
-// recorder and the shaped access line. test/http/fast-lane.test.ts holds every answer here
-// to the full path's, header for header, and every refusal to the full path.
+// genReqId's request id, the authenticator's memory half, the rate limiter's charge, the
+// metrics recorder and the shaped access line. test/http/fast-lane.test.ts holds every
+// answer here to the full path's, header for header, and every refusal to the full path.
 //
 // Only a server this app listens with takes the lane: app.inject() always goes the full way.
 import http, { type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { TokenWithAccount } from '../storage/types.js';
-import { requestIdFrom } from '../logging.js';
 import type { Auth } from './auth.js';
 import type { RecordTraffic } from './metrics.js';
 import { protocolProblem } from './protocol.js';
@@ -61,6 +60,8 @@ export interface LaneDeps {
   limiter: Pick<RateLimiter, 'charge'> | undefined;
   /** request.ip as Fastify reads it (src/http/trust-proxy.ts). */
   clientAddress: (req: IncomingMessage) => string | undefined;
+  /** request.id as Fastify's genReqId makes it (src/logging.ts requestIdOf()). */
+  requestId: (req: IncomingMessage) => string;
   record: RecordTraffic;
   access: AccessLog;
   log: Logger;
@@ -182,7 +183,7 @@ export class FastLane {
     if (charge === 'over') return false;
     if (token !== null) deps.auth.useValid(token);
 
-    const requestId = requestIdFrom(h['x-request-id']);
+    const requestId = deps.requestId(req);
     let templates = this.#templates.get(answer);
     if (templates === undefined) this.#templates.set(answer, (templates = [undefined, undefined]));
     let headers: string[];

@@ -17,7 +17,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { AppError, ProblemSchema } from '../errors.js';
 import { CHECKSUM_CHARS, RANDOM_CHARS } from '../tokens/format.js';
 import { READ_ONLY_RESOURCES } from '../tokens/scopes.js';
-import { bearerChallenge, type RouteAuth } from './auth.js';
+import { bearerChallenge, changesSomething, type RouteAuth } from './auth.js';
 import { noBodyAsEmptyObject } from './optional-body.js';
 import { policyField, RATE_LIMIT_POLICIES, stateField, type RateLimitOptions } from './rate-limit.js';
 import type { App } from './types.js';
@@ -140,9 +140,14 @@ function documentRoute(schema: RouteSchema, url: string, route: RouteConfig, fac
     if (auth === 'custom' || scopes.length > 0)
       add(
         403,
-        problem('The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them', {
-          'WWW-Authenticate': challenge,
-        }),
+        problem(
+          'The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them' +
+            (changesSomething(scopes)
+              ? ". Or the token's previous secret, still in its grace period after a rotation, was " +
+                'presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY)'
+              : ''),
+          { 'WWW-Authenticate': challenge },
+        ),
       );
   }
   add(

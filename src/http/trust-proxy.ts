@@ -1,6 +1,6 @@
-// TRUST_PROXY: whose X-Forwarded-For is believed. Read exactly as Fastify's proxy matcher
-// will read it (a start must not fail later on what the config accepted), and a warning
-// when the setting believes (nearly) any peer.
+// TRUST_PROXY: whose X-Forwarded-For and X-Request-Id are believed. Read exactly as
+// Fastify's proxy matcher will read it (a start must not fail later on what the config
+// accepted), and a warning when the setting believes (nearly) any peer.
 import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP } from 'node:net';
 import proxyAddr from '@fastify/proxy-addr';
@@ -75,6 +75,21 @@ export function trustProxyWarning(trustProxy: TrustProxy): string | null {
     'and charging its failures to other addresses. ' +
     "Set TRUST_PROXY to the list of your proxies' addresses/CIDRs instead (e.g. TRUST_PROXY=10.0.0.5,10.0.1.0/24)."
   );
+}
+
+/**
+ * Whether the peer of `req` (the address the connection comes from, not any header) is a
+ * proxy `trust` believes: only such a peer's own headers about the request are taken as
+ * its word (X-Request-Id, src/logging.ts), with the same matcher that reads X-Forwarded-For.
+ */
+export function trustedPeer(trust: TrustProxy): (req: IncomingMessage) => boolean {
+  if (trust === false) return () => false;
+  if (trust === true) return () => true;
+  const trusted = proxyAddr.compile(trust);
+  return (req) => {
+    const peer = req.socket.remoteAddress;
+    return peer !== undefined && trusted(peer, 0);
+  };
 }
 
 /**

@@ -223,6 +223,14 @@ const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 9,
+    name: 'audit_actor_credential',
+    // Which of the acting token's secrets made each change: 'current', or 'previous' (in
+    // the grace period after a rotation); NULL for actors that are not tokens, and on the
+    // events written before this migration (not recorded then).
+    steps: [`ALTER TABLE audit_events ADD COLUMN actor_credential TEXT`],
+  },
+  {
     version: 10,
     name: 'audit_filters_and_actor_account',
     // An index for each filter of the audit trail and the accounts list, so a filtered

@@ -20,10 +20,10 @@ const text = <V extends string = string>(column: string): Column<V> => ({
   write: (v) => v,
   read: (raw) => raw as V,
 });
-const textOrNull = (column: string): Column<string | null> => ({
+const textOrNull = <V extends string = string>(column: string): Column<V | null> => ({
   column,
   write: (v) => v,
-  read: (raw) => (raw === null || raw === undefined ? null : (raw as string)),
+  read: (raw) => (raw === null || raw === undefined ? null : (raw as V)),
 });
 const integer = (column: string): Column<number> => ({ column, write: (v) => v, read: toNumber });
 const integerOrNull = (column: string): Column<number | null> => ({
@@ -137,6 +137,8 @@ export const CATALOG_REVISION_INFO = table('catalog_revisions', REVISION_INFO);
 export type ActorType = 'api_token' | 'cli' | 'secret_scanning' | 'system';
 /** What a change was made to. */
 export type TargetType = 'api_token' | 'account' | 'catalog';
+/** Which of a token's secrets acted: its current one, or its previous one in a grace period. */
+export type ActorCredential = 'current' | 'previous';
 
 /**
  * audit_events: one row per change to tokens, accounts and the catalog, written in the
@@ -158,6 +160,11 @@ export const AUDIT_EVENTS = table('audit_events', {
    * trail sees an actor of another account as the operator, without what identifies it.
    */
   actorAccountId: textOrNull('actor_account_id'),
+  /**
+   * Which of the acting token's secrets made the change, `current` or `previous` (migration 9);
+   * null when the actor is not a token, and on events written before migration 9.
+   */
+  actorCredential: textOrNull<ActorCredential>('actor_credential'),
   targetType: text<TargetType>('target_type'),
   targetId: textOrNull('target_id'),
   targetName: textOrNull('target_name'),

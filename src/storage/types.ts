@@ -19,7 +19,7 @@ import type {
   RecordOfTable,
 } from './tables.js';
 
-export type { AccountStatus, ActorType, TargetType } from './tables.js';
+export type { AccountStatus, ActorCredential, ActorType, TargetType } from './tables.js';
 
 /**
  * One audit event (its columns: tables.ts). Every mutation below takes the event that

@@ -61,7 +61,14 @@ const LEAK_FIELD_MAX = 2048;
 const PLAUSIBLE_ID = /^[A-Za-z0-9_-]{1,100}$/;
 
 export type VerifyFailure = 'format' | 'checksum' | 'unknown' | 'expired' | 'suspended';
-export type VerifyResult = { ok: true; token: TokenWithAccount } | { ok: false; reason: VerifyFailure };
+/**
+ * Which of a token's secrets was presented: its current one, or the one it had before its
+ * last rotation, still in its grace period. A previous secret reads, but makes no change to
+ * tokens, accounts or the catalog (src/http/auth.ts).
+ */
+export type SecretKind = 'current' | 'previous';
+export type VerifyResult =
+  { ok: true; token: TokenWithAccount; secret: SecretKind } | { ok: false; reason: VerifyFailure };
 
 /**
  * Runs a verification's storage lookup by hash (`read`), possibly after a wait, or answers
@@ -540,10 +547,11 @@ export class TokenService {
    */
   private judge(token: TokenWithAccount, hash: string): VerifyResult {
     const now = this.now();
-    if (token.secretHash !== hash && !this.inGrace(token, now)) return { ok: false, reason: 'unknown' };
+    const current = token.secretHash === hash;
+    if (!current && !this.inGrace(token, now)) return { ok: false, reason: 'unknown' };
     if (token.accountStatus !== 'active') return { ok: false, reason: 'suspended' };
     if (this.isExpired(token, now)) return { ok: false, reason: 'expired' };
-    return { ok: true, token };
+    return { ok: true, token, secret: current ? 'current' : 'previous' };
   }
 
   /** Counts a successful authentication towards last_used_at (written in batches). */

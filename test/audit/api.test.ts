@@ -13,7 +13,18 @@ import { backends } from '../helpers/backends.js';
 import { build, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
 
 const T0 = Date.UTC(2027, 0, 1); // the controlled clock starts here
-const EVENT_KEYS = ['id', 'action', 'occurred_at', 'actor', 'target', 'ip', 'user_agent', 'request_id', 'details'];
+const EVENT_KEYS = [
+  'id',
+  'action',
+  'occurred_at',
+  'actor',
+  'actor_credential',
+  'target',
+  'ip',
+  'user_agent',
+  'request_id',
+  'details',
+];
 
 interface Problem {
   code: string;

@@ -39,7 +39,8 @@ function auditLines(logs: LogCapture): AuditEvent[] {
 for (const backend of backends()) {
   describe(`audit events recorded on ${backend.name}`, () => {
     it('api_token.created/deleted over HTTP: calling token, target, address, User-Agent, request id', async (t) => {
-      const { app, operator } = await auditApp(backend, t);
+      // The creation comes through a trusted proxy (TRUST_PROXY), whose X-Request-Id is taken.
+      const { app, operator } = await auditApp(backend, t, { env: { TRUST_PROXY: '203.0.113.7' } });
       const client = { 'user-agent': 'terraform-provider-infracat/1.2', 'x-request-id': 'req-create-1' };
       const expiry = new Date(Math.floor(Date.now() / 1000) * 1000 + 30 * DAY).toISOString();
       const res = await app.inject({
@@ -69,6 +70,7 @@ for (const backend of backends()) {
           action: 'api_token.created',
           occurred_at: undefined,
           actor,
+          actor_credential: 'current',
           target,
           ip: '203.0.113.7',
           user_agent: 'terraform-provider-infracat/1.2',
@@ -84,6 +86,7 @@ for (const backend of backends()) {
           action: 'api_token.deleted',
           occurred_at: undefined,
           actor,
+          actor_credential: 'current',
           target,
           ip: '2001:db8::5',
           user_agent: 'curl/8.5.0',
@@ -100,6 +103,46 @@ for (const backend of backends()) {
       });
       assert.equal(again.statusCode, 404);
       assert.equal((await allEvents(app, operator.auth, `?target_id=${made.id}`)).length, 2);
+    });
+
+    it("request_id: a trusted proxy's X-Request-Id when well formed, else infracat's own", async (t) => {
+      const { app, operator } = await auditApp(backend, t, { env: { TRUST_PROXY: '10.0.0.0/8' } });
+      const create = (remoteAddress: string, requestId: string) =>
+        app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens',
+          headers: { ...operator.auth, 'x-request-id': requestId },
+          remoteAddress,
+          payload: { name: requestId, scopes: ['apps:read'] },
+        });
+      const viaProxy = await create('10.1.2.3', 'lb-req-1');
+      // A client would give its events the id of a request of its choosing (someone else's).
+      const client = await create('192.0.2.44', 'lb-req-1');
+      const malformed = await create('10.1.2.3', 'has spaces');
+      const events = await allEvents(app, operator.auth, '?action=api_token.created');
+      const of = (res: { json: <T>() => T }) => events.find((e) => e.target.id === res.json<{ id: string }>().id)!;
+      assert.equal(viaProxy.headers['x-request-id'], 'lb-req-1');
+      assert.equal(of(viaProxy).request_id, 'lb-req-1', "the trusted proxy's id");
+      for (const [what, res] of [
+        ['an untrusted peer', client],
+        ['a malformed id', malformed],
+      ] as const) {
+        const own = String(res.headers['x-request-id']);
+        assert.match(own, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, what);
+        assert.equal(of(res).request_id, own, `${what}: infracat's own, as the answer names it`);
+      }
+      // Without TRUST_PROXY no peer is a proxy: every id is infracat's own.
+      const direct = await auditApp(backend, t);
+      const res = await direct.app.inject({
+        method: 'POST',
+        url: '/api/v1/api-tokens',
+        headers: { ...direct.operator.auth, 'x-request-id': 'lb-req-1' },
+        payload: { name: 'direct', scopes: ['apps:read'] },
+      });
+      assert.equal(res.statusCode, 201, res.body);
+      assert.notEqual(res.headers['x-request-id'], 'lb-req-1');
+      const [made] = await allEvents(direct.app, direct.operator.auth, '?action=api_token.created&per_page=1');
+      assert.equal(made!.request_id, res.headers['x-request-id']);
     });
 
     it('ip is the address TRUST_PROXY yields; user_agent is cut to 512 characters, scrubbed of secrets', async (t) => {
@@ -142,7 +185,8 @@ for (const backend of backends()) {
           ['account.created', operator.id, acme.account.id],
         ],
       );
-      assert.equal(trail[0]!.request_id, 'req-ops-9');
+      assert.equal(trail[0]!.request_id, res.headers['x-request-id'], "infracat's own id, not the client's");
+      assert.notEqual(trail[0]!.request_id, 'req-ops-9');
       assert.ok(
         !(await allEvents(app, operator.auth, `?account_id=${OPERATOR_ACCOUNT_ID}`)).some(
           (e) => e.target.id === acme.token.id,
@@ -280,6 +324,7 @@ for (const backend of backends()) {
           action: 'api_token.expired_purged',
           occurred_at: undefined,
           actor: { type: 'system', id: null, name: 'infracat' },
+          actor_credential: null,
           target: { type: 'api_token', id: short.id, name: 'short lived' },
           ip: null,
           user_agent: null,

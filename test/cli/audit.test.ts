@@ -47,12 +47,13 @@ for (const backend of backends()) {
       );
       for (const e of all) {
         assert.deepEqual(e.actor, { type: 'cli', id: null, name: userInfo().username });
-        assert.deepEqual([e.ip, e.user_agent, e.request_id], [null, null, null]);
+        assert.deepEqual([e.actor_credential, e.ip, e.user_agent, e.request_id], [null, null, null, null]);
         assert.deepEqual(Object.keys(e), [
           'id',
           'action',
           'occurred_at',
           'actor',
+          'actor_credential',
           'target',
           'ip',
           'user_agent',

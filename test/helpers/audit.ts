@@ -26,6 +26,7 @@ export function ev(over: Partial<AuditEventRecord> = {}): AuditEventRecord {
     actorId: null,
     actorName: 'tester',
     actorAccountId: OPERATOR_ACCOUNT_ID,
+    actorCredential: null,
     targetType: 'api_token',
     targetId: null,
     targetName: null,

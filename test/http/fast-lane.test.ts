@@ -33,8 +33,13 @@ function send(port: number, path: string, headers: string[] = [], method = 'GET'
   });
 }
 
+/**
+ * A listening app. Its peers (this test, app.inject()) are loopback, trusted as a proxy
+ * unless `env` says otherwise: the request id a test sends is taken by both paths, so their
+ * answers compare header for header and their lines are found by it.
+ */
 async function listening(t: TestContext, env: Record<string, string> = {}): Promise<Built & { port: number }> {
-  const built = await build(t, { env: { RATE_LIMIT_ANONYMOUS: '1000', ...env } });
+  const built = await build(t, { env: { RATE_LIMIT_ANONYMOUS: '1000', TRUST_PROXY: '127.0.0.1', ...env } });
   await built.app.listen({ port: 0, host: '127.0.0.1' });
   return { ...built, port: (built.app.server.address() as AddressInfo).port };
 }
@@ -82,6 +87,24 @@ test('a plain catalog GET is answered by the lane, header for header as the full
   // A request id the full path would not echo is replaced there and here alike.
   const minted = await send(b.port, '/api/v1/plans', ['x-request-id', 'bad id with spaces']);
   assert.match(String(minted.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+});
+
+test("a client's X-Request-Id is replaced by the lane as by the full path; a trusted proxy's taken", async (t) => {
+  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  for (const trust of ['false', '10.0.0.0/8']) {
+    const b = await listening(t, { TRUST_PROXY: trust });
+    const viaSocket = await send(b.port, '/api/v1/plans', ['x-request-id', 'chosen-by-client']);
+    const full = await b.app.inject({ url: '/api/v1/plans', headers: { 'x-request-id': 'chosen-by-client' } });
+    assert.equal(b.app.infracat.lane.served, 1, `TRUST_PROXY=${trust}: the lane answered`);
+    for (const res of [viaSocket.headers, full.headers]) assert.match(String(res['x-request-id']), UUID, trust);
+    assert.notEqual(viaSocket.headers['x-request-id'], full.headers['x-request-id'], 'each its own');
+  }
+  const b = await listening(t, { TRUST_PROXY: '127.0.0.0/8' });
+  const viaSocket = await send(b.port, '/api/v1/plans', ['x-request-id', 'from-the-proxy']);
+  const full = await b.app.inject({ url: '/api/v1/plans', headers: { 'x-request-id': 'from-the-proxy' } });
+  assert.equal(b.app.infracat.lane.served, 1);
+  assert.equal(viaSocket.headers['x-request-id'], 'from-the-proxy');
+  assert.equal(full.headers['x-request-id'], 'from-the-proxy');
 });
 
 test('a valid cached token is answered by the lane, counted once as a verification and a use', async (t) => {

@@ -7,9 +7,12 @@ import { build, LogCapture } from '../helpers/app.js';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const SECRET = 'icat_4Rk9zQ2mXc7LpW1vB8nT5yH3jD6fG0sAeKq2Zx';
 
+// app.inject()'s peer is 127.0.0.1: trusted as a proxy with this setting.
+const BEHIND_PROXY = { TRUST_PROXY: '127.0.0.1' };
+
 describe('request ids and logs', () => {
-  it('a well-formed X-Request-Id is used, echoed and logged', async (t) => {
-    const { app, logs } = await build(t);
+  it("a trusted proxy's well-formed X-Request-Id is used, echoed and logged", async (t) => {
+    const { app, logs } = await build(t, { env: BEHIND_PROXY });
     const res = await app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'lb-7f3a.42:9_x' } });
     assert.equal(res.headers['x-request-id'], 'lb-7f3a.42:9_x');
     const line = logs.records().find((r) => r.msg === 'request completed');
@@ -19,8 +22,40 @@ describe('request ids and logs', () => {
     assert.equal(typeof line?.response_time_ms, 'number');
   });
 
-  it('a missing or malformed X-Request-Id is replaced by a generated UUID', async (t) => {
-    const { app } = await build(t);
+  it("a client's X-Request-Id is never taken: without TRUST_PROXY, or from a peer it does not cover", async (t) => {
+    for (const [env, remoteAddress] of [
+      [{}, '127.0.0.1'],
+      [{ TRUST_PROXY: 'false' }, '127.0.0.1'],
+      [{ TRUST_PROXY: '10.0.0.0/8' }, '192.0.2.7'],
+      [{ TRUST_PROXY: '10.0.0.0/8' }, '::ffff:192.0.2.7'],
+    ] as const) {
+      const { app, logs } = await build(t, { env });
+      const res = await app.inject({ url: '/healthz', remoteAddress, headers: { 'x-request-id': 'chosen-by-client' } });
+      const id = res.headers['x-request-id'] as string;
+      const what = `${JSON.stringify(env)} from ${remoteAddress}`;
+      assert.match(id, UUID, what);
+      const line = logs.records().find((r) => r.msg === 'request completed');
+      assert.equal(line?.request_id, id, what);
+      assert.ok(!logs.text.includes('chosen-by-client'), what);
+    }
+    // The peer, never a forwarded address, is what must be trusted.
+    const { app } = await build(t, { env: { TRUST_PROXY: '10.0.0.0/8' } });
+    const spoofed = await app.inject({
+      url: '/healthz',
+      remoteAddress: '192.0.2.7',
+      headers: { 'x-request-id': 'chosen-by-client', 'x-forwarded-for': '10.0.0.1' },
+    });
+    assert.match(spoofed.headers['x-request-id'] as string, UUID);
+    const proxied = await app.inject({
+      url: '/healthz',
+      remoteAddress: '::ffff:10.0.0.1',
+      headers: { 'x-request-id': 'from-the-proxy' },
+    });
+    assert.equal(proxied.headers['x-request-id'], 'from-the-proxy', 'an IPv4-mapped peer in the range');
+  });
+
+  it("a missing or malformed X-Request-Id, even a trusted proxy's, is replaced by a generated UUID", async (t) => {
+    const { app } = await build(t, { env: BEHIND_PROXY });
     const ids = new Set<string>();
     for (const header of [undefined, '', 'has spaces', 'x'.repeat(129), 'a\u00e9b', '{"inject":1}']) {
       const res = await app.inject({
@@ -36,7 +71,7 @@ describe('request ids and logs', () => {
   });
 
   it('a hostile X-Request-Id never reaches the access line, which quotes the id as it is', async (t) => {
-    const { app, logs } = await build(t);
+    const { app, logs } = await build(t, { env: BEHIND_PROXY });
     for (const header of ['a"b', 'a\\b', '","level":"fatal', '</script>', 'a\u2028b']) {
       const res = await app.inject({ method: 'GET', url: '/api/v1/plans', headers: { 'x-request-id': header } });
       assert.equal(res.statusCode, 200);
@@ -50,7 +85,7 @@ describe('request ids and logs', () => {
   });
 
   it('errors carry the request id in the header and the problem body', async (t) => {
-    const { app } = await build(t);
+    const { app } = await build(t, { env: BEHIND_PROXY });
     const res = await app.inject({ method: 'GET', url: '/nope', headers: { 'x-request-id': 'abc' } });
     assert.equal(res.headers['x-request-id'], 'abc');
     assert.equal(res.json<{ request_id: string }>().request_id, 'abc');
@@ -80,7 +115,7 @@ describe('request ids and logs', () => {
   });
 
   it('ACCESS_LOG=errors: no line for answers below 400, a line for every error', async (t) => {
-    const { app, logs } = await build(t, { env: { ACCESS_LOG: 'errors' } });
+    const { app, logs } = await build(t, { env: { ACCESS_LOG: 'errors', ...BEHIND_PROXY } });
     assert.equal((await app.inject({ url: '/api/v1/plans', headers: { 'x-request-id': 'quiet-ok' } })).statusCode, 200);
     assert.equal((await app.inject({ url: '/api/v1/nope', headers: { 'x-request-id': 'loud-404' } })).statusCode, 404);
     assert.equal(

@@ -1246,6 +1246,57 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       }
     });
 
+    it('audit: which secret of a token acted round-trips; events from before migration 9 read null', async () => {
+      const older = await backend.create();
+      const s = older.open();
+      try {
+        assert.deepEqual(await s.migrate({ upTo: 7 }), { applied: [1, 2, 3, 4, 5, 6, 7], version: 7 });
+        // As releases of schema 5 to 7 wrote an event: without actor_credential.
+        await rawSql(
+          backend,
+          older,
+          `INSERT INTO audit_events (id, account_id, action, occurred_at, actor_type, actor_id, actor_name,
+             target_type, target_id, target_name, ip, user_agent, request_id, details)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          [
+            'evt_0001_old',
+            OPERATOR_ACCOUNT_ID,
+            'api_token.created',
+            NOW,
+            'api_token',
+            'tok_old',
+            'old',
+            'api_token',
+            'tok_x',
+            'x',
+            null,
+            null,
+            null,
+            '{}',
+          ],
+        );
+        assert.equal((await s.migrate()).version, LATEST_VERSION);
+        const tokenActor = { actorType: 'api_token' as const, actorId: 'tok_new', targetId: 'tok_x' };
+        for (const [id, actorCredential] of [
+          ['evt_0002_current', 'current'],
+          ['evt_0003_previous', 'previous'],
+        ] as const)
+          await s.tokens.create(sampleToken(), NO_LIMIT, ev({ id, ...tokenActor, actorCredential }));
+        const events = await s.audit.list({ targetId: 'tok_x', limit: 10 });
+        assert.deepEqual(
+          events.map((e) => [e.id, e.actorCredential]),
+          [
+            ['evt_0003_previous', 'previous'],
+            ['evt_0002_current', 'current'],
+            ['evt_0001_old', null],
+          ],
+        );
+      } finally {
+        await s.close();
+        await older.drop();
+      }
+    });
+
     describe('instances (migration 7)', () => {
       // Only these tests write instance rows; each starts from an empty table.
       const empty = async (): Promise<void> => {

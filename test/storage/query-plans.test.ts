@@ -44,6 +44,7 @@ function seedEvents(): AuditEventRecord[] {
       actorId: targetId((i * 13) % 1400),
       actorName: 'seed',
       actorAccountId: accountId(i % 200),
+      actorCredential: 'current',
       targetType: 'api_token',
       targetId: targetId(i % 1400),
       targetName: 'seed',
