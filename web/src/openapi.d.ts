@@ -526,9 +526,9 @@ export interface paths {
         put?: never;
         /**
          * What a PUT of this document would change (nothing is stored)
-         * @description The same validation as PUT (422 with JSON pointers), and the diff against the live version (`base_version`: send it as `If-Match: "<base_version>"` with the PUT).
+         * @description The dry run of `PUT /api/v1/catalog`, with the same scope (`catalog:write`, operator account only): the same validation (422 with JSON pointers), and the diff against the live version (`base_version`: send it as `If-Match: "<base_version>"` with the PUT).
          *
-         *     Needs a token with `catalog:read` (`write` implies `read`).
+         *     Needs a token with `catalog:write` (`write` implies `read`).
          */
         post: operations["diffCatalog"];
         delete?: never;
@@ -590,6 +590,8 @@ export interface components {
             }[];
             /** @description How many more field errors there were, left out of `errors` */
             errors_omitted?: number;
+            /** @description Present (true) when validation stopped early (after the first problems, or at a list over its cap): more problems were cut, not counted; fix these and send it again */
+            errors_truncated?: boolean;
         } & {
             [key: string]: unknown;
         };
@@ -4294,6 +4296,7 @@ export interface operations {
                          * @default []
                          */
                         extra_region_features: string[];
+                        /** @description At most 5000 */
                         images: {
                             /** @example ubuntu-24-04 */
                             slug: string;
@@ -4316,6 +4319,7 @@ export interface operations {
                             /** @description The slug of the entry of the same kind that replaces it */
                             successor?: string;
                         }[];
+                        /** @description At most 5000 */
                         plans: {
                             /** @description Equal to slug */
                             id: string;
@@ -4344,6 +4348,7 @@ export interface operations {
                             /** @description The slug of the entry of the same kind that replaces it */
                             successor?: string;
                         }[];
+                        /** @description At most 1000 */
                         regions: {
                             /** @example nyc3 */
                             slug: string;
@@ -4505,6 +4510,7 @@ export interface operations {
                      * @default []
                      */
                     extra_region_features?: string[];
+                    /** @description At most 5000 */
                     images: {
                         /** @example ubuntu-24-04 */
                         slug: string;
@@ -4527,6 +4533,7 @@ export interface operations {
                         /** @description The slug of the entry of the same kind that replaces it */
                         successor?: string;
                     }[];
+                    /** @description At most 5000 */
                     plans: {
                         /** @description Equal to slug */
                         id: string;
@@ -4555,6 +4562,7 @@ export interface operations {
                         /** @description The slug of the entry of the same kind that replaces it */
                         successor?: string;
                     }[];
+                    /** @description At most 1000 */
                     regions: {
                         /** @example nyc3 */
                         slug: string;
@@ -4727,7 +4735,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED) */
+            /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED). Validation stops after 20 problems: `errors_truncated: true` says more were cut */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4845,6 +4853,7 @@ export interface operations {
                      * @default []
                      */
                     extra_region_features?: string[];
+                    /** @description At most 5000 */
                     images: {
                         /** @example ubuntu-24-04 */
                         slug: string;
@@ -4867,6 +4876,7 @@ export interface operations {
                         /** @description The slug of the entry of the same kind that replaces it */
                         successor?: string;
                     }[];
+                    /** @description At most 5000 */
                     plans: {
                         /** @description Equal to slug */
                         id: string;
@@ -4895,6 +4905,7 @@ export interface operations {
                         /** @description The slug of the entry of the same kind that replaces it */
                         successor?: string;
                     }[];
+                    /** @description At most 1000 */
                     regions: {
                         /** @example nyc3 */
                         slug: string;
@@ -5022,11 +5033,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            /** @description The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5051,7 +5060,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED) */
+            /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED). Validation stops after 20 problems: `errors_truncated: true` says more were cut */
             422: {
                 headers: {
                     [name: string]: unknown;
