@@ -48,6 +48,8 @@ export type FieldError = Static<typeof FieldErrorSchema>;
 export interface ProblemExtras {
   /** Field-level errors (validation). */
   errors?: FieldError[];
+  /** Validation stopped before the end of the input: `errors` may not be all there is. */
+  errorsTruncated?: boolean;
   /** Extra response headers this problem needs (Allow, Retry-After, WWW-Authenticate). */
   headers?: Record<string, string>;
   /** Extension members merged into the body (e.g. `scopes`). */
@@ -108,6 +110,13 @@ export const ProblemSchema = Type.Object(
     errors_omitted: Type.Optional(
       Type.Integer({ description: 'How many more field errors there were, left out of `errors`' }),
     ),
+    errors_truncated: Type.Optional(
+      Type.Boolean({
+        description:
+          'Present (true) when validation stopped early (after the first problems, or at a list over its cap): ' +
+          'more problems were cut, not counted; fix these and send it again',
+      }),
+    ),
   },
   { additionalProperties: true, description: 'RFC 9457 problem details' },
 );
@@ -147,6 +156,7 @@ export function toProblem(err: AppError, instance?: string, requestId?: string):
       .slice(0, MAX_FIELD_ERRORS)
       .map((e) => ({ pointer: redactSecrets(e.pointer), detail: clip(redactSecrets(e.detail)) }));
     if (errors.length > MAX_FIELD_ERRORS) body.errors_omitted = errors.length - MAX_FIELD_ERRORS;
+    if (err.extras.errorsTruncated === true) body.errors_truncated = true;
   }
   return body;
 }

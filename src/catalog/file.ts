@@ -1,9 +1,12 @@
 // The catalog file format operators keep in version control (YAML or JSON; JSON is
-// YAML too), declared by CatalogFile in schemas.ts. Validation collects every problem
-// with its location instead of stopping at the first, so one `infracat catalog validate`
-// run shows everything to fix: the schema's rules through Ajv, then the rules that
-// relate fields and entries to each other (derived slugs, known sets, unique slugs).
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+// YAML too), declared by CatalogFile in schemas.ts. Validation collects problems with
+// their location instead of stopping at the first, so one `infracat catalog validate`
+// run shows what to fix: the schema's rules through Ajv, then the rules that relate
+// fields and entries to each other (derived slugs, known sets, unique slugs). Its work
+// is bounded whatever the document holds (an API client sends it): it stops after
+// MAX_PROBLEMS problems, Ajv reports every error only of one entry at a time and only
+// within the schema's caps, and every rule is one pass over the entries.
+import { Ajv, type ValidateFunction } from 'ajv';
 import { parseDocument, stringify, type ScalarTag } from 'yaml';
 import { jsonText, toModel, toWire } from './forms.js';
 import { Amount } from './money.js';
@@ -19,31 +22,137 @@ import {
   type Kind,
   type PlanType,
 } from './model.js';
+import { MAX_FIELD_ERRORS } from '../errors.js';
 import { parseTimestamp } from '../tokens/rules.js';
 import { errorPath, pointerOf, problemsFromErrors, type CatalogProblem } from './problems.js';
-import { CatalogFile } from './schemas.js';
+import { CatalogFile, FILE_ENTITIES } from './schemas.js';
 
 export type { CatalogProblem };
 
-export type ParseResult = { ok: true; catalog: Catalog } | { ok: false; problems: CatalogProblem[] };
+/** Validation stops once it has found this many problems: as many as a problem body shows. */
+export const MAX_PROBLEMS = MAX_FIELD_ERRORS;
+
+export type ParseResult =
+  | { ok: true; catalog: Catalog }
+  | {
+      ok: false;
+      /** At most MAX_PROBLEMS. */
+      problems: CatalogProblem[];
+      /** Validation stopped before the end of the document: there may be more problems. */
+      more?: boolean;
+    };
 
 type Raw = Record<string, unknown>;
 const isObject = (v: unknown): v is Raw => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** Problems as they are found: at most MAX_PROBLEMS; one more sets `more` (and the rules stop looking). */
+class Found {
+  readonly problems: CatalogProblem[] = [];
+  more = false;
+  add(...problems: CatalogProblem[]): void {
+    for (const p of problems) {
+      if (this.problems.length < MAX_PROBLEMS) this.problems.push(p);
+      else this.more = true;
+    }
+  }
+}
+
+/** A schema validated two ways: every error (within the schema's caps), or the first. */
+interface Check {
+  schema: { properties: Record<string, object> };
+  every: ValidateFunction;
+  /** Compiled when first needed: only a value over a cap needs it. */
+  first: () => ValidateFunction;
+}
+
 // Compiled on first use: only the CLI and a first start's seeding read catalog files.
-let validateFile: ValidateFunction | undefined;
-function schemaErrors(data: unknown): ErrorObject[] {
+let checks: { file: Check; entries: Record<Kind, Check> } | undefined;
+function compileChecks(): NonNullable<typeof checks> {
   // verbose: errors carry their schema (its problem messages) and the offending value.
   // multipleOfPrecision: a price's float noise is tolerated as parseMoney tolerates it.
   // useDefaults: absent settings take their declared defaults.
-  validateFile ??= new Ajv({
-    allErrors: true,
-    verbose: true,
-    useDefaults: true,
-    multipleOfPrecision: 6,
-    strict: false,
-  }).compile(CatalogFile);
-  return validateFile(data) ? [] : [...(validateFile.errors ?? [])];
+  const options = { verbose: true, useDefaults: true, multipleOfPrecision: 6, strict: false };
+  const every = new Ajv({ ...options, allErrors: true });
+  const first = new Ajv(options);
+  const check = (schema: Check['schema']): Check => {
+    let compiled: ValidateFunction | undefined;
+    return { schema, every: every.compile(schema), first: () => (compiled ??= first.compile(schema)) };
+  };
+  // The document around its entries (settings, the lists and their caps): each entry is
+  // validated on its own, so that validation can stop between two of them.
+  const lists = Object.fromEntries(KINDS.map((k) => [k, { ...CatalogFile.properties[k], items: {} }]));
+  return {
+    file: check({ ...CatalogFile, properties: { ...CatalogFile.properties, ...lists } }),
+    entries: {
+      images: check(FILE_ENTITIES.images),
+      plans: check(FILE_ENTITIES.plans),
+      regions: check(FILE_ENTITIES.regions),
+    },
+  };
+}
+
+/**
+ * Whether Ajv's every-error run over `value` stays small: a closed mapping holds no more
+ * fields than its schema declares and each of its lists no more items than its maxItems
+ * (past either, Ajv would go on to report every unknown field and every bad item).
+ */
+function withinCaps(schema: Check['schema'], value: unknown): boolean {
+  if (!isObject(value)) return true;
+  const declared = Object.keys(schema.properties).length;
+  let fields = 0;
+  for (const key in value) {
+    if (++fields > declared) return false;
+    const list = value[key];
+    const max = (schema.properties[key] as { maxItems?: number } | undefined)?.maxItems;
+    if (Array.isArray(list) && max !== undefined && list.length > max) return false;
+  }
+  return true;
+}
+
+/**
+ * Validation is a generator that pauses (yields) after every SLICE entries of a rule that
+ * visits them all: the API runs it a slice per event-loop turn (validateCatalogInTurns),
+ * the CLI to the end at once (validateCatalog).
+ */
+type Steps<T> = Generator<void, T, void>;
+const SLICE = 250;
+const pauseAfter = (index: number): boolean => index % SLICE === SLICE - 1;
+
+/**
+ * The schema's rules: the document around its entries, then each entry. Returns what the
+ * schema refused (see checkCatalog); stops at a value over a cap, or once `found` is full.
+ */
+function* schemaProblems(
+  data: unknown,
+  found: Found,
+  label: (kind: string, i: number) => string | undefined,
+): Steps<Set<string>> {
+  checks ??= compileChecks();
+  const refused = new Set<string>();
+  const check = ({ schema, every, first }: Check, value: unknown, at: string[]): void => {
+    const bounded = withinCaps(schema, value);
+    const validate = bounded ? every : first();
+    if (validate(value)) return;
+    const errors = validate.errors ?? [];
+    for (const e of errors) {
+      const path = errorPath(e, at).slice(0, 3);
+      path.forEach((_, i) => refused.add(`/${path.slice(0, i + 1).join('/')}`));
+    }
+    found.add(...problemsFromErrors(errors, label, at));
+    // Only the first problem of this value is known: validation stops here.
+    if (!bounded) found.more = true;
+  };
+  check(checks.file, data, []);
+  if (!isObject(data)) return refused;
+  for (const kind of KINDS) {
+    const list = data[kind];
+    if (!Array.isArray(list)) continue;
+    for (let i = 0; i < list.length && !found.more; i++) {
+      check(checks.entries[kind], list[i], [kind, String(i)]);
+      if (pauseAfter(i)) yield;
+    }
+  }
+  return refused;
 }
 
 export function parseCatalogText(text: string, now = Date.now()): ParseResult {
@@ -52,37 +161,52 @@ export function parseCatalogText(text: string, now = Date.now()): ParseResult {
     // The whole message: with prettyErrors it ends in the offending line and a caret under the spot.
     return {
       ok: false,
-      problems: doc.errors.map((e) => ({ entry: 'file', pointer: '', message: e.message.trimEnd() })),
+      problems: doc.errors
+        .slice(0, MAX_PROBLEMS)
+        .map((e) => ({ entry: 'file', pointer: '', message: e.message.trimEnd() })),
+      more: doc.errors.length > MAX_PROBLEMS,
     };
   }
   return validateCatalog(doc.toJS() as unknown, now);
 }
 
 /**
- * Validates a parsed document (YAML/JSON data) against every catalog rule. `now` decides
- * which entries are already sunset (a successor must not be).
+ * Validates a parsed document (YAML/JSON data) against every catalog rule, up to
+ * MAX_PROBLEMS problems. `now` decides which entries are already sunset (a successor must not be).
  */
 export function validateCatalog(data: unknown, now = Date.now()): ParseResult {
-  const errors = schemaErrors(data);
+  const steps = checkCatalog(data, now);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/** validateCatalog a slice of entries per event-loop turn: a server answers other requests meanwhile. */
+export async function validateCatalogInTurns(data: unknown, now = Date.now()): Promise<ParseResult> {
+  const steps = checkCatalog(data, now);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+    await new Promise(setImmediate);
+  }
+}
+
+function* checkCatalog(data: unknown, now: number): Steps<ParseResult> {
   const label = (kind: string, i: number): string | undefined => {
     const list = isObject(data) && (KINDS as readonly string[]).includes(kind) ? data[kind] : undefined;
     if (!Array.isArray(list)) return undefined;
     const slug = isObject(list[i]) ? list[i].slug : undefined;
     return typeof slug === 'string' && slug !== '' ? `${kind}[${i}] (${slug})` : `${kind}[${i}]`;
   };
-  const problems = problemsFromErrors(errors, label);
-  if (!isObject(data)) return { ok: false, problems };
+  const found = new Found();
   // Values the schema refused, and what holds them (`/plans/3/slug`, `/plans/3`, `/plans`,
   // `/extra_image_types` for one bad word): the rules below leave them alone.
-  const refused = new Set(
-    errors.flatMap((e) =>
-      errorPath(e)
-        .slice(0, 3)
-        .map((_, i, path) => `/${path.slice(0, i + 1).join('/')}`),
-    ),
-  );
-  problems.push(...crossFieldProblems(data, refused, (kind, i) => label(kind, i) ?? kind, now));
-  if (problems.length > 0) return { ok: false, problems };
+  const refused = yield* schemaProblems(data, found, label);
+  if (isObject(data) && !found.more)
+    yield* crossFieldProblems(data, refused, (kind, i) => label(kind, i) ?? kind, now, found);
+  const { problems, more } = found;
+  if (problems.length > 0) return { ok: false, problems, more };
   const catalog = toModel(CatalogFile, data) as Catalog;
   // A value listed twice in a set extends it once.
   catalog.extra_image_types = [...new Set(catalog.extra_image_types)];
@@ -98,14 +222,18 @@ interface EntryOf {
   accepted(...fields: string[]): unknown[] | undefined;
 }
 
-/** The rules that relate fields and entries to each other, over fields the schema accepted. */
-function crossFieldProblems(
+/**
+ * The rules that relate fields and entries to each other, over fields the schema accepted,
+ * each one pass over the entries (references resolved through maps); they stop once
+ * `found` has more than it keeps.
+ */
+function* crossFieldProblems(
   data: Raw,
   refused: Set<string>,
   label: (kind: string, i: number) => string,
   now: number,
-): CatalogProblem[] {
-  const problems: CatalogProblem[] = [];
+  found: Found,
+): Steps<void> {
   // Made once per kind: the rules below key maps by these objects (a successor's own
   // sunset_at is looked up by the entry that bySlug resolves it to).
   const made = new Map<Kind, EntryOf[]>();
@@ -124,7 +252,7 @@ function crossFieldProblems(
       return [{ raw, index, entry: label(kind, index), accepted }];
     });
   const at = (kind: Kind, e: EntryOf, field: string, message: string, ...more: (string | number)[]) =>
-    problems.push({ entry: e.entry, field, pointer: pointerOf([kind, e.index, field, ...more]), message });
+    found.add({ entry: e.entry, field, pointer: pointerOf([kind, e.index, field, ...more]), message });
   const extension = (field: string, builtin: readonly string[]): Set<string> =>
     new Set([
       ...builtin,
@@ -134,6 +262,7 @@ function crossFieldProblems(
   const regionFeatures = extension('extra_region_features', BUILTIN_REGION_FEATURES);
 
   for (const e of entries('images')) {
+    if (pauseAfter(e.index)) yield;
     const names = e.accepted('distribution', 'version', 'slug') as string[] | undefined;
     if (names !== undefined && names[2] !== imageSlug(names[0]!, names[1]!)) {
       at('images', e, 'slug', `must be "${imageSlug(names[0]!, names[1]!)}" (lowercase distribution-version)`);
@@ -143,6 +272,7 @@ function crossFieldProblems(
       at('images', e, 'type', `must be one of ${[...imageTypes].join(', ')} (extend with extra_image_types)`);
   }
   for (const e of entries('plans')) {
+    if (pauseAfter(e.index)) yield;
     const ids = e.accepted('id', 'slug') as string[] | undefined;
     if (ids !== undefined && ids[0] !== ids[1]) at('plans', e, 'id', `must equal slug "${ids[1]}"`);
     const shape = e.accepted('type', 'vcpus', 'memory_mb', 'slug') as [PlanType, number, number, string] | undefined;
@@ -157,6 +287,7 @@ function crossFieldProblems(
     }
   }
   for (const e of entries('regions')) {
+    if (pauseAfter(e.index)) yield;
     const features = Array.isArray(e.raw.features) ? (e.raw.features as unknown[]) : [];
     features.forEach((f, i) => {
       if (typeof f === 'string' && !regionFeatures.has(f)) {
@@ -172,11 +303,14 @@ function crossFieldProblems(
     });
   }
 
+  if (found.more) return;
+
   // Slugs: unique per kind; the first entry of each is what references resolve to.
   const bySlug = {} as Record<Kind, Map<string, EntryOf>>;
   for (const kind of KINDS) {
     bySlug[kind] = new Map();
     for (const e of entries(kind)) {
+      if (pauseAfter(e.index)) yield;
       if (typeof e.raw.slug !== 'string' || e.raw.slug === '') continue;
       const seen = bySlug[kind].get(e.raw.slug);
       if (seen !== undefined)
@@ -185,8 +319,11 @@ function crossFieldProblems(
     }
   }
 
+  if (found.more) return;
+
   // What a region offers: slugs of existing plans and images.
   for (const e of entries('regions')) {
+    if (pauseAfter(e.index)) yield;
     for (const kind of ['plans', 'images'] as const) {
       const [list] = (e.accepted(kind) ?? []) as string[][];
       list?.forEach((slug, i) => {
@@ -198,8 +335,10 @@ function crossFieldProblems(
   // Deprecation: dates on the calendar, in order; a successor of the same kind, existing,
   // not gone, and no chain of successors that comes back to where it started.
   for (const kind of KINDS) {
+    if (found.more) return;
     const instants = new Map<EntryOf, { deprecated?: number; sunset?: number }>();
     for (const e of entries(kind)) {
+      if (pauseAfter(e.index)) yield;
       const times: { deprecated?: number; sunset?: number } = {};
       for (const [field, key] of [
         ['deprecated_at', 'deprecated'],
@@ -220,7 +359,12 @@ function crossFieldProblems(
       if (times.deprecated !== undefined && times.sunset !== undefined && times.sunset < times.deprecated)
         at(kind, e, 'sunset_at', `must not be before deprecated_at (${String(e.raw.deprecated_at)})`);
     }
+    const successorOf = (e: EntryOf): EntryOf | undefined =>
+      typeof e.raw.successor === 'string' ? bySlug[kind].get(e.raw.successor) : undefined;
+    const cyclic = onCycles(entries(kind), successorOf);
     for (const e of entries(kind)) {
+      if (pauseAfter(e.index)) yield;
+      if (found.more) return;
       const [successor] = (e.accepted('successor', 'slug') ?? []) as string[];
       if (successor === undefined) continue;
       const next = bySlug[kind].get(successor);
@@ -231,24 +375,55 @@ function crossFieldProblems(
       else if ((instants.get(next)?.sunset ?? Infinity) <= now)
         at(kind, e, 'successor', `"${successor}" is itself sunset (since ${String(next.raw.sunset_at)})`);
       else {
-        // Follow the chain; each entry has one successor, so a cycle is met within n steps.
-        const seen = new Set<string>([e.raw.slug as string]);
-        let cursor: EntryOf | undefined = next;
-        while (cursor !== undefined) {
-          const slug = cursor.raw.slug as string;
-          if (seen.has(slug)) {
-            if (slug === e.raw.slug)
-              at(kind, e, 'successor', `successors form a cycle: ${[...seen, slug].join(' -> ')}`);
-            break;
-          }
-          seen.add(slug);
-          const to: unknown = cursor.raw.successor;
-          cursor = typeof to === 'string' ? bySlug[kind].get(to) : undefined;
-        }
+        const onCycle = cyclic.get(e);
+        if (onCycle !== undefined) at(kind, e, 'successor', `successors form a cycle: ${cycleText(onCycle)}`);
       }
     }
   }
-  return problems;
+}
+
+/** A cycle (its entries in successor order) and where an entry is on it. */
+interface OnCycle<T> {
+  cycle: readonly T[];
+  at: number;
+}
+
+/**
+ * The entries on a cycle of successors, in one pass: each entry has at most one successor,
+ * so a walk from an entry not yet seen ends, meets an entry an earlier walk settled, or
+ * comes back to an entry of its own walk (that one and those after it form a cycle).
+ */
+function onCycles<T>(entries: readonly T[], successorOf: (e: T) => T | undefined): Map<T, OnCycle<T>> {
+  const settled = new Set<T>();
+  const cyclic = new Map<T, OnCycle<T>>();
+  for (const start of entries) {
+    const walk: T[] = [];
+    const onWalk = new Set<T>();
+    let cursor: T | undefined = start;
+    while (cursor !== undefined && !settled.has(cursor) && !onWalk.has(cursor)) {
+      walk.push(cursor);
+      onWalk.add(cursor);
+      cursor = successorOf(cursor);
+    }
+    if (cursor !== undefined && onWalk.has(cursor)) {
+      const cycle = walk.slice(walk.indexOf(cursor));
+      cycle.forEach((e, at) => cyclic.set(e, { cycle, at }));
+    }
+    for (const e of walk) settled.add(e);
+  }
+  return cyclic;
+}
+
+/** How many slugs of a cycle its problem names: the first ones and the way back. */
+const CYCLE_SHOWN = 8;
+
+/** A cycle from an entry back to it: `a -> b -> a`, or `a -> b -> ... -> z -> a (26 entries)` when long. */
+function cycleText({ cycle, at }: OnCycle<EntryOf>): string {
+  const slug = (i: number) => String(cycle[(at + i) % cycle.length]!.raw.slug);
+  const n = cycle.length;
+  if (n <= CYCLE_SHOWN) return [...Array.from({ length: n }, (_, i) => slug(i)), slug(0)].join(' -> ');
+  const shown = Array.from({ length: CYCLE_SHOWN }, (_, i) => slug(i));
+  return `${[...shown, '...', slug(n - 1), slug(0)].join(' -> ')} (${n} entries)`;
 }
 
 // YAML's writer would print 6 for 6.00: an Amount is written by the money formatter, as a

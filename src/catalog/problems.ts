@@ -55,6 +55,7 @@ const GENERIC: Messages = {
   additionalProperties: 'unknown field',
   type: (e) => TYPE_NAMES[e.params.type as string] ?? `must be of type ${String(e.params.type)}`,
   minLength: 'must be a non-empty string',
+  maxItems: (e) => `must list at most ${String(e.params.limit)}`,
   maxLength: (e) => `must be at most ${String(e.params.limit)} characters`,
   minimum: (e) => `must be >= ${String(e.params.limit)}`,
   maximum: (e) => `must be <= ${String(e.params.limit)}`,
@@ -74,42 +75,48 @@ function messageOf(e: ErrorObject): string {
   return typeof message === 'function' ? message(e) : message;
 }
 
-/** Path segments of the value an error is about (a missing or unknown field included). */
-export function errorPath(e: ErrorObject): string[] {
-  const segments =
-    e.instancePath === ''
+/**
+ * Path segments of the value an error is about (a missing or unknown field included);
+ * `at`: the path of the value that was validated (an entry validated on its own).
+ */
+export function errorPath(e: ErrorObject, at: readonly string[] = []): string[] {
+  const segments = [
+    ...at,
+    ...(e.instancePath === ''
       ? []
       : e.instancePath
           .slice(1)
           .split('/')
-          .map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'));
+          .map((s) => s.replaceAll('~1', '/').replaceAll('~0', '~'))),
+  ];
   if (e.keyword === 'required') segments.push(e.params.missingProperty as string);
   if (e.keyword === 'additionalProperties') segments.push(e.params.additionalProperty as string);
   return segments;
 }
 
 /**
- * Ajv's errors (allErrors, verbose) as problems, each once. `entryOf(list, index)` names
- * an entry of one of the document's entity lists; anything else is the file's.
+ * Ajv's errors (verbose) over the value at `at` as problems, each once. `entryOf(list,
+ * index)` names an entry of one of the document's entity lists; anything else is the file's.
  */
 export function problemsFromErrors(
   errors: readonly ErrorObject[],
   entryOf: (list: string, index: number) => string | undefined,
+  at: readonly string[] = [],
 ): CatalogProblem[] {
   const problems = new Map<string, CatalogProblem>();
   for (const e of errors) {
     // A union's branches each fail; the union's own error says it once, with every choice.
     if (e.schemaPath.includes('/anyOf/')) continue;
-    const path = errorPath(e);
+    const path = errorPath(e, at);
     const [top, index, field] = path;
     const entry = top !== undefined && index !== undefined ? entryOf(top, Number(index)) : undefined;
-    const at = entry !== undefined ? { entry, field } : { entry: 'file', field: top };
+    const where = entry !== undefined ? { entry, field } : { entry: 'file', field: top };
     const message = messageOf(e);
     const pointer = pointerOf(path);
     const problem: CatalogProblem =
-      at.field === undefined
-        ? { entry: at.entry, pointer, message }
-        : { entry: at.entry, field: at.field, pointer, message };
+      where.field === undefined
+        ? { entry: where.entry, pointer, message }
+        : { entry: where.entry, field: where.field, pointer, message };
     problems.set(JSON.stringify(problem), problem);
   }
   return [...problems.values()];

@@ -17,6 +17,17 @@ export const CURRENCY_PATTERN = /^[A-Z]{3}$/;
 
 export const DEFAULT_CURRENCY = 'USD';
 
+// Caps on every list of a catalog document, far above real catalogs (the shipped one has
+// 11 images, 15 plans, 10 regions; public clouds list tens of images and a few hundred
+// plans in a few dozen regions). They bound the work of validating a document whatever
+// it holds: one Ajv run over an entry looks at a bounded number of values.
+/** The most entries a catalog document may list, per kind. */
+export const MAX_ENTRIES = { images: 5000, plans: 5000, regions: 1000 } as const;
+/** The most features a region may list. */
+export const MAX_REGION_FEATURES = 50;
+/** The most words `extra_image_types` and `extra_region_features` may each list. */
+export const MAX_EXTRA_WORDS = 100;
+
 /** Free text: not blank, at most `maxLength` characters, no control characters (PostgreSQL cannot even store NUL). */
 function Text(maxLength: number, options: TStringOptions = {}) {
   const schema = Type.String({
@@ -39,8 +50,12 @@ const PositiveInteger = () => explained(Type.Integer({ minimum: 1 }), POSITIVE);
 const WORDS = 'must be a list of lowercase words (letters, digits, dashes)';
 const Words = (description: string) =>
   explained(
-    Type.Array(explained(Type.String({ pattern: WORD_PATTERN.source }), WORDS), { description, default: [] }),
-    WORDS,
+    Type.Array(explained(Type.String({ pattern: WORD_PATTERN.source }), WORDS), {
+      description,
+      default: [],
+      maxItems: MAX_EXTRA_WORDS,
+    }),
+    { default: WORDS, maxItems: `must list at most ${MAX_EXTRA_WORDS} words` },
   );
 
 export const PlanType = Type.Union([
@@ -90,9 +105,10 @@ export const Region = Type.Object({
   features: explained(
     Type.Array(
       explained(Type.String(), (e) => `must list feature names, not ${JSON.stringify(e.data)}`),
-      { uniqueItems: true },
+      { uniqueItems: true, maxItems: MAX_REGION_FEATURES },
     ),
     {
+      maxItems: `must list at most ${MAX_REGION_FEATURES} features`,
       uniqueItems: (e) => `duplicate feature ${JSON.stringify((e.data as unknown[])[e.params.j as number])}`,
     },
   ),
@@ -110,15 +126,17 @@ const Instant = (description: string) =>
   );
 
 const SLUGS = 'must be a non-empty list of slugs (leave the field out to offer every one)';
-const SlugList = (description: string) =>
+const SlugList = (kind: 'plans' | 'images', description: string) =>
   explained(
     Type.Array(explained(Type.String({ minLength: 1, maxLength: 100 }), 'must be a slug'), {
       minItems: 1,
+      maxItems: MAX_ENTRIES[kind],
       uniqueItems: true,
       description,
     }),
     {
       default: SLUGS,
+      maxItems: `must list at most ${MAX_ENTRIES[kind]} slugs (as many as the catalog may hold ${kind})`,
       uniqueItems: (e) => `lists ${JSON.stringify((e.data as unknown[])[e.params.j as number])} twice`,
     },
   );
@@ -141,8 +159,8 @@ export const Lifecycle = {
 
 /** What a region offers (file only: the filters ?region=, ?plan=, ?image= read it). */
 export const Offer = {
-  plans: Type.Optional(SlugList('The plans deployable in this region; left out: every plan')),
-  images: Type.Optional(SlugList('The images deployable in this region; left out: every image')),
+  plans: Type.Optional(SlugList('plans', 'The plans deployable in this region; left out: every plan')),
+  images: Type.Optional(SlugList('images', 'The images deployable in this region; left out: every image')),
 };
 
 /**
@@ -172,14 +190,24 @@ export const CatalogSettings = Type.Object({
 });
 export type CatalogSettings = Required<Static<typeof CatalogSettings>>;
 
+/** A list of a catalog file's entries, at most MAX_ENTRIES of them. */
+const Entries = <K extends Kind>(kind: K) =>
+  explained(
+    Type.Array(FILE_ENTITIES[kind], {
+      maxItems: MAX_ENTRIES[kind],
+      description: `At most ${MAX_ENTRIES[kind]}`,
+    }),
+    { maxItems: `must list at most ${MAX_ENTRIES[kind]} ${kind}` },
+  );
+
 /** A catalog file (YAML or JSON): the settings and every entity list. */
 export const CatalogFile = explained(
   Type.Object(
     {
       ...CatalogSettings.properties,
-      images: Type.Array(FILE_ENTITIES.images),
-      plans: Type.Array(FILE_ENTITIES.plans),
-      regions: Type.Array(FILE_ENTITIES.regions),
+      images: Entries('images'),
+      plans: Entries('plans'),
+      regions: Entries('regions'),
     },
     { additionalProperties: false },
   ),

@@ -117,9 +117,11 @@ function offeredIn(entries: CatalogSnapshot['entries']): Record<Offered, Map<str
   const result = {} as Record<Offered, Map<string, ReadonlySet<string>>>;
   for (const kind of ['plans', 'images'] as const) {
     const map = new Map<string, Set<string>>(entries[kind].map((e) => [e.value.slug, new Set<string>()]));
+    // One pass over each region's offers (not every plan or image against each offer list).
     for (const { value: region } of entries.regions) {
       const offered = region[kind];
-      for (const [slug, regions] of map) if (offered === undefined || offered.includes(slug)) regions.add(region.slug);
+      if (offered === undefined) for (const regions of map.values()) regions.add(region.slug);
+      else for (const slug of offered) map.get(slug)?.add(region.slug);
     }
     result[kind] = map;
   }

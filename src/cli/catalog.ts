@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type * as Readline from 'node:readline/promises';
-import { AppError } from '../errors.js';
+import { AppError, MAX_FIELD_ERRORS } from '../errors.js';
 import { cliAuditContext } from '../audit/context.js';
 import { formatDiff, isEmptyDiff, removedCount, type CatalogDiff } from '../catalog/diff.js';
 import type { CatalogProblem, ParseResult } from '../catalog/file.js';
@@ -70,10 +70,14 @@ async function readCatalogFile(file: string): Promise<ParseResult> {
   return (await catalogFile()).parseCatalogText(text);
 }
 
-function reportProblems(file: string, problems: CatalogProblem[]): number {
+function reportProblems(file: string, { problems, more }: { problems: CatalogProblem[]; more?: boolean }): number {
   process.stderr.write(`${file}: ${problems.length} problem${problems.length === 1 ? '' : 's'}\n`);
   // Multi-line problems (a YAML syntax error quotes the line, with a caret) stay indented.
   for (const p of problems) process.stderr.write(`  ${formatProblem(p).replaceAll('\n', '\n    ')}\n`);
+  if (more === true)
+    process.stderr.write(
+      `  ... more problems were cut (validation stops after ${MAX_FIELD_ERRORS}); fix these and run it again\n`,
+    );
   return 1;
 }
 
@@ -186,7 +190,7 @@ export const catalogCommand: Command = {
       if (positionals.length !== 1) throw new UsageError('validate needs exactly one FILE');
       const file = positionals[0]!;
       const result = await readCatalogFile(file);
-      if (!result.ok) return reportProblems(file, result.problems);
+      if (!result.ok) return reportProblems(file, result);
       const c = result.catalog;
       process.stdout.write(
         `${file}: ok (${c.images.length} images, ${c.plans.length} plans, ` +
@@ -203,7 +207,7 @@ export const catalogCommand: Command = {
       if (positionals.length !== 1) throw new UsageError('apply needs exactly one FILE');
       const file = positionals[0]!;
       const result = await readCatalogFile(file);
-      if (!result.ok) return reportProblems(file, result.problems);
+      if (!result.ok) return reportProblems(file, result);
       return withCatalog(values['database-url'], async (svc) => {
         const plan = await svc.plan(result.catalog);
         return applyPlan(svc, result.catalog, plan, values);
@@ -281,7 +285,7 @@ export const catalogCommand: Command = {
         // Today's rules hold for an old document too (e.g. a successor sunset since).
         const { formatCatalog, validateCatalog } = await catalogFile();
         const checked = validateCatalog(JSON.parse(formatCatalog(plan.catalog, 'json')) as unknown);
-        if (!checked.ok) return reportProblems(`catalog version ${to}`, checked.problems);
+        if (!checked.ok) return reportProblems(`catalog version ${to}`, checked);
         return applyPlan(svc, plan.catalog, plan, values, Number(to));
       });
     }

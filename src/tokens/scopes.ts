@@ -46,8 +46,10 @@ const DESCRIPTIONS: Record<string, Partial<Record<Action, string>>> = {
   plans: { read: 'Read the instance plan catalog.' },
   regions: { read: 'Read the region catalog.' },
   catalog: {
-    read: 'Read the whole catalog document (availability and deprecations included), its diffs and revisions.',
-    write: "Replace the catalog (images, plans, regions) for every account (operator account's tokens only).",
+    read: 'Read the whole catalog document (availability and deprecations included) and its revisions.',
+    write:
+      'Replace the catalog (images, plans, regions) for every account, and preview the diff of a replacement ' +
+      "(operator account's tokens only).",
   },
   'audit-events': {
     read: "Read the audit trail of the token's account (the operator account's tokens: every account's).",

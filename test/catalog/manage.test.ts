@@ -77,14 +77,14 @@ for (const backend of backends()) {
       assert.equal(cached.body, '');
     });
 
-    it('every route needs a token (401) with catalog:read or catalog:write (403)', async (t) => {
+    it('every route needs a token (401) with catalog:read, or catalog:write for PUT and diff (403)', async (t) => {
       const { app } = await setup(backend, t);
       const plansOnly = await mintToken(app, ['plans:read', 'images:read', 'regions:read']);
       const reader = await mintToken(app, ['catalog:read']);
       const routes = [
         ['GET', '/api/v1/catalog', 'catalog:read'],
         ['GET', '/api/v1/catalog/revisions', 'catalog:read'],
-        ['POST', '/api/v1/catalog/diff', 'catalog:read'],
+        ['POST', '/api/v1/catalog/diff', 'catalog:write'],
         ['PUT', '/api/v1/catalog', 'catalog:write'],
       ] as const;
       for (const [method, url, scope] of routes) {
@@ -99,6 +99,16 @@ for (const backend of backends()) {
       const refused = await put(app, reader.auth, {}, '"1"');
       assert.equal(refused.statusCode, 403, 'catalog:read may not PUT');
       assert.deepEqual(refused.json<{ missing_scopes: string[] }>().missing_scopes, ['catalog:write']);
+      // The diff is the PUT's dry run: an operator's action, as the PUT is.
+      const { doc } = await getDoc(app, reader.auth);
+      const diff = (auth: Auth) =>
+        app.inject({ method: 'POST', url: '/api/v1/catalog/diff', headers: auth, payload: doc });
+      const readerDiff = await diff(reader.auth);
+      assert.equal(readerDiff.statusCode, 403, 'catalog:read may not diff');
+      assert.equal(readerDiff.headers['content-type'], PROBLEM_TYPE);
+      assert.deepEqual(readerDiff.json<{ missing_scopes: string[] }>().missing_scopes, ['catalog:write']);
+      const writer = await mintToken(app, ['catalog:write']);
+      assert.equal((await diff(writer.auth)).statusCode, 200, 'catalog:write may');
     });
 
     it("PUT: only the operator account's tokens, whatever a customer's token holds", async (t) => {
@@ -109,6 +119,13 @@ for (const backend of backends()) {
       const changed = withPrice(doc, 's-1vcpu-1gb', 7);
       const asReader = await put(app, c.auth, changed, '"1"');
       assert.equal(asReader.statusCode, 403);
+      const diffAsReader = await app.inject({
+        method: 'POST',
+        url: '/api/v1/catalog/diff',
+        headers: c.auth,
+        payload: changed,
+      });
+      assert.equal(diffAsReader.statusCode, 403, 'a customer may not diff either');
       // A customer token that holds catalog:write anyway (scopes the API never grants it,
       // written into the database): still refused, before its body is read.
       const planted = await mintToken(app, ['catalog:read'], 'planted');
@@ -118,10 +135,14 @@ for (const backend of backends()) {
         planted.id,
       ]);
       for (const payload of [changed, { not: 'a catalog' }]) {
-        const res = await put(app, planted.auth, payload, '"1"');
-        assert.equal(res.statusCode, 403, res.body);
-        assert.equal(res.json<{ code: string }>().code, 'INSUFFICIENT_SCOPE');
-        assert.match(res.json<{ detail: string }>().detail, /operator account/);
+        for (const res of [
+          await put(app, planted.auth, payload, '"1"'),
+          await app.inject({ method: 'POST', url: '/api/v1/catalog/diff', headers: planted.auth, payload }),
+        ]) {
+          assert.equal(res.statusCode, 403, res.body);
+          assert.equal(res.json<{ code: string }>().code, 'INSUFFICIENT_SCOPE');
+          assert.match(res.json<{ detail: string }>().detail, /operator account/);
+        }
       }
       assert.equal(app.infracat.catalog.snapshot.version, 1, 'nothing applied');
       assert.equal((await put(app, writer.auth, changed, '"1"')).statusCode, 200, 'the operator may');
@@ -210,7 +231,11 @@ for (const backend of backends()) {
         const res = await app.inject({ method, url, headers: { ...writer.auth, 'if-match': etag }, payload: bad });
         assert.equal(res.statusCode, 422, res.body);
         assert.equal(res.headers['content-type'], PROBLEM_TYPE);
-        const problem = res.json<{ code: string; errors: { pointer: string; detail: string }[] }>();
+        const problem = res.json<{
+          code: string;
+          errors: { pointer: string; detail: string }[];
+          errors_truncated?: boolean;
+        }>();
         assert.equal(problem.code, 'VALIDATION_FAILED');
         const pointers = problem.errors.map((e) => e.pointer).sort();
         assert.deepEqual(pointers, ['/plans/1/price_monthly', '/regions/0/plans/0'], res.body);
@@ -224,13 +249,16 @@ for (const backend of backends()) {
         });
         assert.equal(notDoc.statusCode, 422);
         assert.equal(notDoc.json<{ errors: { pointer: string }[] }>().errors[0]!.pointer, '');
-        // Many problems: the first MAX_FIELD_ERRORS, and how many more.
+        // Many problems: validation stops after the first MAX_FIELD_ERRORS, and says more were cut.
+        assert.ok(doc.plans.length * 2 > MAX_FIELD_ERRORS);
         const many = { ...doc, plans: doc.plans.map((p) => ({ ...p, price_monthly: 1.001, vcpus: 0 })) };
         const capped = await app.inject({ method, url, headers: { ...writer.auth, 'if-match': etag }, payload: many });
         assert.equal(capped.statusCode, 422);
-        const cappedBody = capped.json<{ errors: unknown[]; errors_omitted: number }>();
+        const cappedBody = capped.json<{ detail: string; errors: unknown[]; errors_truncated?: boolean }>();
         assert.equal(cappedBody.errors.length, MAX_FIELD_ERRORS);
-        assert.equal(cappedBody.errors_omitted, doc.plans.length * 2 - MAX_FIELD_ERRORS);
+        assert.equal(cappedBody.errors_truncated, true);
+        assert.match(cappedBody.detail, new RegExp(`has ${MAX_FIELD_ERRORS} problems and more`));
+        assert.equal(problem.errors_truncated, undefined, 'absent when every problem is listed');
         // Not JSON: the app's strict parser.
         const broken = await app.inject({
           method,
@@ -341,10 +369,10 @@ for (const backend of backends()) {
     });
 
     it('POST /api/v1/catalog/diff: base_version, diff, removals_need_allow; stores nothing', async (t) => {
-      const { app, store, reader } = await setup(backend, t);
-      const { doc } = await getDoc(app, reader.auth);
+      const { app, store, writer } = await setup(backend, t);
+      const { doc } = await getDoc(app, writer.auth);
       const diff = (payload: unknown) =>
-        app.inject({ method: 'POST', url: '/api/v1/catalog/diff', headers: reader.auth, payload: payload as object });
+        app.inject({ method: 'POST', url: '/api/v1/catalog/diff', headers: writer.auth, payload: payload as object });
       const changed = await diff(withPrice(doc, 's-1vcpu-1gb', 9));
       assert.equal(changed.statusCode, 200, changed.body);
       const body = changed.json<{

@@ -532,9 +532,9 @@ export interface paths {
         put?: never;
         /**
          * What a PUT of this document would change (nothing is stored)
-         * @description The same validation as PUT (422 with JSON pointers), and the diff against the live version (`base_version`: send it as `If-Match: "<base_version>"` with the PUT).
+         * @description The dry run of `PUT /api/v1/catalog`, with the same scope (`catalog:write`, operator account only): the same validation (422 with JSON pointers), and the diff against the live version (`base_version`: send it as `If-Match: "<base_version>"` with the PUT).
          *
-         *     Needs a token with `catalog:read` (`write` implies `read`).
+         *     Needs a token with `catalog:write` (`write` implies `read`).
          */
         post: operations["diffCatalog"];
         delete?: never;
@@ -596,6 +596,8 @@ export interface components {
             }[];
             /** @description How many more field errors there were, left out of `errors` */
             errors_omitted?: number;
+            /** @description Present (true) when validation stopped early (after the first problems, or at a list over its cap): more problems were cut, not counted; fix these and send it again */
+            errors_truncated?: boolean;
         } & {
             [key: string]: unknown;
         };
@@ -4338,6 +4340,7 @@ export interface operations {
                          * @default []
                          */
                         extra_region_features: string[];
+                        /** @description At most 5000 */
                         images: {
                             /** @example ubuntu-24-04 */
                             slug: string;
@@ -4360,6 +4363,7 @@ export interface operations {
                             /** @description The slug of the entry of the same kind that replaces it */
                             successor?: string;
                         }[];
+                        /** @description At most 5000 */
                         plans: {
                             /** @description Equal to slug */
                             id: string;
@@ -4388,6 +4392,7 @@ export interface operations {
                             /** @description The slug of the entry of the same kind that replaces it */
                             successor?: string;
                         }[];
+                        /** @description At most 1000 */
                         regions: {
                             /** @example nyc3 */
                             slug: string;
@@ -4549,6 +4554,7 @@ export interface operations {
                      * @default []
                      */
                     extra_region_features?: string[];
+                    /** @description At most 5000 */
                     images: {
                         /** @example ubuntu-24-04 */
                         slug: string;
@@ -4571,6 +4577,7 @@ export interface operations {
                         /** @description The slug of the entry of the same kind that replaces it */
                         successor?: string;
                     }[];
+                    /** @description At most 5000 */
                     plans: {
                         /** @description Equal to slug */
                         id: string;
@@ -4599,6 +4606,7 @@ export interface operations {
                         /** @description The slug of the entry of the same kind that replaces it */
                         successor?: string;
                     }[];
+                    /** @description At most 1000 */
                     regions: {
                         /** @example nyc3 */
                         slug: string;
@@ -4771,7 +4779,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED) */
+            /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED). Validation stops after 20 problems: `errors_truncated: true` says more were cut */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4889,6 +4897,7 @@ export interface operations {
                      * @default []
                      */
                     extra_region_features?: string[];
+                    /** @description At most 5000 */
                     images: {
                         /** @example ubuntu-24-04 */
                         slug: string;
@@ -4911,6 +4920,7 @@ export interface operations {
                         /** @description The slug of the entry of the same kind that replaces it */
                         successor?: string;
                     }[];
+                    /** @description At most 5000 */
                     plans: {
                         /** @description Equal to slug */
                         id: string;
@@ -4939,6 +4949,7 @@ export interface operations {
                         /** @description The slug of the entry of the same kind that replaces it */
                         successor?: string;
                     }[];
+                    /** @description At most 1000 */
                     regions: {
                         /** @example nyc3 */
                         slug: string;
@@ -5066,11 +5077,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            /** @description The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5095,7 +5104,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED) */
+            /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED). Validation stops after 20 problems: `errors_truncated: true` says more were cut */
             422: {
                 headers: {
                     [name: string]: unknown;
