@@ -10,14 +10,7 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: {
         projectService: {
-          allowDefaultProject: [
-            '*.js',
-            'scripts/*.mjs',
-            'scripts/*.cjs',
-            'scripts/lib/*.mjs',
-            'scripts/lib/*.cjs',
-            'test/helpers/*.mjs',
-          ],
+          allowDefaultProject: ['*.js', 'scripts/*.mjs', 'scripts/lib/*.mjs', 'test/helpers/*.mjs'],
           maximumDefaultProjectFileMatchCount_THIS_WILL_SLOW_DOWN_LINTING: 16,
         },
         tsconfigRootDir: import.meta.dirname,
@@ -54,15 +47,5 @@ export default tseslint.config(
     languageOptions: {
       globals: { process: 'readonly', console: 'readonly', URL: 'readonly', performance: 'readonly' },
     },
-  },
-  // The launcher (scripts/launcher.cjs): CommonJS, see its header.
-  {
-    files: ['**/*.cjs'],
-    ...tseslint.configs.disableTypeChecked,
-    languageOptions: {
-      sourceType: 'commonjs',
-      globals: { process: 'readonly', require: 'readonly', __dirname: 'readonly' },
-    },
-    rules: { ...tseslint.configs.disableTypeChecked.rules, '@typescript-eslint/no-require-imports': 'off' },
   },
 );

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 
 /**
  * The version in the nearest package.json above this module that has one: one level up
- * from src/version.ts, two from dist/cli/infracat.cjs, the bundle this module is built
- * into (scripts/bundle.mjs), whose own dist/cli/package.json only says it is CommonJS.
+ * from src/version.ts, two from dist/cli/main.js, the bundle this module is built into
+ * (scripts/lib/bundle.mjs), whose own dist/cli/package.json only says it is CommonJS.
  */
 function packageVersion(): string {
   for (let dir = new URL('.', import.meta.url); ; dir = new URL('..', dir)) {

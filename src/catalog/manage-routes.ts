@@ -89,10 +89,8 @@ async function operatorOnly(request: FastifyRequest): Promise<void> {
   }
 }
 
-// The catalog file module (its Ajv validator, and the YAML library the CLI needs) is loaded
-// by the first request that uses it, so a start evaluates none of it. With @fastify/swagger's
-// stand-in for the library (scripts/lib/lazy-requires.mjs), that keeps YAML's 2.6-3.5 ms out
-// of every start (BENCHMARKS.md "Start-up, session 16").
+// The catalog file module (its Ajv validator, compiled at load) is loaded by the first
+// request that uses it, so a start evaluates none of it.
 const catalogFile = () => import('./file.js');
 
 /**

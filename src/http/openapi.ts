@@ -10,9 +10,7 @@
 // Routes state only their success shapes and config.auth; the error responses every
 // route can give (problem+json) are derived here from what the route takes.
 import { STATUS_CODES } from 'node:http';
-import { createRequire } from 'node:module';
 import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
-import type SwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AppError, ProblemSchema } from '../errors.js';
 import { CHECKSUM_CHARS, RANDOM_CHARS } from '../tokens/format.js';
@@ -296,9 +294,7 @@ function registerDocs(app: App): void {
 const HOP_HEADERS = new Set(['connection', 'content-length', 'date', 'keep-alive', 'transfer-encoding']);
 
 async function loadDocs(app: App): Promise<FastifyInstance> {
-  // Required, not import()ed: the built bundle runs as a script (scripts/launcher.cjs),
-  // where Node 20 offers import() only as an experimental feature.
-  const swaggerUi = createRequire(import.meta.url)('@fastify/swagger-ui') as typeof SwaggerUi;
+  const { default: swaggerUi } = await import('@fastify/swagger-ui');
   const docs = Fastify({ logger: false });
   // swagger-ui serves /docs/json and /docs/yaml from a `swagger` decorator, and requires
   // the @fastify/swagger plugin: the app's finished document, in static mode (whose

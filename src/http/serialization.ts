@@ -2,17 +2,13 @@
 // first answer with a given status, not when Fastify asks at ready(): compiling every
 // route's response schemas was ~15% of the cold start (profiled in BENCHMARKS.md), for
 // routes and statuses a process may never serve. validation.ts does the same for Ajv.
-// The compiler (fast-json-stringify, and the Ajv it brings) is loaded then too (schema-libraries.cts).
-import type { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import type { TSchema } from 'typebox';
-import load from './schema-libraries.cjs';
 
 type SerializerFactory = ReturnType<typeof SerializerSelector>;
 
-// Fastify's own serialiser factory, made (and its library loaded) at the first compile.
-let selected: SerializerFactory | undefined;
-const fastifyFactory: SerializerFactory = (externalSchemas, options) =>
-  (selected ??= load.serializerCompiler().SerializerSelector())(externalSchemas, options);
+// Fastify's own serialiser factory.
+const fastifyFactory: SerializerFactory = SerializerSelector();
 
 /** Fastify's `schemaController.compilersFactory.buildSerializer`, compiling lazily. */
 export const buildLazySerializer: SerializerFactory = (externalSchemas, options) => {

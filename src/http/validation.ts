@@ -6,20 +6,16 @@
 // Schemas are compiled on a route's first request, not when Fastify asks at ready():
 // compiling every route's schemas (and Ajv's meta-schema, once per instance) was
 // ~65 ms of a ~650 ms cold start, for routes a process may never serve (BENCHMARKS.md).
-// For the same reason each Ajv instance is made by the first schema it compiles: with its
-// meta-schema and formats, the two were 4 ms of every start; and Ajv itself is loaded then
-// (schema-libraries.cts).
-import type { Ajv, Options, ValidateFunction } from 'ajv';
+// For the same reason each Ajv instance is made by the first schema it compiles.
+import { Ajv, type Options, type ValidateFunction } from 'ajv';
+import addFormatsImport from 'ajv-formats';
 import type { FastifySchemaCompiler, FastifyServerOptions } from 'fastify';
-import load from './schema-libraries.cjs';
 
-function newAjv(options: Options): Ajv {
-  // ajv-formats is CommonJS with a default export; NodeNext sees the module object.
-  const addFormats = load.ajvFormats() as unknown as (ajv: Ajv) => Ajv;
-  return addFormats(new (load.ajv().Ajv)({ ...common, ...options }));
-}
+// ajv-formats is CommonJS with a default export; NodeNext sees the module object.
+const addFormats = addFormatsImport as unknown as (ajv: Ajv) => Ajv;
 
 const common: Options = { allErrors: true, useDefaults: true, strict: false, removeAdditional: false };
+const newAjv = (options: Options): Ajv => addFormats(new Ajv({ ...common, ...options }));
 let bodyAjv: Ajv | undefined;
 let textAjv: Ajv | undefined;
 const ajvFor = (httpPart: string | undefined): Ajv =>
