@@ -1,13 +1,22 @@
 // The hostile maximum of every input a client controls (bodies, query strings, headers,
-// paths), each sent four times at once to a listening instance: every answer is a 4xx or a
-// 2xx, small, and meanwhile /healthz keeps answering within LIVENESS_BOUND_MS. Inputs
-// whose size the service bounds itself (catalog documents, lists, audit filters) have
-// their own hostile cases beside their routes' tests and in this file's table below.
+// paths) and of the data one account can make infracat hold (tokens up to
+// TOKEN_MAX_STORED, accounts, a long audit trail), each request sent four times at once to
+// a listening instance on SQLite (whose reads hold the event loop): every answer is a 4xx
+// or a 2xx, problems stay small, and meanwhile /healthz keeps answering within
+// LIVENESS_BOUND_MS. Catalog documents have their own cases in test/catalog/bounded.test.ts.
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { request } from 'undici';
 import { BODY_LIMIT_BYTES } from '../../src/app.js';
+import { AUDIT_ACTIONS } from '../../src/audit/events.js';
+import { loadConfig, maxStoredTokens } from '../../src/config.js';
+import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
+import { ACCOUNTS, API_TOKENS, AUDIT_EVENTS } from '../../src/storage/tables.js';
+import type { AccountRecord, AuditEventRecord, TokenRecord } from '../../src/storage/types.js';
+import { newId } from '../../src/tokens/ids.js';
 import { build, mintToken } from '../helpers/app.js';
+import { backends } from '../helpers/backends.js';
+import { insertRows } from '../helpers/raw-sql.js';
 import { LIVENESS_BOUND_MS, whileWorking } from '../helpers/liveness.js';
 
 interface Hostile {
@@ -141,12 +150,28 @@ const HOSTILE: Hostile[] = [
 // A problem answer stays this small whatever the request held.
 const PROBLEM_BYTES = 8 * 1024;
 
-async function listening(t: TestContext) {
-  const built = await build(t, { env: { TRUST_PROXY: '127.0.0.1' } });
+async function listening(t: TestContext, options: Parameters<typeof build>[1] = {}) {
+  const built = await build(t, { ...options, env: { TRUST_PROXY: '127.0.0.1', ...options.env } });
   await built.app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = built.app.server.address() as { port: number };
   return { ...built, base: `http://127.0.0.1:${port}` };
 }
+
+/** Sends `path` four times at once while /healthz is watched; every answer a 2xx or 4xx. */
+async function fourAtOnce(base: string, path: string, headers: Record<string, string>): Promise<number | undefined> {
+  const send = async () => {
+    const res = await request(`${base}${path}`, { headers });
+    const body = await res.body.text();
+    assert.ok(res.statusCode < 500, `${path}: ${res.statusCode} ${body.slice(0, 200)}`);
+    return res.statusCode;
+  };
+  const { result, slowestMs } = await whileWorking(base, () => Promise.all([send(), send(), send(), send()]));
+  assert.ok(slowestMs < LIVENESS_BOUND_MS, `${path}: /healthz took ${slowestMs.toFixed(0)} ms meanwhile`);
+  return result[0];
+}
+
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+const DAY = 86_400_000;
 
 describe('hostile input: bounded work and small answers', () => {
   it('each hostile maximum, four at once, is a small 2xx/4xx answer while /healthz answers promptly', async (t) => {
@@ -175,5 +200,70 @@ describe('hostile input: bounded work and small answers', () => {
       }
       assert.ok(slowestMs < LIVENESS_BOUND_MS, `${h.name}: /healthz took ${slowestMs.toFixed(0)} ms meanwhile`);
     }
+  });
+
+  it('the most data an account can hold: each list and audit filter pages, /healthz prompt', async (t) => {
+    const sqlite = backends().find((b) => b.name === 'sqlite')!;
+    const db = await sqlite.fresh(t);
+    const stored = maxStoredTokens(loadConfig({}));
+    // One account's tokens up to the bound, all but a few expired (they are kept, listed and paged).
+    const tokens: TokenRecord[] = Array.from({ length: stored }, (_, i) => ({
+      id: newId('tok', T0 + i),
+      name: `seed ${i}`,
+      scopes: ['apps:read'],
+      secretHash: i.toString(16).padStart(64, '0'),
+      createdAt: T0 + i,
+      expiresAt: i < stored - 10 ? T0 + i + 2000 : null,
+      lastUsedAt: null,
+      accountId: OPERATOR_ACCOUNT_ID,
+      previousSecretHash: null,
+      previousExpiresAt: null,
+    }));
+    const accounts: AccountRecord[] = Array.from({ length: 20_000 }, (_, i) => ({
+      id: newId('acct', T0 + i),
+      name: `account ${i}`,
+      externalId: `ext-${i}`,
+      status: i % 2 === 0 ? 'active' : 'suspended',
+      createdAt: T0 + i,
+    }));
+    // A trail of 200,000 events over 100 days in the operator's account, one action rare.
+    const events: AuditEventRecord[] = Array.from({ length: 200_000 }, (_, i) => ({
+      id: newId('evt', T0 + i * 43_200),
+      accountId: OPERATOR_ACCOUNT_ID,
+      action: i % 1000 === 0 ? 'account.deleted' : AUDIT_ACTIONS[i % 3]!,
+      occurredAt: T0 + i * 43_200,
+      actorType: 'api_token',
+      actorId: tokens[i % 50]!.id,
+      actorName: 'seed',
+      actorAccountId: OPERATOR_ACCOUNT_ID,
+      actorCredential: 'current',
+      targetType: 'api_token',
+      targetId: tokens[i % stored]!.id,
+      targetName: 'seed',
+      ip: '203.0.113.7',
+      userAgent: 'seed',
+      requestId: `req-${i}`,
+      details: {},
+    }));
+    await insertRows(sqlite, db, API_TOKENS, tokens);
+    await insertRows(sqlite, db, ACCOUNTS, accounts);
+    await insertRows(sqlite, db, AUDIT_EVENTS, events);
+
+    const { app, base } = await listening(t, { store: db.open(), env: { DATABASE_URL: db.url, RATE_LIMIT: '0' } });
+    const tok = await mintToken(app, ['api-tokens:read', 'accounts:read', 'audit-events:read']);
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const reads = [
+      '/api/v1/api-tokens?per_page=1000',
+      `/api/v1/accounts/${OPERATOR_ACCOUNT_ID}/api-tokens?per_page=1000`,
+      '/api/v1/accounts?per_page=1000',
+      '/api/v1/accounts?per_page=1000&status=suspended',
+      '/api/v1/accounts?external_id=ext-19999',
+      '/api/v1/audit-events?per_page=100',
+      '/api/v1/audit-events?per_page=100&action=account.deleted',
+      `/api/v1/audit-events?per_page=100&target_id=${tokens[stored - 1]!.id}`,
+      `/api/v1/audit-events?per_page=100&since=${iso(T0 + 50 * DAY)}&until=${iso(T0 + 51 * DAY)}`,
+      `/api/v1/audit-events?per_page=100&action=account.deleted&since=${iso(T0 + 90 * DAY)}`,
+    ];
+    for (const path of reads) assert.equal(await fourAtOnce(base, path, tok.auth), 200, path);
   });
 });
