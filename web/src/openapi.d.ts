@@ -583,8 +583,11 @@ export interface components {
             /** @example the token request is invalid; see errors */
             detail: string;
             /** @description Stable error code; see docs/errors.md */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
-            /** @example /api/v1/api-tokens */
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "PREVIOUS_SECRET_READ_ONLY" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
+            /**
+             * @description The request's path, at most 500 characters
+             * @example /api/v1/api-tokens
+             */
             instance?: string;
             /** @description Also in the X-Request-Id header and the server log */
             request_id?: string;
@@ -936,7 +939,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
@@ -1256,7 +1259,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
@@ -1426,7 +1429,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
@@ -1595,7 +1598,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
@@ -1945,7 +1948,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
@@ -2167,7 +2170,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
@@ -2319,7 +2322,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
@@ -2636,7 +2639,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
@@ -2872,7 +2875,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
@@ -3043,7 +3046,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
@@ -3213,7 +3216,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
@@ -3362,6 +3365,8 @@ export interface operations {
                             id: string | null;
                             name: string | null;
                         };
+                        /** @description Which of the acting token's secrets made the change: `current`, or `previous` (the secret it had before its last rotation, during the grace period); null when the actor is not a token, and on events recorded before this field existed */
+                        actor_credential: "current" | "previous" | null;
                         /** @description What was changed (its name as it was at the time) */
                         target: {
                             type: "api_token" | "account" | "catalog";
@@ -4734,7 +4739,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE) */
+            /** @description The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE); or the token's previous secret, in its grace period after a rotation, was presented (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
                     [name: string]: unknown;
