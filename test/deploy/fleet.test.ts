@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { fetchAll } from '../helpers/pages.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
@@ -238,9 +239,10 @@ describe(
     /** Every 201 is still there, every 204 still gone (asked through nginx, of any instance). */
     const assertNothingAcknowledgedLost = async (): Promise<void> => {
       assert.ok(ledger.created.size > 0 && ledger.deleted.size > 0, 'the load created and deleted tokens');
-      const res = await fetch(`${base}/api/v1/api-tokens`, { headers: { authorization: `Bearer ${admin}` } });
-      assert.equal(res.status, 200);
-      const live = new Set(((await res.json()) as { id: string }[]).map((x) => x.id));
+      const listed = await fetchAll<{ id: string }>(base, '/api/v1/api-tokens?per_page=1000', {
+        authorization: `Bearer ${admin}`,
+      });
+      const live = new Set(listed.map((x) => x.id));
       for (const id of ledger.created) {
         if (ledger.unsure.has(id)) continue;
         assert.equal(

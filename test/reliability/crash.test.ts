@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { openDatabase } from '../../src/storage/sqlite/driver.js';
 import { backends, type Backend } from '../helpers/backends.js';
+import { fetchAll } from '../helpers/pages.js';
 import { cli, serve } from '../helpers/process.js';
 
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 3);
@@ -23,21 +24,17 @@ interface Ledger {
 
 /** Every audit event, oldest first, following the Link header from page to page. */
 async function auditTrail(url: string, admin: string): Promise<{ action: string; target: { id: string } }[]> {
-  const out: { action: string; target: { id: string } }[] = [];
-  let next: string | null = '/api/v1/audit-events?per_page=100';
-  while (next !== null) {
-    const res: Response = await fetch(`${url}${next}`, { headers: { authorization: `Bearer ${admin}` } });
-    assert.equal(res.status, 200);
-    out.push(...((await res.json()) as { action: string; target: { id: string } }[]));
-    next = /^<([^>]+)>; rel="next"$/.exec(res.headers.get('link') ?? '')?.[1] ?? null;
-  }
-  return out.reverse();
+  const trail = await fetchAll<{ action: string; target: { id: string } }>(url, '/api/v1/audit-events?per_page=100', {
+    authorization: `Bearer ${admin}`,
+  });
+  return trail.reverse();
 }
 
 async function verify(url: string, admin: string, ledger: Ledger): Promise<void> {
-  const res = await fetch(`${url}/api/v1/api-tokens`, { headers: { authorization: `Bearer ${admin}` } });
-  assert.equal(res.status, 200);
-  const ids = new Set(((await res.json()) as { id: string }[]).map((x) => x.id));
+  const tokens = await fetchAll<{ id: string }>(url, '/api/v1/api-tokens?per_page=1000', {
+    authorization: `Bearer ${admin}`,
+  });
+  const ids = new Set(tokens.map((x) => x.id));
   // The audit trail and the tokens agree: an acknowledged change has its event, an event its change.
   const trail = await auditTrail(url, admin);
   const targets = (action: string) => trail.filter((e) => e.action === action).map((e) => e.target.id);
