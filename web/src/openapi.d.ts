@@ -629,7 +629,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -687,7 +687,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -788,7 +788,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -966,7 +966,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1061,7 +1061,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1173,7 +1173,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1259,7 +1259,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1456,7 +1456,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1634,7 +1634,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1696,7 +1696,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1808,7 +1808,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1969,7 +1969,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2078,7 +2078,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2173,7 +2173,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2352,7 +2352,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2464,7 +2464,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2653,7 +2653,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2766,7 +2766,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2853,7 +2853,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3051,7 +3051,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3230,7 +3230,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3371,7 +3371,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3465,7 +3465,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3599,7 +3599,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3699,7 +3699,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3801,7 +3801,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3922,7 +3922,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4030,7 +4030,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4132,7 +4132,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4231,7 +4231,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4406,7 +4406,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4752,7 +4752,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -5067,7 +5067,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -5187,7 +5187,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
