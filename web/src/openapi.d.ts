@@ -838,7 +838,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
                      * @example ci deploy
                      */
                     name: string;
@@ -1310,7 +1310,7 @@ export interface operations {
                  */
                 "application/merge-patch+json": {
                     /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
                      * @example ci deploy
                      */
                     name?: string;
@@ -1333,7 +1333,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
                      * @example ci deploy
                      */
                     name?: string;
@@ -1855,7 +1855,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
                      * @example Acme Corp
                      */
                     name: string;
@@ -2220,7 +2220,7 @@ export interface operations {
                  *     }
                  */
                 "application/merge-patch+json": {
-                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
+                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
                     name?: string;
                     /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
                     status?: "active" | "suspended";
@@ -2231,7 +2231,7 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
+                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
                     name?: string;
                     /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
                     status?: "active" | "suspended";
@@ -2516,7 +2516,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
                      * @example ci deploy
                      */
                     name: string;
@@ -2905,7 +2905,7 @@ export interface operations {
                  */
                 "application/merge-patch+json": {
                     /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
                      * @example ci deploy
                      */
                     name?: string;
@@ -2928,7 +2928,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
                      * @example ci deploy
                      */
                     name?: string;
