@@ -415,8 +415,8 @@ export const SettingsSchema = Type.Object({
       maximum: 10_000_000,
       default: 300,
       description:
-        'Requests per window per client address for requests without a token, across all instances; ' +
-        '0: no limit for them.',
+        'Requests per window per client address (IPv6: per /64) for requests without a token, across all ' +
+        'instances; 0: no limit for them.',
     }),
   ),
   rateLimitWindowS: setting(

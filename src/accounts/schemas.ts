@@ -18,7 +18,7 @@ export const AccountStatus = Type.Union([Type.Literal('active'), Type.Literal('s
 
 const NAME_DESCRIPTION =
   `Label, at most ${NAME_MAX} characters (surrounding spaces are trimmed); the rules of a token name: ` +
-  'no control, format (invisible, bidi) or line/paragraph separator characters; ' +
+  'no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; ' +
   'at least one visible character, and none that shows nothing at either end';
 
 const EXTERNAL_ID_DESCRIPTION =

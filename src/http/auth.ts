@@ -22,7 +22,8 @@ import { AppError } from '../errors.js';
 import type { TokenRecord, TokenWithAccount } from '../storage/types.js';
 import type { SecretKind, TokenService, VerifyFailure, VerifyResult } from '../tokens/service.js';
 import { missingScopes, parseScope } from '../tokens/scopes.js';
-import { addressKey, type FailureLimiter } from './failure-limiter.js';
+import { addressKey } from './client-key.js';
+import type { FailureLimiter } from './failure-limiter.js';
 import { repeatedHeader } from './headers.js';
 
 export type RouteAuth = { scopes: string[] } | 'optional' | 'custom';

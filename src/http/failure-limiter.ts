@@ -14,13 +14,12 @@
 // - A valid token is answered from the verification cache, or after its turn at the gate:
 //   never refused because others failed. auth.ts answers a failure from an address past
 //   the limit with 429 + Retry-After, which tells a misbehaving client to back off.
-// Addresses are counted as addressKey() says: IPv6 by /64 (see there).
+// Addresses are counted as addressKey() says (src/http/client-key.ts): IPv6 by /64.
 // Memory is bounded: at most `maxKeys` addresses and `maxUnknown` hashes are tracked
 // (oldest dropped first: lru-cache, read with peek() so that only a new window or a new
 // unknown hash counts as recent); a gate exists only while lookups of its address are in
 // flight or waiting, and each waiter is a request the server is already holding.
 
-import { isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import { entries } from '../bounded.js';
 import type { TokenWithAccount } from '../storage/types.js';
@@ -154,40 +153,4 @@ export class FailureLimiter {
   private rememberUnknown(hash: string, now: number): void {
     this.unknown.set(hash, now + this.windowMs);
   }
-}
-
-/**
- * What the limiter counts a client by: its IPv4 address (also when written IPv4-mapped,
- * ::ffff:192.0.2.1), or its IPv6 /64. A host or LAN is normally given a whole /64, so
- * counting single IPv6 addresses would let one client dodge the limit by rotating
- * through 2^64 of them. Sharing a count is harmless: valid tokens are never refused.
- */
-export function addressKey(ip: string): string {
-  const groups = ipv6Groups(ip);
-  if (groups === null) return ip;
-  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
-    return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
-  }
-  return `${groups
-    .slice(0, 4)
-    .map((g) => g.toString(16))
-    .join(':')}::/64`;
-}
-
-/** The eight 16-bit groups of an IPv6 address (a zone id is dropped), or null if it is not one. */
-function ipv6Groups(address: string): number[] | null {
-  let text = address.split('%')[0]!;
-  if (isIP(text) !== 6) return null;
-  // A dotted IPv4 tail (::ffff:192.0.2.1) is the last two groups.
-  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (v4 !== null) {
-    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number];
-    text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const parse = (part: string | undefined): number[] =>
-    part === undefined || part === '' ? [] : part.split(':').map((g) => parseInt(g, 16));
-  const [before, after] = text.split('::');
-  const head = parse(before);
-  const tail = parse(after);
-  return [...head, ...new Array<number>(8 - head.length - tail.length).fill(0), ...tail];
 }

@@ -1,8 +1,9 @@
 // Request rate limits, in fixed windows: per token for authenticated requests, per client
-// address otherwise. The quotas are the fleet's: with several instances on one database,
-// each enforces its share (shareOf: the quota split among the live instances the fleet
-// registry counts), so behind a balancer spreading requests evenly a client gets the
-// quota, not N times it; counted in memory, no storage access per request. Windows are
+// address otherwise (as addressKey() counts it: IPv6 by /64, src/http/client-key.ts). The
+// quotas are the fleet's: with several instances on one database, each enforces its share
+// (shareOf: the quota split among the live instances the fleet registry counts), so
+// behind a balancer spreading requests evenly a client gets the quota, not N times it;
+// counted in memory, no storage access per request. Windows are
 // aligned to the wall clock, at an offset per key (a hash of it), so every instance's
 // window for a client starts and ends at the same moment while different clients' windows
 // do not all reset at once (no herd of retries at the top of each window).
@@ -34,12 +35,13 @@ import { LRUCache } from 'lru-cache';
 import { entries } from '../bounded.js';
 import { AppError } from '../errors.js';
 import { shareOf, type FleetView } from '../fleet/registry.js';
+import { addressKey } from './client-key.js';
 import type { App } from './types.js';
 
 /** The policies the RateLimit fields name, and whose budget each is. */
 export const RATE_LIMIT_POLICIES = {
   token: 'per token, for authenticated requests',
-  anonymous: 'per client address, for anonymous requests',
+  anonymous: 'per client address (IPv6: per /64), for anonymous requests',
 } as const;
 export type RateLimitPolicy = keyof typeof RATE_LIMIT_POLICIES;
 
@@ -185,7 +187,7 @@ export function installRateLimit(app: App, options: RateLimitOptions): RateLimit
   }
 
   const identify = (tokenId: string | null, ip: string): [RateLimitPolicy, string] =>
-    tokenId !== null ? ['token', `t:${tokenId}`] : ['anonymous', `a:${ip}`];
+    tokenId !== null ? ['token', `t:${tokenId}`] : ['anonymous', `a:${addressKey(ip)}`];
 
   function charge(tokenId: string | null, ip: string): Charge {
     const [policy, key] = identify(tokenId, ip);

@@ -25,11 +25,19 @@ export function installCors(app: App, origins: readonly string[]): void {
   if (origins.length === 0) return;
   const options = {
     origin: origins.includes('*') ? '*' : [...origins],
-    // PATCH: the merge patches of accounts and tokens.
-    methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'],
-    allowedHeaders: ['Authorization', 'Content-Type', 'If-None-Match', 'X-Request-Id'],
-    // Deprecation, Sunset, Link: a catalog entry's way out (and Link: rel="next" pages).
+    // Every method an /api/v1 route serves (PATCH: the merge patches of accounts and
+    // tokens; PUT: the catalog document), so a console elsewhere can do all the API does.
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    // Every request header the API reads that a page may set: the token, the body's type,
+    // the preconditions (If-Match on a catalog PUT, If-None-Match on revalidations) and the
+    // caller's request id.
+    allowedHeaders: ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'X-Request-Id'],
+    // Every answer header a client acts on beyond the safelisted ones. Deprecation, Sunset,
+    // Link: a catalog entry's way out (and Link: rel="next" pages); Allow: the methods of
+    // a 405; Accept-Encoding: what a 415 for a Content-Encoding takes.
     exposedHeaders: [
+      'Accept-Encoding',
+      'Allow',
       'Deprecation',
       'ETag',
       'Link',

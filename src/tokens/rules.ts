@@ -42,17 +42,38 @@ export interface RuleContext {
   operatorAccount: boolean;
 }
 
-// Refused anywhere in a name, by general category rather than by a list: controls (Cc),
+// Refused anywhere in a name, by Unicode property rather than by a list: controls (Cc),
 // format characters (Cf: bidi controls and marks, zero-width characters, the soft
 // hyphen, word joiner, tag characters, U+180E...), line and paragraph separators (Zl,
-// Zp). Any of them lets one name look like another, or breaks the line it is shown on.
-const REFUSED = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+// Zp), and default-ignorable code points (Default_Ignorable_Code_Point: shown as nothing
+// wherever they stand, such as the combining grapheme joiner U+034F, the Khmer inherent
+// vowels U+17B4/U+17B5, variation selectors, Hangul fillers). Any of them lets one name
+// look like another (`admin` + U+034F reads as `admin`), or breaks the line it is shown on.
+const REFUSED = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/u;
 const REFUSED_KIND: [RegExp, string][] = [
   [/\p{Cc}/u, 'a control character'],
   [/\p{Cf}/u, 'an invisible format character'],
   [/\p{Zl}/u, 'a line separator'],
   [/\p{Zp}/u, 'a paragraph separator'],
+  [/\p{Default_Ignorable_Code_Point}/u, 'an invisible (default-ignorable) character'],
 ];
+// The one default-ignorable code point a name keeps: U+FE0F, the emoji presentation
+// selector, where it shows: right after an emoji drawn as text by default, which it turns
+// into the emoji (❤ and ❤️ look different), and in a keycap (#️⃣). Anywhere else (after
+// a letter, an emoji already drawn as one, another selector) it shows nothing.
+const EMOJI_SELECTOR = /(.)\uFE0F(\u20E3?)/gsu;
+const EMOJI = /^\p{Emoji}$/u;
+const EMOJI_PRESENTATION = /^\p{Emoji_Presentation}$/u;
+const KEYCAP_BASE = /^[#*0-9]$/;
+
+/** `raw` without the U+FE0F that show (above): what remains is checked against REFUSED. */
+function withoutEmojiSelectors(raw: string): string {
+  if (!raw.includes('\uFE0F')) return raw;
+  return raw.replace(EMOJI_SELECTOR, (all, base: string, keycap: string) => {
+    const shows = KEYCAP_BASE.test(base) ? keycap !== '' : EMOJI.test(base) && !EMOJI_PRESENTATION.test(base);
+    return shows ? base + keycap : all;
+  });
+}
 // What shows nothing on its own: whitespace and separators (Z*), default-ignorable code
 // points (the Hangul fillers U+115F, U+1160, U+3164 and U+FFA0, variation selectors...),
 // the other C* categories (private use and unassigned code points have no agreed glyph),
@@ -76,16 +97,16 @@ export function isVisible(c: string): boolean {
 
 /**
  * A token name: 1-100 code points once leading and trailing spaces are trimmed, with
- * no character of the refused categories (checked before trimming, so a trailing
+ * no character of the refused kinds (checked before trimming, so a trailing
  * newline or U+2028 is refused, not silently cut), at least one visible character, and
  * no invisible or blank-looking character at either end (where it could hide: `admin`
- * + U+3164 would look like `admin`). A trailing combining mark is fine: it sits on
+ * + U+2800 would look like `admin`). A trailing combining mark is fine: it sits on
  * the character before it (as U+FE0F does on an emoji).
  */
 export function validateName(raw: string): { name: string } | { error: FieldError } {
   const pointer = '/name';
   if (!raw.isWellFormed()) return { error: { pointer, detail: 'must be valid Unicode text' } };
-  const refused = REFUSED.exec(raw)?.[0];
+  const refused = REFUSED.exec(withoutEmojiSelectors(raw))?.[0];
   if (refused !== undefined) {
     const kind = REFUSED_KIND.find(([re]) => re.test(refused))![1];
     return {
@@ -93,7 +114,7 @@ export function validateName(raw: string): { name: string } | { error: FieldErro
         pointer,
         detail:
           `must not contain ${codePointLabel(refused)}, ${kind} ` +
-          '(control, format, line and paragraph separator characters are refused)',
+          '(control, format, default-ignorable, line and paragraph separator characters are refused)',
       },
     };
   }

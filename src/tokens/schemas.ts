@@ -28,7 +28,7 @@ const NameField = Type.String({
   maxLength: NAME_MAX,
   description:
     `Label, at most ${NAME_MAX} characters (surrounding spaces are trimmed); ` +
-    'no control, format (invisible, bidi) or line/paragraph separator characters; ' +
+    'no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; ' +
     'at least one visible character, and none that shows nothing at either end',
   examples: ['ci deploy'],
 });

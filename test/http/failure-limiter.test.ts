@@ -3,7 +3,8 @@
 // hashes, and the bounds on what it keeps.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { addressKey, FailureLimiter } from '../../src/http/failure-limiter.js';
+import { addressKey } from '../../src/http/client-key.js';
+import { FailureLimiter } from '../../src/http/failure-limiter.js';
 import type { TokenWithAccount } from '../../src/storage/types.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 

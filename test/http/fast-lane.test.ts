@@ -243,6 +243,27 @@ test('behind a trusted proxy the lane counts the client address the full path co
   assert.equal((await from('203.0.113.8')).status, 429);
 });
 
+test('the lane counts an IPv6 client by its /64 (IPv4-mapped as IPv4), as the full path does', async (t) => {
+  const b = await listening(t, { RATE_LIMIT_ANONYMOUS: '3', TRUST_PROXY: '127.0.0.1' });
+  const from = (ip: string) => send(b.port, '/api/v1/plans', ['x-forwarded-for', ip]);
+  const statuses = [];
+  for (let i = 1; i <= 10; i++) statuses.push((await from(`2001:db8:7:7::${i}`)).status);
+  assert.deepEqual(statuses, [200, 200, 200, 429, 429, 429, 429, 429, 429, 429], 'one budget for the /64');
+  assert.equal(b.app.infracat.lane.served, 3);
+  assert.equal((await from('2001:db8:7:8::1')).status, 200, 'the next /64 has its own');
+  // The full path shares the window: one unit left of the next /64's after the lane's first.
+  const full = (ip: string) => b.app.inject({ url: '/api/v1/plans', headers: { 'x-forwarded-for': ip } });
+  assert.equal((await full('2001:db8:7:8:ffff::2')).statusCode, 200);
+  assert.equal((await from('2001:db8:7:8::3')).status, 200);
+  assert.equal((await full('2001:db8:7:8::4')).statusCode, 429);
+  assert.equal((await from('2001:db8:7:8::5')).status, 429);
+  // An IPv4 client and its IPv4-mapped spelling share one budget too.
+  assert.equal((await from('192.0.2.9')).status, 200);
+  assert.equal((await from('::ffff:192.0.2.9')).status, 200);
+  assert.equal((await full('::ffff:c000:209')).statusCode, 200);
+  assert.equal((await from('192.0.2.9')).status, 429);
+});
+
 test("the lane's access line and metrics are the full path's", async (t) => {
   const b = await listening(t);
   await send(b.port, '/api/v1/plans', ['x-request-id', 'lane-line']);

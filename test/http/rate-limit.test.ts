@@ -38,6 +38,33 @@ describe('rate limits', () => {
     },
   );
 
+  it(
+    'an anonymous client is counted as failed authentications count it: IPv6 by its /64, IPv4-mapped as ' + 'IPv4',
+    async (t) => {
+      const { app } = await build(t, { env: { RATE_LIMIT_ANONYMOUS: '5', RATE_LIMIT_WINDOW_S: '600' } });
+      const status = async (remoteAddress: string) =>
+        (await app.inject({ method: 'GET', url: '/api/v1/regions', remoteAddress })).statusCode;
+      // 20 addresses of one /64, each written its own way: 5 get through, as from one address.
+      const admitted = [];
+      for (let i = 1; i <= 20; i++) {
+        const spellings = [
+          `2001:db8:1:2::${i.toString(16)}`,
+          `2001:DB8:1:2:${i}:0:0:1`,
+          `2001:0db8:0001:0002:ffff:${i}::`,
+        ];
+        if ((await status(spellings[i % 3]!)) === 200) admitted.push(i);
+      }
+      assert.equal(admitted.length, 5, `admitted ${admitted.join(',')} of 20 addresses of 2001:db8:1:2::/64`);
+      assert.equal(await status('2001:db8:1:2::fe%eth0'), 429, 'a zone id does not make another key');
+      assert.equal(await status('2001:db8:1:3::1'), 200, 'the next /64 has its own budget');
+      // IPv4, and the same address written IPv4-mapped (a dual-stack socket's spelling), share one.
+      for (let i = 0; i < 5; i++) assert.equal(await status(i % 2 === 0 ? '10.4.4.4' : '::ffff:10.4.4.4'), 200);
+      assert.equal(await status('::ffff:a04:404'), 429, 'the mapped address in hex is the same client');
+      assert.equal(await status('10.4.4.4'), 429);
+      assert.equal(await status('10.4.4.5'), 200, 'IPv4 addresses are counted one by one');
+    },
+  );
+
   it('authenticated requests are limited per token, not per address', async (t) => {
     const { app } = await build(t, { env: { RATE_LIMIT: '2', RATE_LIMIT_ANONYMOUS: '100' } });
     const a = await mintToken(app, ['api-tokens:read']);

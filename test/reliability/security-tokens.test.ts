@@ -493,13 +493,16 @@ const classes = (() => {
   };
   for (let cp = 0; cp <= 0x10ffff; cp++) {
     if (cp >= 0xd800 && cp <= 0xdfff) continue;
+    // U+FE0F, kept right after an emoji drawn as text by default, is in no class here:
+    // test/tokens/names.test.ts holds it to its rule.
+    if (cp === 0xfe0f) continue;
     const c = String.fromCodePoint(cp);
-    if (/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u.test(c)) out.refused.push(c);
+    if (/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]/u.test(c)) out.refused.push(c);
     else if (/\p{Zs}/u.test(c)) out.spaces.push(c);
     else if (/\p{M}/u.test(c)) out.marks.push(c);
-    // Shows nothing on its own: default-ignorable (Hangul fillers...), private use,
-    // unassigned, and the blank glyphs no property marks (braille blank, null notehead).
-    else if (/[\p{Default_Ignorable_Code_Point}\p{C}]/u.test(c) || cp === 0x2800 || cp === 0x1d159) out.blank.push(c);
+    // Shows nothing on its own: private use, unassigned, and the blank glyphs no property
+    // marks (braille blank, null notehead).
+    else if (/\p{C}/u.test(c) || cp === 0x2800 || cp === 0x1d159) out.blank.push(c);
     else out.visible.push(c);
   }
   return out;
@@ -521,8 +524,10 @@ describe('the token name rule, over generated names (fast-check)', () => {
   it("the issue's characters are in the refused or blank classes it derives from the categories", () => {
     for (const c of ['\u061c', '\u2028', '\u2029', '\u00ad', '\u2060', '\u180e', '\u{e0041}'])
       assert.ok(classes.refused.includes(c), hex(c.codePointAt(0)!));
-    for (const c of ['\u3164', '\u2800', '\uffa0', '\u115f', '\u1160'])
-      assert.ok(classes.blank.includes(c), hex(c.codePointAt(0)!));
+    // Default-ignorable: refused anywhere, as the format characters are.
+    for (const c of ['\u3164', '\uffa0', '\u115f', '\u1160', '\u034f', '\u17b4', '\ufe00', '\u{e0100}'])
+      assert.ok(classes.refused.includes(c), hex(c.codePointAt(0)!));
+    for (const c of ['\u2800', '\u{1d159}', '\ue000']) assert.ok(classes.blank.includes(c), hex(c.codePointAt(0)!));
   });
 
   it('names of visible characters, marks and inner spaces are accepted as they are (outer spaces trimmed)', () => {
@@ -534,7 +539,7 @@ describe('the token name rule, over generated names (fast-check)', () => {
     );
   });
 
-  it('one control, format or separator character anywhere is refused, named as U+XXXX', () => {
+  it('one control, format, separator or default-ignorable character anywhere is refused, named as U+XXXX', () => {
     fc.assert(
       fc.property(validName, pick(classes.refused), fc.nat(), padding, (name, bad, at, pad) => {
         const chars = [...(pad + name + pad)];

@@ -640,7 +640,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -698,7 +698,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -815,7 +815,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -865,7 +865,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
                      * @example ci deploy
                      */
                     name: string;
@@ -993,7 +993,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1088,7 +1088,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1200,7 +1200,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1286,7 +1286,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1337,7 +1337,7 @@ export interface operations {
                  */
                 "application/merge-patch+json": {
                     /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
                      * @example ci deploy
                      */
                     name?: string;
@@ -1360,7 +1360,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
                      * @example ci deploy
                      */
                     name?: string;
@@ -1483,7 +1483,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1661,7 +1661,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1723,7 +1723,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1841,7 +1841,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1888,7 +1888,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
                      * @example Acme Corp
                      */
                     name: string;
@@ -2002,7 +2002,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2111,7 +2111,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2206,7 +2206,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2253,7 +2253,7 @@ export interface operations {
                  *     }
                  */
                 "application/merge-patch+json": {
-                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
+                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
                     name?: string;
                     /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
                     status?: "active" | "suspended";
@@ -2264,7 +2264,7 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
+                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
                     name?: string;
                     /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
                     status?: "active" | "suspended";
@@ -2385,7 +2385,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2513,7 +2513,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2565,7 +2565,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
                      * @example ci deploy
                      */
                     name: string;
@@ -2702,7 +2702,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2815,7 +2815,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2902,7 +2902,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2954,7 +2954,7 @@ export interface operations {
                  */
                 "application/merge-patch+json": {
                     /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
                      * @example ci deploy
                      */
                     name?: string;
@@ -2977,7 +2977,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi) or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
                      * @example ci deploy
                      */
                     name?: string;
@@ -3100,7 +3100,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3279,7 +3279,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3422,7 +3422,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3516,7 +3516,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3650,7 +3650,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3750,7 +3750,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3852,7 +3852,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3973,7 +3973,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4081,7 +4081,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4183,7 +4183,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4282,7 +4282,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4460,7 +4460,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4809,7 +4809,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -5125,7 +5125,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -5245,7 +5245,7 @@ export interface operations {
                     "Retry-After"?: unknown;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address, for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
