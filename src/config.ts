@@ -2,7 +2,7 @@
 // variable, default, description and constraints as JSON Schema (TypeBox), and, where
 // reading it takes more than JSON Schema can say (a database URL, a list of CIDRs, the
 // rule table), the transform beside it. `Config` is the schema's decoded type; the values
-// are checked and the defaults filled from the same schema; README's table and
+// are checked and the defaults filled from the same schema; docs/settings.md's table and
 // `serve --help` are checked against it. A bad value stops the start with one clear line.
 //
 // TypeBox's own checker reads the schema directly: Ajv would first generate code for it,
@@ -63,7 +63,7 @@ function checkOrigins(list: string[]): string[] {
   return list;
 }
 
-// In README order.
+// In the order of docs/settings.md.
 export const SettingsSchema = Type.Object({
   port: setting(
     'PORT',
@@ -514,12 +514,12 @@ type SettingSchema = TSchema &
   };
 const PROPERTIES = Object.entries(SettingsSchema.properties as object) as [keyof Config, SettingSchema][];
 
-/** A default as it is written in the environment (and shown by README and `serve --help`). */
+/** A default as it is written in the environment (and shown by docs/settings.md and `serve --help`). */
 function asText(value: unknown): string {
   return Array.isArray(value) ? value.join(',') : String(value);
 }
 
-/** Every setting as documented: README's table and `serve --help` list these. */
+/** Every setting as documented: docs/settings.md's table and `serve --help` list these. */
 export const SETTINGS = PROPERTIES.map(([key, s]) => ({
   env: s.env as SettingName,
   key,
@@ -605,7 +605,7 @@ export function loadConfig(
   const refused = Check(SettingsSchema, input)
     ? new Set<string | undefined>()
     : new Set(Errors(SettingsSchema, input).map((e) => e.instancePath.split('/')[1]));
-  // In README order, so the first bad setting is the one named, whichever step refuses it.
+  // In the order of docs/settings.md, so the first bad setting is the one named, whichever step refuses it.
   for (const [key, schema] of PROPERTIES) {
     const raw = raws.get(key) ?? asText(schema.default);
     if (refused.has(key)) throw refusal(schema, raw, expectation(schema));

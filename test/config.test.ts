@@ -135,7 +135,7 @@ describe('configuration', () => {
     assert.deepEqual(
       BAD.map(([name]) => name),
       names,
-      'one bad value per setting, in README order',
+      'one bad value per setting, in the order of docs/settings.md',
     );
     for (const [name, value, expected] of BAD) {
       assert.throws(
@@ -169,7 +169,7 @@ describe('configuration', () => {
       );
   });
 
-  it('a long bad value is cut short in the message; with several bad values the first in README order is named', () => {
+  it('a long bad value is cut short in the message; with several bad values the first in table order is named', () => {
     expectError(
       { CATALOG_CACHE_CONTROL: 'x'.repeat(201) },
       /^invalid CATALOG_CACHE_CONTROL "x{57}\.\.\.": expected a Cache-Control header value$/,
@@ -272,7 +272,7 @@ describe('configuration', () => {
     }
   });
 
-  it('every default, as README states it', () => {
+  it('every default, as docs/settings.md states it', () => {
     const c = loadConfig({});
     const rules = c.authCheckRules.map((r) => [r.methods, r.path, r.scopes]);
     assert.deepEqual(
@@ -356,9 +356,9 @@ describe('configuration', () => {
     expectError({ DATABASE_URL: 'postgres://app:hunter2@' }, /^(?!.*hunter2)/);
   });
 
-  it("README's settings table is the schema's: every setting, in order, with its default and description", () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    const rows = readme.split('\n').filter((l) => /^\| `[A-Z][A-Z0-9_]*` \|/.test(l));
+  it("docs/settings.md's table is the schema's: every setting, in order, with its default and description", () => {
+    const doc = readFileSync(new URL('../docs/settings.md', import.meta.url), 'utf8');
+    const rows = doc.split('\n').filter((l) => /^\| `[A-Z][A-Z0-9_]*` \|/.test(l));
     const shown = (d: string): string => (d === '' ? '(unset)' : `\`${d}\``);
     assert.deepEqual(
       rows,

@@ -19,7 +19,7 @@ with mode 0600 and synced before it appears under its name.
 Restore: stop every infracat process using the database, replace the database file
 with the backup, delete the old database's -wal and -shm files, start again.
 
-PostgreSQL: use pg_dump / pg_restore (see README, "Backups").
+PostgreSQL: use pg_dump / pg_restore (see docs/operations.md, "Backups").
 
 Options:
   --database-url URL    DATABASE_URL

@@ -17,7 +17,7 @@ function wrap(text: string, indent: string, width = 80): string {
   return lines.join('\n');
 }
 
-// Every setting with its default and what it means (the same text as README's table).
+// Every setting with its default and what it means (the same text as the table of docs/settings.md).
 const settingsHelp = SETTINGS.map((s) => {
   const shown = s.default === '' ? '(unset)' : s.default;
   return `  ${s.env}=${shown}\n${wrap(s.description, '      ')}`;

@@ -199,8 +199,8 @@ class PostgresDriver extends Sender implements Driver {
   backup(): Promise<BackupReport> {
     return Promise.reject(
       new NotSupportedError(
-        'a PostgreSQL database is backed up with pg_dump and restored with pg_restore (README, "Backups"); ' +
-          'infracat backup copies SQLite databases',
+        'a PostgreSQL database is backed up with pg_dump and restored with pg_restore ' +
+          '(docs/operations.md, "Backups"); infracat backup copies SQLite databases',
       ),
     );
   }
