@@ -1,13 +1,13 @@
-// `npm run bench:propagation`: how long a revocation takes to reach the other instances
-// (issue #18). Three `infracat serve` processes (the bundled dist/cli/main.js) on one
-// PostgreSQL; each of PROPAGATION_TOKENS tokens is verified (and so cached) on B and C,
-// deleted through A, then polled on B and C until both refuse it. Reported: p50/p99/max
+// `npm run bench:propagation`: how long a revocation takes to reach the other instances.
+// Three `infracat serve` processes (the bundled dist/cli/main.js) on one PostgreSQL; each
+// of PROPAGATION_TOKENS tokens is verified (and so cached) on B and C, deleted through A,
+// then polled on B and C until both refuse it. Reported: p50/p99/max
 // of "A acknowledged the delete" to "B and C both refuse it".
 //
 // Every instance trusts a cached verification for 10 minutes, so only the change feed can
 // explain a refusal within seconds. The baseline, measured in the same run: the same fleet
 // with the feed unreachable (DATABASE_NOTIFY_URL pointing at a closed port) and the
-// shipped TOKEN_CACHE_TTL_MS (5 s), i.e. how revocation propagated before #18.
+// shipped TOKEN_CACHE_TTL_MS (5 s), i.e. how revocation propagates without the feed.
 //
 //   PROPAGATION_TOKENS=200   revocations with the feed
 //   PROPAGATION_BASELINE=20  revocations without it (each waits up to the TTL; run at once)

@@ -1,10 +1,10 @@
 // `npm run bench`: infracat as shipped (the bundled dist/cli/main.js, info access log to
 // stdout, metrics, rate limiter running with limits raised so it never trips) next to
 // reference servers answering the same GET /api/v1/plans bytes, measured the fair way
-// (issue #20, scripts/lib/load.mjs): every server pinned to CPU 0, wrk pinned to CPU 1,
+// (scripts/lib/load.ts): every server pinned to CPU 0, wrk pinned to CPU 1,
 // all servers up at once, interleaved rounds (order reversed every other round, each run
 // waiting for CPU steal to settle), medians of within-round ratios to C (bare node:http
-// with infracat's headers, scripts/lib/baselines.mjs) and of server CPU time per request.
+// with infracat's headers, scripts/lib/baselines.ts) and of server CPU time per request.
 //
 //   BENCH_ROUNDS=9         interleaved rounds (the figures in BENCHMARKS.md use 29)
 //   BENCH_SECONDS=4        seconds per run

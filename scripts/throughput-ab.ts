@@ -109,7 +109,7 @@ try {
       );
     });
   });
-  // A process runs in one of two states that move its rates (BENCHMARKS.md, session 12),
+  // A process runs in one of two states that move its rates (BENCHMARKS.md),
   // so what a token adds is read inside each process: its CPU over the anonymous GET's.
   process.stdout.write('token GET over the anonymous GET, same process (median of rounds)\n');
   args.forEach((arg, i) => {

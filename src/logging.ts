@@ -69,8 +69,8 @@ function stdout(): LineSink {
 }
 
 // pino's isoTime field (`,"time":"<Date#toISOString()>"`), with the text up to the seconds
-// made once a second: a Date and its ISO text per line were a tenth of an access line's
-// cost (issue #20). The same text as toISOString() at every instant (test/http/logging.test.ts).
+// made once a second: a Date and its ISO text per line would be a tenth of an access
+// line's cost (BENCHMARKS.md). The same text as toISOString() at every instant (test/http/logging.test.ts).
 let second = Number.NaN;
 let upToSeconds = '';
 

@@ -1,4 +1,4 @@
-// The reference servers `npm run bench` measures infracat against, in the same run (#20).
+// The reference servers `npm run bench` measures infracat against, in the same run.
 // Each answers GET /api/v1/plans with the body infracat serves:
 //   C      bare node:http, infracat's headers byte for byte (a fresh request id each time)
 //   D      bare node:http, only Content-Type and Content-Length

@@ -40,8 +40,8 @@ export function freePort(): Promise<number> {
 
 /**
  * Polls `url` every 5 ms until it answers 2xx; throws if `child` exits first. The cold starts
- * the bench reports end here, so the step is their resolution (it was 20 ms: up to a tenth of
- * a start, for infracat and C alike).
+ * the bench reports end here, so the step is their resolution (20 ms would be up to a tenth
+ * of a start, for infracat and C alike).
  */
 export async function waitUntilUp(url: string, child: ChildProcess, timeoutMs = 20_000): Promise<void> {
   const started = Date.now();
@@ -60,7 +60,7 @@ export async function waitUntilUp(url: string, child: ChildProcess, timeoutMs = 
 /**
  * `infracat serve` from a build's cli/main.js as the benchmarks run it (serverEnv()): shipped settings
  * (info access log to a discarded stdout, metrics), rate limits raised so the limiter
- * runs without tripping; pinned to the server CPU when `pin` (lib/load.mjs). Resolves once
+ * runs without tripping; pinned to the server CPU when `pin` (lib/load.ts). Resolves once
  * /healthz answers.
  */
 export async function startInfracat(

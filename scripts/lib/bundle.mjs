@@ -8,8 +8,8 @@
 // Used by scripts/bundle.mjs (dist/cli/, what `npm start` and the `infracat` bin run) and by
 // scripts/run-tests.ts (.test-build/cli/, the command the tests run as a child process).
 //
-// Why one file: loading ~400 separate modules (TypeBox alone is ~300 ES modules) was most
-// of the cold start (BENCHMARKS.md). Why CommonJS: several bundled dependencies are CommonJS
+// Why one file: loading ~400 separate modules (TypeBox alone is ~300 ES modules) is most
+// of a cold start (BENCHMARKS.md). Why CommonJS: several bundled dependencies are CommonJS
 // and use require() and __dirname as such.
 //
 // Left out of the bundle, loaded from node_modules at run time:

@@ -1,4 +1,4 @@
-// The fair way to measure a server on this 2-vCPU VM (issue #20): the server pinned to
+// The fair way to measure a server on this 2-vCPU VM: the server pinned to
 // CPU 0, the load generator (Debian's wrk, one thread) pinned to CPU 1, so neither steals
 // the other's core; and besides the rate, the server's own CPU time per request (user +
 // system time of its process, all threads, divided by the answers it gave), which stays

@@ -2,7 +2,7 @@
 // regard to case): Intl.Collator('en', { numeric: true, sensitivity: 'base' }).
 //
 // Why not only the collator: creating one loads ICU's collation data, 14 ms of every start
-// and 2.7 MB of memory (BENCHMARKS.md, issue #20), and a start sorts the catalog. Names and
+// and 2.7 MB of memory (BENCHMARKS.md), and a start sorts the catalog. Names and
 // versions are nearly always printable ASCII; those are compared here in the collator's
 // own order of those characters (CLDR's root order: space and punctuation, then digits,
 // then letters), digit runs by their value. Anything else goes to the collator, created on

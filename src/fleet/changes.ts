@@ -3,7 +3,7 @@
 // rotated or narrowed token, a suspended or deleted account and a newly applied catalog
 // take effect here within about a second instead of TOKEN_CACHE_TTL_MS / CATALOG_REFRESH_MS.
 // Those two bounds remain the fallback while the instance cannot hear (the listening
-// connection is down): a missed change is never worse than before this existed.
+// connection is down): a missed change still takes effect within them.
 import type { CatalogService } from '../catalog/service.js';
 import type { Change, ChangeHandlers } from '../storage/types.js';
 import type { VerificationCache } from '../tokens/cache.js';

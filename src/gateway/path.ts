@@ -18,7 +18,7 @@
 //   is refused, for upstreams that normalise Unicode.
 //
 // What is left decodes to a path that no further decoding or resolution changes; empty
-// segments are dropped (`/apps//1/` is `/apps/1`), as before.
+// segments are dropped (`/apps//1/` is `/apps/1`).
 
 export type PathResult = { ok: true; path: string } | { ok: false; reason: string };
 

@@ -4,8 +4,8 @@
 //
 // The /docs plugin is loaded on the first request for it, in an instance of its own that
 // the /docs routes forward to: @fastify/swagger-ui with @fastify/static, glob and a YAML
-// parser was ~110 ms of a ~440 ms cold start, and measured again for #19, x1.28 CPU to the
-// first answer and +4.5 MB idle (BENCHMARKS.md), for a page most processes never serve.
+// parser cost ~110 ms of a ~440 ms cold start, x1.28 CPU to the first answer and +4.5 MB
+// idle (BENCHMARKS.md), for a page most processes never serve.
 //
 // Routes state only their success shapes and config.auth; the error responses every
 // route can give (problem+json) are derived here from what the route takes.

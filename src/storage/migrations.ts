@@ -74,8 +74,8 @@ const MIGRATIONS: readonly Migration[] = [
        )`,
       },
       `CREATE INDEX api_tokens_created ON api_tokens (created_at, id)`,
-      // (On PostgreSQL this migration also inserted the `tokens` lock row; migration 0
-      // now does, before this one runs, so every database ends up with the same rows.)
+      // (On PostgreSQL the `tokens` lock row comes from migration 0, which runs before
+      // this one; a database that got it from this migration holds the same row.)
     ],
   },
   {

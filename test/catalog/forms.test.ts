@@ -43,7 +43,7 @@ describe('money', () => {
   });
 
   it('a price that cannot be held in cents and written back exactly is refused, not mangled', () => {
-    // 1e21 used to be accepted, then served as `1e+19.00`: not JSON.
+    // 1e21 held as cents would be served as `1e+19.00`: not JSON.
     for (const price of [1e21, 1e12, MAX_CENTS / 100 + 0.01])
       assert.match(priceProblems(price).join(), /<= 99999999\.99/, String(price));
     for (const text of ['price_monthly: .inf', 'price_monthly: -.inf', 'price_monthly: .nan']) {

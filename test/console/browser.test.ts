@@ -1223,8 +1223,8 @@ describe('web console in headless Chromium', () => {
     },
   );
 
-  // Parts of this test need routes from the other #17 branches: the region filter
-  // (GET /plans?region=) and the catalog routes (GET /catalog, GET /catalog/revisions).
+  // The region filter (GET /plans?region=) and the catalog routes (GET /catalog,
+  // GET /catalog/revisions), as the console uses them.
   it(
     'catalog lifecycle: plans by region, deprecation badges, the Catalog page of revisions',
     { skip, timeout: 180_000 },

@@ -12,7 +12,7 @@ import { backends, postgresBackend, type BackendDb } from '../helpers/backends.j
 import { applyDocument } from '../helpers/catalog-apply.js';
 import { freePort } from '../helpers/embedded-pg.js';
 
-/** The bound the issue sets: a change made on one instance is enforced on the others within it. */
+/** The bound docs/contract.md states: a change made on one instance is enforced on the others within it. */
 const BOUND_MS = 1000;
 const ENV = {
   TOKEN_CACHE_TTL_MS: '600000',

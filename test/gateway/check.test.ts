@@ -278,7 +278,7 @@ for (const backend of backends()) {
       const check = (headers: Record<string, string | string[]>) =>
         app.inject({ method: 'GET', url: '/api/v1/auth/check', headers: { ...reader.auth, ...headers } });
       const refused: [Record<string, string | string[]>, RegExp][] = [
-        // The requests: Traefik forwards DELETE /apps/x (or GET /admin), the client adds X-Original-*.
+        // Traefik forwards DELETE /apps/x (or GET /admin) and the client adds X-Original-*.
         [{ 'x-forwarded-method': 'DELETE', 'x-forwarded-uri': '/apps/x', 'x-original-method': 'GET' }, /both/],
         [{ 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/admin', 'x-original-uri': '/apps/x' }, /both/],
         [
@@ -290,7 +290,7 @@ for (const backend of backends()) {
           },
           /both/,
         ],
-        // Half a family: the method is no longer assumed to be GET.
+        // Half a family: the method is never assumed to be GET.
         [{ 'x-original-uri': '/apps/x' }, /X-Original-URI without X-Original-Method/],
         [{ 'x-forwarded-uri': '/apps/x' }, /X-Forwarded-Uri without X-Forwarded-Method/],
         [{ 'x-forwarded-method': 'GET' }, /X-Forwarded-Method without X-Forwarded-Uri/],

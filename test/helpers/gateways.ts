@@ -83,7 +83,7 @@ const TRAEFIK_MANAGED = [
 ];
 
 export interface TraefikOptions {
-  /** Unset: every client header is copied (the issue's case). */
+  /** Unset: every client header is copied (Traefik's default). */
   authRequestHeaders?: readonly string[] | undefined;
   /** false deletes client X-Forwarded-* (also `_` spellings); unset (older Traefik) only replaces the five it sets. */
   trustForwardHeader?: false | undefined;

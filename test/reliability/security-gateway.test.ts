@@ -1,8 +1,8 @@
-// Adversarial forward auth (issue #13). The client controls every header and byte it
+// Adversarial forward auth. The client controls every header and byte it
 // sends to the gateway; whatever it adds, a request the rule table denies must never be
 // approved. Check requests are built the way each gateway builds them
 // (test/helpers/gateways.ts, from the configurations docs/forward-auth.md publishes and
-// from the permissive ones the issue names) and sent byte for byte to a listening
+// from permissive ones a gateway also allows) and sent byte for byte to a listening
 // infracat; the path normaliser is fuzzed against reference resolutions; bodies past the
 // limit are refused without being read. FUZZ_RUNS scales the generated cases.
 import assert from 'node:assert/strict';
@@ -83,7 +83,7 @@ function setups(): Setup[] {
       modes: ['auto', 'traefik'],
       forward: (c) => viaTraefik(c, { authRequestHeaders: traefikDoc.authRequestHeaders, trustForwardHeader: false }),
     },
-    // The issue's set-up: authRequestHeaders unset, so every client header is copied.
+    // Traefik's permissive set-up: authRequestHeaders unset, so every client header is copied.
     { name: 'Traefik (every client header copied)', modes: ['auto', 'traefik'], forward: (c) => viaTraefik(c) },
     { name: 'Envoy (docs config)', modes: ['auto', 'envoy'], forward: (c) => viaEnvoy(c, envoy) },
     {

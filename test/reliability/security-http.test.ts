@@ -1,4 +1,4 @@
-// HTTP input and output hygiene against a hostile client (issue #13): whatever it puts
+// HTTP input and output hygiene against a hostile client: whatever it puts
 // in a request, no secret comes back or reaches a log line in any encoding, the answer
 // stays small, the body is read exactly or refused, credentials are taken from one
 // place only, query numbers are plain decimals, and every refusal is a problem+json.
@@ -111,7 +111,7 @@ function requestWith(place: Place, text: string, admin: string): InjectOptions {
 }
 
 describe('no secret comes back or reaches a log, in any encoding', () => {
-  it('the cases of the issue: the problem instance, a body key in a pointer, the access log', async (t) => {
+  it('a secret in the problem instance, in a body key named by a pointer, in the access log', async (t) => {
     // Loopback (app.inject()'s peer) is a trusted proxy: its X-Request-Id is read, and refused when secret-shaped.
     const { app, logs } = await build(t, { env: { ...NO_LIMITS, TRUST_PROXY: '127.0.0.1' } });
     const admin = await mintToken(app, ['api-tokens:write']);
@@ -225,7 +225,7 @@ describe('no secret comes back or reaches a log, in any encoding', () => {
 // --- the size of a problem ----------------------------------------------------------
 
 describe('a problem stays small whatever the request holds', () => {
-  it('3,000 query parameters (the issue: 238 KB) get a short INVALID_QUERY', async (t) => {
+  it('3,000 query parameters (a 238 KB problem if each were listed) get a short INVALID_QUERY', async (t) => {
     const { app } = await build(t, { env: NO_LIMITS });
     const url = `/api/v1/images?${Array.from({ length: 3000 }, (_, i) => String(i + 1)).join('&')}`;
     const res = await app.inject({ url });

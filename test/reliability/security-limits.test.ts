@@ -1,4 +1,4 @@
-// Adversarial tests of the limits (issue #13): the failed-authentication limiter (a shared
+// Adversarial tests of the limits: the failed-authentication limiter (a shared
 // address, floods of fakes), revalidations over the rate limit, TRUST_PROXY, what counts
 // as loopback for /metrics, and who may read the SQLite files.
 import assert from 'node:assert/strict';

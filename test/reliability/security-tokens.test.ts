@@ -1,8 +1,8 @@
-// Adversarial review of the token rules (issue #13), on both backends: a token never
+// The token rules under attack, on both backends: a token never
 // outlives its creator, a token deletes only tokens whose scopes it holds, the bootstrap
 // admin token is minted once per database ever, token names carry no invisible or
-// blank-only text, and expires_at names a real instant. Each attack of the issue is
-// replayed as written, then its whole class is covered (fast-check where it is a class).
+// blank-only text, and expires_at names a real instant. Each attack is replayed as a
+// client would send it, then its whole class is covered (fast-check where it is a class).
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import fc from 'fast-check';
@@ -83,7 +83,7 @@ function expectFieldError(res: { statusCode: number; body: string; json<T>(): T 
 
 for (const backend of backends()) {
   describe(`token rules under attack on ${backend.name}`, () => {
-    // Issue #13, item 2: a temporary token minted a permanent one.
+    // Escalation in time: a temporary token must not mint a permanent one.
     it('a token expiring in 5 s cannot mint a token that outlives it; the child dies with its parent', async (t) => {
       const { app, clock, operatorMint, post } = await setup(t, backend);
       const parentExpiry = T0 + 5000;
@@ -209,7 +209,7 @@ for (const backend of backends()) {
       assert.equal(token.expiresAt, null, 'the operator (CLI) is not a token: nothing to inherit');
     });
 
-    // Issue #13, item 4: a narrow token deleted a broader one.
+    // Escalation in scope: a narrow token must not delete a broader one.
     it(
       'a token holding only api-tokens:write cannot delete the all-scope admin: 403 naming what it ' + 'lacks',
       async (t) => {
@@ -286,7 +286,7 @@ for (const backend of backends()) {
       );
     });
 
-    // Issue #13, item 3: deleting every token re-minted an admin at the next start.
+    // The bootstrap: deleting every token must not make the next start mint an admin.
     it('serve: after every token is deleted, a restart mints nothing and says how to recover', async (t) => {
       const db = await backend.fresh(t);
       const env = { DATABASE_URL: db.url };
@@ -343,7 +343,7 @@ for (const backend of backends()) {
       },
     );
 
-    // Issue #13, low: invisible, bidi and blank-looking characters in names.
+    // Names that read as something else: invisible, bidi and blank-looking characters.
     it(
       'names with control, format, bidi, line/paragraph separator or no visible character are 422 naming the ' +
         'character',
@@ -406,7 +406,7 @@ for (const backend of backends()) {
       },
     );
 
-    // Issue #13, low: impossible dates rolled over.
+    // Impossible dates, which a lenient parser rolls over into real ones.
     it('expires_at: impossible dates and times are 422, never rolled over; real edge instants are exact', async (t) => {
       const { operatorMint, post } = await setup(t, backend, { TOKEN_MAX_LIFETIME_DAYS: '36500' });
       const admin = await operatorMint(['api-tokens:write', 'apps:read']);
@@ -521,7 +521,7 @@ const validName = fc
 const padding = fc.array(pick([...classes.spaces, ' ']), { maxLength: 3 }).map((p) => p.join(''));
 
 describe('the token name rule, over generated names (fast-check)', () => {
-  it("the issue's characters are in the refused or blank classes it derives from the categories", () => {
+  it('the known attack characters are in the refused or blank classes derived from the categories', () => {
     for (const c of ['\u061c', '\u2028', '\u2029', '\u00ad', '\u2060', '\u180e', '\u{e0041}'])
       assert.ok(classes.refused.includes(c), hex(c.codePointAt(0)!));
     // Default-ignorable: refused anywhere, as the format characters are.

@@ -1011,7 +1011,7 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       assert.equal(res.stdout.trim(), 'clean');
     });
 
-    // --- #16: the audit trail and token rotation ---
+    // --- the audit trail and token rotation ---
 
     /** The events of `targetId`, oldest first. */
     const trail = async (s: Store, targetId: string) =>
