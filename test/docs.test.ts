@@ -1,5 +1,7 @@
-// The repository stands alone: every link in README.md and docs/ resolves to a file in
-// this repository, and the shell examples can be pasted into any shell (zsh included).
+// The repository stands alone: every link in README.md, docs/ and the folders' READMEs
+// resolves to a file in this repository (and to a heading of it when it names one), every
+// repository path a doc names exists, and the shell examples can be pasted into any shell
+// (zsh included).
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -12,7 +14,28 @@ const DOCS = [
   ...readdirSync(path.join(ROOT, 'docs'))
     .filter((f) => f.endsWith('.md'))
     .map((f) => `docs/${f}`),
+  ...readdirSync(path.join(ROOT, 'src'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => path.basename(f) === 'README.md')
+    .map((f) => `src/${f.split(path.sep).join('/')}`),
 ];
+// BENCHMARKS.md cites files as they were in the commits it measured (named beside them).
+const CURRENT_DOCS = DOCS.filter((doc) => doc !== 'BENCHMARKS.md');
+
+/** GitHub's anchor of a heading: lowercased, punctuation dropped, spaces to hyphens. */
+function anchorsOf(file: string): Set<string> {
+  const text = readFileSync(file, 'utf8').replace(/^```[\s\S]*?^```/gm, '');
+  const anchors = new Set<string>();
+  for (const m of text.matchAll(/^#{1,6} (.+)$/gm)) {
+    anchors.add(
+      m[1]!
+        .trim()
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}_\- ]/gu, '')
+        .replace(/ /g, '-'),
+    );
+  }
+  return anchors;
+}
 
 describe('documentation', () => {
   it('every relative link points at a file inside the repository', () => {
@@ -24,8 +47,27 @@ describe('documentation', () => {
         const file = path.resolve(path.dirname(path.join(ROOT, doc)), target.split('#')[0]!);
         assert.ok(file.startsWith(ROOT + path.sep), `${doc}: ${target} leaves the repository`);
         assert.ok(existsSync(file), `${doc}: ${target} does not exist`);
+        const anchor = target.split('#')[1];
+        if (anchor !== undefined && file.endsWith('.md')) {
+          assert.ok(anchorsOf(file).has(anchor), `${doc}: ${target} names no heading of that file`);
+        }
       }
       assert.doesNotMatch(text, /\.\.\/shared\//, `${doc} refers to files outside the repository`);
+    }
+  });
+
+  it('every repository path a doc names in backticks exists (from the root, or from the doc)', () => {
+    for (const doc of CURRENT_DOCS) {
+      const text = readFileSync(path.join(ROOT, doc), 'utf8');
+      for (const m of text.matchAll(/`((?:src|docs|test|scripts|web|deploy|catalog)\/[^`\s]*)`/g)) {
+        const named = m[1]!;
+        if (/[*<>{}]|\.\.\./.test(named)) continue; // a pattern, not a path
+        const file = named.replace(/:\d+$/, '');
+        assert.ok(
+          existsSync(path.join(ROOT, file)) || existsSync(path.join(ROOT, path.dirname(doc), file)),
+          `${doc}: ${named} does not exist`,
+        );
+      }
     }
   });
 

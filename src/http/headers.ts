@@ -3,7 +3,7 @@
 // Content-Type, ...) and drops the rest without a word, where a proxy in front may have
 // acted on another one. Where that matters, the raw list tells.
 
-/** The Content-Type of every JSON answer (DESIGN.md). */
+/** The Content-Type of every JSON answer (docs/contract.md, "Basics"). */
 export const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** Whether the header `lowerName` occurs more than once; stops at the second. */
