@@ -287,10 +287,16 @@ export function buildApp(deps: AppDeps): App {
     fleet,
   });
 
-  app.addHook('onReady', async () => {
-    // Before serving: the first heartbeat tells this instance its share of the rate limits.
+  // An instance of the fleet is one that serves: it registers once it listens, so a start
+  // that fails before (its port taken, its storage or catalog not ready) never counts and
+  // never shrinks the others' shares of the rate limits. An app that never listens (one
+  // tested through inject()) is no instance. startServer() awaits the same first heartbeat
+  // before it says it is listening (src/server.ts); onClose deregisters.
+  app.addHook('onListen', async () => {
     await fleet.start();
     if (fleet.stats.beats > 0) app.log.info({ instance: fleet.id, instances: fleet.count }, 'instance registered');
+  });
+  app.addHook('onReady', async () => {
     tokens.lastUsed.start();
     purger.start();
     auditPruner.start();

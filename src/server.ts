@@ -1,5 +1,6 @@
 // config -> store -> migrate -> buildApp -> listen (only once the app is ready: catalog
-// loaded, admin token minted), and a graceful stop on SIGTERM/SIGINT: drain for
+// loaded, admin token minted) -> registered in the fleet (only once listening; a start that
+// fails lets go of everything), and a graceful stop on SIGTERM/SIGINT: drain for
 // SHUTDOWN_DRAIN_MS (src/http/drain.ts), stop accepting, let in-flight requests finish,
 // flush, close storage, all bounded by SHUTDOWN_TIMEOUT_MS. Nothing else lives here.
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -52,7 +53,9 @@ export async function startServer(
     onIdleError: (err) => logger.warn({ err }, 'idle database connection failed'),
     onWarning: (message, details) => logger.warn(details, message),
   });
-  let app: App;
+  let app: App | undefined;
+  let ready = false;
+  let url: string;
   const drain = new Drain();
   try {
     const report = await store.migrate();
@@ -61,12 +64,19 @@ export async function startServer(
     await store.checkWritable();
     app = buildApp({ config, store, logger, drain });
     await readyWithin(app, READY_TIMEOUT_MS);
+    ready = true;
     await bootstrapAdminToken(app, logger, config.bootstrapAdminToken);
+    url = await app.listen({ port: config.port, host: config.host });
   } catch (err) {
-    await store.close().catch(() => undefined);
+    // A failed start lets go of everything, so the process ends with its exit code: a ready
+    // app closes as at a stop (its timers, the change feed's connection, storage); one
+    // that never got ready may hold a step that never settles, so its storage alone.
+    if (app !== undefined && ready) await app.close().catch(() => undefined);
+    else await store.close().catch(() => undefined);
     throw err;
   }
-  const url = await app.listen({ port: config.port, host: config.host });
+  // Registered in the fleet once listening (src/app.ts): the first heartbeat is done by now.
+  await app.infracat.fleet.start();
   logger.info(
     { url, storage: describeDatabase(config.database), startup_ms: Math.round(performance.now() - started) },
     'infracat listening',

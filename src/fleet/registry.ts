@@ -53,6 +53,8 @@ export class FleetRegistry implements FleetView {
   private readonly startedAt = Date.now();
   private readonly host = hostname();
   private timer: NodeJS.Timeout | undefined;
+  /** The first heartbeat, once start() has been called. */
+  private first: Promise<void> | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
   private lastPrunedAt = Number.NEGATIVE_INFINITY;
@@ -71,12 +73,18 @@ export class FleetRegistry implements FleetView {
     return this.view.rank;
   }
 
-  /** The first heartbeat (awaited: a started instance knows its fleet), then one every interval. */
+  /**
+   * Registers this instance: the first heartbeat (awaited: a started instance knows its
+   * fleet), then one every interval. Called again, it returns the first heartbeat.
+   */
   start(): Promise<void> {
-    if (this.timer !== undefined || this.stopped) return Promise.resolve();
-    this.timer = setInterval(() => void this.beat(), this.options.heartbeatMs);
-    this.timer.unref();
-    return this.beat();
+    if (this.stopped) return Promise.resolve();
+    if (this.first === undefined) {
+      this.timer = setInterval(() => void this.beat(), this.options.heartbeatMs);
+      this.timer.unref();
+      this.first = this.beat();
+    }
+    return this.first;
   }
 
   /** One heartbeat; concurrent calls share it (a slow database never piles them up). Never rejects. */

@@ -48,6 +48,8 @@ async function fleetOf(t: TestContext, backend: Backend, n: number, env: Record<
         ...env,
       },
     });
+    // An instance registers in the fleet once it listens.
+    await built.app.listen({ port: 0, host: '127.0.0.1' });
     apps.push(built.app);
     logs.push(built.logs);
   }
@@ -170,6 +172,7 @@ for (const backend of backends()) {
             RATE_LIMIT_WINDOW_S: String(WINDOW_S),
           },
         });
+        await third.listen({ port: 0, host: '127.0.0.1' });
         const three = [...two, third];
         await until(() => three.every((a) => a.infracat.fleet.count === 3), 'all three see 3');
         assert.equal(
