@@ -10,8 +10,7 @@
 // one per ~14.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import pino, { type DestinationStream, type Logger } from 'pino';
-import type { LogLevel } from './config.js';
+import pino, { type DestinationStream, type LevelWithSilent, type Logger } from 'pino';
 import { trustedPeer, type TrustProxy } from './http/trust-proxy.js';
 import { LineSink } from './log-sink.js';
 import { holdsSecret, redactDeep, redactSecrets } from './redact.js';
@@ -37,7 +36,7 @@ interface LoggedRequest {
   ip?: string;
 }
 
-export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
+export function createLogger(level: LevelWithSilent, destination?: DestinationStream): Logger {
   return pino(
     {
       level,

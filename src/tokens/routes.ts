@@ -12,7 +12,8 @@ import { noStore } from '../http/no-store.js';
 import { noBodyAsEmptyObject } from '../http/optional-body.js';
 import type { App } from '../http/types.js';
 import type { TokenRecord } from '../storage/types.js';
-import { GRACE_MAX_S, type Caller } from './rules.js';
+import { GRACE_MAX_S } from './limits.js';
+import type { Caller } from './rules.js';
 import {
   CreatedToken,
   CreateTokenBody,
