@@ -3,6 +3,7 @@
 // each): the four caches of a start (token verifications, rate limit windows, failed
 // authentications, unknown hashes) cost ~30 ms of the cold start and several MB idle.
 // `maxSize` with every entry of size 1 bounds the same count while the arrays grow with use.
-export function entries(count: number): { maxSize: number; sizeCalculation: () => number } {
+/** lru-cache options that bound it to `count` entries. */
+export function countBound(count: number): { maxSize: number; sizeCalculation: () => number } {
   return { maxSize: count, sizeCalculation: () => 1 };
 }

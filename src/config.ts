@@ -9,19 +9,14 @@
 // 70-110 ms of every start (measured on a busy 2-core machine), against 3-5 ms here.
 import { Type, type StaticDecode, type TSchema } from 'typebox';
 import { Check, Default, Errors } from 'typebox/value';
+import { ConfigError } from './config-error.js';
 import { GATEWAYS } from './gateway/forwarded.js';
 import { compileRules, DEFAULT_RULES_JSON } from './gateway/rules.js';
 import { parseTrustProxy } from './http/trust-proxy.js';
 import { DEFAULT_SQLITE_PATH, parseDatabaseUrl, shownDatabaseUrl } from './storage/database-url.js';
 import { PREFIX_PATTERN } from './tokens/format.js';
+import { STORED_PER_LIVE } from './tokens/limits.js';
 import { DEFAULT_RESOURCES, READ_ONLY_RESOURCES, RESOURCE_PATTERN, ScopeRegistry } from './tokens/scopes.js';
-
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
 
 /**
  * What a setting adds to its JSON Schema. The variable's text is read by the schema's type:
@@ -49,8 +44,6 @@ function setting<const Env extends string, T extends TSchema>(
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-/** TOKEN_MAX_STORED when unset, per live token allowed: room for tokens to expire and stay listed. */
-const STORED_PER_LIVE = 10;
 const MAX_STORED_MAX = 10_000_000;
 
 /** Each origin `*` or http(s)://host[:port] in any case, which a JSON Schema pattern (no flags) cannot say. */
@@ -500,7 +493,6 @@ export const SettingsSchema = Type.Object({
 
 type Settings = typeof SettingsSchema.properties;
 export type Config = Readonly<StaticDecode<typeof SettingsSchema>>;
-export type LogLevel = Config['logLevel'];
 export type SettingName = Settings[keyof Settings]['env'];
 
 type SettingSchema = TSchema &
@@ -568,11 +560,6 @@ function parseMaxStored(raw: string): number | null {
   if (!/^[1-9][0-9]{0,7}$/.test(raw) || Number(raw) > MAX_STORED_MAX)
     throw new Error(`expected unset or an integer from 1 to ${MAX_STORED_MAX}`);
   return Number(raw);
-}
-
-/** The bound on one account's stored tokens, TOKEN_MAX_STORED or its default. */
-export function maxStoredTokens(config: Pick<Config, 'tokenMaxStored' | 'tokenMaxLive'>): number {
-  return config.tokenMaxStored ?? STORED_PER_LIVE * config.tokenMaxLive;
 }
 
 /** DATABASE_NOTIFY_URL: '' (use DATABASE_URL) or a postgres:// URL. */

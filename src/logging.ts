@@ -3,17 +3,16 @@
 // anything shaped like a token, and the redact list is a last line of defence for
 // hand-written log calls.
 //
-// Lines go to stdout in batches (src/log-sink.ts): written when 4 KiB are pending, at
+// Lines go to stdout in batches (src/logging-sink.ts): written when 4 KiB are pending, at
 // least every 250 ms, and all of them on a graceful stop (and on any exit Node runs its
 // exit handlers for). A kill -9 or a crash of the machine loses what was pending: at most
 // those 4 KiB (about 15 access lines) and 250 ms. One write system call per line became
 // one per ~14.
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import pino, { type DestinationStream, type Logger } from 'pino';
-import type { LogLevel } from './config.js';
+import pino, { type DestinationStream, type LevelWithSilent, type Logger } from 'pino';
 import { trustedPeer, type TrustProxy } from './http/trust-proxy.js';
-import { LineSink } from './log-sink.js';
+import { LineSink } from './logging-sink.js';
 import { holdsSecret, redactDeep, redactSecrets } from './redact.js';
 
 export { redactSecrets } from './redact.js';
@@ -37,7 +36,7 @@ interface LoggedRequest {
   ip?: string;
 }
 
-export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
+export function createLogger(level: LevelWithSilent, destination?: DestinationStream): Logger {
   return pino(
     {
       level,

@@ -4,7 +4,9 @@ import { validateHeaderValue } from 'node:http';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { ConfigError, loadConfig, maxStoredTokens, SETTINGS } from '../src/config.js';
+import { ConfigError } from '../src/config-error.js';
+import { loadConfig, SETTINGS } from '../src/config.js';
+import { maxStoredTokens } from '../src/tokens/limits.js';
 import { DEFAULT_SQLITE_PATH, describeDatabase } from '../src/storage/database-url.js';
 
 function expectError(env: Record<string, string>, pattern: RegExp): void {

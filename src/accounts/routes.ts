@@ -11,16 +11,11 @@ import { AppError } from '../errors.js';
 import { installMergePatchParser } from '../http/json-body.js';
 import { noStore } from '../http/no-store.js';
 import { noBodyAsEmptyObject } from '../http/optional-body.js';
+import { callerOf } from '../http/caller.js';
+import { readPageQuery } from '../http/page-query.js';
 import type { App } from '../http/types.js';
 import { nextPageLink } from '../tokens/query.js';
-import {
-  callerOf,
-  PATCH_DESCRIPTION,
-  readPageQuery,
-  ROTATE_CONFLICT,
-  ROTATE_DESCRIPTION,
-  TOKEN_LIST_DESCRIPTION,
-} from '../tokens/routes.js';
+import { PATCH_DESCRIPTION, ROTATE_CONFLICT, ROTATE_DESCRIPTION, TOKEN_LIST_DESCRIPTION } from '../tokens/routes.js';
 import {
   CreatedToken,
   CreateTokenBody,

@@ -3,7 +3,7 @@
 // the OpenAPI document shows them. The account object carries exactly id, name,
 // external_id (null when unset), status and created_at.
 import { Type, type Static } from 'typebox';
-import { NAME_MAX } from '../tokens/rules.js';
+import { NAME_MAX } from '../tokens/limits.js';
 import { PageFields, Timestamp } from '../tokens/schemas.js';
 import { EXTERNAL_ID_MAX } from './rules.js';
 

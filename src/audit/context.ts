@@ -3,8 +3,7 @@
 // background job) and passed down; the domain copies it into the event it writes.
 import { userInfo } from 'node:os';
 import { OPERATOR_ACCOUNT_ID } from '../storage/migrations.js';
-import type { ActorType, TokenRecord } from '../storage/types.js';
-import type { SecretKind } from '../tokens/service.js';
+import type { ActorCredential, ActorType, TokenRecord } from '../storage/types.js';
 
 export interface Actor {
   type: ActorType;
@@ -21,7 +20,7 @@ export interface AuditContext {
    */
   actorAccountId: string | null;
   /** Which of the calling token's secrets made the change; null when the actor is not a token. */
-  actorCredential: SecretKind | null;
+  actorCredential: ActorCredential | null;
   /** The client address as the service sees it (TRUST_PROXY applied); null off HTTP. */
   ip: string | null;
   userAgent: string | null;
@@ -35,7 +34,7 @@ export interface RequestFacts {
   id: string;
   headers: Record<string, string | string[] | undefined>;
   token: TokenRecord | null;
-  tokenSecret: SecretKind | null;
+  tokenSecret: ActorCredential | null;
 }
 
 /** The context of a change made over HTTP: by the calling token unless `actor` is given. */

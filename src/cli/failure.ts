@@ -1,7 +1,7 @@
 // Why a command could not start, in words an operator can act on: what failed, where
 // (the database with its password redacted, the file, the address), the underlying
 // cause, and what to do, with a sysexits(3) exit code (docs/operations.md lists them).
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../config-error.js';
 import { DatabaseMissingError, NotSupportedError, StorageUnavailableError } from '../storage/types.js';
 
 export const EXIT = {

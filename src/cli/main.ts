@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `infracat` command: dispatches to one module per sub-command.
-import { ConfigError, loadConfig, type SettingName } from '../config.js';
+import { ConfigError } from '../config-error.js';
+import { loadConfig, type SettingName } from '../config.js';
 import { describeDatabase } from '../storage/database-url.js';
 import { explainFailure, type FailureContext } from './failure.js';
 import { VERSION } from '../version.js';

@@ -6,7 +6,7 @@ import { OPERATOR_ACCOUNT_ID } from '../accounts/ids.js';
 import { cliAuditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
 import { createTokenDomain } from '../tokens/index.js';
-import { GRACE_MAX_S } from '../tokens/rules.js';
+import { GRACE_MAX_S } from '../tokens/limits.js';
 import { createdView, tokenView } from '../tokens/views.js';
 import { UsageError, type Command } from './command.js';
 import { formatDuration, parseDuration } from './duration.js';

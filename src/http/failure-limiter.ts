@@ -21,7 +21,7 @@
 // flight or waiting, and each waiter is a request the server is already holding.
 
 import { LRUCache } from 'lru-cache';
-import { entries } from '../bounded.js';
+import { countBound } from '../bounded.js';
 import type { TokenWithAccount } from '../storage/types.js';
 import type { LookupGate } from '../tokens/service.js';
 
@@ -51,8 +51,8 @@ export class FailureLimiter {
     maxKeys = 100_000,
     maxUnknown = 10_000,
   ) {
-    this.windows = new LRUCache(entries(maxKeys));
-    this.unknown = new LRUCache(entries(maxUnknown));
+    this.windows = new LRUCache(countBound(maxKeys));
+    this.unknown = new LRUCache(countBound(maxUnknown));
   }
 
   /** Seconds to wait when `key` is over the limit, else 0. */

@@ -32,7 +32,7 @@
 // way to give a 304's unit back or to let an over-limit revalidation through.
 import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
 import { LRUCache } from 'lru-cache';
-import { entries } from '../bounded.js';
+import { countBound } from '../bounded.js';
 import { AppError } from '../errors.js';
 import { shareOf, type FleetView } from '../fleet/registry.js';
 import { addressKey } from './client-key.js';
@@ -160,7 +160,7 @@ export function installRateLimit(app: App, options: RateLimitOptions): RateLimit
   const { quotas, windowS } = options;
   const windowMs = windowS * 1000;
   const fleet = options.fleet ?? ALONE;
-  const windows = new LRUCache<string, Window>(entries(options.maxKeys ?? 100_000));
+  const windows = new LRUCache<string, Window>(countBound(options.maxKeys ?? 100_000));
   // The policy field is fixed per policy: built once here, not on every request.
   const policyFields: Record<RateLimitPolicy, string> = {
     token: policyField('token', quotas.token, windowS),

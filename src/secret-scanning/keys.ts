@@ -21,7 +21,7 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { closeSync, fstatSync, openSync, promises as fsp, readFileSync, type Stats } from 'node:fs';
 import { Type } from 'typebox';
 import { Errors } from 'typebox/value';
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../config-error.js';
 
 const SETTING = 'SECRET_SCANNING_KEYS_FILE';
 /** GitHub's list is a few KiB; anything near this is not that list. */

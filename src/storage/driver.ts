@@ -4,10 +4,8 @@
 // in the shared store or migrations.ts, written once with `?` placeholders; a backend
 // only runs it. A driver rejects with StorageUnavailableError when the database cannot
 // serve right now (locked, unreachable, read-only, closed), never with its own errors.
+import type { Param } from './tables.js';
 import type { BackupReport, ChangeHandlers, ChangeWatch } from './types.js';
-
-/** A bound value: the column types infracat uses (TEXT, INTEGER/BIGINT, NULL). */
-export type Param = string | number | null;
 
 /** The three query methods; `params` fill the `?` placeholders in order. */
 export interface Queries {

@@ -5,11 +5,19 @@
 // loading pg was ~50 ms of a SQLite start on Node 20 (BENCHMARKS.md), and a PostgreSQL
 // deployment has no use for the SQLite addon.
 import { existsSync } from 'node:fs';
-import type { Config } from '../config.js';
-import { describeDatabase } from './database-url.js';
+import { describeDatabase, type DatabaseConfig } from './database-url.js';
 import { DatabaseMissingError, type Store } from './types.js';
 
 export type { Store } from './types.js';
+
+/** Where the database is and how to reach it; each field is the setting of the same name (src/config.ts). */
+export interface StoreSettings {
+  database: DatabaseConfig;
+  databasePoolMax: number;
+  databaseTimeoutMs: number;
+  /** PostgreSQL: where to LISTEN; '' or absent: `database`. */
+  databaseNotifyUrl?: string;
+}
 
 export interface OpenStoreOptions {
   onIdleError?: (err: Error) => void;
@@ -27,18 +35,15 @@ const HOW_TO_CREATE =
  * database that a running server knows nothing about. Throws DatabaseMissingError
  * naming the resolved location.
  */
-export async function openExistingStore(
-  config: Pick<Config, 'database' | 'databasePoolMax' | 'databaseTimeoutMs'>,
-  options: OpenStoreOptions = {},
-): Promise<Store> {
-  const where = describeDatabase(config.database);
-  if (config.database.kind === 'sqlite' && !existsSync(config.database.path)) {
+export async function openExistingStore(settings: StoreSettings, options: OpenStoreOptions = {}): Promise<Store> {
+  const where = describeDatabase(settings.database);
+  if (settings.database.kind === 'sqlite' && !existsSync(settings.database.path)) {
     throw new DatabaseMissingError(`no infracat database at ${where} (the file does not exist); ${HOW_TO_CREATE}`);
   }
   let store: Store | undefined;
   let version: number;
   try {
-    store = await openStore(config, options);
+    store = await openStore(settings, options);
     version = await store.schemaVersion();
   } catch (err) {
     await store?.close();
@@ -53,26 +58,22 @@ export async function openExistingStore(
   return store;
 }
 
-export async function openStore(
-  config: Pick<Config, 'database' | 'databasePoolMax' | 'databaseTimeoutMs'> &
-    Partial<Pick<Config, 'databaseNotifyUrl'>>,
-  options: OpenStoreOptions = {},
-): Promise<Store> {
-  const db = config.database;
+export async function openStore(settings: StoreSettings, options: OpenStoreOptions = {}): Promise<Store> {
+  const db = settings.database;
   if (db.kind === 'sqlite') {
     const { SqliteStore } = await import('./sqlite/store.js');
     return new SqliteStore({
       path: db.path,
-      busyTimeoutMs: config.databaseTimeoutMs,
+      busyTimeoutMs: settings.databaseTimeoutMs,
       ...(options.onWarning ? { onWarning: options.onWarning } : {}),
     });
   }
   const { PostgresStore } = await import('./postgres/store.js');
   return new PostgresStore({
     url: db.url,
-    poolMax: config.databasePoolMax,
-    timeoutMs: config.databaseTimeoutMs,
-    ...(config.databaseNotifyUrl ? { notifyUrl: config.databaseNotifyUrl } : {}),
+    poolMax: settings.databasePoolMax,
+    timeoutMs: settings.databaseTimeoutMs,
+    ...(settings.databaseNotifyUrl ? { notifyUrl: settings.databaseNotifyUrl } : {}),
     ...(options.onIdleError ? { onIdleError: options.onIdleError } : {}),
   });
 }

@@ -13,11 +13,19 @@
 // - infracat has about fifteen statements: a builder's types buy little over one row
 //   table declared once (tables.ts).
 import { encodeChange } from './changes.js';
-import type { Driver, LockName, Param, Queries } from './driver.js';
+import type { Driver, LockName, Queries } from './driver.js';
 import { BOOKKEEPING, BOOTSTRAP_KEY, pendingMigrations, schemaVersion, stepSql } from './migrations.js';
 import { firstIdAt } from '../tokens/ids.js';
 import { bootstrapOutcome, latestPerId } from './rows.js';
-import { ACCOUNTS, API_TOKENS, AUDIT_EVENTS, CATALOG_REVISION_INFO, CATALOG_REVISIONS, INSTANCES } from './tables.js';
+import {
+  ACCOUNTS,
+  API_TOKENS,
+  AUDIT_EVENTS,
+  CATALOG_REVISION_INFO,
+  CATALOG_REVISIONS,
+  INSTANCES,
+  type Param,
+} from './tables.js';
 import type {
   AccountFilter,
   AccountRecord,

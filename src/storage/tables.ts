@@ -2,7 +2,9 @@
 // field is written to and read from a column. Record types (types.ts), the column lists
 // and placeholders of the SQL (sql-store.ts) and the row <-> record mapping all come
 // from here, so a new column is one line here plus its migration (migrations.ts).
-import type { Param } from './driver.js';
+
+/** A bound value: the column types infracat uses (TEXT, INTEGER/BIGINT, NULL). */
+export type Param = string | number | null;
 
 /** How one record field is stored in one column. */
 interface Column<V> {

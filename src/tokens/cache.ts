@@ -13,7 +13,7 @@
 // (evictAccount). Other instances hear of every such change within about a second
 // (src/fleet/changes.ts) and evict too; `ttlMs` bounds staleness only while they cannot hear.
 import { LRUCache } from 'lru-cache';
-import { entries } from '../bounded.js';
+import { countBound } from '../bounded.js';
 import type { TokenWithAccount } from '../storage/types.js';
 
 /** A storage error, told apart from lru-cache's rejection of an aborted load (see load()). */
@@ -42,7 +42,7 @@ export class VerificationCache {
     clock: () => number = () => performance.now(),
   ) {
     this.lru = new LRUCache<string, TokenWithAccount>({
-      ...entries(max),
+      ...countBound(max),
       // lru-cache reads ttl 0 as "never expires": with caching off nothing is served (get()
       // answers a miss, loads force a read), and entries kept meanwhile are never trusted.
       ttl: ttlMs,

@@ -1,9 +1,10 @@
-// Wires the token domain from configuration; used by the HTTP app and the CLI alike.
+// Wires the token domain from plain settings (the configuration's values, which the HTTP
+// app and the CLI pass as they are); used by both alike.
 import type { AuditSink } from '../audit/events.js';
-import { maxStoredTokens, type Config } from '../config.js';
 import type { Store } from '../storage/types.js';
 import { VerificationCache } from './cache.js';
 import { LastUsedTracker } from './last-used.js';
+import { maxStoredTokens } from './limits.js';
 import { ScopeRegistry } from './scopes.js';
 import { TokenService } from './service.js';
 
@@ -13,19 +14,22 @@ export interface TokenDomain {
   lastUsed: LastUsedTracker;
 }
 
+/** What the token domain is made with; each field is the setting of the same name (src/config.ts). */
+export interface TokenSettings {
+  tokenPrefix: string;
+  tokenMaxLive: number;
+  /** null: the default bound (limits.ts maxStoredTokens). */
+  tokenMaxStored: number | null;
+  tokenMaxLifetimeDays: number;
+  tokenExpiredRetentionDays: number;
+  tokenCacheTtlMs: number;
+  tokenCacheMax: number;
+  lastUsedFlushMs: number;
+  scopeResources: readonly string[];
+}
+
 export function createTokenDomain(
-  config: Pick<
-    Config,
-    | 'tokenPrefix'
-    | 'tokenMaxLive'
-    | 'tokenMaxStored'
-    | 'tokenMaxLifetimeDays'
-    | 'tokenExpiredRetentionDays'
-    | 'tokenCacheTtlMs'
-    | 'tokenCacheMax'
-    | 'lastUsedFlushMs'
-    | 'scopeResources'
-  >,
+  settings: TokenSettings,
   store: Store,
   onFlushError?: (err: unknown) => void,
   now?: () => number,
@@ -34,18 +38,18 @@ export function createTokenDomain(
   // Read through store.tokens at each call (not a bound method): tests wrap findByHash to hold a read.
   const read = (hash: string) => store.tokens.findByHash(hash);
   // An injected clock (tests) drives the cache's TTL too, as it drives token expiry.
-  const cache = new VerificationCache(config.tokenCacheMax, config.tokenCacheTtlMs, read, now);
+  const cache = new VerificationCache(settings.tokenCacheMax, settings.tokenCacheTtlMs, read, now);
   const lastUsed = new LastUsedTracker(store.tokens, {
-    intervalMs: config.lastUsedFlushMs,
+    intervalMs: settings.lastUsedFlushMs,
     ...(onFlushError ? { onError: onFlushError } : {}),
   });
   const service = new TokenService(store.tokens, {
-    prefix: config.tokenPrefix,
-    registry: new ScopeRegistry(config.scopeResources),
-    maxLive: config.tokenMaxLive,
-    maxStored: maxStoredTokens(config),
-    maxLifetimeMs: config.tokenMaxLifetimeDays * 86_400_000,
-    expiredRetentionMs: config.tokenExpiredRetentionDays * 86_400_000,
+    prefix: settings.tokenPrefix,
+    registry: new ScopeRegistry(settings.scopeResources),
+    maxLive: settings.tokenMaxLive,
+    maxStored: maxStoredTokens(settings),
+    maxLifetimeMs: settings.tokenMaxLifetimeDays * 86_400_000,
+    expiredRetentionMs: settings.tokenExpiredRetentionDays * 86_400_000,
     cache,
     tracker: lastUsed,
     ...(now !== undefined ? { now } : {}),

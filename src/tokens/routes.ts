@@ -6,13 +6,13 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { auditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
-import { bearerChallenge } from '../http/auth.js';
+import { callerOf } from '../http/caller.js';
 import { installMergePatchParser } from '../http/json-body.js';
 import { noStore } from '../http/no-store.js';
 import { noBodyAsEmptyObject } from '../http/optional-body.js';
+import { readPageQuery } from '../http/page-query.js';
 import type { App } from '../http/types.js';
-import type { TokenRecord } from '../storage/types.js';
-import { GRACE_MAX_S, type Caller } from './rules.js';
+import { GRACE_MAX_S } from './limits.js';
 import {
   CreatedToken,
   CreateTokenBody,
@@ -27,7 +27,7 @@ import {
   ScopeList,
   TokenView,
 } from './schemas.js';
-import { nextPageLink, readPage, type ListPage } from './query.js';
+import { nextPageLink } from './query.js';
 import { createdView, currentView, tokenView } from './views.js';
 import type { TokenService } from './service.js';
 
@@ -261,24 +261,4 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
       async () => [...service.registry.all()],
     );
   });
-}
-
-/** The page a list query asks for, or 400 INVALID_QUERY naming what cannot be read (as the audit trail's). */
-export function readPageQuery(query: PageParams): ListPage {
-  const read = readPage(query);
-  if ('errors' in read) {
-    const names = [...new Set(read.errors.map((e) => e.pointer.replace('querystring:/', '')))].join(', ');
-    throw new AppError('INVALID_QUERY', `invalid query parameter ${names}`, { errors: read.errors });
-  }
-  return read.page;
-}
-
-/** The authenticated token as the domain's caller. These routes all require a token; without one, refuse. */
-export function callerOf(token: TokenRecord | null): Caller & { accountId: string } {
-  if (token === null) {
-    throw new AppError('UNAUTHORIZED', 'this endpoint needs a token: Authorization: Bearer <token>', {
-      headers: { 'www-authenticate': bearerChallenge() },
-    });
-  }
-  return { scopes: token.scopes, expiresAt: token.expiresAt, accountId: token.accountId };
 }

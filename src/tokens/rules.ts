@@ -2,9 +2,8 @@
 // Pure functions: no HTTP, no storage.
 import type { FieldError } from '../errors.js';
 import { SECRET_SHAPE } from '../redact.js';
+import { GRACE_MAX_S, NAME_MAX } from './limits.js';
 import { OPERATOR_ONLY_SCOPES, type ScopeRegistry } from './scopes.js';
-
-export const NAME_MAX = 100;
 
 export interface CreateTokenInput {
   name: string;
@@ -295,9 +294,6 @@ export function validatePatch(
   }
   return errors.length > 0 ? { errors } : { value };
 }
-
-/** Longest grace period of a rotation: a day (GitHub's and Unkey's rotations offer no more). */
-export const GRACE_MAX_S = 86_400;
 
 export interface RotateTokenInput {
   /** Seconds the secret current until now keeps working; 0 (default): refused at once. */

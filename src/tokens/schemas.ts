@@ -4,7 +4,7 @@
 // Fastify's serialiser drops anything else, so a secret or hash on a record can never
 // reach a list body by accident.
 import { Type, type Static } from 'typebox';
-import { GRACE_MAX_S, NAME_MAX } from './rules.js';
+import { GRACE_MAX_S, NAME_MAX } from './limits.js';
 
 export const Timestamp = Type.String({
   format: 'date-time',

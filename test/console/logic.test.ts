@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { AUDIT_ACTIONS as SERVER_AUDIT_ACTIONS } from '../../src/audit/events.js';
-import { GRACE_MAX_S } from '../../src/tokens/rules.js';
+import { GRACE_MAX_S } from '../../src/tokens/limits.js';
 import { accountActions, scopeOffer, statusLabel } from '../../web/src/accounts.js';
 import { actorOf, AUDIT_ACTIONS, auditPath, detailLines, targetOf } from '../../web/src/audit.js';
 import { linkTargets, nextPageUrl } from '../../web/src/links.js';

@@ -3,7 +3,6 @@
 // The project's loader: better-sqlite3 12 on Node 20, 13 (Node-API) on Node 22+.
 import { openDatabase } from '../../src/storage/sqlite/driver.js';
 import pg from 'pg';
-import type { AccountRecord, TokenRecord } from '../../src/storage/types.js';
 import type { Backend, BackendDb } from './backends.js';
 
 export async function rawSql(backend: Backend, db: BackendDb, sql: string, values: unknown[] = []): Promise<unknown[]> {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { ConfigError } from '../../src/config.js';
+import { ConfigError } from '../../src/config-error.js';
 import { KeyRing, MAX_KEY_FILE_BYTES } from '../../src/secret-scanning/keys.js';
 import { keyList, signingKey, writeKeyFile } from '../helpers/secret-scanning.js';
 import { tempDir } from '../helpers/sqlite.js';

@@ -10,7 +10,7 @@ import { describe, it, type TestContext } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import fc from 'fast-check';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { ConfigError } from '../../src/config.js';
+import { ConfigError } from '../../src/config-error.js';
 import { BODY_LIMIT_BYTES, buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logging.js';

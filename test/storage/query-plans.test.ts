@@ -6,9 +6,8 @@
 // order and cursor in one range) and never the whole table.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Param } from '../../src/storage/driver.js';
 import { accountListQuery, auditListQuery } from '../../src/storage/sql-store.js';
-import { ACCOUNTS, AUDIT_EVENTS } from '../../src/storage/tables.js';
+import { ACCOUNTS, AUDIT_EVENTS, type Param } from '../../src/storage/tables.js';
 import type { AccountFilter, AccountRecord, AuditEventRecord, AuditFilter } from '../../src/storage/types.js';
 import { newId } from '../../src/tokens/ids.js';
 import { AUDIT_ACTIONS } from '../../src/audit/events.js';

@@ -4,7 +4,8 @@
 // This file is the PostgreSQL Driver (../driver.ts) and PostgresStore, the shared store
 // over it; the SQL itself is in ../sql-store.ts and ../migrations.ts.
 import pg from 'pg';
-import type { Driver, LockName, Param, Queries } from '../driver.js';
+import type { Driver, LockName, Queries } from '../driver.js';
+import type { Param } from '../tables.js';
 import { SqlStore } from '../sql-store.js';
 import {
   NotSupportedError,

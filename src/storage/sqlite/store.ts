@@ -17,8 +17,9 @@ import {
 import path from 'node:path';
 import { openDatabase, type SqliteDatabase, type SqliteStatement } from './driver.js';
 import { preparePrivateFile, type StorageWarning } from './files.js';
-import type { Driver, Param, Queries } from '../driver.js';
+import type { Driver, Queries } from '../driver.js';
 import { SqlStore } from '../sql-store.js';
+import type { Param } from '../tables.js';
 import { StorageUnavailableError, type BackupReport, type ChangeHandlers, type ChangeWatch } from '../types.js';
 import { RESYNC } from '../changes.js';
 

@@ -3,7 +3,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, write
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
-import { LineSink } from '../src/log-sink.js';
+import { LineSink } from '../src/logging-sink.js';
 
 /** A sink writing to a fresh file; the file's path. */
 function fileSink(t: TestContext, notice?: (m: string) => void): { sink: LineSink; file: string } {
@@ -76,7 +76,7 @@ describe('log sink', () => {
   it('writes what is pending when the process exits', async () => {
     const { spawnSync } = await import('node:child_process');
     const program = `
-      import { LineSink } from ${JSON.stringify(path.resolve('src/log-sink.ts'))};
+      import { LineSink } from ${JSON.stringify(path.resolve('src/logging-sink.ts'))};
       const sink = new LineSink(1);
       sink.write('first\\n');
       sink.write('second\\n');
