@@ -65,9 +65,10 @@ export interface Auth {
    * Authenticates the request (sets request.token; the verification counts the use) and
    * checks scopes. `required` null: anonymous allowed; [] any valid token. `changes`: the
    * route changes something, which only a token's current secret may do (the hook passes
-   * changesSomething(); forward auth changes nothing here). Throws the 400/401/403/429 problem; done
-   * synchronously (undefined) when it needs no storage (anonymous, a malformed secret, a
-   * cached token), else a promise of the storage lookup's end, rejected with the problem.
+   * changesSomething(); forward auth changes nothing here). Throws the 400/401/403/429
+   * problem. Done synchronously (undefined) when it needs no storage (anonymous, a
+   * malformed secret, a cached token), else a promise of the lookup's end, rejected with
+   * the problem.
    */
   authenticate(request: FastifyRequest, required: readonly string[] | null, changes?: boolean): void | Promise<void>;
   /** The onRequest hook of a route that needs `required` (null: anonymous allowed). */
