@@ -16,12 +16,10 @@ import { healthRoutes } from './http/health.js';
 import { installJsonBodyParser } from './http/json-body.js';
 import { registerOpenApi } from './http/openapi.js';
 import { installRateLimit } from './http/rate-limit.js';
-import { installMetrics } from './http/metrics.js';
+import { HttpTraffic, installMetrics } from './http/metrics.js';
 import { installCors, SECURITY_HEADERS } from './http/security.js';
 import { VERSION } from './version.js';
-import { FastLane } from './http/fast-lane.js';
 import { AccessLog, RequestLog } from './http/request-log.js';
-import { clientAddressOf } from './http/trust-proxy.js';
 import {
   clientErrorHandler,
   frameworkErrorHandler,
@@ -70,8 +68,6 @@ declare module 'fastify' {
       auditPruner: PeriodicPurge;
       /** This instance's heartbeat, and the live instances that share the rate limits. */
       fleet: FleetRegistry;
-      /** Where the catalog lists' and the forward-auth check's plain GETs are answered (src/http/fast-lane.ts). */
-      lane: FastLane;
     };
   }
 }
@@ -94,15 +90,12 @@ export function buildApp(deps: AppDeps): App {
   // Typed as Fastify's logger so route modules share one App type.
   const loggerInstance: FastifyBaseLogger = deps.logger;
   const access = new AccessLog(deps.logger, config.accessLog);
-  // The catalog lists' and the check's plain GETs are answered in front of Fastify (src/http/fast-lane.ts).
-  const lane = new FastLane();
-  // X-Request-Id is taken from trusted proxies only (src/logging.ts); the lane too.
-  const requestId = requestIdOf(config.trustProxy);
+  const traffic = new HttpTraffic();
   const app = Fastify({
-    serverFactory: lane.serverFactory,
     loggerInstance,
-    genReqId: requestId,
-    logController: new RequestLog(access),
+    // X-Request-Id is taken from trusted proxies only (src/logging.ts).
+    genReqId: requestIdOf(config.trustProxy),
+    logController: new RequestLog(access, traffic),
     bodyLimit: BODY_LIMIT_BYTES,
     // Our own closing check below answers with a problem body instead of Fastify's.
     return503OnClosing: false,
@@ -245,7 +238,7 @@ export function buildApp(deps: AppDeps): App {
       );
     },
   });
-  app.decorate('infracat', { tokens, accounts, catalog, audit: auditService, purger, auditPruner, fleet, lane });
+  app.decorate('infracat', { tokens, accounts, catalog, audit: auditService, purger, auditPruner, fleet });
   const auth = createAuth({
     service: tokens.service,
     limiter: new FailureLimiter(config.authFailureLimit, config.authFailureWindowS * 1000),
@@ -278,13 +271,14 @@ export function buildApp(deps: AppDeps): App {
     },
   });
   let watch: ChangeWatch | undefined;
-  const record = installMetrics(app, config.metricsAccess, {
+  installMetrics(app, config.metricsAccess, {
     tokens,
     catalog,
     changes,
     storageErrors: () => storageErrors,
     storageQueries: () => store.stats.queries,
     fleet,
+    traffic,
   });
 
   // An instance of the fleet is one that serves: it registers once it listens, so a start
@@ -340,22 +334,8 @@ export function buildApp(deps: AppDeps): App {
     auth,
     rules: config.authCheckRules,
     gateway: config.authCheckGateway,
-    lane,
   });
-  catalogRoutes(app, { catalog, access: config.catalogAccess, cacheControl: config.catalogCacheControl, lane });
-  // With CORS on, the plugin's headers go on every answer: those requests take the full path.
-  if (config.corsOrigins.length === 0) {
-    lane.open({
-      closing: () => closing,
-      auth,
-      limiter,
-      clientAddress: clientAddressOf(config.trustProxy),
-      requestId,
-      record,
-      access,
-      log: deps.logger,
-    });
-  }
+  catalogRoutes(app, { catalog, access: config.catalogAccess, cacheControl: config.catalogCacheControl });
   catalogManageRoutes(app, { catalog, now: deps.now ?? Date.now });
   if (config.console) consoleRoutes(app);
   if (secretScanningKeys !== null)

@@ -93,12 +93,11 @@ export function requestIdFrom(header: string | string[] | undefined): string {
 }
 
 /**
- * Each request's id under TRUST_PROXY, for the full path (Fastify's genReqId) and the fast
- * lane alike: the X-Request-Id sent by a trusted proxy (the connection's peer), as
- * requestIdFrom() accepts it, so that the proxy's and infracat's logs name a request alike;
- * from any other peer, one of infracat's own. A client's own id is never taken: it names
- * the request's audit events and log lines, and a client could give them another
- * request's id.
+ * Each request's id under TRUST_PROXY (Fastify's genReqId): the X-Request-Id sent by a
+ * trusted proxy (the connection's peer), as requestIdFrom() accepts it, so that the
+ * proxy's and infracat's logs name a request alike; from any other peer, one of
+ * infracat's own. A client's own id is never taken: it names the request's audit events
+ * and log lines, and a client could give them another request's id.
  */
 export function requestIdOf(trust: TrustProxy): (req: IncomingMessage) => string {
   if (trust === false) return () => randomUUID();

@@ -7,7 +7,6 @@ import { Type, type Static, type TSchema } from 'typebox';
 import { AppError } from '../errors.js';
 import { matchesIfNoneMatch } from '../http/conditional.js';
 import { refuseOverLimit } from '../http/rate-limit.js';
-import type { FastLane, LaneAnswer } from '../http/fast-lane.js';
 import { JSON_TYPE } from '../http/headers.js';
 import type { App } from '../http/types.js';
 import type { Image, Kind, Plan, Region } from './model.js';
@@ -21,8 +20,6 @@ export interface CatalogRouteOptions {
   access: 'public' | 'token';
   /** Cache-Control value; '' picks one from the access mode. */
   cacheControl: string;
-  /** Where the lists' plain GETs are also answered (src/http/fast-lane.ts). */
-  lane: FastLane;
 }
 
 function notAmount(text: string): never {
@@ -160,28 +157,6 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
     return true;
   }
 
-  // The lists' plain answers for the fast lane: the 200 the handler below gives a GET
-  // without filters or If-None-Match, prepared once per catalog version.
-  let prepared: { snap: CatalogSnapshot; answers: Record<Kind, LaneAnswer> } | undefined;
-  function plainAnswer(kind: Kind): LaneAnswer {
-    const snap = catalog.snapshot;
-    if (prepared?.snap !== snap) {
-      const answer = (body: Buffer): LaneAnswer => ({
-        headers: ['etag', snap.etag, 'cache-control', cacheControl, 'content-type', JSON_TYPE],
-        body,
-      });
-      prepared = {
-        snap,
-        answers: {
-          images: answer(snap.lists.images),
-          plans: answer(snap.lists.plans),
-          regions: answer(snap.lists.regions),
-        },
-      };
-    }
-    return prepared.answers[kind];
-  }
-
   void app.register(async (plugin) => {
     const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
     for (const kind of ['images', 'plans', 'regions'] as const) {
@@ -192,14 +167,6 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
         auth: required === null ? ('optional' as const) : { scopes: required },
         revalidates: true,
       };
-      options.lane.route(`/api/v1/${kind}`, {
-        route: `/api/v1/${kind}`,
-        rateLimited: true,
-        // Filters are the handler's to read.
-        required: (query) => (query === '' ? required : undefined),
-        answer: () => plainAnswer(kind),
-      });
-
       const notModifiedDoc = {
         304: { type: 'null', description: 'Not modified: the If-None-Match ETag is current' },
       } as const;

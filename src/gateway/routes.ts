@@ -22,10 +22,7 @@ import { AppError } from '../errors.js';
 import { bearerChallenge, type Auth } from '../http/auth.js';
 import { readTextBody } from '../http/body-encoding.js';
 import { ROUTED_METHODS } from '../http/methods.js';
-import type { FastLane, LaneAnswer } from '../http/fast-lane.js';
-import { JSON_TYPE } from '../http/headers.js';
-import { NO_STORE, noStore } from '../http/no-store.js';
-import { schemaSerializer } from '../http/serialization.js';
+import { noStore } from '../http/no-store.js';
 import type { App } from '../http/types.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { TokenService } from '../tokens/service.js';
@@ -40,8 +37,6 @@ export interface GatewayRouteOptions {
   rules: readonly Rule[];
   /** Whose forwarded request to read (AUTH_CHECK_GATEWAY). */
   gateway: Gateway;
-  /** Where the check's plain GET is also answered (src/http/fast-lane.ts). */
-  lane: FastLane;
 }
 
 declare module 'fastify' {
@@ -60,8 +55,6 @@ const CHECK_CONFIG = { auth: 'custom', cors: false, rateLimit: false } as const;
 const CHECK_PATH = '/api/v1/auth/check';
 
 const CHECK_MAX_SCOPES = 20;
-/** How many distinct plain check queries the fast lane keeps read (see gatewayRoutes). */
-const PLAIN_QUERIES_KEPT = 256;
 
 const CheckQuery = Type.Object({
   scope: Type.Optional(
@@ -78,8 +71,6 @@ const CheckAllowed = Type.Object({
   scopes: Type.Array(Type.String()),
   account_id: Type.String(),
 });
-
-const serializeAllowed = schemaSerializer(CheckAllowed);
 
 const IntrospectBody = Type.Object(
   {
@@ -99,34 +90,20 @@ const IntrospectResponse = Type.Object({
   account_id: Type.Optional(Type.String({ description: 'The account the token belongs to' })),
 });
 
-/** The identity headers of an allowed check: name, value, ... */
-function allowHeaders(token: TokenRecord): string[] {
-  return [
-    'x-token-id',
-    token.id,
-    'x-token-name',
-    headerSafe(token.name),
-    'x-token-scopes',
-    token.scopes.join(' '),
-    'x-account-id',
-    token.accountId,
-  ];
-}
-
 /** Header-safe token name: printable ASCII as is, anything else percent-encoded (UTF-8). */
 function headerSafe(value: string): string {
   return /^[\x20-\x7e]*$/.test(value) && !value.includes('%') ? value : encodeURIComponent(value);
 }
 
-// What the fast lane takes of a check's query: `scope=` parameters of plain scope names
-// and nothing else (no encoding, no other parameter); anything else the full path reads.
-const PLAIN_SCOPES = /^scope=[a-z0-9:_-]+(?:&scope=[a-z0-9:_-]+)*$/;
-
-export function gatewayRoutes(app: App, { service, auth, rules, gateway, lane }: GatewayRouteOptions): void {
+export function gatewayRoutes(app: App, { service, auth, rules, gateway }: GatewayRouteOptions): void {
   const isKnownScope = (s: string) => parseScope(s) !== null && service.registry.has(s);
+  /** An allowed check's answer: the token's identity, in headers for the gateway and in the body. */
   function allow(reply: FastifyReply, token: TokenRecord) {
-    const headers = allowHeaders(token);
-    for (let i = 0; i < headers.length; i += 2) reply.header(headers[i]!, headers[i + 1]!);
+    reply
+      .header('x-token-id', token.id)
+      .header('x-token-name', headerSafe(token.name))
+      .header('x-token-scopes', token.scopes.join(' '))
+      .header('x-account-id', token.accountId);
     return { id: token.id, name: token.name, scopes: token.scopes, account_id: token.accountId };
   }
 
@@ -168,46 +145,6 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway, lane }:
     return allow(reply, request.token!);
   }
 
-  // The check's plain GET for the fast lane: what allow() answers, prepared once per token
-  // record (the verification cache holds one record per token until it changes).
-  const allowed = new WeakMap<TokenRecord, LaneAnswer>();
-  // A gateway asks the same few questions over and over: each plain query read once, kept
-  // with its scopes (the registry does not change while the process runs). Only queries
-  // the lane takes are kept, at most PLAIN_QUERIES_KEPT, all dropped when that is reached.
-  const plainQueries = new Map<string, readonly string[]>();
-  lane.route(CHECK_PATH, {
-    route: CHECK_PATH,
-    rateLimited: CHECK_CONFIG.rateLimit,
-    required: (query) => {
-      const known = plainQueries.get(query);
-      if (known !== undefined) return known;
-      if (!PLAIN_SCOPES.test(query) || query.length > 1000) return undefined;
-      const scopes = Object.freeze(query.split('&').map((p) => p.slice('scope='.length)));
-      if (scopes.length > CHECK_MAX_SCOPES || !scopes.every(isKnownScope)) return undefined;
-      if (plainQueries.size >= PLAIN_QUERIES_KEPT) plainQueries.clear();
-      plainQueries.set(query, scopes);
-      return scopes;
-    },
-    answer: (token) => {
-      if (token === null) return undefined;
-      let answer = allowed.get(token);
-      if (answer === undefined) {
-        const body: Static<typeof CheckAllowed> = {
-          id: token.id,
-          name: token.name,
-          scopes: token.scopes,
-          account_id: token.accountId,
-        };
-        answer = {
-          headers: [...NO_STORE, ...allowHeaders(token), 'content-type', JSON_TYPE],
-          body: Buffer.from(serializeAllowed(body)),
-        };
-        allowed.set(token, answer);
-      }
-      return answer;
-    },
-  });
-
   void app.register(async (plugin) => {
     const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
     const bodyLimit = plugin.initialConfig.bodyLimit ?? 1024 * 1024;
@@ -221,11 +158,12 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway, lane }:
         (err: Error) => done(err, undefined),
       );
     });
-    api.addHook('onRequest', noStore);
-    // Fastify never reads a GET or HEAD body (Traefik's forwardBody sends one with GET):
-    // read it here under the same limit, or Node would drain it after the answer.
-    // A callback hook: almost every check has no body, and then nothing waits.
-    api.addHook('preValidation', (request, reply, done) => {
+    // One hook for every check: the answer is no-store (errors included); and Fastify never
+    // reads a GET or HEAD body (Traefik's forwardBody sends one with GET): it is read here
+    // under the same limit, or Node would drain it after the answer. A callback hook:
+    // almost every check has no body, and then nothing waits.
+    api.addHook('onRequest', (request, reply, done) => {
+      reply.header('cache-control', 'no-store');
       const length = request.headers['content-length'];
       const bodiless = request.headers['transfer-encoding'] === undefined && (length === undefined || length === '0');
       if ((request.method !== 'GET' && request.method !== 'HEAD') || bodiless) return done();
@@ -246,8 +184,9 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway, lane }:
       const scopes = scopesFromQuery(fromQuery);
       // Answered synchronously when the token is cached (almost every check of a busy
       // gateway): no promise per call; only a storage lookup is awaited.
-      if (auth.authenticateFromMemory(request, scopes)) return allow(reply, request.token!);
-      return auth.authenticateFromStorage(request, scopes).then(() => allow(reply, request.token!));
+      const pending = auth.authenticate(request, scopes);
+      if (pending === undefined) return allow(reply, request.token!);
+      return pending.then(() => allow(reply, request.token!));
     };
 
     api.route({
@@ -328,7 +267,8 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway, lane }:
         },
       },
       async (request) => {
-        const result = await service.verify(request.body.token);
+        // The use is recorded below, once the caller may see the token.
+        const result = await service.verify(request.body.token, { recordUse: false });
         if (!result.ok) return { active: false };
         const t = result.token;
         const caller = request.token!;

@@ -5,7 +5,8 @@
 //   config: { auth: { scopes: [] } }                     any valid token
 //   config: { auth: 'optional' }                         anonymous allowed; a bad token is not
 //   config: { auth: 'custom' }                           the handler calls authenticate()
-// A successful authentication counts as a use (last_used_at, batched).
+// A successful authentication counts as a use (last_used_at, batched): the one
+// verification (TokenService.verify) counts it.
 //
 // A token's previous secret, in the grace period after a rotation, is read-only here: a
 // route that needs a `:write` scope (every route that changes tokens, accounts or the
@@ -14,12 +15,10 @@
 // let whoever holds the old (perhaps leaked) secret rotate the owner out, mint tokens or
 // change the token. Elsewhere (reads, forward auth, introspection) it keeps the token's
 // scopes until the grace period ends.
-import type { IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
 import type { FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { App } from './types.js';
 import { AppError } from '../errors.js';
-import type { TokenRecord, TokenWithAccount } from '../storage/types.js';
+import type { TokenRecord } from '../storage/types.js';
 import type { SecretKind, TokenService, VerifyFailure, VerifyResult } from '../tokens/service.js';
 import { missingScopes, parseScope } from '../tokens/scopes.js';
 import { addressKey } from './client-key.js';
@@ -63,26 +62,15 @@ const QUERY_CREDENTIALS = new Set(['access_token', 'token', 'api_key', 'apikey']
 
 export interface Auth {
   /**
-   * Authenticates the request (sets request.token, counts the use) and checks scopes.
-   * `required` null: anonymous allowed; [] any valid token. Throws the 401/403/429 problem.
+   * Authenticates the request (sets request.token; the verification counts the use) and
+   * checks scopes. `required` null: anonymous allowed; [] any valid token. `changes`: the
+   * route changes something, which only a token's current secret may do (the hook passes
+   * changesSomething(); forward auth changes nothing here). Throws the 400/401/403/429
+   * problem. Done synchronously (undefined) when it needs no storage (anonymous, a
+   * malformed secret, a cached token), else a promise of the lookup's end, rejected with
+   * the problem.
    */
-  authenticate(request: FastifyRequest, required: readonly string[] | null): Promise<void>;
-  /**
-   * authenticate() when it needs no storage (anonymous, a malformed secret, a cached token):
-   * true when done, false when authenticateFromStorage() must finish it. Synchronous.
-   */
-  authenticateFromMemory(request: FastifyRequest, required: readonly string[] | null): boolean;
-  /** The rest of an authentication that authenticateFromMemory() could not finish. */
-  authenticateFromStorage(request: FastifyRequest, required: readonly string[] | null): Promise<void>;
-  /**
-   * For the fast lane (src/http/fast-lane.ts): the token a request presents when it
-   * verifies from memory and holds `required`, null for an anonymous request where
-   * anonymous is allowed, undefined for anything else (the full path then decides). Nothing
-   * is counted until the lane passes the token to `useValid`.
-   */
-  peekFromMemory(req: IncomingMessage, required: readonly string[] | null): TokenWithAccount | null | undefined;
-  /** Counts a token peekFromMemory() found as a verification and a use. */
-  useValid(token: TokenWithAccount): void;
+  authenticate(request: FastifyRequest, required: readonly string[] | null, changes?: boolean): void | Promise<void>;
   /** The onRequest hook of a route that needs `required` (null: anonymous allowed). */
   hook(required: readonly string[] | null): onRequestHookHandler;
 }
@@ -105,18 +93,6 @@ export function queryCredentialProblem(query: unknown): AppError | null {
   );
 }
 
-/**
- * Whether two strings are equal, in a time that does not depend on where they differ: behind
- * a proxy that pools connections, the header remembered for a connection may be another
- * client's.
- */
-function sameText(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
-  return diff === 0;
-}
-
 export interface AuthOptions {
   service: TokenService;
   limiter: FailureLimiter;
@@ -137,18 +113,6 @@ export function bearerChallenge(params: { error?: string; error_description?: st
 export function createAuth(options: AuthOptions): Auth {
   const { service, limiter } = options;
   const now = options.now ?? Date.now;
-
-  /**
-   * Per connection, the last Authorization header the fast lane accepted and its secret's
-   * SHA-256: a client sends the same header on every request of a keep-alive connection, and
-   * the shape and checksum checks and the SHA-256 were about half of what a token added to a
-   * catalog GET (BENCHMARKS.md, issue #20). Only the hashing is skipped: the token behind the
-   * hash is judged on every request as before (deleted, expired, suspended, scopes), and a
-   * different header, even one character, is hashed afresh. The header, secret included,
-   * stays in memory until the connection closes or carries another accepted one; never in a
-   * log, an error or storage.
-   */
-  const lastBearer = new WeakMap<Socket, { header: string; hash: string }>();
 
   /**
    * The secret the request presents, or null for an anonymous request where anonymous is
@@ -176,7 +140,7 @@ export function createAuth(options: AuthOptions): Auth {
   }
 
   /**
-   * Sets request.token and counts the use, or throws the 401/403/429 the result calls for.
+   * Sets request.token, or throws the 401/403/429 the result calls for.
    * `changes`: the route changes something (it needs a `:write` scope), which only a
    * token's current secret may do.
    */
@@ -206,7 +170,6 @@ export function createAuth(options: AuthOptions): Auth {
     }
     request.token = result.token;
     request.tokenSecret = result.secret;
-    service.recordUse(result.token);
     if (required !== null && required.length > 0) {
       const missing = missingScopes(result.token.scopes, required);
       if (missing.length > 0) {
@@ -226,77 +189,37 @@ export function createAuth(options: AuthOptions): Auth {
     }
   }
 
-  /**
-   * Authenticates from memory when it can: done (true) for an anonymous request, a
-   * malformed secret or a cached token; false when the token takes a storage lookup.
-   */
-  function authenticateFromMemory(
+  function authenticate(
     request: FastifyRequest,
     required: readonly string[] | null,
     changes = false,
-  ): boolean {
+  ): void | Promise<void> {
     const secret = presented(request, required);
-    if (secret === null) return true;
-    const result = typeof secret === 'string' ? service.verifyFromMemory(secret) : secret;
-    if (result === undefined) return false;
+    if (secret === null) return;
+    if (typeof secret !== 'string') return accept(request, secret, required, changes);
+    const result = service.verify(secret, {
+      // Only a lookup in storage meets the gate (made then, for this client's address).
+      gate: (hash, read) => limiter.gate(addressKey(request.ip), now)(hash, read),
+    });
+    if (result instanceof Promise) return result.then((r) => accept(request, r, required, changes));
     accept(request, result, required, changes);
-    return true;
-  }
-
-  /** The rest of an authentication that authenticateFromMemory() could not finish. */
-  async function authenticateFromStorage(
-    request: FastifyRequest,
-    required: readonly string[] | null,
-    changes = false,
-  ): Promise<void> {
-    const secret = presented(request, required) as string;
-    const result = await service.verifyFromStorage(secret, limiter.gate(addressKey(request.ip), now));
-    accept(request, result, required, changes);
-  }
-
-  async function authenticate(request: FastifyRequest, required: readonly string[] | null): Promise<void> {
-    if (!authenticateFromMemory(request, required)) await authenticateFromStorage(request, required);
-  }
-
-  function peekFromMemory(
-    req: IncomingMessage,
-    required: readonly string[] | null,
-  ): TokenWithAccount | null | undefined {
-    const header = req.headers.authorization;
-    if (header === undefined || header === '') return required === null ? null : undefined;
-    if (repeatedHeader(req.rawHeaders, 'authorization')) return undefined;
-    const last = lastBearer.get(req.socket);
-    const remembered = last !== undefined && sameText(last.header, header);
-    const hash = remembered ? last.hash : bearerHash(header);
-    if (hash === undefined) return undefined;
-    const token = service.peekValid(hash, required ?? []);
-    if (token !== undefined && !remembered) lastBearer.set(req.socket, { header, hash });
-    return token;
-  }
-
-  /** The cache key of a Bearer header's secret when it is well formed, else undefined. */
-  function bearerHash(header: string): string | undefined {
-    const secret = bearerSecret(header);
-    return secret === null ? undefined : service.wellFormedHash(secret);
   }
 
   return {
     authenticate,
-    authenticateFromMemory,
-    authenticateFromStorage,
-    peekFromMemory,
-    useValid: (token) => service.useValid(token),
     // A callback hook: an anonymous request, or a token the cache holds (almost every
     // authenticated request), has nothing to wait for; only a storage lookup is awaited.
     hook: (required) => {
       const changes = changesSomething(required);
       return (request, _reply, done) => {
+        let pending: void | Promise<void>;
         try {
-          if (authenticateFromMemory(request, required, changes)) return done();
+          pending = authenticate(request, required, changes);
         } catch (err) {
           return done(err as Error);
         }
-        authenticateFromStorage(request, required, changes).then(() => done(), done);
+        if (pending === undefined) return done();
+        pending.then(() => done(), done);
       };
     },
   };

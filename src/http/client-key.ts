@@ -1,6 +1,6 @@
 // The key every per-address limit counts a client under (the failed-authentication
-// limiter, the anonymous rate limit, on the full path and the fast lane alike): one
-// client is one key whichever limit counts it and however its address is written.
+// limiter, the anonymous rate limit): one client is one key whichever limit counts it and
+// however its address is written.
 import { isIP } from 'node:net';
 
 /**

@@ -1,4 +1,5 @@
-// Prometheus metrics at /metrics. HTTP traffic is measured in hooks; the domain's own
+// Prometheus metrics at /metrics. HTTP traffic is counted as each answer completes (by
+// the request log, src/http/request-log.ts, which runs then anyway); the domain's own
 // counters (verification outcomes, cache hits, last-used flushes, catalog snapshot)
 // are read at scrape time, so the domain code knows nothing of Prometheus.
 import { BlockList, isIP } from 'node:net';
@@ -21,6 +22,8 @@ export interface MetricsSources {
   /** What this instance heard of other instances' changes. */
   changes: ChangeFollower;
   fleet: FleetRegistry;
+  /** The HTTP requests answered, as the request log counts them. */
+  traffic: HttpTraffic;
 }
 
 // All of 127.0.0.0/8 is loopback (Linux routes every address of it to lo), and so is ::1.
@@ -57,11 +60,22 @@ interface Series {
  * hashed the label object twice on every request (~20% of a catalog GET's CPU). The
  * series are bounded: methods Node knows, route patterns (or "unmatched"), statuses.
  */
-class HttpTraffic {
+export class HttpTraffic {
   private readonly series = new Map<string, Series>();
 
+  /** Counts one answer to `method` on `route` (its URL pattern, or "unmatched") with `status`, that took `ms`. */
+  record(method: string, route: string, status: number, ms: number): void {
+    const seconds = ms / 1000;
+    const s = this.of(method, route, status);
+    s.count += 1;
+    s.sum += seconds;
+    let i = 0;
+    while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]!) i += 1;
+    s.buckets[i]! += 1;
+  }
+
   /** The series of one method, route and status, made on first use. */
-  of(method: string, route: string, status: number): Series {
+  private of(method: string, route: string, status: number): Series {
     const key = `${method} ${status} ${route}`;
     let s = this.series.get(key);
     if (s === undefined) {
@@ -70,16 +84,6 @@ class HttpTraffic {
       this.series.set(key, s);
     }
     return s;
-  }
-
-  /** Counts one answer of `s` that took `ms`. */
-  static observe(s: Series, ms: number): void {
-    const seconds = ms / 1000;
-    s.count += 1;
-    s.sum += seconds;
-    let i = 0;
-    while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]!) i += 1;
-    s.buckets[i]! += 1;
   }
 
   exposition(): string {
@@ -123,31 +127,11 @@ function totalCounter(registry: Registry, name: string, help: string, read: () =
   });
 }
 
-/** Counts one answered request: method, route (Fastify's URL pattern), status, milliseconds. */
-/**
- * How requests answered outside Fastify's hooks (the fast lane) are counted: the recorder
- * of one method, route and status, its series found once, for a path that always answers
- * one way (the series key is not built and looked up again on every request).
- */
-export type RecordTraffic = (method: string, route: string, status: number) => (ms: number) => void;
-
-/** Installs the metrics; returns how requests answered elsewhere (the fast lane) are counted. */
-export function installMetrics(
-  app: App,
-  access: 'public' | 'loopback' | 'off',
-  sources: MetricsSources,
-): RecordTraffic {
+/** Installs the metrics: the /metrics route and what it reads at scrape time. */
+export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', sources: MetricsSources): void {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-
-  const traffic = new HttpTraffic();
-  app.addHook('onResponse', (request, reply, done) => {
-    HttpTraffic.observe(
-      traffic.of(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode),
-      reply.elapsedTime,
-    );
-    done();
-  });
+  const { traffic } = sources;
 
   const { service, cache, lastUsed } = sources.tokens;
   new Counter({
@@ -289,8 +273,4 @@ export function installMetrics(
       return (await registry.metrics()) + traffic.exposition();
     });
   });
-  return (method, route, status) => {
-    const s = traffic.of(method, route, status);
-    return (ms) => HttpTraffic.observe(s, ms);
-  };
 }

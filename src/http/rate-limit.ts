@@ -136,25 +136,14 @@ export function refuseOverLimit(request: FastifyRequest): void {
   if (held) throw held;
 }
 
-/** What a request took from its budget, for the fast lane (src/http/fast-lane.ts). */
-export type Charge =
-  /** A unit taken: the RateLimit-Policy and RateLimit values to answer with. */
-  | { policy: string; state: string }
-  /** Its policy is off: nothing counted, no fields. */
-  | 'off'
-  /** Over the limit: nothing taken; the full path refuses it (or spares a revalidation). */
-  | 'over';
-
 export interface RateLimiter {
   /** The limiter as a preHandler hook, for the not-found handler and routes declared by hand. */
   hook: preHandlerHookHandler;
-  /** A request of `tokenId` (null: anonymous) from `ip` charged as the route hooks charge it. */
-  charge(tokenId: string | null, ip: string): Charge;
 }
 
 /**
  * Installs the limiter on every route declared from now on (see the top of this file) and
- * returns it for the not-found handler and the fast lane.
+ * returns it for the not-found handler and routes declared by hand.
  */
 export function installRateLimit(app: App, options: RateLimitOptions): RateLimiter {
   const { quotas, windowS } = options;
@@ -188,15 +177,6 @@ export function installRateLimit(app: App, options: RateLimitOptions): RateLimit
 
   const identify = (tokenId: string | null, ip: string): [RateLimitPolicy, string] =>
     tokenId !== null ? ['token', `t:${tokenId}`] : ['anonymous', `a:${addressKey(ip)}`];
-
-  function charge(tokenId: string | null, ip: string): Charge {
-    const [policy, key] = identify(tokenId, ip);
-    const quota = quotas[policy];
-    if (quota === 0) return 'off';
-    const { allowed, local, resetS } = use(key, quota);
-    if (!allowed) return 'over';
-    return { policy: policyFields[policy], state: stateField(policy, fleetRemaining(local, quota, fleet), resetS) };
-  }
 
   /** The 429 for this request, or null when it is within its budget (a unit is then taken). */
   function take(request: FastifyRequest, reply: FastifyReply, revalidates: boolean): AppError | null {
@@ -257,7 +237,7 @@ export function installRateLimit(app: App, options: RateLimitOptions): RateLimit
     route.preHandler = [...hooks(route.preHandler), limit(revalidates)];
     if (revalidates) route.onSend = [...hooks(route.onSend), settle];
   });
-  return { hook: limit(false), charge };
+  return { hook: limit(false) };
 }
 
 /** A route's hooks of one kind as a list (Fastify takes one, a list, or none). */

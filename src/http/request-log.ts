@@ -1,11 +1,12 @@
 // One access-log line per request ("request completed" with method, scrubbed URL,
 // status and time) instead of Fastify's two; the "incoming" line only at debug.
 // ACCESS_LOG=errors keeps only the lines of answers >= 400 (a busy read path's lines cost
-// throughput). Both the Fastify path (RequestLog below) and the fast lane
-// (src/http/fast-lane.ts) write it, through the logger's `req` and `res` serialisers
-// (src/logging.ts), which scrub the URL.
+// throughput). The logger's `req` and `res` serialisers (src/logging.ts) scrub the URL.
+// Fastify calls requestCompleted() once per answer: the answer is also counted there for
+// the metrics (src/http/metrics.ts), instead of in an onResponse hook of its own.
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
+import type { HttpTraffic } from './metrics.js';
 
 /** What one access line says. */
 export interface Completed {
@@ -49,7 +50,10 @@ export class AccessLog {
 }
 
 export class RequestLog extends LogController {
-  constructor(private readonly access: AccessLog) {
+  constructor(
+    private readonly access: AccessLog,
+    private readonly traffic: HttpTraffic,
+  ) {
     super({ requestIdLogLabel: 'request_id' });
   }
 
@@ -58,6 +62,7 @@ export class RequestLog extends LogController {
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    this.traffic.record(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime);
     if (error) {
       const fields = { req: request, res: reply, response_time_ms: roundMs(reply.elapsedTime) };
       reply.log.error({ ...fields, err: error }, 'request errored');

@@ -3,7 +3,6 @@
 // route's response schemas was ~15% of the cold start (profiled in BENCHMARKS.md), for
 // routes and statuses a process may never serve. validation.ts does the same for Ajv.
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
-import type { TSchema } from 'typebox';
 
 type SerializerFactory = ReturnType<typeof SerializerSelector>;
 
@@ -18,12 +17,3 @@ export const buildLazySerializer: SerializerFactory = (externalSchemas, options)
     return (doc) => (serialize ??= (compile ??= fastifyFactory(externalSchemas, options))(route))(doc);
   };
 };
-
-/**
- * `schema`'s serialiser as Fastify compiles a route's (unlisted fields dropped), compiled
- * on first use, for an answer made outside a route (the fast lane, src/http/fast-lane.ts).
- */
-export function schemaSerializer(schema: TSchema): (doc: unknown) => string {
-  let serialize: ((doc: unknown) => string) | undefined;
-  return (doc) => (serialize ??= fastifyFactory({}, {})({ schema, method: 'GET', url: '', httpStatus: '200' }))(doc);
-}

@@ -91,14 +91,3 @@ export function trustedPeer(trust: TrustProxy): (req: IncomingMessage) => boolea
     return peer !== undefined && trusted(peer, 0);
   };
 }
-
-/**
- * The client address as Fastify's `request.ip` reads it under `trust` (its lib/request.js:
- * the same proxy matcher, `true` trusting every hop), for what answers before Fastify
- * builds a request (the fast lane): a rate limit must count a client under one key.
- */
-export function clientAddressOf(trust: TrustProxy): (req: IncomingMessage) => string | undefined {
-  if (trust === false) return (req) => req.socket.remoteAddress;
-  const trusted = trust === true ? () => true : proxyAddr.compile(trust);
-  return (req) => proxyAddr(req, trusted);
-}

@@ -86,25 +86,12 @@ export class VerificationCache {
     });
   }
 
-  /** The cached token of `hash`, counted as a hit or a miss (metrics). */
+  /** The cached token of `hash` (made the most recently used), counted as a hit or a miss (metrics). */
   get(hash: string): TokenWithAccount | undefined {
-    const token = this.use(hash);
+    const token = this.ttlMs > 0 ? this.lru.get(hash) : undefined;
     if (token === undefined) this.misses += 1;
     else this.hits += 1;
     return token;
-  }
-
-  /**
-   * The cached token of `hash`, made the most recently used, nothing counted: the fast
-   * lane's lookup, which counts its hit (countHit) only once it answers the request.
-   */
-  use(hash: string): TokenWithAccount | undefined {
-    return this.ttlMs > 0 ? this.lru.get(hash) : undefined;
-  }
-
-  /** Counts a hit that use() found. */
-  countHit(): void {
-    this.hits += 1;
   }
 
   /**

@@ -21,7 +21,7 @@ import {
   type RotateTokenInput,
   type RuleContext,
 } from './rules.js';
-import { holdsAll, missingScopes, type ScopeRegistry } from './scopes.js';
+import { missingScopes, type ScopeRegistry } from './scopes.js';
 
 export interface TokenServiceOptions {
   prefix: string;
@@ -78,6 +78,18 @@ export type LookupGate = (
   hash: string,
   read: () => Promise<TokenWithAccount | null>,
 ) => Promise<TokenWithAccount | null>;
+
+export interface VerifyOptions {
+  /** Where a storage lookup goes (the failed-authentication limiter's gate); none: straight to storage. */
+  gate?: LookupGate;
+  /**
+   * false: a success is not recorded as a use here; the caller records it (introspection,
+   * where another account's token is answered as unknown and is no use). Default true.
+   */
+  recordUse?: boolean;
+}
+
+const DEFAULT_VERIFY: VerifyOptions = {};
 
 export interface IssuedToken {
   token: TokenRecord;
@@ -433,8 +445,8 @@ export class TokenService {
    * revoked; false for a malformed secret, an unknown one, a secret no longer valid.
    */
   async revokeLeaked(secret: string, leak: LeakReport, context: AuditContext): Promise<boolean> {
-    const hash = this.wellFormedHash(secret);
-    if (hash === undefined) return false;
+    if (!checkSecret(secret, this.prefix).ok) return false;
+    const hash = hashSecret(secret);
     const token = await this.store.findByHash(hash);
     if (token === null) return false;
     const now = this.now();
@@ -461,83 +473,38 @@ export class TokenService {
   }
 
   /**
-   * Checks a presented secret. Shape and checksum are checked offline (a typo or a
-   * made-up string costs no storage lookup); known tokens come from the cache while
-   * fresh; otherwise the storage lookup goes through `gate` when one is given. Storage
-   * errors propagate: verification fails closed.
+   * The one verification of a presented secret, for every path (API authentication,
+   * forward auth, introspection): shape and checksum checked offline (a typo or a made-up
+   * string costs no storage lookup), the secret hashed once, the cache consulted, and on a
+   * miss the storage lookup made (through `options.gate` when given); then the token judged
+   * and the outcome counted once, a success also as a use (last_used_at) unless
+   * `options.recordUse` is false. Answers from memory synchronously, so the request path
+   * makes no promise for a cached token; a lookup answers a promise. Storage errors
+   * propagate (counted as `error`): verification fails closed.
    */
-  async verify(secret: string, gate?: LookupGate): Promise<VerifyResult> {
-    return this.verifyFromMemory(secret) ?? (await this.verifyFromStorage(secret, gate));
-  }
-
-  /**
-   * verify() when it needs no storage: a malformed secret, or a token the cache holds
-   * (fresh); undefined when it takes a lookup. Synchronous, for the request path.
-   */
-  verifyFromMemory(secret: string): VerifyResult | undefined {
+  verify(secret: string, options: VerifyOptions = DEFAULT_VERIFY): VerifyResult | Promise<VerifyResult> {
     const shape = checkSecret(secret, this.prefix);
-    if (!shape.ok) return this.counted({ ok: false, reason: shape.reason });
-    const hash = hashSecret(secret);
-    const token = this.options.cache.get(hash);
-    if (token === undefined) return undefined;
-    return this.counted(this.judge(token, hash));
-  }
-
-  /**
-   * The SHA-256 of a well-formed secret (shape, prefix and checksum), the key of storage and
-   * of the cache, or undefined. With peekValid() below: verifyFromMemory() in parts, for
-   * the fast lane.
-   */
-  wellFormedHash(secret: string): string | undefined {
-    return checkSecret(secret, this.prefix).ok ? hashSecret(secret) : undefined;
-  }
-
-  /**
-   * verifyFromMemory() in two halves, for a caller that leaves every other outcome to
-   * verify() (the fast lane, src/http/fast-lane.ts): the token when `hash`, a secret's
-   * wellFormedHash(), is one the cache holds, valid and holding `required`, else undefined;
-   * nothing counted yet, so the caller may still hand the request to the full path, whose
-   * verify() then counts it once.
-   */
-  peekValid(hash: string, required: readonly string[]): TokenWithAccount | undefined {
-    // One cache lookup for the lane's request: this one (which also makes the entry the
-    // most recently used, as verify()'s does), its hit counted by useValid().
-    const token = this.options.cache.use(hash);
-    if (token === undefined) return undefined;
-    const verdict = this.judge(token, hash);
-    return verdict.ok && holdsAll(token.scopes, required) ? token : undefined;
-  }
-
-  /** The second half: a peekValid() token counted as verify() counts it, and its use recorded. */
-  useValid(token: TokenWithAccount): void {
-    this.options.cache.countHit();
-    this.verifications.ok += 1;
-    this.recordUse(token);
-  }
-
-  private counted(result: VerifyResult): VerifyResult {
-    this.verifications[result.ok ? 'ok' : result.reason] += 1;
-    return result;
-  }
-
-  /** The storage half of verify(), once verifyFromMemory() returned undefined for `secret`. */
-  async verifyFromStorage(secret: string, gate?: LookupGate): Promise<VerifyResult> {
-    try {
-      return this.counted(await this.lookUp(secret, gate));
-    } catch (err) {
-      this.verifications.error += 1;
-      throw err;
-    }
-  }
-
-  private async lookUp(secret: string, gate?: LookupGate): Promise<VerifyResult> {
+    if (!shape.ok) return this.counted({ ok: false, reason: shape.reason }, options);
     const hash = hashSecret(secret);
     const { cache } = this.options;
+    const cached = cache.get(hash);
+    if (cached !== undefined) return this.counted(this.judge(cached, hash), options);
+    const { gate } = options;
     // At the gate the load may wait its turn; it then finds in the cache what others learnt meanwhile.
-    const token = (await (gate === undefined ? cache.load(hash) : gate(hash, () => cache.load(hash)))) ?? undefined;
-    if (token === undefined) return { ok: false, reason: 'unknown' };
-    // Judged after the lookup: a gated one may have waited its turn.
-    return this.judge(token, hash);
+    return (gate === undefined ? cache.load(hash) : gate(hash, () => cache.load(hash))).then(
+      // Judged after the lookup: a gated one may have waited its turn.
+      (token) => this.counted(token === null ? { ok: false, reason: 'unknown' } : this.judge(token, hash), options),
+      (err: unknown) => {
+        this.verifications.error += 1;
+        throw err;
+      },
+    );
+  }
+
+  private counted(result: VerifyResult, options: VerifyOptions): VerifyResult {
+    this.verifications[result.ok ? 'ok' : result.reason] += 1;
+    if (result.ok && options.recordUse !== false) this.recordUse(result.token);
+    return result;
   }
 
   /**

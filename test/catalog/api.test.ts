@@ -284,6 +284,62 @@ for (const backend of backends()) {
       );
     });
 
+    it('a list answers exactly these headers, in this order, each request with its own id and RateLimit', async (t) => {
+      const { app } = await setup(t, { RATE_LIMIT_ANONYMOUS: '1000' });
+      const tok = await mintToken(app, ['plans:read']);
+      const names = [
+        'x-content-type-options',
+        'x-frame-options',
+        'referrer-policy',
+        'cross-origin-resource-policy',
+        'strict-transport-security',
+        'content-security-policy',
+        'x-request-id',
+        'ratelimit-policy',
+        'ratelimit',
+        'etag',
+        'cache-control',
+        'content-type',
+        'content-length',
+      ];
+      const ids = new Set<string>();
+      for (const [kind, headers, policy, remaining] of [
+        ['plans', {}, '"anonymous";q=1000;w=60', 999],
+        ['images', {}, '"anonymous";q=1000;w=60', 998],
+        ['plans', tok.auth, '"token";q=600;w=60', 599],
+        ['plans', tok.auth, '"token";q=600;w=60', 598],
+      ] as const) {
+        const res = await app.inject({ method: 'GET', url: `/api/v1/${kind}`, headers });
+        assert.equal(res.statusCode, 200);
+        const sent = Object.keys(res.headers).filter((h) => h !== 'date' && h !== 'connection');
+        assert.deepEqual(sent, names, kind);
+        assert.equal(res.headers['x-content-type-options'], 'nosniff');
+        assert.equal(res.headers['content-security-policy'], "default-src 'none'; frame-ancestors 'none'");
+        assert.equal(res.headers['ratelimit-policy'], policy);
+        assert.match(String(res.headers.ratelimit), new RegExp(`;r=${remaining};t=\\d+$`));
+        assert.match(String(res.headers.etag), /^"v1-[0-9a-f]+"$/);
+        assert.equal(res.headers['cache-control'], 'public, max-age=60');
+        assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+        assert.equal(Number(res.headers['content-length']), res.rawPayload.length);
+        ids.add(String(res.headers['x-request-id']));
+      }
+      assert.equal(ids.size, 4, 'each answer its own request id');
+    });
+
+    it('a cached token on a catalog read is verified and used once per request', async (t) => {
+      const { app } = await setup(t, { LAST_USED_FLUSH_MS: '600000' });
+      const { service, cache, lastUsed } = app.infracat.tokens;
+      const tok = await mintToken(app, ['plans:read']);
+      await app.inject({ method: 'GET', url: '/api/v1/plans', headers: tok.auth }); // now cached
+      lastUsed.forget(tok.id);
+      const before = { verifications: { ...service.verifications }, hits: cache.hits, misses: cache.misses };
+      assert.equal((await app.inject({ method: 'GET', url: '/api/v1/plans', headers: tok.auth })).statusCode, 200);
+      assert.deepEqual(service.verifications, { ...before.verifications, ok: before.verifications.ok + 1 });
+      assert.equal(cache.hits, before.hits + 1);
+      assert.equal(cache.misses, before.misses);
+      assert.notEqual(lastUsed.pending(tok.id), undefined, 'the use is recorded for last_used_at');
+    });
+
     it('catalog reads never query storage', async (t) => {
       const { app, store } = await setup(t, { CATALOG_REFRESH_MS: '600000' });
       assert.equal((await app.inject({ method: 'GET', url: '/api/v1/images' })).statusCode, 200);

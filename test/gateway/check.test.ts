@@ -132,6 +132,54 @@ for (const backend of backends()) {
       assert.equal(r2.headers['x-token-name'], 'ci bot');
     });
 
+    it('a check with scope parameters answers exactly these headers; each token judged on each request', async (t) => {
+      const { app } = await setup(t);
+      const a = await mintToken(app, ['apps:read'], 'a');
+      const c = await mintToken(app, ['apps:read', 'plans:read'], 'ci "deploy" – ü');
+      const check = '/api/v1/auth/check?scope=apps:read';
+      const names = [
+        'x-content-type-options',
+        'x-frame-options',
+        'referrer-policy',
+        'cross-origin-resource-policy',
+        'strict-transport-security',
+        'content-security-policy',
+        'x-request-id',
+        'cache-control',
+        'x-token-id',
+        'x-token-name',
+        'x-token-scopes',
+        'x-account-id',
+        'content-type',
+        'content-length',
+      ];
+      // Two tokens' checks in turn, each the first and then a cached verification.
+      for (const token of [a, c, a, c]) {
+        const res = await app.inject({ method: 'GET', url: check, headers: token.auth });
+        assert.equal(res.statusCode, 200);
+        const sent = Object.keys(res.headers).filter((h) => h !== 'date' && h !== 'connection');
+        assert.deepEqual(sent, names, 'no RateLimit fields: the check is not rate limited');
+        assert.equal(res.headers['cache-control'], 'no-store');
+        assert.equal(res.headers['x-token-id'], token.id);
+        assert.equal(res.headers['x-token-name'], token === a ? 'a' : encodeURIComponent('ci "deploy" – ü'));
+        assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
+        assert.equal(Number(res.headers['content-length']), res.rawPayload.length);
+        const scopes = String(res.headers['x-token-scopes']).split(' ');
+        assert.deepEqual(JSON.parse(res.body), {
+          id: token.id,
+          name: token === a ? 'a' : 'ci "deploy" – ü',
+          scopes,
+          account_id: OPERATOR_ACCOUNT_ID,
+        });
+      }
+      // One query, each token judged on it anew.
+      const both = `${check}&scope=plans:read`;
+      assert.equal((await app.inject({ method: 'GET', url: both, headers: a.auth })).statusCode, 403);
+      assert.equal((await app.inject({ method: 'GET', url: both, headers: c.auth })).statusCode, 200);
+      assert.equal((await app.inject({ method: 'GET', url: both, headers: a.auth })).statusCode, 403);
+      assert.equal((await app.inject({ method: 'GET', url: check, headers: a.auth })).statusCode, 200);
+    });
+
     it('Traefik headers and the rule table: write needs apps:write; no rule: 403 (fail closed)', async (t) => {
       const { app } = await setup(t);
       const reader = await mintToken(app, ['apps:read']);
