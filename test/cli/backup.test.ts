@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { copyFileSync, statSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { fetchAll } from '../helpers/pages.js';
 import { postgresBackend } from '../helpers/backends.js';
 import { cli, serve } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite.js';
@@ -101,9 +102,10 @@ describe('infracat backup', () => {
       const inCopy = (JSON.parse(direct.stdout) as { id: string }[]).map((x) => x.id).sort();
       const second = await serve(renv);
       try {
-        const res = await fetch(`${second.url}/api/v1/api-tokens`, { headers: { authorization: `Bearer ${admin}` } });
-        assert.equal(res.status, 200);
-        const served = ((await res.json()) as { id: string }[]).map((x) => x.id).sort();
+        const listed = await fetchAll<{ id: string }>(second.url, '/api/v1/api-tokens?per_page=1000', {
+          authorization: `Bearer ${admin}`,
+        });
+        const served = listed.map((x) => x.id).sort();
         assert.deepEqual(served, inCopy, 'the restored server serves exactly the tokens of the copy');
         const ids = new Set(served);
         const mustExist = [...createdBefore.keys()].filter((id) => !ledger.deleteSent.has(id));
