@@ -18,8 +18,6 @@ const DOCS = [
     .filter((f) => path.basename(f) === 'README.md')
     .map((f) => `src/${f.split(path.sep).join('/')}`),
 ];
-// BENCHMARKS.md cites files as they were in the commits it measured (named beside them).
-const CURRENT_DOCS = DOCS.filter((doc) => doc !== 'BENCHMARKS.md');
 
 /** GitHub's anchor of a heading: lowercased, punctuation dropped, spaces to hyphens. */
 function anchorsOf(file: string): Set<string> {
@@ -57,7 +55,7 @@ describe('documentation', () => {
   });
 
   it('every repository path a doc names in backticks exists (from the root, or from the doc)', () => {
-    for (const doc of CURRENT_DOCS) {
+    for (const doc of DOCS) {
       const text = readFileSync(path.join(ROOT, doc), 'utf8');
       for (const m of text.matchAll(/`((?:src|docs|test|scripts|web|deploy|catalog)\/[^`\s]*)`/g)) {
         const named = m[1]!;
