@@ -9,6 +9,9 @@
 // And one of the query string's size: no route takes more than a handful of parameter
 // names, and validating thousands of unknown ones (each an error) cost ~2 us apiece.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { RawServerDefault } from 'fastify';
+import fp from 'fastify-plugin';
 import { AppError } from '../errors.js';
 import { repeatedHeader } from './headers.js';
 import type { App } from './types.js';
@@ -55,3 +58,12 @@ export function installExpectationHandling(app: App): void {
     app.server.emit('request', req, res);
   });
 }
+
+/** The expectation handling above, as a plugin. */
+export const expectations = fp<Record<never, never>, RawServerDefault, TypeBoxTypeProvider>(
+  (app, _options, done) => {
+    installExpectationHandling(app);
+    done();
+  },
+  { name: 'infracat-expectations' },
+);
