@@ -10,7 +10,7 @@ import type { App } from './types.js';
 const API_CSP = "default-src 'none'; frame-ancestors 'none'";
 
 /**
- * Every answer's security headers, set by the app's first hook (src/app.ts) before
+ * Every answer's security headers, set by the app's first hook (src/http/request-guard.ts) before
  * anything can answer, so errors carry them too. The /docs and console pages set their
  * own Content-Security-Policy afterwards, which replaces this one.
  */
