@@ -9,6 +9,7 @@ import type { App } from './types.js';
 
 const EVERY_ROUTE_NEEDS = [
   'infracat-json-body',
+  'infracat-services',
   'infracat-problems',
   'infracat-auth',
   'infracat-rate-limit',
