@@ -29,7 +29,7 @@ export interface RunningServer {
 
 /**
  * The longest a start may take from building the app to ready: Fastify's own default per
- * plugin, here for the whole of ready() (src/app.ts turns the per-plugin timers off).
+ * plugin, here for the whole of ready() (src/http/instance.ts turns the per-plugin timers off).
  */
 export const READY_TIMEOUT_MS = 10_000;
 
@@ -75,7 +75,7 @@ export async function startServer(
     else await store.close().catch(() => undefined);
     throw err;
   }
-  // Registered in the fleet once listening (src/app.ts): the first heartbeat is done by now.
+  // Registered in the fleet once listening (src/lifecycle.ts): the first heartbeat is done by now.
   await app.infracat.fleet.start();
   logger.info(
     { url, storage: describeDatabase(config.database), startup_ms: Math.round(performance.now() - started) },

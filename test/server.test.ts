@@ -121,7 +121,7 @@ describe('infracat serve', () => {
     await assert.rejects(store.ping(), 'storage is closed after the app');
   });
 
-  // The app arms no timer per plugin (pluginTimeout: 0, src/app.ts): the start's one deadline
+  // The app arms no timer per plugin (pluginTimeout: 0, src/http/instance.ts): the start's one deadline
   // is what stops a step that never settles. Without it this ready() would wait forever.
   it('a start whose ready() never settles fails at its deadline, with what to look at', async (t) => {
     const tmp = tempDir();

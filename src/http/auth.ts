@@ -15,19 +15,25 @@
 // let whoever holds the old (perhaps leaked) secret rotate the owner out, mint tokens or
 // change the token. Elsewhere (reads, forward auth, introspection) it keeps the token's
 // scopes until the grace period ends.
-import type { FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyRequest, onRequestHookHandler, RawServerDefault } from 'fastify';
+import fp from 'fastify-plugin';
 import type { App } from './types.js';
 import { AppError } from '../errors.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { SecretKind, TokenService, VerifyFailure, VerifyResult } from '../tokens/service.js';
 import { missingScopes, parseScope } from '../tokens/scopes.js';
 import { addressKey } from './client-key.js';
-import type { FailureLimiter } from './failure-limiter.js';
+import { FailureLimiter } from './failure-limiter.js';
 import { repeatedHeader } from './headers.js';
 
 export type RouteAuth = { scopes: string[] } | 'optional' | 'custom';
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** The one authentication of every route and of forward auth. */
+    tokenAuth: Auth;
+  }
   interface FastifyRequest {
     /** The authenticated token, or null for an anonymous request. */
     token: TokenRecord | null;
@@ -245,3 +251,28 @@ export function installRouteAuth(app: App, auth: Auth): void {
     route.onRequest = [...existing, hook];
   });
 }
+
+export interface RouteAuthOptions {
+  /** AUTH_FAILURE_LIMIT failed authentications per address and AUTH_FAILURE_WINDOW_S. */
+  failureLimit: number;
+  failureWindowS: number;
+  /** The clock of token rules; Date.now when absent. */
+  now: (() => number) | undefined;
+}
+
+/** Authentication of the token service's tokens, on every route that declares config.auth. */
+export const routeAuth = fp<RouteAuthOptions, RawServerDefault, TypeBoxTypeProvider>(
+  (app, { failureLimit, failureWindowS, now }, done) => {
+    const auth = createAuth({
+      service: app.infracat.tokens.service,
+      limiter: new FailureLimiter(failureLimit, failureWindowS * 1000),
+      ...(now !== undefined ? { now } : {}),
+    });
+    app.decorate('tokenAuth', auth);
+    app.decorateRequest('token', null);
+    app.decorateRequest('tokenSecret', null);
+    installRouteAuth(app, auth);
+    done();
+  },
+  { name: 'infracat-auth', dependencies: ['infracat-services'] },
+);

@@ -7,7 +7,9 @@
 //
 // The same parser reads application/merge-patch+json (RFC 7396) where a route accepts
 // it (PATCH /api/v1/accounts/{id}: installMergePatchParser), with the same strictness.
-import type { FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyRequest, RawServerDefault } from 'fastify';
+import fp from 'fastify-plugin';
 import sjson from 'secure-json-parse';
 import { AppError } from '../errors.js';
 import { readTextBody } from './body-encoding.js';
@@ -103,3 +105,12 @@ export function installMergePatchParser(app: App): void {
     parseJsonBody(request, body, done),
   );
 }
+
+/** The JSON body parser as the app's only one (see the top of this file). */
+export const jsonBody = fp<Record<never, never>, RawServerDefault, TypeBoxTypeProvider>(
+  (app, _options, done) => {
+    installJsonBodyParser(app);
+    done();
+  },
+  { name: 'infracat-json-body' },
+);

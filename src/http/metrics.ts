@@ -3,6 +3,9 @@
 // counters (verification outcomes, cache hits, last-used flushes, catalog snapshot)
 // are read at scrape time, so the domain code knows nothing of Prometheus.
 import { BlockList, isIP } from 'node:net';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { RawServerDefault } from 'fastify';
+import fp from 'fastify-plugin';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { CatalogService } from '../catalog/service.js';
 import type { ChangeFollower } from '../fleet/changes.js';
@@ -274,3 +277,26 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
     });
   });
 }
+
+/** Storage failures seen anywhere (requests, catalog refreshes, last-used flushes, heartbeats). */
+export class StorageErrors {
+  count = 0;
+  readonly add = (): void => {
+    this.count += 1;
+  };
+}
+
+export interface MetricsOptions extends Pick<MetricsSources, 'storageQueries' | 'storageErrors' | 'traffic'> {
+  /** METRICS_ACCESS. */
+  access: 'public' | 'loopback' | 'off';
+}
+
+/** The metrics of the app's domain objects and of the change feed, at /metrics. */
+export const metrics = fp<MetricsOptions, RawServerDefault, TypeBoxTypeProvider>(
+  (app, { access, ...sources }, done) => {
+    const { tokens, catalog, fleet } = app.infracat;
+    installMetrics(app, access, { ...sources, tokens, catalog, fleet, changes: app.changeFeed });
+    done();
+  },
+  { name: 'infracat-metrics', dependencies: ['infracat-services', 'infracat-lifecycle'] },
+);

@@ -11,7 +11,9 @@
 // route can give (problem+json) are derived here from what the route takes.
 import { STATUS_CODES } from 'node:http';
 import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type RawServerDefault } from 'fastify';
+import fp from 'fastify-plugin';
 import { AppError, ProblemSchema } from '../errors.js';
 import { CHECKSUM_CHARS, RANDOM_CHARS } from '../tokens/format.js';
 import { READ_ONLY_RESOURCES } from '../tokens/scopes.js';
@@ -322,3 +324,12 @@ async function loadDocs(app: App): Promise<FastifyInstance> {
   await docs.ready();
   return docs;
 }
+
+/** The document and /docs, as a plugin: registered before the routes, which it collects. */
+export const openApi = fp<OpenApiOptions, RawServerDefault, TypeBoxTypeProvider>(
+  (app, options, done) => {
+    registerOpenApi(app, options);
+    done();
+  },
+  { name: 'infracat-openapi' },
+);

@@ -5,7 +5,9 @@
 // (500, details only in the log).
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyReply, FastifyRequest, preHandlerHookHandler } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyError, FastifyReply, FastifyRequest, preHandlerHookHandler, RawServerDefault } from 'fastify';
+import fp from 'fastify-plugin';
 import type { App } from './types.js';
 import { AppError, ERRORS, toProblem, type ErrorCode, type FieldError } from '../errors.js';
 import { StorageUnavailableError } from '../storage/types.js';
@@ -226,3 +228,21 @@ export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): 
       body,
   );
 }
+
+/** The error handler of every route, as a plugin. */
+export const problems = fp<ProblemOptions, RawServerDefault, TypeBoxTypeProvider>(
+  (app, options, done) => {
+    installProblemHandlers(app, options);
+    done();
+  },
+  { name: 'infracat-problems' },
+);
+
+/** The 404/405 answers, behind the rate limiter when there is one. */
+export const notFound = fp<Record<never, never>, RawServerDefault, TypeBoxTypeProvider>(
+  (app, _options, done) => {
+    installNotFoundHandler(app, app.rateLimiter?.hook);
+    done();
+  },
+  { name: 'infracat-not-found', dependencies: ['infracat-problems', 'infracat-rate-limit'] },
+);

@@ -1,14 +1,17 @@
 // HTTP/1.1 rules Node leaves to the application, or enforces with a bare answer of its
 // own (no body, no request id, no log line), checked first on every request (by the app's
-// first hook, src/app.ts) so that they are answered as problems like everything else:
+// first hook, src/http/request-guard.ts) so that they are answered as problems like everything else:
 // - Host (RFC 9112 section 3.2): an HTTP/1.1 request without one, or with more than one,
 //   is a 400. Node answers a missing Host itself unless `requireHostHeader` is off
-//   (app.ts turns it off so the check lands here), and keeps the first of several.
+//   (src/http/instance.ts turns it off so the check lands here), and keeps the first of several.
 // - Expect (RFC 9110 section 10.1.1): an expectation other than 100-continue cannot be
 //   met: 417. Node answers it with a bare 417 unless someone listens for it.
 // And one of the query string's size: no route takes more than a handful of parameter
 // names, and validating thousands of unknown ones (each an error) cost ~2 us apiece.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { RawServerDefault } from 'fastify';
+import fp from 'fastify-plugin';
 import { AppError } from '../errors.js';
 import { repeatedHeader } from './headers.js';
 import type { App } from './types.js';
@@ -55,3 +58,12 @@ export function installExpectationHandling(app: App): void {
     app.server.emit('request', req, res);
   });
 }
+
+/** The expectation handling above, as a plugin. */
+export const expectations = fp<Record<never, never>, RawServerDefault, TypeBoxTypeProvider>(
+  (app, _options, done) => {
+    installExpectationHandling(app);
+    done();
+  },
+  { name: 'infracat-expectations' },
+);

@@ -30,7 +30,9 @@
 // Not @fastify/rate-limit: its headers are the x-ratelimit-* or draft-03 ratelimit-limit/
 // -remaining/-reset fields, not these structured fields with a policy name, and it has no
 // way to give a 304's unit back or to let an over-limit revalidation through.
-import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler, RawServerDefault } from 'fastify';
+import fp from 'fastify-plugin';
 import { LRUCache } from 'lru-cache';
 import { countBound } from '../bounded.js';
 import { AppError } from '../errors.js';
@@ -82,6 +84,10 @@ export function fleetRemaining(local: number, quota: number, fleet: FleetView): 
 }
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** The limiter on every route (installRateLimit); null when both quotas are 0. */
+    rateLimiter: RateLimiter | null;
+  }
   interface FastifyRequest {
     /** What the rate limiter took for this request; null when it did not count it. */
     rateLimit: Taken | null;
@@ -244,3 +250,16 @@ export function installRateLimit(app: App, options: RateLimitOptions): RateLimit
 function hooks<T>(declared: T | T[] | undefined): T[] {
   return declared === undefined ? [] : Array.isArray(declared) ? declared : [declared];
 }
+
+/**
+ * The rate limits of the fleet (quotas of 0 for both policies: none), after authentication,
+ * which tells a token's requests from an address's.
+ */
+export const rateLimiting = fp<Pick<RateLimitOptions, 'quotas' | 'windowS'>, RawServerDefault, TypeBoxTypeProvider>(
+  (app, { quotas, windowS }, done) => {
+    const limited = quotas.token > 0 || quotas.anonymous > 0;
+    app.decorate('rateLimiter', limited ? installRateLimit(app, { quotas, windowS, fleet: app.infracat.fleet }) : null);
+    done();
+  },
+  { name: 'infracat-rate-limit', dependencies: ['infracat-services', 'infracat-auth'] },
+);

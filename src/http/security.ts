@@ -2,13 +2,15 @@
 // server time-outs. The /docs and console pages set their own Content-Security-Policy;
 // everything else gets one that allows nothing, since JSON needs nothing.
 import cors from '@fastify/cors';
-import type { FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyRequest, RawServerDefault } from 'fastify';
+import fp from 'fastify-plugin';
 import type { App } from './types.js';
 
 const API_CSP = "default-src 'none'; frame-ancestors 'none'";
 
 /**
- * Every answer's security headers, set by the app's first hook (src/app.ts) before
+ * Every answer's security headers, set by the app's first hook (src/http/request-guard.ts) before
  * anything can answer, so errors carry them too. The /docs and console pages set their
  * own Content-Security-Policy afterwards, which replaces this one.
  */
@@ -68,3 +70,12 @@ export function installCors(app: App, origins: readonly string[]): void {
     },
   });
 }
+
+/** CORS for `origins` (CORS_ORIGINS; none: no CORS), its preflight route rate limited like any other. */
+export const crossOrigin = fp<{ origins: readonly string[] }, RawServerDefault, TypeBoxTypeProvider>(
+  (app, { origins }, done) => {
+    installCors(app, origins);
+    done();
+  },
+  { name: 'infracat-cors', dependencies: ['infracat-auth', 'infracat-rate-limit'] },
+);

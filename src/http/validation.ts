@@ -49,7 +49,7 @@ type ValidatorFactory = NonNullable<
 >;
 
 /**
- * validatorCompiler as the app's schema controller takes it (src/app.ts), for every route.
+ * validatorCompiler as the app's schema controller takes it (src/http/instance.ts), for every route.
  * Given there instead of set with setValidatorCompiler(), Fastify never loads its default
  * Ajv compiler (2 ms of a start). Fastify's type wants Ajv's own function type back; what it
  * calls is a FastifySchemaCompiler, as with setValidatorCompiler().

@@ -44,7 +44,10 @@ export interface BuildOptions {
   env?: Record<string, string>;
   /** A controllable clock for token rules. */
   now?: () => number;
-  /** Registers extra (test-only) routes before the app is readied. */
+  /**
+   * Registers extra (test-only) routes before the app is readied: in a plugin after the
+   * app's own, so they get what every route gets (authentication, the rate limit).
+   */
   extend?: (app: App) => void;
 }
 
@@ -67,7 +70,13 @@ export async function build(t: TestContext, options: BuildOptions = {}): Promise
     logger: createLogger(config.logLevel, logs),
     ...(options.now ? { now: options.now } : {}),
   });
-  options.extend?.(app);
+  const { extend } = options;
+  if (extend !== undefined) {
+    void app.register((routes, _options, done) => {
+      extend(routes);
+      done();
+    });
+  }
   await app.ready();
   t.after(async () => {
     await app.close();

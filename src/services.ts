@@ -1,0 +1,134 @@
+// The domain objects behind the routes, made once per app and shared as app.infracat:
+// tokens, accounts, catalog, audit, the background purges and this instance's place in
+// the fleet. Their failures in the background are logged here and counted as storage
+// errors (/metrics).
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { RawServerDefault } from 'fastify';
+import fp from 'fastify-plugin';
+import { OPERATOR_ACCOUNT_ID } from './accounts/ids.js';
+import { createAccountService } from './accounts/index.js';
+import type { AccountService } from './accounts/service.js';
+import type { AuditSink } from './audit/events.js';
+import { AuditService } from './audit/service.js';
+import { auditEventView } from './audit/views.js';
+import { CatalogService } from './catalog/service.js';
+import type { Config } from './config.js';
+import { FleetRegistry } from './fleet/registry.js';
+import { PeriodicPurge, PURGE_INTERVAL_MS } from './periodic.js';
+import type { Store } from './storage/types.js';
+import { createTokenDomain, type TokenDomain } from './tokens/index.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The domain objects behind the routes (for the server's bootstrap, and tests). */
+    infracat: {
+      tokens: TokenDomain;
+      accounts: AccountService;
+      catalog: CatalogService;
+      audit: AuditService;
+      /** Deletes tokens expired longer than TOKEN_EXPIRED_RETENTION_DAYS. */
+      purger: PeriodicPurge;
+      /** Deletes audit events older than AUDIT_RETENTION_DAYS. */
+      auditPruner: PeriodicPurge;
+      /** This instance's heartbeat, and the live instances that share the rate limits. */
+      fleet: FleetRegistry;
+    };
+  }
+}
+
+export interface ServicesOptions {
+  config: Config;
+  store: Store;
+  /** The clock of token rules, retention and catalog sunsets; Date.now when absent. */
+  now: (() => number) | undefined;
+  /** Told about every background failure of storage (metrics). */
+  onStorageError: () => void;
+}
+
+export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvider>(
+  (app, { config, store, now, onStorageError: countStorageError }, done) => {
+    // A flush retries every LAST_USED_FLUSH_MS: while storage is down or read-only, one
+    // warning a minute (with the count) says it all, instead of one a second.
+    // Each audit event, once its transaction committed, is also one log line (`"audit": true`)
+    // in the event's wire shape, for operators to ship to their SIEM.
+    const audit: AuditSink = (event) =>
+      app.log.info({ audit: true, event: auditEventView(event, OPERATOR_ACCOUNT_ID) }, 'audit event');
+    let flushFailures = 0;
+    let flushWarnedAt = Number.NEGATIVE_INFINITY;
+    const tokens = createTokenDomain(
+      config,
+      store,
+      (err) => {
+        countStorageError();
+        flushFailures += 1;
+        if (Date.now() - flushWarnedAt < 60_000) return;
+        flushWarnedAt = Date.now();
+        app.log.warn(
+          { err, failures: flushFailures },
+          'last_used_at flush failed; will retry (this warning repeats at most once a minute)',
+        );
+      },
+      now,
+      audit,
+    );
+    const catalog = new CatalogService(store.catalog, {
+      refreshMs: config.catalogRefreshMs,
+      audit,
+      // Sunset is time-based: the same clock as the token rules.
+      ...(now !== undefined ? { now } : {}),
+      onRefreshError: (err) => {
+        countStorageError();
+        app.log.warn({ err }, 'catalog refresh failed; serving the last snapshot');
+      },
+    });
+    const purger = new PeriodicPurge({
+      intervalMs: PURGE_INTERVAL_MS,
+      purge: () => tokens.service.purgeExpired(),
+      onPurged: (count) => app.log.info({ count }, 'purged tokens expired longer than TOKEN_EXPIRED_RETENTION_DAYS'),
+      onError: (err) => {
+        countStorageError();
+        app.log.warn({ err }, 'purging expired tokens failed; will retry');
+      },
+    });
+    const auditService = new AuditService(store.audit, {
+      retentionMs: config.auditRetentionDays * 86_400_000,
+      ...(now !== undefined ? { now } : {}),
+    });
+    // Pruning is housekeeping, not a change anyone made: logged, never itself an event.
+    const auditPruner = new PeriodicPurge({
+      intervalMs: PURGE_INTERVAL_MS,
+      purge: () => auditService.prune(),
+      onPurged: (count) => app.log.info({ count }, 'pruned audit events older than AUDIT_RETENTION_DAYS'),
+      onError: (err) => {
+        countStorageError();
+        app.log.warn({ err }, 'pruning audit events failed; will retry');
+      },
+    });
+    const accounts = createAccountService(store, tokens.cache, now, audit);
+    // A failed heartbeat keeps the last count (src/fleet/registry.ts); like the flush
+    // above, one warning a minute says it while it lasts.
+    let fleetWarnedAt = Number.NEGATIVE_INFINITY;
+    const fleet = new FleetRegistry({
+      store: store.instances,
+      heartbeatMs: config.instanceHeartbeatMs,
+      onChange: (count, previous) =>
+        app.log.info({ instances: count, previous }, 'live instances changed: the rate limits are split among them'),
+      onError: (err, failed) => {
+        countStorageError();
+        if (Date.now() - fleetWarnedAt < 60_000) return;
+        fleetWarnedAt = Date.now();
+        const outcome =
+          failed === 'leave'
+            ? 'its row expires by itself'
+            : 'the rate limits stay split among the last known count of instances';
+        app.log.warn(
+          { err, failed, instances: fleet.count, failures: fleet.stats.failures },
+          `instance ${failed} failed; ${outcome} (this warning repeats at most once a minute)`,
+        );
+      },
+    });
+    app.decorate('infracat', { tokens, accounts, catalog, audit: auditService, purger, auditPruner, fleet });
+    done();
+  },
+  { name: 'infracat-services' },
+);
