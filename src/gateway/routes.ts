@@ -182,8 +182,6 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
       // Gateway config: the check URL is fixed there, so neither the rule table nor any
       // forwarded header is consulted.
       const scopes = scopesFromQuery(fromQuery);
-      // Answered synchronously when the token is cached (almost every check of a busy
-      // gateway): no promise per call; only a storage lookup is awaited.
       const pending = auth.authenticate(request, scopes);
       if (pending === undefined) return allow(reply, request.token!);
       return pending.then(() => allow(reply, request.token!));

@@ -203,18 +203,17 @@ export function createAuth(options: AuthOptions): Auth {
     const secret = presented(request, required);
     if (secret === null) return;
     if (typeof secret !== 'string') return accept(request, secret, required, changes);
-    const result = service.verify(secret, {
-      // Only a lookup in storage meets the gate (made then, for this client's address).
-      gate: (hash, read) => limiter.gate(addressKey(request.ip), now)(hash, read),
-    });
-    if (result instanceof Promise) return result.then((r) => accept(request, r, required, changes));
-    accept(request, result, required, changes);
+    return service
+      .verify(secret, {
+        // Only a lookup in storage meets the gate (made then, for this client's address).
+        gate: (hash, read) => limiter.gate(addressKey(request.ip), now)(hash, read),
+      })
+      .then((result) => accept(request, result, required, changes));
   }
 
   return {
     authenticate,
-    // A callback hook: an anonymous request, or a token the cache holds (almost every
-    // authenticated request), has nothing to wait for; only a storage lookup is awaited.
+    // A callback hook: an anonymous request has nothing to wait for.
     hook: (required) => {
       const changes = changesSomething(required);
       return (request, _reply, done) => {

@@ -478,11 +478,10 @@ export class TokenService {
    * string costs no storage lookup), the secret hashed once, the cache consulted, and on a
    * miss the storage lookup made (through `options.gate` when given); then the token judged
    * and the outcome counted once, a success also as a use (last_used_at) unless
-   * `options.recordUse` is false. Answers from memory synchronously, so the request path
-   * makes no promise for a cached token; a lookup answers a promise. Storage errors
-   * propagate (counted as `error`): verification fails closed.
+   * `options.recordUse` is false. Storage errors propagate (counted as `error`):
+   * verification fails closed.
    */
-  verify(secret: string, options: VerifyOptions = DEFAULT_VERIFY): VerifyResult | Promise<VerifyResult> {
+  async verify(secret: string, options: VerifyOptions = DEFAULT_VERIFY): Promise<VerifyResult> {
     const shape = checkSecret(secret, this.prefix);
     if (!shape.ok) return this.counted({ ok: false, reason: shape.reason }, options);
     const hash = hashSecret(secret);
@@ -490,15 +489,16 @@ export class TokenService {
     const cached = cache.get(hash);
     if (cached !== undefined) return this.counted(this.judge(cached, hash), options);
     const { gate } = options;
-    // At the gate the load may wait its turn; it then finds in the cache what others learnt meanwhile.
-    return (gate === undefined ? cache.load(hash) : gate(hash, () => cache.load(hash))).then(
-      // Judged after the lookup: a gated one may have waited its turn.
-      (token) => this.counted(token === null ? { ok: false, reason: 'unknown' } : this.judge(token, hash), options),
-      (err: unknown) => {
-        this.verifications.error += 1;
-        throw err;
-      },
-    );
+    let token: TokenWithAccount | null;
+    try {
+      // At the gate the load may wait its turn; it then finds in the cache what others learnt meanwhile.
+      token = await (gate === undefined ? cache.load(hash) : gate(hash, () => cache.load(hash)));
+    } catch (err) {
+      this.verifications.error += 1;
+      throw err;
+    }
+    // Judged after the lookup: a gated one may have waited its turn.
+    return this.counted(token === null ? { ok: false, reason: 'unknown' } : this.judge(token, hash), options);
   }
 
   private counted(result: VerifyResult, options: VerifyOptions): VerifyResult {
