@@ -34,9 +34,8 @@ export function createInstance({ config, logger, bodyLimit, drain, traffic }: In
     bodyLimit,
     // Our own closing check (src/http/request-guard.ts) answers with a problem body instead of Fastify's.
     return503OnClosing: false,
-    // No timer per plugin and per route: avvio arms and clears a 10 s timer for each of the
-    // ~200 plugins and `after` steps of a start, 3-7 ms of ready() here (BENCHMARKS.md,
-    // "Start-up, session 17"). src/server.ts bounds the whole start with one deadline instead.
+    // One deadline bounds the whole start (src/server.ts, readyWithin) rather than a timer
+    // per plugin: a start that hangs anywhere fails at the same, documented bound.
     pluginTimeout: 0,
     trustProxy: config.trustProxy,
     requestTimeout: config.requestTimeoutMs,

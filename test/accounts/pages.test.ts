@@ -10,6 +10,7 @@ import { encodeCursor } from '../../src/tokens/query.js';
 import { TEST_CONTEXT } from '../helpers/audit.js';
 import { auditApp, nextLink, type Auth } from '../helpers/audit-http.js';
 import { backends } from '../helpers/backends.js';
+import { injectPage, injectWalk } from '../helpers/pages.js';
 import { PROBLEM_TYPE } from '../helpers/app.js';
 
 interface Problem {
@@ -18,27 +19,9 @@ interface Problem {
   errors?: { pointer: string; detail: string }[];
 }
 
-async function page(app: App, auth: Auth, url: string): Promise<{ accounts: Account[]; next: string | null }> {
-  const res = await app.inject({ method: 'GET', url, headers: auth });
-  assert.equal(res.statusCode, 200, res.body);
-  const accounts = res.json<Account[]>();
-  assert.ok(Array.isArray(accounts), 'the body is a bare array');
-  return { accounts, next: nextLink(res.headers.link) };
-}
-
-/** Every account of a list, following Link; `between` runs after each page. */
-async function walk(app: App, auth: Auth, url: string, between?: () => Promise<void>): Promise<Account[]> {
-  const out: Account[] = [];
-  let next: string | null = url;
-  for (let pages = 0; next !== null; pages++) {
-    assert.ok(pages < 1000, 'the pages end');
-    const got = await page(app, auth, next);
-    out.push(...got.accounts);
-    next = got.next;
-    await between?.();
-  }
-  return out;
-}
+const page = (app: App, auth: Auth, url: string) => injectPage<Account>(app, auth, url);
+const walk = (app: App, auth: Auth, url: string, between?: () => Promise<void>) =>
+  injectWalk<Account>(app, auth, url, between);
 
 for (const backend of backends()) {
   describe(`accounts in pages on ${backend.name}`, () => {
@@ -56,9 +39,9 @@ for (const backend of backends()) {
         `/api/v1/accounts?per_page=100&cursor=${encodeCursor({ createdAt: Date.parse(last.created_at), id: last.id })}`,
       );
       const second = await page(app, operator.auth, nextLink(first.headers.link)!);
-      assert.equal(second.accounts.length, 5);
+      assert.equal(second.items.length, 5);
       assert.equal(second.next, null, 'the last page has no Link');
-      const all = [...accounts, ...second.accounts].map((a) => a.id);
+      const all = [...accounts, ...second.items].map((a) => a.id);
       assert.equal(new Set(all).size, 105);
       for (const perPage of [1, 10, 104, 105, 1000]) {
         const walked = await walk(app, operator.auth, `/api/v1/accounts?per_page=${perPage}`);
@@ -91,7 +74,7 @@ for (const backend of backends()) {
       let next: string | null = '/api/v1/accounts?status=suspended&per_page=2';
       while (next !== null) {
         const got = await page(app, operator.auth, next);
-        walked.push(...got.accounts);
+        walked.push(...got.items);
         next = got.next;
         if (next !== null) links.push(next);
         await churn();

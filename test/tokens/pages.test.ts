@@ -13,6 +13,7 @@ import type { TokenView } from '../../src/tokens/schemas.js';
 import { TEST_CONTEXT } from '../helpers/audit.js';
 import { auditApp, customer, nextLink, type Auth } from '../helpers/audit-http.js';
 import { backends } from '../helpers/backends.js';
+import { injectPage, injectWalk } from '../helpers/pages.js';
 import { PROBLEM_TYPE } from '../helpers/app.js';
 
 interface Problem {
@@ -22,28 +23,9 @@ interface Problem {
 }
 
 /** One page: its tokens and the path of the next one (null on the last). */
-async function page(app: App, auth: Auth, url: string): Promise<{ tokens: TokenView[]; next: string | null }> {
-  const res = await app.inject({ method: 'GET', url, headers: auth });
-  assert.equal(res.statusCode, 200, res.body);
-  assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
-  const tokens = res.json<TokenView[]>();
-  assert.ok(Array.isArray(tokens), 'the body is a bare array');
-  return { tokens, next: nextLink(res.headers.link) };
-}
-
-/** Every token of a list, following Link from page to page; `between` runs after each page. */
-async function walk(app: App, auth: Auth, url: string, between?: () => Promise<void>): Promise<TokenView[]> {
-  const out: TokenView[] = [];
-  let next: string | null = url;
-  for (let pages = 0; next !== null; pages++) {
-    assert.ok(pages < 1000, 'the pages end');
-    const got = await page(app, auth, next);
-    out.push(...got.tokens);
-    next = got.next;
-    await between?.();
-  }
-  return out;
-}
+const page = (app: App, auth: Auth, url: string) => injectPage<TokenView>(app, auth, url);
+const walk = (app: App, auth: Auth, url: string, between?: () => Promise<void>) =>
+  injectWalk<TokenView>(app, auth, url, between);
 
 for (const backend of backends()) {
   describe(`token lists in pages on ${backend.name}`, () => {
@@ -73,7 +55,7 @@ for (const backend of backends()) {
           `${list.path}?per_page=100&cursor=${encodeCursor({ createdAt: last.createdAt, id: last.id })}`,
         );
         const second = await page(app, auth, nextLink(first.headers.link)!);
-        assert.equal(second.tokens.length, 5);
+        assert.equal(second.items.length, 5);
         assert.equal(second.next, null, `${list.name}: the last page has no Link`);
         // A page exactly filled by the last tokens: no Link to an empty page.
         const exact = await app.inject({ method: 'GET', url: `${list.path}?per_page=105`, headers: auth });
@@ -84,7 +66,7 @@ for (const backend of backends()) {
           const walked = await walk(app, auth, `${list.path}?per_page=${perPage}`);
           assert.deepEqual(
             walked.map((x) => x.id),
-            tokens.concat(second.tokens).map((x) => x.id),
+            tokens.concat(second.items).map((x) => x.id),
             `${list.name}, per_page=${perPage}: every token once, oldest first`,
           );
         }

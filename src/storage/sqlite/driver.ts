@@ -7,8 +7,7 @@
 // Both expose the same API; this module is the only place that knows there are two.
 //
 // better-sqlite3 12's JavaScript is imported, so the build bundles it (scripts/lib/bundle.mjs)
-// and a start no longer resolves and compiles its dozen files from node_modules (~10 ms of
-// a start on Node 20, BENCHMARKS.md "Start-up, session 15"). Its addon is named to it by
+// like every other dependency, and the bundle is one file to ship. Its addon is named to it by
 // path: the package's own way to find it (the `bindings` helper) starts from the calling
 // file's name, which in the bundle is not in the package. On Node 22+ that JavaScript is
 // loaded but never used, and 13 is required from node_modules at run time.
