@@ -5,13 +5,18 @@
 // (a real date, a well-formed cursor, since before until) is checked here, and anything
 // that cannot be read exactly is refused.
 import type { FieldError } from '../errors.js';
+import {
+  CURSOR_ERROR,
+  decodeCursor as decodeCursorText,
+  encodeCursor as encodeCursorText,
+  nextPageLink as linkTo,
+} from '../paging.js';
 import { ULID_PATTERN_SOURCE } from '../tokens/ids.js';
 import { parseTimestamp } from '../tokens/rules.js';
 import type { AuditAction } from './events.js';
 import { PER_PAGE_DEFAULT, type AuditQuery } from './schemas.js';
 
 const EVENT_ID_PATTERN = new RegExp(`^evt_${ULID_PATTERN_SOURCE}$`);
-const BASE64URL = /^[A-Za-z0-9_-]+$/;
 
 /** The domain's reading of a query: every field optional but the page size. */
 export interface AuditListQuery {
@@ -33,15 +38,12 @@ export interface AuditListQuery {
  * crafted cursor can show nothing its holder could not page to anyway.
  */
 export function encodeCursor(id: string): string {
-  return Buffer.from(id, 'utf8').toString('base64url');
+  return encodeCursorText(id);
 }
 
 /** The event id a cursor stands for, or null when it is not one this service made. */
 export function decodeCursor(cursor: string): string | null {
-  if (!BASE64URL.test(cursor)) return null;
-  const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  // Exactly one encoding of each id: a cursor with stray bits or padding is not ours.
-  return EVENT_ID_PATTERN.test(id) && encodeCursor(id) === cursor ? id : null;
+  return decodeCursorText(cursor, EVENT_ID_PATTERN);
 }
 
 /** The query, or the problem with each parameter that cannot be read (pointers as `querystring:/name`). */
@@ -62,11 +64,7 @@ export function readAuditQuery(query: AuditQuery): { query: AuditListQuery } | {
   let before: string | undefined;
   if (query.cursor !== undefined) {
     const id = decodeCursor(query.cursor);
-    if (id === null)
-      errors.push({
-        pointer: 'querystring:/cursor',
-        detail: 'is not a cursor of this service: copy it from the Link header of the previous page',
-      });
+    if (id === null) errors.push(CURSOR_ERROR);
     else before = id;
   }
   if (errors.length > 0) return { errors };
@@ -84,18 +82,8 @@ export function readAuditQuery(query: AuditQuery): { query: AuditListQuery } | {
   };
 }
 
-/**
- * The query string of the page after `lastId`: the filters as the client wrote them
- * (read again exactly as on this page), the page size, and the cursor. Percent-encoded
- * throughout, so nothing a client sent can break out of the Link header.
- */
-export function nextPageQuery(wire: AuditQuery, perPage: number, lastId: string): string {
-  const params = new URLSearchParams();
-  for (const name of ['account_id', 'action', 'target_id', 'since', 'until'] as const) {
-    const value = wire[name];
-    if (value !== undefined) params.append(name, value);
-  }
-  params.append('per_page', String(perPage));
-  params.append('cursor', encodeCursor(lastId));
-  return params.toString();
+/** The `Link` header naming the page after `lastId` of the trail at `path`, with this page's filters. */
+export function nextPageLink(path: string, wire: AuditQuery, perPage: number, lastId: string): string {
+  const { account_id, action, target_id, since, until } = wire;
+  return linkTo(path, { account_id, action, target_id, since, until }, perPage, encodeCursor(lastId));
 }

@@ -13,7 +13,7 @@ import { AppError } from '../errors.js';
 import { noStore } from '../http/no-store.js';
 import { callerOf } from '../http/caller.js';
 import type { App } from '../http/types.js';
-import { nextPageQuery, readAuditQuery } from './query.js';
+import { nextPageLink, readAuditQuery } from './query.js';
 import { AuditEventList, AuditQuery, PER_PAGE_DEFAULT, PER_PAGE_MAX } from './schemas.js';
 import type { AuditService } from './service.js';
 import { auditEventView } from './views.js';
@@ -76,8 +76,7 @@ export function auditRoutes(app: App, { audit }: AuditRouteOptions): void {
           throw new AppError('INVALID_QUERY', `invalid query parameter ${names}`, { errors: read.errors });
         }
         const page = await audit.list(caller.accountId, read.query);
-        if (page.next !== null)
-          reply.header('link', `<${PATH}?${nextPageQuery(request.query, read.query.perPage, page.next)}>; rel="next"`);
+        if (page.next !== null) reply.header('link', nextPageLink(PATH, request.query, read.query.perPage, page.next));
         return page.events.map((e) => auditEventView(e, caller.accountId));
       },
     );

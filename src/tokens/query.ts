@@ -6,13 +6,18 @@
 // cannot say (a well-formed cursor) is checked here, and anything that cannot be read
 // exactly is refused. The audit trail's query (src/audit/query.ts) works the same way.
 import type { FieldError } from '../errors.js';
+import {
+  CURSOR_ERROR,
+  decodeCursor as decodeCursorText,
+  encodeCursor as encodeCursorText,
+  nextPageLink as linkTo,
+} from '../paging.js';
 import type { ListPosition } from '../storage/types.js';
 import { LIST_PER_PAGE_DEFAULT, type PageParams } from './schemas.js';
 
 /** What a listed id may be: tokens and accounts infracat issued, and older or imported ones. */
 const ID = '[A-Za-z0-9_-]{1,100}';
 const POSITION = new RegExp(`^(-?(?:0|[1-9][0-9]{0,15}))\\.(${ID})$`);
-const BASE64URL = /^[A-Za-z0-9_-]+$/;
 
 /** The domain's reading of a page query. */
 export interface ListPage {
@@ -40,22 +45,17 @@ export function pageOf<T extends { createdAt: number; id: string }>(rows: T[], p
   };
 }
 
-/**
- * The cursor of the page after `position`: opaque to clients (base64url, so nobody builds
- * on its form), and only a position: the filters travel beside it, so a crafted cursor
- * shows nothing its holder could not page to anyway.
- */
+/** The cursor of the page after `position`: only a position; the filters travel beside it. */
 export function encodeCursor(position: ListPosition): string {
-  return Buffer.from(`${position.createdAt}.${position.id}`, 'utf8').toString('base64url');
+  return encodeCursorText(`${position.createdAt}.${position.id}`);
 }
 
 /** The position a cursor stands for, or null when it is not one this service made. */
 export function decodeCursor(cursor: string): ListPosition | null {
-  if (!BASE64URL.test(cursor)) return null;
-  const m = POSITION.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  const m = POSITION.exec(decodeCursorText(cursor, POSITION) ?? '');
   if (m === null) return null;
   const position = { createdAt: Number(m[1]), id: m[2]! };
-  // Exactly one encoding of each position: a cursor with stray bits, padding or -0 is not ours.
+  // Exactly one cursor of each position: -0 or a number past exact integers is not ours.
   return Number.isSafeInteger(position.createdAt) && encodeCursor(position) === cursor ? position : null;
 }
 
@@ -64,36 +64,11 @@ export function readPage(query: PageParams): { page: ListPage } | { errors: Fiel
   let after: ListPosition | undefined;
   if (query.cursor !== undefined) {
     const position = decodeCursor(query.cursor);
-    if (position === null)
-      return {
-        errors: [
-          {
-            pointer: 'querystring:/cursor',
-            detail: 'is not a cursor of this service: copy it from the Link header of the previous page',
-          },
-        ],
-      };
+    if (position === null) return { errors: [CURSOR_ERROR] };
     after = position;
   }
   // The schema's pattern: 1-1000 in plain digits, so Number() reads it exactly.
   return { page: { after, perPage: query.per_page === undefined ? LIST_PER_PAGE_DEFAULT : Number(query.per_page) } };
-}
-
-/**
- * The query string of the page after `next`: the filters as the client wrote them (read
- * again exactly as on this page), the page size, and the cursor. Percent-encoded
- * throughout, so nothing a client sent can break out of the Link header.
- */
-export function nextPageQuery(
-  filters: Readonly<Record<string, string | undefined>>,
-  perPage: number,
-  next: ListPosition,
-): string {
-  const params = new URLSearchParams();
-  for (const [name, value] of Object.entries(filters)) if (value !== undefined) params.append(name, value);
-  params.append('per_page', String(perPage));
-  params.append('cursor', encodeCursor(next));
-  return params.toString();
 }
 
 /** The `Link` header naming the page after `next` of the list at `path`. */
@@ -103,5 +78,5 @@ export function nextPageLink(
   perPage: number,
   next: ListPosition,
 ): string {
-  return `<${path}?${nextPageQuery(filters, perPage, next)}>; rel="next"`;
+  return linkTo(path, filters, perPage, encodeCursor(next));
 }
