@@ -41,7 +41,7 @@ export function createLogger(level: LevelWithSilent, destination?: DestinationSt
     {
       level,
       base: { service: 'infracat' },
-      timestamp: isoTimeField,
+      timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: REDACT_PATHS, censor: '[REDACTED]' },
       formatters: { level: (label) => ({ level: label }) },
       serializers: {
@@ -65,22 +65,6 @@ let stdoutSink: LineSink | undefined;
 function stdout(): LineSink {
   stdoutSink ??= new LineSink(1);
   return stdoutSink;
-}
-
-// pino's isoTime field (`,"time":"<Date#toISOString()>"`), with the text up to the seconds
-// made once a second: a Date and its ISO text per line would be a tenth of an access
-// line's cost (BENCHMARKS.md). The same text as toISOString() at every instant (test/http/logging.test.ts).
-let second = Number.NaN;
-let upToSeconds = '';
-
-export function isoTimeField(now = Date.now()): string {
-  const ms = now - Math.floor(now / 1000) * 1000;
-  if (now - ms !== second) {
-    second = now - ms;
-    // "2026-11-24T22:28:07." of "2026-11-24T22:28:07.000Z" (the year may have six digits).
-    upToSeconds = `,"time":"${new Date(second).toISOString().slice(0, -4)}`;
-  }
-  return `${upToSeconds}${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}Z"`;
 }
 
 // Accept a proxy's X-Request-Id only if it is short and plain, so it can't forge log

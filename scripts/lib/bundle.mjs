@@ -17,7 +17,7 @@
 //   run time (src/storage/sqlite/driver.ts; better-sqlite3's own JavaScript is bundled);
 // - @fastify/swagger-ui: serves Swagger UI's files from its own package directory;
 // - pg-native: pg's optional native binding, not installed.
-import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { build } from 'esbuild';
 
@@ -47,15 +47,6 @@ export async function bundleInto(dir) {
     define: { 'import.meta.url': '__infracatModuleUrl' },
     logLevel: 'warning',
   });
-  // esbuild writes code in ASCII (its default charset) but copies comments as they are, and
-  // one character beyond Latin-1 in a comment makes V8 hold the whole 3 MB source at two
-  // bytes a character: 3 MB more memory for the life of the process. In comments only, so
-  // the code and the source map's mappings stay as they were.
-  const source = readFileSync(main, 'utf8');
-  writeFileSync(
-    main,
-    source.replace(/[^\0-\x7f]/gu, (c) => `\\u{${c.codePointAt(0).toString(16)}}`),
-  );
   chmodSync(main, 0o755);
   return main;
 }

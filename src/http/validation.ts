@@ -4,8 +4,8 @@
 // - query strings, path params and headers arrive as text, so they are coerced.
 //
 // Schemas are compiled on a route's first request, not when Fastify asks at ready():
-// compiling every route's schemas (and Ajv's meta-schema, once per instance) was
-// ~65 ms of a ~650 ms cold start, for routes a process may never serve (BENCHMARKS.md).
+// compiling every route's schemas and serialisers at start doubles the cold start and
+// adds a quarter to idle memory, for routes a process may never serve (BENCHMARKS.md).
 // For the same reason each Ajv instance is made by the first schema it compiles.
 import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import addFormatsImport from 'ajv-formats';
@@ -21,27 +21,19 @@ let textAjv: Ajv | undefined;
 const ajvFor = (httpPart: string | undefined): Ajv =>
   httpPart === 'body' ? (bodyAjv ??= newAjv({ coerceTypes: false })) : (textAjv ??= newAjv({ coerceTypes: 'array' }));
 
-type DataContext = Parameters<ValidateFunction>[1];
-
-interface LazyValidator {
-  (data: unknown, context?: DataContext): boolean;
-  errors?: ValidateFunction['errors'];
-  /** Tells Fastify to pass the parent object, so Ajv may replace a root value (coercion, defaults). */
-  schemaEnv: true;
-}
-
+/** Ajv's function for `schema`, compiled on its first call. */
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   let compiled: ValidateFunction | undefined;
-  const validate: LazyValidator = Object.assign(
-    (data: unknown, context?: DataContext): boolean => {
+  const validate = Object.assign(
+    (data: unknown): boolean => {
       compiled ??= ajvFor(httpPart).compile(schema as object);
-      const ok = compiled(data, context);
+      const ok = compiled(data);
       validate.errors = compiled.errors;
       return ok;
     },
-    { schemaEnv: true as const },
+    { errors: undefined as ValidateFunction['errors'] },
   );
-  return validate as ReturnType<FastifySchemaCompiler<unknown>>;
+  return validate;
 };
 
 type ValidatorFactory = NonNullable<
