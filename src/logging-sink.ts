@@ -5,8 +5,7 @@
 // Why not pino.destination (sonic-boom): it keeps pending lines as one string and asks
 // for that string's UTF-8 length on every write, which flattens and scans the whole
 // pending batch once per line; with its asynchronous mode each batch also crossed to a
-// thread pool thread and back. Under load that was a third of what an access line cost
-// (BENCHMARKS.md, issue #20).
+// thread pool thread and back. BENCHMARKS.md says what the sink buys.
 //
 // The writes are synchronous, as pino's own default destination's are: the process
 // never holds more than a batch, a graceful stop or any exit that runs Node's exit

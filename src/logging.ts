@@ -17,8 +17,7 @@ import { holdsSecret, redactDeep, redactSecrets } from './redact.js';
 
 export { redactSecrets } from './redact.js';
 
-// Exact paths only: wildcard paths made redaction cost ~6% of the server's CPU on
-// every access-log line (profiled in BENCHMARKS.md), and the serialisers below never
+// Exact paths only: wildcard paths cost on every line, and the serialisers below never
 // emit headers anyway.
 const REDACT_PATHS = [
   'authorization',

@@ -16,8 +16,6 @@
 // (a half-written file must not open or close the endpoint) and is reported once per
 // version of the file; the next change is read as any other.
 import { createPublicKey, type KeyObject } from 'node:crypto';
-// fs.promises, not node:fs/promises: Node loads its promise API at first use, and a start
-// that reads no key file then never pays for it (1.7 ms of each start; BENCHMARKS.md).
 import { closeSync, fstatSync, openSync, promises as fsp, readFileSync, type Stats } from 'node:fs';
 import { Type } from 'typebox';
 import { Errors } from 'typebox/value';

@@ -1,9 +1,8 @@
 // Picks the backend named by the configuration. Nothing else outside src/storage/
 // knows which backend is in use.
 //
-// Each backend's module (and driver) is imported only when it is the one configured:
-// loading pg was ~50 ms of a SQLite start on Node 20 (BENCHMARKS.md), and a PostgreSQL
-// deployment has no use for the SQLite addon.
+// Each backend's module (and driver) is imported only when it is the one configured: a
+// SQLite start has no use for pg, and a PostgreSQL deployment none for the SQLite addon.
 import { existsSync } from 'node:fs';
 import { describeDatabase, type DatabaseConfig } from './database-url.js';
 import { DatabaseMissingError, type Store } from './types.js';
