@@ -91,7 +91,7 @@ export const SettingsSchema = Type.Object({
       default: 'all',
       description:
         'Access-log lines at info: `all` (one line per request) or `errors` (only answers of 400 and above; ' +
-        "a line costs about a third of a catalog read's throughput, see BENCHMARKS.md).",
+        "a line costs about a fifth of a catalog read's CPU, see BENCHMARKS.md).",
     }),
   ),
   database: setting(
