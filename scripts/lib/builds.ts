@@ -1,7 +1,7 @@
 // Shared by the bench and the A/B scripts (startup-profile.ts, throughput-ab.ts): building
 // a git revision as it was built then, a free port, starting a server.
 import type { ChildProcess } from 'node:child_process';
-import { execFileSync, execSync } from 'node:child_process';
+import { execFileSync, execSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -94,4 +94,23 @@ export async function startInfracat(
   const url = `http://127.0.0.1:${port}`;
   await waitUntilUp(`${url}/healthz`, child);
   return { child, url };
+}
+
+/** Stops a server started here (SIGTERM: a graceful stop; SIGKILL: at once) and waits for it to exit. */
+export function stopServer(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill(signal);
+  });
+}
+
+/** `infracat ARGS` from a build's cli/main.js on the database; its standard output, or a throw naming its stderr. */
+export function runCli(cliPath: string, databaseUrl: string, args: string[], env: Record<string, string> = {}): string {
+  const r = spawnSync(process.execPath, [cliPath, ...args], {
+    env: { ...process.env, ...env, DATABASE_URL: databaseUrl },
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error(`infracat ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
+  return r.stdout;
 }
