@@ -38,6 +38,11 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** A server that was still running but had not answered when waitUntilUp's time was up. */
+export class NoAnswerError extends Error {
+  override name = 'NoAnswerError';
+}
+
 /**
  * Polls `url` every 5 ms until it answers 2xx; throws if `child` exits first. The cold starts
  * the bench reports end here, so the step is their resolution (20 ms would be up to a tenth
@@ -52,7 +57,7 @@ export async function waitUntilUp(url: string, child: ChildProcess, timeoutMs = 
       // not listening yet
     }
     if (child.exitCode !== null) throw new Error(`server exited ${child.exitCode} before ${url} answered`);
-    if (Date.now() - started > timeoutMs) throw new Error(`${url}: no answer in ${timeoutMs} ms`);
+    if (Date.now() - started > timeoutMs) throw new NoAnswerError(`${url}: no answer in ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 5));
   }
 }
@@ -61,7 +66,7 @@ export async function waitUntilUp(url: string, child: ChildProcess, timeoutMs = 
  * `infracat serve` from a build's cli/main.js as the benchmarks run it (serverEnv()): shipped settings
  * (info access log to a discarded stdout, metrics), rate limits raised so the limiter
  * runs without tripping; pinned to the server CPU when `pin` (lib/load.ts). Resolves once
- * /healthz answers.
+ * /healthz answers (within `timeoutMs`, waitUntilUp's 20 s by default).
  */
 export async function startInfracat(
   cliPath: string,
@@ -70,7 +75,8 @@ export async function startInfracat(
     env = {},
     pin = false,
     nodeArgs = [],
-  }: { env?: Record<string, string>; pin?: boolean; nodeArgs?: readonly string[] } = {},
+    timeoutMs,
+  }: { env?: Record<string, string>; pin?: boolean; nodeArgs?: readonly string[]; timeoutMs?: number } = {},
 ): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
   const child = spawnServer(
@@ -92,7 +98,12 @@ export async function startInfracat(
     pin,
   );
   const url = `http://127.0.0.1:${port}`;
-  await waitUntilUp(`${url}/healthz`, child);
+  try {
+    await waitUntilUp(`${url}/healthz`, child, timeoutMs);
+  } catch (err) {
+    child.kill('SIGKILL'); // no server outlives a start that failed
+    throw err;
+  }
   return { child, url };
 }
 
