@@ -15,13 +15,13 @@
 //
 // Without taskset or two CPUs nothing is pinned; without wrk (Debian's package, installed
 // when running as root) autocannon drives the load. The report says which.
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { copiedHeaders, startNginx, startNodeBaseline } from './lib/baselines.js';
-import { startInfracat } from './lib/builds.js';
+import { runCli, startInfracat, stopServer } from './lib/builds.js';
 import { canPin, drive, ensureWrk, median, rssMb, type Run as LoadRun } from './lib/load.js';
 import { ensureDebianBinary } from '../test/helpers/apt.js';
 import { startEmbeddedPostgres } from '../test/helpers/embedded-pg.js';
@@ -54,23 +54,10 @@ const load = { wrk: ensureWrk(), pin: canPin() };
 const dir = mkdtempSync(path.join(tmpdir(), 'infracat-bench-'));
 const servers: Server[] = [];
 
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-  });
-}
+const stop = (child: ChildProcess): Promise<void> => stopServer(child);
 
 /** `infracat ARGS` on the database; its standard output. */
-function cli(databaseUrl: string, args: string[]): string {
-  const r = spawnSync(process.execPath, [CLI, ...args], {
-    env: { ...process.env, DATABASE_URL: databaseUrl },
-    encoding: 'utf8',
-  });
-  if (r.status !== 0) throw new Error(`infracat ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
-  return r.stdout;
-}
+const cli = (databaseUrl: string, args: string[]): string => runCli(CLI, databaseUrl, args);
 
 /** Status, raw headers (names as sent) and body of one GET. */
 function get(

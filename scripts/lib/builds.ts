@@ -1,7 +1,7 @@
 // Shared by the bench and the A/B scripts (startup-profile.ts, throughput-ab.ts): building
 // a git revision as it was built then, a free port, starting a server.
 import type { ChildProcess } from 'node:child_process';
-import { execFileSync, execSync } from 'node:child_process';
+import { execFileSync, execSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -38,6 +38,11 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** A server that was still running but had not answered when waitUntilUp's time was up. */
+export class NoAnswerError extends Error {
+  override name = 'NoAnswerError';
+}
+
 /**
  * Polls `url` every 5 ms until it answers 2xx; throws if `child` exits first. The cold starts
  * the bench reports end here, so the step is their resolution (20 ms would be up to a tenth
@@ -52,7 +57,7 @@ export async function waitUntilUp(url: string, child: ChildProcess, timeoutMs = 
       // not listening yet
     }
     if (child.exitCode !== null) throw new Error(`server exited ${child.exitCode} before ${url} answered`);
-    if (Date.now() - started > timeoutMs) throw new Error(`${url}: no answer in ${timeoutMs} ms`);
+    if (Date.now() - started > timeoutMs) throw new NoAnswerError(`${url}: no answer in ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 5));
   }
 }
@@ -61,7 +66,7 @@ export async function waitUntilUp(url: string, child: ChildProcess, timeoutMs = 
  * `infracat serve` from a build's cli/main.js as the benchmarks run it (serverEnv()): shipped settings
  * (info access log to a discarded stdout, metrics), rate limits raised so the limiter
  * runs without tripping; pinned to the server CPU when `pin` (lib/load.ts). Resolves once
- * /healthz answers.
+ * /healthz answers (within `timeoutMs`, waitUntilUp's 20 s by default).
  */
 export async function startInfracat(
   cliPath: string,
@@ -70,7 +75,8 @@ export async function startInfracat(
     env = {},
     pin = false,
     nodeArgs = [],
-  }: { env?: Record<string, string>; pin?: boolean; nodeArgs?: readonly string[] } = {},
+    timeoutMs,
+  }: { env?: Record<string, string>; pin?: boolean; nodeArgs?: readonly string[]; timeoutMs?: number } = {},
 ): Promise<{ child: ChildProcess; url: string }> {
   const port = await freePort();
   const child = spawnServer(
@@ -92,6 +98,30 @@ export async function startInfracat(
     pin,
   );
   const url = `http://127.0.0.1:${port}`;
-  await waitUntilUp(`${url}/healthz`, child);
+  try {
+    await waitUntilUp(`${url}/healthz`, child, timeoutMs);
+  } catch (err) {
+    child.kill('SIGKILL'); // no server outlives a start that failed
+    throw err;
+  }
   return { child, url };
+}
+
+/** Stops a server started here (SIGTERM: a graceful stop; SIGKILL: at once) and waits for it to exit. */
+export function stopServer(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill(signal);
+  });
+}
+
+/** `infracat ARGS` from a build's cli/main.js on the database; its standard output, or a throw naming its stderr. */
+export function runCli(cliPath: string, databaseUrl: string, args: string[], env: Record<string, string> = {}): string {
+  const r = spawnSync(process.execPath, [cliPath, ...args], {
+    env: { ...process.env, ...env, DATABASE_URL: databaseUrl },
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error(`infracat ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
+  return r.stdout;
 }
