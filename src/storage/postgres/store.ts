@@ -149,10 +149,17 @@ class PostgresDriver extends Sender implements Driver {
       await tx.run('COMMIT');
       return result;
     } catch (err) {
-      try {
-        await client.query('ROLLBACK');
-      } catch {
-        broken = true; // the connection is unusable; drop it from the pool
+      // A connection that stopped answering (a partition: the statement's client-side
+      // time-out fired) would hold a ROLLBACK behind that statement for another time-out;
+      // dropping it ends the transaction just as well (the server rolls back a session that
+      // ends), so the request waits for one time-out, not two.
+      if (broken || connectionLost(err)) broken = true;
+      else {
+        try {
+          await client.query('ROLLBACK');
+        } catch {
+          broken = true; // the connection is unusable; drop it from the pool
+        }
       }
       throw translate(err);
     } finally {
@@ -218,6 +225,12 @@ function isUnavailable(err: unknown): boolean {
   if (typeof e.code === 'string' && (UNAVAILABLE_SQLSTATE.test(e.code) || UNAVAILABLE_ERRNO.has(e.code))) return true;
   const msg = typeof e.message === 'string' ? e.message : '';
   return UNAVAILABLE_MESSAGE.test(msg);
+}
+
+/** A failure of the connection itself (no answer, a broken socket), not an error the server reported. */
+function connectionLost(err: unknown): boolean {
+  const original = err instanceof StorageUnavailableError && err.cause !== undefined ? err.cause : err;
+  return !(original instanceof pg.DatabaseError) && isUnavailable(original);
 }
 
 function translate(err: unknown): Error {
