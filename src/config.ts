@@ -231,7 +231,8 @@ export const SettingsSchema = Type.Object({
       default: 30,
       description:
         'How long an expired token stays listed (so its owner can see that it expired) before it is ' +
-        'purged, in days; 0 purges at expiry. Purged in the background, hourly.',
+        'purged, in days; 0 purges at expiry. Purged in the background, at start (which does not wait ' +
+        'for it) and hourly.',
     }),
   ),
   auditRetentionDays: setting(
@@ -241,8 +242,8 @@ export const SettingsSchema = Type.Object({
       maximum: 36_500,
       default: 365,
       description:
-        'How long audit events are kept, in days; older ones are deleted in the background, hourly. ' +
-        '0 keeps them forever.',
+        'How long audit events are kept, in days; older ones are deleted in the background, at start ' +
+        '(which does not wait for it) and hourly. 0 keeps them forever.',
     }),
   ),
   tokenCacheTtlMs: setting(

@@ -51,6 +51,9 @@ export const lifecycle = fp<LifecycleOptions, RawServerDefault, TypeBoxTypeProvi
     });
     app.addHook('onReady', async () => {
       tokens.lastUsed.start();
+      // The purges' first runs, not awaited: a start never waits for them. Each batch waits
+      // for a later turn of the event loop (src/periodic.ts): the start goes on to listen
+      // meanwhile, and a backlog is worked off while requests are served.
       purger.start();
       auditPruner.start();
       // First start of an empty database gets the shipped catalog; then load what is live.

@@ -3,6 +3,7 @@
 // changes (in the change's transaction); this one only reads and prunes them.
 import { isOperatorAccount } from '../accounts/ids.js';
 import { AppError } from '../errors.js';
+import { inBatches } from '../periodic.js';
 import type { AuditEventRecord, AuditStore } from '../storage/types.js';
 import type { AuditListQuery } from './query.js';
 
@@ -19,8 +20,10 @@ export interface AuditPage {
   next: string | null;
 }
 
-// Events deleted per transaction: a backlog (a lowered retention) goes in short steps.
-const PRUNE_BATCH = 1000;
+// Events deleted per transaction: a backlog (a lowered retention) goes in short steps, with
+// a turn of the event loop between them (src/periodic.ts); one DELETE of 500 holds it for
+// about as long as a batch of the token purge.
+const PRUNE_BATCH = 500;
 
 export class AuditService {
   private readonly now: () => number;
@@ -65,11 +68,6 @@ export class AuditService {
   /** Deletes events older than the retention (none when it is 0: kept forever); resolves to how many. */
   async prune(): Promise<number> {
     if (this.options.retentionMs === 0) return 0;
-    let total = 0;
-    for (;;) {
-      const pruned = await this.store.prune(this.now() - this.options.retentionMs, PRUNE_BATCH);
-      total += pruned;
-      if (pruned < PRUNE_BATCH) return total;
-    }
+    return inBatches(PRUNE_BATCH, () => this.store.prune(this.now() - this.options.retentionMs, PRUNE_BATCH));
   }
 }

@@ -257,6 +257,21 @@ const MIGRATIONS: readonly Migration[] = [
       `UPDATE audit_events SET actor_account_id = '${OPERATOR_ACCOUNT_ID}' WHERE actor_type = 'cli'`,
     ],
   },
+  {
+    version: 11,
+    name: 'expiry_indexes',
+    // The background purge reads every account's expired tokens, earliest expiry first
+    // (expiredBatch: expires_at <= ? ORDER BY expires_at, id LIMIT ?). No index starts with
+    // expires_at (migration 8's leads with account_id), so each batch of a few hundred would
+    // scan and sort the whole table. With (expires_at, id) a batch is the first entries of one
+    // range, whatever the table holds; tokens that never expire (NULL) are outside it.
+    // The instances' expiry likewise: the live count of every heartbeat and the prune of
+    // dead rows read a range of it, however many rows crashed instances left behind.
+    steps: [
+      `CREATE INDEX api_tokens_expiry ON api_tokens (expires_at, id)`,
+      `CREATE INDEX instances_expiry ON instances (expires_at, id)`,
+    ],
+  },
 ];
 
 /**

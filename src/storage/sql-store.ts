@@ -114,7 +114,13 @@ function pageParams(page: PageRequest): Param[] {
   return [after.createdAt, after.id, page.limit];
 }
 
-const SQL = {
+/**
+ * Every statement of the store but the two filtered lists (auditListQuery,
+ * accountListQuery, built on listAccounts). Exported for test/storage/query-plans.test.ts,
+ * which reads each one's plan on both engines (an index, never a scan of a growing table)
+ * or names why it needs none: a statement added here without either fails it.
+ */
+export const SQL = {
   insertToken: `INSERT INTO api_tokens (${API_TOKENS.columns}) VALUES (${API_TOKENS.placeholders})`,
   // One statement: the account's live tokens, all its stored tokens and whether the account
   // exists (its status). Both counts read the (account_id, expires_at) index alone.
@@ -128,7 +134,11 @@ const SQL = {
   earliestExpired:
     `SELECT ${API_TOKENS.columns} FROM api_tokens` +
     ' WHERE account_id = ? AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at, id LIMIT ?',
+  // Every stored token: for tests and tools (TokenStore.count), never the server's work.
   count: 'SELECT CAST(COUNT(*) AS INTEGER) AS n FROM api_tokens',
+  // Whether any token is stored (1 or 0): the bootstrap's question at every start reads the
+  // first entry of the primary key, however many tokens there are.
+  anyToken: 'SELECT CAST(COUNT(*) AS INTEGER) AS n FROM (SELECT id FROM api_tokens ORDER BY id LIMIT 1) AS t',
   // One page, oldest first: the rows after the cursor's (created_at, id), a range of the
   // (account_id, created_at, id) index. Row values: SQLite, PostgreSQL and its distributed
   // relatives compare them column by column, and walk the index from the cursor.
@@ -163,15 +173,22 @@ const SQL = {
   listAccounts: `SELECT ${ACCOUNTS.columns} FROM accounts`,
   updateAccount: 'UPDATE accounts SET name = COALESCE(?, name), status = COALESCE(?, status) WHERE id = ?',
   deleteAccount: 'DELETE FROM accounts WHERE id = ?',
+  // Every account's tokens expired at or before the bound, earliest first: one range of the
+  // (expires_at, id) index (migration 11), so a batch costs what it returns.
   expiredBatch:
     `SELECT ${API_TOKENS.columns} FROM api_tokens` +
     ' WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at, id LIMIT ?',
   deleteExpired: 'DELETE FROM api_tokens WHERE id = ? AND expires_at IS NOT NULL AND expires_at <= ?',
   insertEvent: `INSERT INTO audit_events (${AUDIT_EVENTS.columns}) VALUES (${AUDIT_EVENTS.placeholders})`,
+  // The occurred_at of the oldest batch's last event (the limit-th oldest before the bound),
+  // read from the occurred_at index alone.
+  pruneBoundary: 'SELECT occurred_at FROM audit_events WHERE occurred_at < ? ORDER BY occurred_at LIMIT 1 OFFSET ?',
   // A bounded batch (both dialects accept LIMIT in the subquery, neither in DELETE itself),
-  // by the occurred_at index: a long backlog never holds the write lock for long.
+  // by the occurred_at index: a long backlog never holds the write lock for long. The outer
+  // bound (the batch's boundary) makes the rows to delete one range of the index whatever
+  // the plan: without it PostgreSQL may match the subquery's ids by scanning the table.
   pruneEvents:
-    'DELETE FROM audit_events WHERE id IN' +
+    'DELETE FROM audit_events WHERE occurred_at <= ? AND id IN' +
     ' (SELECT id FROM audit_events WHERE occurred_at < ? ORDER BY occurred_at LIMIT ?)',
   // last_used_at = max(stored, at), portably (SQLite's MAX(a, b) is PostgreSQL's GREATEST):
   // only a later time is written, and a row already as recent is not written at all.
@@ -407,7 +424,7 @@ class SqlTokenStore implements TokenStore {
     // The tokens lock orders this after any create() in flight (the count is exact); the
     // marker's primary key makes exactly one decision stick regardless.
     return this.transaction(async (tx) => {
-      const n = (await tx.get<{ n: number }>(SQL.count))?.n ?? 0;
+      const n = (await tx.get<{ n: number }>(SQL.anyToken))?.n ?? 0;
       const mint = token !== null && n === 0;
       if ((await tx.run(SQL.markBootstrap, [BOOTSTRAP_KEY, bootstrapOutcome(token, n)])) === 0) return false;
       if (mint) {
@@ -656,8 +673,13 @@ class SqlAuditStore implements AuditStore {
     return rows.map((row) => AUDIT_EVENTS.fromRow(row));
   }
 
-  prune(before: number, limit: number): Promise<number> {
-    return this.db.run(SQL.pruneEvents, [before, limit]);
+  async prune(before: number, limit: number): Promise<number> {
+    const last = await this.db.get<{ occurred_at: number }>(SQL.pruneBoundary, [before, limit - 1]);
+    // Fewer than `limit` before the bound: all of them (integer milliseconds: <= before - 1).
+    const upTo = last === undefined ? before - 1 : Number(last.occurred_at);
+    // Pruned meanwhile by another instance: the subquery's later rows fall outside upTo, and
+    // the batch comes back short (the next run goes on).
+    return this.db.run(SQL.pruneEvents, [upTo, before, limit]);
   }
 }
 
