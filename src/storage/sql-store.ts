@@ -10,7 +10,7 @@
 //   table does. Deployed databases also already carry infracat_schema_migrations.
 // - Its SQLite driver prepares every statement on each execution; ours prepares each
 //   SQL text once.
-// - infracat has about fifteen statements: a builder's types buy little over one row
+// - infracat has about fifty statements, each plain SQL: a builder's types buy little over one row
 //   table declared once (tables.ts).
 import { encodeChange } from './changes.js';
 import type { Driver, LockName, Queries } from './driver.js';
