@@ -262,10 +262,16 @@ export const SettingsSchema = Type.Object({
     'TOKEN_CACHE_MAX',
     Type.Integer({
       minimum: 1,
-      // One entry per live token suffices; the bound keeps a flood of tokens from taking the memory.
-      maximum: 1_000_000,
+      // One entry per token in active use suffices. The bound keeps a full cache within a
+      // 256 MiB heap budget: an entry takes about 800 bytes (a token of two scopes and a short
+      // name) up to 1.3 KB (a 100-character name, 12 scopes, a second secret), measured by
+      // scripts/cache-memory.ts; 200,000 of the largest are 248 MiB.
+      maximum: 200_000,
       default: 10000,
-      description: 'Most tokens held in the verification cache (least recently used go first).',
+      description:
+        'Most tokens held in the verification cache (least recently used go first). An entry takes about ' +
+        '800 bytes of memory (up to 1.3 KB for a token of many scopes and a long name), so the maximum, ' +
+        '200000, stays within 256 MiB.',
     }),
   ),
   lastUsedFlushMs: setting(
@@ -274,7 +280,10 @@ export const SettingsSchema = Type.Object({
       minimum: 10,
       maximum: 600_000,
       default: 1000,
-      description: 'Interval of the batched `last_used_at` writes (at most one write per token per interval).',
+      description:
+        'Interval of the batched `last_used_at` writes (at most one write per token per interval; one statement ' +
+        'per 1,000 tokens used in it). A use is stored within one interval plus the time its batch takes ' +
+        '(10,000 tokens: under a second).',
     }),
   ),
   authFailureLimit: setting(

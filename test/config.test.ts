@@ -108,7 +108,7 @@ describe('configuration', () => {
     ['TOKEN_EXPIRED_RETENTION_DAYS', '3651', 'expected an integer from 0 to 3650'],
     ['AUDIT_RETENTION_DAYS', '-1', 'expected an integer from 0 to 36500'],
     ['TOKEN_CACHE_TTL_MS', '0x10', 'expected an integer from 0 to 600000'],
-    ['TOKEN_CACHE_MAX', '1000001', 'expected an integer from 1 to 1000000'],
+    ['TOKEN_CACHE_MAX', '200001', 'expected an integer from 1 to 200000'],
     ['LAST_USED_FLUSH_MS', '9', 'expected an integer from 10 to 600000'],
     ['AUTH_FAILURE_LIMIT', '99999999999999999999', 'expected an integer from 1 to 1000000'],
     ['AUTH_FAILURE_WINDOW_S', '86401', 'expected an integer from 1 to 86400'],
@@ -168,6 +168,15 @@ describe('configuration', () => {
       expectError(
         { TOKEN_MAX_STORED: bad },
         /^invalid TOKEN_MAX_STORED ".*": expected unset or an integer from 1 to 10000000$/,
+      );
+  });
+
+  it('TOKEN_CACHE_MAX: up to 200000, what a 256 MiB memory budget holds; past it the start fails', () => {
+    assert.equal(loadConfig({ TOKEN_CACHE_MAX: '200000' }).tokenCacheMax, 200_000);
+    for (const over of ['200001', '1000000'])
+      expectError(
+        { TOKEN_CACHE_MAX: over },
+        new RegExp(`^invalid TOKEN_CACHE_MAX "${over}": expected an integer from 1 to 200000$`),
       );
   });
 
