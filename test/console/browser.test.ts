@@ -1185,6 +1185,7 @@ describe('web console in headless Chromium', () => {
         // The signed-in account's trail first: Delta's creation is in Delta's.
         assert.equal(await page.getByLabel('Accounts').inputValue(), OPERATOR_ACCOUNT_ID);
         assert.equal(await page.locator('tr[data-action="account.created"]').count(), 0);
+        assert.equal(await page.locator('th', { hasText: /^Account$/ }).count(), 0, 'one account: no Account column');
         const [all] = await Promise.all([
           page.waitForRequest((r) => r.url().startsWith(`${base}/api/v1/audit-events`)),
           page.getByLabel('Accounts').selectOption({ label: 'All accounts' }),
@@ -1194,6 +1195,13 @@ describe('web console in headless Chromium', () => {
         await createdRow.waitFor();
         assert.equal(await createdRow.locator('.target-id').textContent(), delta);
         assert.equal(await createdRow.locator('.actor-name').textContent(), 'ops');
+        // Every account's trail says whose each event is.
+        assert.equal(await page.locator('thead th', { hasText: /^Account$/ }).count(), 1);
+        assert.equal(await createdRow.locator('td[data-label="Account"]').textContent(), delta);
+        assert.equal(
+          await page.locator('tr[data-action="api_token.created"] td[data-label="Account"]').first().textContent(),
+          OPERATOR_ACCOUNT_ID,
+        );
       });
 
       await t.test('the audit log and the regenerate dialog pass axe, and fit a narrow screen', async (t) => {

@@ -3358,6 +3358,11 @@ export interface operations {
                          * @example 2026-11-21T19:00:00.000Z
                          */
                         occurred_at: string;
+                        /**
+                         * @description The account whose trail the event is in (`acc_` + ULID): a token's event its account's, an account's event that account's, `catalog.applied` the operator account's
+                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        account_id: string;
                         /** @description Who made the change */
                         actor: {
                             /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
