@@ -18,6 +18,7 @@ import { nextPageLink } from '../tokens/query.js';
 import { PATCH_DESCRIPTION, ROTATE_CONFLICT, ROTATE_DESCRIPTION, TOKEN_LIST_DESCRIPTION } from '../tokens/routes.js';
 import {
   CreatedToken,
+  RotatedToken,
   CreateTokenBody,
   LIST_PER_PAGE_DEFAULT,
   LIST_PER_PAGE_MAX,
@@ -28,7 +29,7 @@ import {
   TokenView,
 } from '../tokens/schemas.js';
 import type { TokenService } from '../tokens/service.js';
-import { createdView, tokenView } from '../tokens/views.js';
+import { createdView, rotatedView, tokenView } from '../tokens/views.js';
 import { isOperatorAccount } from './ids.js';
 import {
   Account,
@@ -312,7 +313,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           description: `As POST /api/v1/api-tokens/{id}/rotate, inside account {id}. ${ROTATE_DESCRIPTION}`,
           params: AccountTokenParams,
           body: RotateTokenBody,
-          response: { 200: CreatedToken },
+          response: { 200: RotatedToken },
         },
       },
       async (request) => {
@@ -325,7 +326,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           auditContext(request),
         );
         if (issued === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.token_id}`);
-        return createdView(issued);
+        return rotatedView(issued);
       },
     );
 

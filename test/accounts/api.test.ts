@@ -487,16 +487,22 @@ for (const backend of backends()) {
       const { app, operator, store } = await setup(t);
       const c = await customer(app, operator.auth, ['api-tokens:write', 'apps:read']);
       const base = `/api/v1/accounts/${c.account.id}/api-tokens/${c.id}`;
+      const sent = Date.now();
       const rotated = await app.inject({
         method: 'POST',
         url: `${base}/rotate`,
         headers: operator.auth,
         payload: { grace_period_s: 300 },
       });
+      const answered = Date.now();
       assert.equal(rotated.statusCode, 200, rotated.body);
       assert.equal(rotated.headers['cache-control'], 'no-store');
-      const body = rotated.json<{ id: string; token: string; scopes: string[] }>();
+      const body = rotated.json<{ id: string; token: string; scopes: string[]; previous_secret_expires_at: string }>();
       assert.equal(body.id, c.id);
+      // The grace period's end, 300 s after the rotation (made between sent and answered).
+      const graceEnds = Date.parse(body.previous_secret_expires_at);
+      assert.match(body.previous_secret_expires_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      assert.ok(graceEnds >= sent + 300_000 && graceEnds <= answered + 300_000, body.previous_secret_expires_at);
       const fresh = { authorization: `Bearer ${body.token}` };
       const current = await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: fresh });
       assert.equal(current.json<{ account_id: string }>().account_id, c.account.id);

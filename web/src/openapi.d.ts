@@ -125,7 +125,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate an API token: a new secret, the old one kept for an optional grace period
-         * @description Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and created_at). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret current until now keeps working (0 to 86400, default 0: refused at once); `expires_at`, a new expiry with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). At most two secrets are ever live: rotating again during a grace period ends that grace period at once (the oldest secret is refused, the one current until now gets the new grace period). The old secret is refused at once by the instance that rotated (after its grace period), and within TOKEN_CACHE_TTL_MS by the others. A token can rotate only tokens it could delete: those whose scopes it holds (itself included); otherwise 403 INSUFFICIENT_SCOPE. An expired token: 409 CONFLICT (create a new one). Unknown id, or another account's: 404.
+         * @description Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and created_at), and in `previous_secret_expires_at` until when the secret current until now works (null: no grace period). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret current until now keeps working (0 to 86400, default 0: refused at once); `expires_at`, a new expiry with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). At most two secrets are ever live: rotating again during a grace period ends that grace period at once (the oldest secret is refused, the one current until now gets the new grace period). The old secret is refused at once by the instance that rotated (after its grace period), and within TOKEN_CACHE_TTL_MS by the others. A token can rotate only tokens it could delete: those whose scopes it holds (itself included); otherwise 403 INSUFFICIENT_SCOPE. An expired token: 409 CONFLICT (create a new one). Unknown id, or another account's: 404.
          *
          *     Needs a token with `api-tokens:write` (`write` implies `read`).
          */
@@ -284,7 +284,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate an API token of an account: a new secret, the old one kept for an optional grace period
-         * @description As POST /api/v1/api-tokens/{id}/rotate, inside account {id}. Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and created_at). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret current until now keeps working (0 to 86400, default 0: refused at once); `expires_at`, a new expiry with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). At most two secrets are ever live: rotating again during a grace period ends that grace period at once (the oldest secret is refused, the one current until now gets the new grace period). The old secret is refused at once by the instance that rotated (after its grace period), and within TOKEN_CACHE_TTL_MS by the others. A token can rotate only tokens it could delete: those whose scopes it holds (itself included); otherwise 403 INSUFFICIENT_SCOPE. An expired token: 409 CONFLICT (create a new one). Unknown id, or another account's: 404.
+         * @description As POST /api/v1/api-tokens/{id}/rotate, inside account {id}. Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and created_at), and in `previous_secret_expires_at` until when the secret current until now works (null: no grace period). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret current until now keeps working (0 to 86400, default 0: refused at once); `expires_at`, a new expiry with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). At most two secrets are ever live: rotating again during a grace period ends that grace period at once (the oldest secret is refused, the one current until now gets the new grace period). The old secret is refused at once by the instance that rotated (after its grace period), and within TOKEN_CACHE_TTL_MS by the others. A token can rotate only tokens it could delete: those whose scopes it holds (itself included); otherwise 403 INSUFFICIENT_SCOPE. An expired token: 409 CONFLICT (create a new one). Unknown id, or another account's: 404.
          *
          *     Needs a token with `accounts:write` (`write` implies `read`).
          */
@@ -1575,6 +1575,8 @@ export interface operations {
                          */
                         created_at: string;
                         expires_at: string | null;
+                        /** @description Until when the secret current until now keeps working (the end of the grace period, RFC 3339); null when there is no grace period: it is refused from now on */
+                        previous_secret_expires_at: string | null;
                     };
                 };
             };
@@ -3193,6 +3195,8 @@ export interface operations {
                          */
                         created_at: string;
                         expires_at: string | null;
+                        /** @description Until when the secret current until now keeps working (the end of the grace period, RFC 3339); null when there is no grace period: it is refused from now on */
+                        previous_secret_expires_at: string | null;
                     };
                 };
             };
