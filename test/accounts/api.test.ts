@@ -248,7 +248,36 @@ for (const backend of backends()) {
       ] as const) {
         const res = await app.inject({ method, url, headers: c.auth });
         assert.equal(res.statusCode, 403, `${method} ${url}`);
+        // Told why, not sent after a scope no token of its account can hold.
+        const problem = res.json<{ code: string; detail: string; missing_scopes?: string[] }>();
+        assert.equal(problem.code, 'INSUFFICIENT_SCOPE');
+        assert.match(problem.detail, /only tokens of the operator account/);
+        assert.doesNotMatch(problem.detail, /needs the scope/);
+        assert.equal(problem.missing_scopes, undefined);
+        assert.match(String(res.headers['www-authenticate']), /error="insufficient_scope"/);
       }
+    });
+
+    it("a customer's 422 for an unknown scope lists only the scopes its account's tokens may hold", async (t) => {
+      const { app, operator } = await setup(t);
+      const c = await customer(app, operator.auth, ['api-tokens:write', 'apps:read']);
+      const operatorOnly = ['accounts:read', 'accounts:write', 'catalog:write'];
+      const valid = async (url: string, auth: Record<string, string>, method: 'POST' | 'PATCH' = 'POST') => {
+        const res = await app.inject({ method, url, headers: auth, payload: { name: 'x', scopes: ['apps:admin'] } });
+        assert.equal(res.statusCode, 422, res.body);
+        return res.json<{ valid_scopes: string[] }>().valid_scopes;
+      };
+      for (const scopes of [
+        await valid('/api/v1/api-tokens', c.auth),
+        await valid(`/api/v1/api-tokens/${c.id}`, c.auth, 'PATCH'),
+        // The operator minting into the customer's account: what that account's tokens may hold.
+        await valid(`/api/v1/accounts/${c.account.id}/api-tokens`, operator.auth),
+      ]) {
+        assert.ok(scopes.includes('apps:read') && scopes.includes('api-tokens:write'));
+        for (const s of operatorOnly) assert.ok(!scopes.includes(s), s);
+      }
+      const own = await valid('/api/v1/api-tokens', operator.auth);
+      for (const s of operatorOnly) assert.ok(own.includes(s), `the operator account's: ${s}`);
     });
 
     it('accounts:* scopes cannot be minted into a customer account (422 naming the scope)', async (t) => {

@@ -119,6 +119,9 @@ for (const backend of backends()) {
       const changed = withPrice(doc, 's-1vcpu-1gb', 7);
       const asReader = await put(app, c.auth, changed, '"1"');
       assert.equal(asReader.statusCode, 403);
+      // Told that only the operator account's tokens may, not sent after catalog:write.
+      assert.match(asReader.json<{ detail: string }>().detail, /only tokens of the operator account/);
+      assert.equal(asReader.json<{ missing_scopes?: string[] }>().missing_scopes, undefined);
       const diffAsReader = await app.inject({
         method: 'POST',
         url: '/api/v1/catalog/diff',
