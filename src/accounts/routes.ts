@@ -10,6 +10,7 @@ import type { FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 import { installMergePatchParser } from '../http/json-body.js';
 import { noStore } from '../http/no-store.js';
+import { NoQuery } from '../http/no-query.js';
 import { noBodyAsEmptyObject } from '../http/optional-body.js';
 import { callerOf } from '../http/caller.js';
 import { readPageQuery } from '../http/page-query.js';
@@ -131,6 +132,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           operationId: 'getAccount',
           summary: 'One account',
           params: AccountIdParams,
+          querystring: NoQuery,
           response: { 200: Account },
         },
       },
@@ -290,6 +292,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           operationId: 'getAccountApiToken',
           summary: 'One live API token of an account',
           params: AccountTokenParams,
+          querystring: NoQuery,
           response: { 200: TokenView },
         },
       },

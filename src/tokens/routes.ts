@@ -9,6 +9,7 @@ import { AppError } from '../errors.js';
 import { callerOf } from '../http/caller.js';
 import { installMergePatchParser } from '../http/json-body.js';
 import { noStore } from '../http/no-store.js';
+import { NoQuery } from '../http/no-query.js';
 import { noBodyAsEmptyObject } from '../http/optional-body.js';
 import { readPageQuery } from '../http/page-query.js';
 import type { App } from '../http/types.js';
@@ -137,6 +138,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
           tags,
           operationId: 'getCurrentApiToken',
           summary: "The calling token's own metadata, and its account",
+          querystring: NoQuery,
           response: { 200: CurrentTokenView },
         },
       },
@@ -152,6 +154,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
           operationId: 'getApiToken',
           summary: "One live API token of the calling token's account (another account's id: 404)",
           params: IdParams,
+          querystring: NoQuery,
           response: { 200: TokenView },
         },
       },
@@ -257,6 +260,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
           tags,
           operationId: 'listScopes',
           summary: 'The scope registry, with a description each',
+          querystring: NoQuery,
           response: { 200: ScopeList },
         },
       },

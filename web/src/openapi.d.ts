@@ -1070,6 +1070,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
@@ -1160,6 +1169,15 @@ export interface operations {
                         last_used_at: string | null;
                         expires_at: string | null;
                     };
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
@@ -1718,6 +1736,15 @@ export interface operations {
                     }[];
                 };
             };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
             429: {
                 headers: {
@@ -2073,6 +2100,15 @@ export interface operations {
                          */
                         created_at: string;
                     };
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
@@ -2777,6 +2813,15 @@ export interface operations {
                         last_used_at: string | null;
                         expires_at: string | null;
                     };
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
@@ -3825,6 +3870,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
@@ -4054,6 +4108,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
@@ -4255,6 +4318,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
@@ -4439,6 +4511,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
