@@ -1087,6 +1087,17 @@ describe('web console in headless Chromium', () => {
           ['api_token.rotated', 'admin', 'deploy-bot'],
           ['api_token.rotated', 'admin', 'deploy-bot'],
         ]);
+        // Each action code stays on one line where the table has room.
+        assert.deepEqual(
+          await page
+            .locator('code.audit-action')
+            .evaluateAll((codes) =>
+              codes
+                .filter((c) => new Set(Array.from(c.getClientRects(), (r) => Math.round(r.top))).size !== 1)
+                .map((c) => c.textContent),
+            ),
+          [],
+        );
         const first = events.first();
         assert.equal(await first.locator('td[data-label="IP"]').textContent(), '127.0.0.1');
         assert.equal(await first.locator('.target-id').textContent(), deployBot.id);
@@ -1225,6 +1236,23 @@ describe('web console in headless Chromium', () => {
         assert.ok(
           await narrow.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
           'the audit log fits 375 px',
+        );
+        // On a narrow screen an action may break after its dot, never inside a word: each
+        // side of the dot is on one line.
+        assert.deepEqual(
+          await narrow.page.locator('code.audit-action').evaluateAll((codes) =>
+            codes.flatMap((c) =>
+              Array.from(c.childNodes)
+                .filter((n) => n.nodeType === Node.TEXT_NODE)
+                .filter((n) => {
+                  const range = document.createRange();
+                  range.selectNodeContents(n);
+                  return new Set(Array.from(range.getClientRects(), (r) => Math.round(r.top))).size !== 1;
+                })
+                .map((n) => n.textContent),
+            ),
+          ),
+          [],
         );
         await narrow.page.screenshot({ path: artifactPath('narrow-audit.png'), fullPage: true });
       });
