@@ -26,8 +26,20 @@ describe('console formatting', () => {
     assert.equal(relativeTime(ago(90), NOW), '1 minute ago');
     assert.equal(relativeTime(ago(3 * 3600), NOW), '3 hours ago');
     assert.equal(relativeTime(ago(86_400), NOW), 'yesterday');
-    assert.equal(relativeTime(ago(-30 * 86_400), NOW), 'next month');
     assert.equal(relativeTime(ago(-400 * 86_400), NOW), 'next year');
+    assert.equal(relativeTime(ago(800 * 86_400), NOW), '2 years ago');
+  });
+
+  it('whole days up to a year, never weeks or months: an expiry chosen as "90 days" reads 90 days', () => {
+    // A token created with the 90-day expiry, listed a few seconds later.
+    const in90 = expiryFrom('90', '', NOW - 5_000)!;
+    assert.equal(relativeTime(in90, NOW), 'in 90 days');
+    assert.equal(relativeTime(ago(-90 * 86_400), NOW), 'in 90 days');
+    assert.equal(relativeTime(ago(-30 * 86_400), NOW), 'in 30 days');
+    assert.equal(relativeTime(ago(-7 * 86_400 + 60), NOW), 'in 7 days');
+    assert.equal(relativeTime(ago(14 * 86_400), NOW), '14 days ago');
+    assert.equal(relativeTime(ago(-364 * 86_400), NOW), 'in 364 days');
+    assert.equal(relativeTime(ago(-365 * 86_400 + 5), NOW), 'next year');
   });
 
   it("exact times are UTC whatever the viewer's zone", () => {

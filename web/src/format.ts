@@ -1,25 +1,24 @@
 // Pure formatting for the console (no DOM): relative and exact times, sizes, prices.
 // Unit-tested in test/console/format.test.ts.
 
-const UNITS: [unit: Intl.RelativeTimeFormatUnit, seconds: number][] = [
-  ['year', 365 * 86_400],
-  ['month', 30 * 86_400],
-  ['week', 7 * 86_400],
-  ['day', 86_400],
-  ['hour', 3_600],
-  ['minute', 60],
-];
+const DAY_S = 86_400;
+const YEAR_S = 365 * DAY_S;
 
 const relative = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
 
-/** "just now", "3 minutes ago", "in 29 days": the largest whole unit. */
+/**
+ * "just now", "3 minutes ago", "in 90 days", "next year". Whole minutes and hours, then
+ * days up to a year, rounded: never weeks or months, so an expiry chosen as 90 days reads
+ * "in 90 days" a moment later, not "in 2 months" (a month is no fixed number of days).
+ */
 export function relativeTime(iso: string, now: number): string {
   const deltaS = Math.round((Date.parse(iso) - now) / 1000);
   const abs = Math.abs(deltaS);
   if (abs < 45) return deltaS <= 0 ? 'just now' : 'in a few seconds';
-  for (const [unit, seconds] of UNITS) {
-    if (abs >= seconds) return relative.format(Math.trunc(deltaS / seconds), unit);
-  }
+  const days = Math.round(deltaS / DAY_S);
+  if (Math.abs(days) >= 365) return relative.format(Math.round(deltaS / YEAR_S), 'year');
+  if (abs >= DAY_S) return relative.format(days, 'day');
+  if (abs >= 3_600) return relative.format(Math.trunc(deltaS / 3_600), 'hour');
   return relative.format(Math.trunc(deltaS / 60) || Math.sign(deltaS), 'minute');
 }
 
