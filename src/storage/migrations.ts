@@ -257,6 +257,14 @@ const MIGRATIONS: readonly Migration[] = [
       `UPDATE audit_events SET actor_account_id = '${OPERATOR_ACCOUNT_ID}' WHERE actor_type = 'cli'`,
     ],
   },
+  {
+    version: 12,
+    name: 'catalog_revision_changes',
+    // What each catalog revision changed, counted (settings; entries added, removed and
+    // changed per kind, as JSON): the history says it without reading two documents per
+    // revision. NULL on revisions applied before this migration (not recorded then).
+    steps: [`ALTER TABLE catalog_revisions ADD COLUMN changes TEXT`],
+  },
 ];
 
 /**

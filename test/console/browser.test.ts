@@ -1377,7 +1377,12 @@ describe('web console in headless Chromium', () => {
           [...versions].sort((a, b) => b - a),
         );
         const latest = rows.first();
-        assert.equal(await latest.locator('td[data-label="Summary"]').textContent(), '0 added, 1 changed, 0 removed');
+        // What each revision changed, counted per kind, after what else its summary says.
+        assert.equal(await latest.locator('td[data-label="Changes"]').textContent(), '1 changed');
+        assert.match(
+          (await rows.last().locator('td[data-label="Changes"]').textContent()) ?? '',
+          /^initial catalog · \+\d+ images, \+\d+ plans, \+\d+ regions, \d+ settings changed$/,
+        );
         assert.equal(
           await latest.locator('td[data-label="Applied by"] .actor-name').textContent(),
           TEST_CONTEXT.actor.name ?? 'infracat CLI',

@@ -69,3 +69,38 @@ export function expiryFrom(choice: string, customDate: string, now: number): str
   const days = Number(choice);
   return new Date(now + days * 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
+
+/** A catalog revision's `changes`: settings changed and entries added, removed and changed per kind. */
+export interface RevisionChanges {
+  settings: number;
+  added: Readonly<Record<string, number>>;
+  removed: Readonly<Record<string, number>>;
+  changed: Readonly<Record<string, number>>;
+}
+
+const count = (n: number, kind: string): string => `${n} ${n === 1 ? kind.replace(/s$/, '') : kind}`;
+
+/** "+2 plans, -1 image, 3 changed, 1 setting changed"; "no changes". Kinds in the server's order. */
+export function revisionChanges(c: RevisionChanges): string {
+  const parts = [
+    ...Object.entries(c.added)
+      .filter(([, n]) => n > 0)
+      .map(([kind, n]) => `+${count(n, kind)}`),
+    ...Object.entries(c.removed)
+      .filter(([, n]) => n > 0)
+      .map(([kind, n]) => `-${count(n, kind)}`),
+  ];
+  const changed = Object.values(c.changed).reduce((sum, n) => sum + n, 0);
+  if (changed > 0) parts.push(`${changed} changed`);
+  if (c.settings > 0) parts.push(`${count(c.settings, 'settings')} changed`);
+  return parts.length === 0 ? 'no changes' : parts.join(', ');
+}
+
+/**
+ * What a revision's one-line summary says besides its counts ("rollback to version 3",
+ * "initial catalog"): the text before its `: `, or null.
+ */
+export function revisionNote(summary: string | null): string | null {
+  const at = summary?.lastIndexOf(': ') ?? -1;
+  return at > 0 ? summary!.slice(0, at) : null;
+}

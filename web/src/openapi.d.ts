@@ -5294,6 +5294,29 @@ export interface operations {
                          * @example 2 added, 1 changed, 0 removed
                          */
                         summary: string | null;
+                        /** @description What it changed, counted: settings changed, and entries added, removed and changed per kind; null for revisions applied before infracat recorded it */
+                        changes: {
+                            /** @description Catalog settings changed */
+                            settings: number;
+                            /** @description Entries added, per kind */
+                            added: {
+                                images: number;
+                                plans: number;
+                                regions: number;
+                            };
+                            /** @description Entries removed, per kind */
+                            removed: {
+                                images: number;
+                                plans: number;
+                                regions: number;
+                            };
+                            /** @description Entries changed (any field), per kind */
+                            changed: {
+                                images: number;
+                                plans: number;
+                                regions: number;
+                            };
+                        } | null;
                     }[];
                 };
             };
