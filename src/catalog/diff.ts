@@ -70,6 +70,20 @@ export function diffSummary(d: CatalogDiff): Record<string, unknown> {
   };
 }
 
+/** The diff counted: settings changed, and entries added, removed and changed per kind (what a revision records). */
+export interface ChangeCounts {
+  settings: number;
+  added: Record<Kind, number>;
+  removed: Record<Kind, number>;
+  changed: Record<Kind, number>;
+}
+
+export function changeCounts(d: CatalogDiff): ChangeCounts {
+  const per = (r: Record<Kind, unknown[]>) =>
+    Object.fromEntries(KINDS.map((k) => [k, r[k].length])) as Record<Kind, number>;
+  return { settings: d.settings.length, added: per(d.added), removed: per(d.removed), changed: per(d.changed) };
+}
+
 /** How many entries the diff removes, over every kind. */
 export function removedCount(d: CatalogDiff): number {
   return KINDS.reduce((n, k) => n + d.removed[k].length, 0);

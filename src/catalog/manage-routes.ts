@@ -11,6 +11,7 @@ import { auditContext } from '../audit/context.js';
 import { AppError, MAX_FIELD_ERRORS } from '../errors.js';
 import { matchesIfNoneMatch, matchIfMatch } from '../http/conditional.js';
 import { noStore } from '../http/no-store.js';
+import { NoQuery } from '../http/no-query.js';
 import { JSON_TYPE } from '../http/headers.js';
 import type { App } from '../http/types.js';
 import { validatorCompiler } from '../http/validation.js';
@@ -154,6 +155,7 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
             'What `infracat catalog export --format json` writes: settings, images, plans and regions with the ' +
             'file-only fields (deprecation, what each region offers). `ETag` is its version: send it as ' +
             '`If-Match` with a PUT. `If-None-Match` answers 304 when unchanged.',
+          querystring: NoQuery,
           response: {
             200: { ...CatalogFile, headers: { etag: Type.String({ description: 'The version, e.g. `"7"`' }) } },
             304: Type.Null({ description: 'Not modified (If-None-Match matched)' }),

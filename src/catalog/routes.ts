@@ -8,6 +8,7 @@ import { AppError } from '../errors.js';
 import { matchesIfNoneMatch } from '../http/conditional.js';
 import { refuseOverLimit } from '../http/rate-limit.js';
 import { JSON_TYPE } from '../http/headers.js';
+import { NoQuery } from '../http/no-query.js';
 import type { App } from '../http/types.js';
 import type { Image, Kind, Plan, Region } from './model.js';
 import { parseMoney } from './money.js';
@@ -221,6 +222,7 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
             summary: `One ${noun} by slug`,
             description: LIFECYCLE_NOTE,
             params: SlugParams,
+            querystring: NoQuery,
             response: { 200: item, ...notModifiedDoc },
           },
         },

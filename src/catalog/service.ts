@@ -7,7 +7,7 @@ import { auditEvent, NO_SINK, type AuditSink } from '../audit/events.js';
 import { AppError } from '../errors.js';
 import { OPERATOR_ACCOUNT_ID } from '../storage/migrations.js';
 import type { CatalogRevisionInfo, CatalogStore } from '../storage/types.js';
-import { diffCatalogs, diffSummary, summaryLine, type CatalogDiff } from './diff.js';
+import { changeCounts, diffCatalogs, diffSummary, summaryLine, type CatalogDiff } from './diff.js';
 import { KINDS, sortCatalog, type Catalog } from './model.js';
 import { CatalogSettings } from './schemas.js';
 import { buildSnapshot, type CatalogSnapshot } from './snapshot.js';
@@ -163,6 +163,7 @@ export class CatalogService {
       appliedAt: now,
       appliedBy: context.actor,
       summary: summaryPrefix + summaryLine(diff),
+      changes: changeCounts(diff),
     };
     const ok = await this.store.apply(revision, baseVersion, event);
     if (ok) (this.options.audit ?? NO_SINK)(event);

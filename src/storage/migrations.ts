@@ -272,6 +272,14 @@ const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX instances_expiry ON instances (expires_at, id)`,
     ],
   },
+  {
+    version: 12,
+    name: 'catalog_revision_changes',
+    // What each catalog revision changed, counted (settings; entries added, removed and
+    // changed per kind, as JSON): the history says it without reading two documents per
+    // revision. NULL on revisions applied before this migration (not recorded then).
+    steps: [`ALTER TABLE catalog_revisions ADD COLUMN changes TEXT`],
+  },
 ];
 
 /**

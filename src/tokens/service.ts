@@ -170,7 +170,7 @@ export class TokenService {
   ): Promise<IssuedToken> {
     const now = this.now();
     const checked = validateCreate(input, this.rules(caller, accountId, now));
-    if ('errors' in checked) throw this.invalid('the token request is invalid; see errors', checked.errors);
+    if ('errors' in checked) throw this.invalid(accountId, 'the token request is invalid; see errors', checked.errors);
     const { name, scopes, expiresAt } = checked.value;
     if (caller !== null) refuseUnheld(caller, scopes, 'a token cannot grant scopes it does not hold');
     const secret = generateSecret(this.prefix);
@@ -215,11 +215,13 @@ export class TokenService {
     return { token, secret };
   }
 
-  private invalid(message: string, errors: { pointer: string; detail: string }[]): AppError {
+  /** The 422 of a request about a token of `accountId`: `valid_scopes` are those its tokens may hold. */
+  private invalid(accountId: string, message: string, errors: { pointer: string; detail: string }[]): AppError {
     const scopeProblem = errors.some((e) => e.pointer.startsWith('/scopes'));
+    const validScopes = () => this.registry.namesFor(accountId === OPERATOR_ACCOUNT_ID);
     return new AppError('VALIDATION_FAILED', message, {
       errors,
-      ...(scopeProblem ? { members: { valid_scopes: this.registry.names() } } : {}),
+      ...(scopeProblem ? { members: { valid_scopes: validScopes() } } : {}),
     });
   }
 
@@ -372,7 +374,8 @@ export class TokenService {
     if (!PLAUSIBLE_ID.test(id)) return null;
     const now = this.now();
     const checked = validateRotate(input, this.rules(caller, accountId, now));
-    if ('errors' in checked) throw this.invalid('the rotation request is invalid; see errors', checked.errors);
+    if ('errors' in checked)
+      throw this.invalid(accountId, 'the rotation request is invalid; see errors', checked.errors);
     const target = await this.store.get(accountId, id);
     if (target === null || this.isExpired(target, this.retainedSince())) return null;
     if (caller !== null)
@@ -419,7 +422,7 @@ export class TokenService {
     if (!PLAUSIBLE_ID.test(id)) return null;
     const now = this.now();
     const checked = validatePatch(patch, this.rules(caller, accountId, now));
-    if ('errors' in checked) throw this.invalid('the token patch is invalid; see errors', checked.errors);
+    if ('errors' in checked) throw this.invalid(accountId, 'the token patch is invalid; see errors', checked.errors);
     const target = await this.store.get(accountId, id);
     if (target === null || this.isExpired(target, this.retainedSince())) return null;
     const { name, scopes } = checked.value;

@@ -119,6 +119,9 @@ for (const backend of backends()) {
       const changed = withPrice(doc, 's-1vcpu-1gb', 7);
       const asReader = await put(app, c.auth, changed, '"1"');
       assert.equal(asReader.statusCode, 403);
+      // Told that only the operator account's tokens may, not sent after catalog:write.
+      assert.match(asReader.json<{ detail: string }>().detail, /only tokens of the operator account/);
+      assert.equal(asReader.json<{ missing_scopes?: string[] }>().missing_scopes, undefined);
       const diffAsReader = await app.inject({
         method: 'POST',
         url: '/api/v1/catalog/diff',
@@ -210,6 +213,13 @@ for (const backend of backends()) {
         applied_at: latest!.applied_at,
         applied_by: { type: 'api_token', id: writer.id, name: 'catalog operator' },
         summary: '1 added, 2 changed, 0 removed',
+        // What it changed, counted per kind.
+        changes: {
+          settings: 0,
+          added: { images: 0, plans: 0, regions: 1 },
+          removed: { images: 0, plans: 0, regions: 0 },
+          changed: { images: 1, plans: 1, regions: 0 },
+        },
       });
       const [event] = await store.audit.list({ action: 'catalog.applied', limit: 1 });
       assert.equal(event?.targetId, '2');

@@ -881,7 +881,7 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       }
     });
 
-    it('catalog: revision(n) and revisions(limit, before) return applied_by and summary as stored', async () => {
+    it('catalog: revision(n) and revisions(limit, before) keep applied_by, summary and changes', async () => {
       const fresh = await backend.create();
       const s = fresh.open();
       try {
@@ -899,6 +899,16 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
             appliedAt: 1_000 * v,
             appliedBy: { ...actors[v % 3]! },
             summary: v === 7 ? `rollback to version 3: ${v} added, 0 changed, 0 removed` : `${v} added`,
+            // Counts per kind; none recorded on the first (as on revisions from before they were).
+            changes:
+              v === 1
+                ? null
+                : {
+                    settings: v % 2,
+                    added: { images: 0, plans: v, regions: 0 },
+                    removed: { images: 1, plans: 0, regions: 0 },
+                    changed: { images: 0, plans: 0, regions: v * 1000 },
+                  },
           };
           assert.equal(await s.catalog.apply(revision, v - 1, ev()), true);
         }
@@ -908,6 +918,12 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
           appliedAt: 3_000,
           appliedBy: { type: 'api_token', id: 'tok_abc', name: 'deploy — bot ✓' },
           summary: '3 added',
+          changes: {
+            settings: 1,
+            added: { images: 0, plans: 3, regions: 0 },
+            removed: { images: 1, plans: 0, regions: 0 },
+            changed: { images: 0, plans: 0, regions: 3000 },
+          },
         });
         assert.equal(await s.catalog.revision(8), null);
         assert.equal(await s.catalog.revision(0), null);
@@ -926,7 +942,14 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
           appliedAt: 7_000,
           appliedBy: { type: 'cli', id: null, name: 'alice' },
           summary: 'rollback to version 3: 7 added, 0 changed, 0 removed',
+          changes: {
+            settings: 1,
+            added: { images: 0, plans: 7, regions: 0 },
+            removed: { images: 1, plans: 0, regions: 0 },
+            changed: { images: 0, plans: 0, regions: 7000 },
+          },
         });
+        assert.equal((await s.catalog.revisions(1, 2))[0]!.changes, null);
         assert.deepEqual(
           (await s.catalog.revisions(3)).map((r) => r.version),
           [7, 6, 5],

@@ -209,6 +209,7 @@ function seedRevisions(): CatalogRevision[] {
     appliedAt: T0 + i * MINUTE,
     appliedBy: { type: 'cli' as const, id: null, name: 'seed' },
     summary: '1 added, 0 changed, 0 removed',
+    changes: null,
     document: `{"revision":${i + 1}}`,
   }));
 }
