@@ -4368,7 +4368,7 @@ export interface operations {
                             /** @description The slug of the entry of the same kind that replaces it */
                             successor?: string;
                         }[];
-                        /** @description At most 5000 */
+                        /** @description At most 25000 */
                         plans: {
                             /** @description Equal to slug */
                             id: string;
@@ -4582,7 +4582,7 @@ export interface operations {
                         /** @description The slug of the entry of the same kind that replaces it */
                         successor?: string;
                     }[];
-                    /** @description At most 5000 */
+                    /** @description At most 25000 */
                     plans: {
                         /** @description Equal to slug */
                         id: string;
@@ -4766,7 +4766,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body over 1 MiB (PAYLOAD_TOO_LARGE) */
+            /** @description Body over 16 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4925,7 +4925,7 @@ export interface operations {
                         /** @description The slug of the entry of the same kind that replaces it */
                         successor?: string;
                     }[];
-                    /** @description At most 5000 */
+                    /** @description At most 25000 */
                     plans: {
                         /** @description Equal to slug */
                         id: string;
@@ -5091,7 +5091,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body over 1 MiB (PAYLOAD_TOO_LARGE) */
+            /** @description Body over 16 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
                     [name: string]: unknown;
