@@ -4,7 +4,8 @@
 // `infracat catalog apply`: validateCatalog, the diff, the removal guard, one optimistic
 // insert. Every response carries Cache-Control: no-store.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyRequest, FastifySchemaCompiler, preParsingHookHandler } from 'fastify';
+import { Transform } from 'node:stream';
+import type { FastifySchemaCompiler, preParsingHookHandler } from 'fastify';
 import { Type } from 'typebox';
 import { isOperatorAccount } from '../accounts/ids.js';
 import { auditContext } from '../audit/context.js';
@@ -12,7 +13,7 @@ import { AppError, MAX_FIELD_ERRORS } from '../errors.js';
 import { matchesIfNoneMatch, matchIfMatch } from '../http/conditional.js';
 import { noStore } from '../http/no-store.js';
 import { JSON_TYPE } from '../http/headers.js';
-import { opensMoreThan, parseJsonBody } from '../http/json-body.js';
+import { JsonContainerCount } from '../http/json-body.js';
 import type { App } from '../http/types.js';
 import { validatorCompiler } from '../http/validation.js';
 import { isEmptyDiff, removedCount, type CatalogDiff as Diff } from './diff.js';
@@ -147,35 +148,38 @@ const DOCUMENT_PROBLEMS = {
 };
 
 /**
- * The JSON body parser of the document routes: the app's (json-body.ts), after a scan that
- * refuses, unparsed, a body opening more objects and arrays than any catalog within the caps
- * holds (millions of `{}` fit in CATALOG_BODY_LIMIT_BYTES, and parsing them would hold the
- * instance for seconds). The scan reads a slice of the body per event-loop turn.
+ * Refuses, as it arrives, a body that opens more objects and arrays than any catalog within
+ * the caps holds: millions of `{}` fit in CATALOG_BODY_LIMIT_BYTES, and parsing them would
+ * hold the instance for seconds. The rest of such a body is read and dropped, never held.
  */
-async function parseDocumentBody(request: FastifyRequest, body: Buffer): Promise<unknown> {
-  if (await opensMoreThan(body, MAX_DOCUMENT_CONTAINERS)) {
-    const detail =
-      `opens more than ${MAX_DOCUMENT_CONTAINERS} objects and arrays: more than any catalog within the ` +
-      'limits holds (one object per entry; see the caps of each list)';
-    throw new AppError('VALIDATION_FAILED', `the catalog document ${detail}`, {
-      errors: [{ pointer: '', detail }],
-      errorsTruncated: true,
-    });
-  }
-  return new Promise((resolve, reject) =>
-    parseJsonBody(request, body, (err, parsed) => (err === null ? resolve(parsed) : reject(err))),
-  );
-}
+const catalogShaped: preParsingHookHandler = (_request, _reply, payload, done) => {
+  const count = new JsonContainerCount();
+  const counted = new Transform({
+    transform(chunk: Buffer, _encoding, next) {
+      if (count.add(chunk) <= MAX_DOCUMENT_CONTAINERS) {
+        next(null, chunk);
+        return;
+      }
+      payload.unpipe(counted);
+      payload.resume();
+      const detail =
+        `opens more than ${MAX_DOCUMENT_CONTAINERS} objects and arrays: more than any catalog within the ` +
+        'limits holds (one object per entry; see the caps of each list)';
+      next(
+        new AppError('VALIDATION_FAILED', `the catalog document ${detail}`, {
+          errors: [{ pointer: '', detail }],
+          errorsTruncated: true,
+        }),
+      );
+    },
+  });
+  done(null, payload.pipe(counted));
+};
 
 export function catalogManageRoutes(app: App, { catalog, now, bodyLimit }: CatalogManageRouteOptions): void {
   void app.register(async (plugin) => {
     const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
     api.addHook('onRequest', noStore);
-    // Only in this plugin: the document routes read JSON through parseDocumentBody.
-    api.removeContentTypeParser('application/json');
-    api.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request: FastifyRequest, body: Buffer) =>
-      parseDocumentBody(request, body),
-    );
 
     api.get(
       PATH,
@@ -211,8 +215,8 @@ export function catalogManageRoutes(app: App, { catalog, now, bodyLimit }: Catal
       {
         bodyLimit,
         validatorCompiler: documentOnly,
-        // After authentication, before the body is read.
-        preParsing: operatorOnly,
+        // After authentication, before the body is read; then the body as it arrives.
+        preParsing: [operatorOnly, catalogShaped],
         config: {
           auth: { scopes: ['catalog:write'] },
           problems: {
@@ -288,7 +292,7 @@ export function catalogManageRoutes(app: App, { catalog, now, bodyLimit }: Catal
         bodyLimit,
         validatorCompiler: documentOnly,
         // The PUT's dry run, for the PUT's users: after authentication, before the body is read.
-        preParsing: operatorOnly,
+        preParsing: [operatorOnly, catalogShaped],
         config: {
           auth: { scopes: ['catalog:write'] },
           problems: {

@@ -137,8 +137,12 @@ export class CatalogService {
         'CONFLICT',
         'the catalog was changed by someone else meanwhile; review the new diff and apply again',
       );
-    await this.load();
-    return baseVersion + 1;
+    // Served at once from what was stored, not read back: a document of 20,000 plans is
+    // megabytes of JSON to parse in one turn. (Decoded, the stored document is this.)
+    const version = baseVersion + 1;
+    const snapshot = await buildSnapshotInTurns(sortCatalog({ ...EMPTY_CATALOG, ...next }), version, this.now());
+    if (this.current.version < version) this.current = snapshot;
+    return version;
   }
 
   /** Stores `next` as version baseVersion + 1 with its summary and event; false if that version exists. */

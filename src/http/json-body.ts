@@ -94,34 +94,31 @@ export function parseJsonBody(request: FastifyRequest, body: Buffer, done: Done)
   done(null, parsed);
 }
 
-/** How many bytes opensMoreThan reads per event-loop turn. */
-const SCAN_BYTES_PER_TURN = 1024 * 1024;
-
 /**
- * Whether a JSON text (UTF-8 bytes) opens more than `max` objects and arrays, strings
- * skipped: counted a slice of bytes per event-loop turn, before any parsing. A route that
- * takes large bodies of a known shape refuses one that cannot be it this way: parsing
- * millions of `{}` holds an instance for seconds. (In UTF-8 every byte of a multi-byte
- * character is 0x80 or more: none is a quote, a backslash or a bracket.)
+ * Counts the objects and arrays a JSON text (UTF-8 bytes, given a chunk at a time as they
+ * arrive) opens, strings skipped. A route that takes large bodies of a known shape refuses,
+ * before parsing or even holding it, a body that cannot be that shape: parsing millions of
+ * `{}` holds an instance for seconds. (In UTF-8 every byte of a multi-byte character is
+ * 0x80 or more: none is a quote, a backslash or a bracket.)
  */
-export async function opensMoreThan(bytes: Uint8Array, max: number): Promise<boolean> {
-  let opened = 0;
-  let inString = false;
-  let escaped = false;
-  for (let start = 0; start < bytes.length; start += SCAN_BYTES_PER_TURN) {
-    if (start > 0) await new Promise(setImmediate);
-    const end = Math.min(bytes.length, start + SCAN_BYTES_PER_TURN);
-    for (let i = start; i < end; i++) {
-      const b = bytes[i]!;
-      if (inString) {
-        if (escaped) escaped = false;
-        else if (b === 0x5c) escaped = true;
-        else if (b === 0x22) inString = false;
-      } else if (b === 0x22) inString = true;
-      else if ((b === 0x7b || b === 0x5b) && ++opened > max) return true;
+export class JsonContainerCount {
+  opened = 0;
+  private inString = false;
+  private escaped = false;
+
+  /** Counts the containers `chunk` opens; returns the count so far. */
+  add(chunk: Uint8Array): number {
+    for (let i = 0; i < chunk.length; i++) {
+      const b = chunk[i]!;
+      if (this.inString) {
+        if (this.escaped) this.escaped = false;
+        else if (b === 0x5c) this.escaped = true;
+        else if (b === 0x22) this.inString = false;
+      } else if (b === 0x22) this.inString = true;
+      else if (b === 0x7b || b === 0x5b) this.opened += 1;
     }
+    return this.opened;
   }
-  return false;
 }
 
 export function installJsonBodyParser(app: App): void {

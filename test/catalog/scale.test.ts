@@ -10,6 +10,7 @@ import { describe, it, type TestContext } from 'node:test';
 import { diffCatalogs } from '../../src/catalog/diff.js';
 import { validateCatalog } from '../../src/catalog/file.js';
 import type { Catalog } from '../../src/catalog/model.js';
+import { MAX_DOCUMENT_CONTAINERS } from '../../src/catalog/schemas.js';
 import { buildSnapshot, FILTERED_LISTS_MAX, FilteredLists } from '../../src/catalog/snapshot.js';
 import type { App } from '../../src/http/types.js';
 import { build, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
@@ -43,7 +44,14 @@ const slugs = (body: string): string[] => (JSON.parse(body) as { slug: string }[
  * the body: resolves with the status line's code once the server answers, or rejects
  * when it has not answered within `waitMs` (it is waiting for the body).
  */
-function answerWithoutBody(port: number, target: string, headers: Record<string, string>, length: number) {
+function answerWithoutBody(
+  port: number,
+  target: string,
+  headers: Record<string, string>,
+  length: number,
+  /** The start of the body, sent after the head; the rest never is. */
+  start = '',
+) {
   const head = [
     `${target.endsWith('/diff') ? 'POST' : 'PUT'} ${target} HTTP/1.1`,
     'Host: 127.0.0.1',
@@ -69,7 +77,7 @@ function answerWithoutBody(port: number, target: string, headers: Record<string,
       socket.destroy();
       reject(new Error(`no answer before the body was sent (${target})`));
     });
-    socket.write(`${head.join('\r\n')}\r\n\r\n`);
+    socket.write(`${head.join('\r\n')}\r\n\r\n${start}`);
   });
 }
 
@@ -78,7 +86,8 @@ for (const backend of backends()) {
     it('applies over the API (diff, then PUT) while /healthz answers within 200 ms; the lists answer it', async (t) => {
       const { app, config, writer } = await setup(backend, t);
       const big = largeCatalog(SCALE);
-      const body = JSON.stringify(big.document);
+      // As bytes made once: the client shares the process, and encoding 5 MB per send would count against /healthz.
+      const body = new TextEncoder().encode(JSON.stringify(big.document));
       assert.ok(body.length > 4 * 1024 * 1024, `a large document (${body.length} bytes)`);
       assert.ok(body.length < config.catalogBodyLimitBytes, 'within the default limit');
       // The first catalog document a process reads loads the catalog file module and compiles
@@ -101,6 +110,9 @@ for (const backend of backends()) {
         return { status: res.status, body: (await res.json()) as Record<string, unknown> };
       };
 
+      // The first large document a process reads runs code not yet optimised: once, not work a
+      // client can make it repeat; done before measuring (as test/catalog/bounded.test.ts does).
+      assert.equal((await send('POST')).status, 200);
       const dry = await whileWorking(base, () => send('POST'));
       assert.equal(dry.result.status, 200, JSON.stringify(dry.result.body).slice(0, 500));
       // Against the shipped catalog (15 plans), which the first start applied.
@@ -213,6 +225,9 @@ for (const backend of backends()) {
       }
       // The operator's writer is the one the server waits for (its body is read).
       await assert.rejects(answerWithoutBody(port, '/api/v1/catalog', writer.auth, limit), /no answer before/);
+      // Even its body is refused as it arrives once it opens more objects than any catalog holds.
+      const start = `{"images":[${'{},'.repeat(MAX_DOCUMENT_CONTAINERS)}`;
+      assert.equal(await answerWithoutBody(port, '/api/v1/catalog/diff', writer.auth, limit, start), 422);
     });
 
     it('a filtered list is made once per catalog version and filter, then served from the memo', async (t) => {
