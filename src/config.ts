@@ -46,6 +46,10 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 
 const MAX_STORED_MAX = 10_000_000;
 
+const CATALOG_BODY_LIMIT_MIN = 16 * 1024;
+const CATALOG_BODY_LIMIT_MAX = 64 * 1024 * 1024;
+const CATALOG_BODY_LIMIT_DEFAULT = 16 * 1024 * 1024;
+
 /** Each origin `*` or http(s)://host[:port] in any case, which a JSON Schema pattern (no flags) cannot say. */
 function checkOrigins(list: string[]): string[] {
   for (const o of list) {
@@ -362,6 +366,22 @@ export const SettingsSchema = Type.Object({
         '`private, max-age=60` when token. Visible ASCII, at most 200 characters.',
     }),
     { expected: 'expected a Cache-Control header value' },
+  ),
+  // The catalog document routes only (PUT /api/v1/catalog and its dry run), which only the
+  // operator account's catalog:write tokens reach: authentication comes before the body is read.
+  catalogBodyLimitBytes: setting(
+    'CATALOG_BODY_LIMIT_BYTES',
+    Type.Integer({
+      minimum: CATALOG_BODY_LIMIT_MIN,
+      maximum: CATALOG_BODY_LIMIT_MAX,
+      default: CATALOG_BODY_LIMIT_DEFAULT,
+      description:
+        'Largest body of `PUT /api/v1/catalog` and `POST /api/v1/catalog/diff`, in bytes (over it: 413); ' +
+        `every other route takes 16 KiB. From ${CATALOG_BODY_LIMIT_MIN} (16 KiB) to ${CATALOG_BODY_LIMIT_MAX} ` +
+        '(64 MiB); the default, 16 MiB, holds a catalog of 20,000 plans, 1,000 images and 50 regions ' +
+        "(about 5 MiB) with room to spare. Only the operator account's `catalog:write` tokens get to send " +
+        'a body there.',
+    }),
   ),
   authCheckRules: setting(
     'AUTH_CHECK_RULES',

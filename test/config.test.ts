@@ -117,6 +117,7 @@ describe('configuration', () => {
     ['CATALOG_ACCESS', 'private', 'expected one of public, token'],
     ['CATALOG_REFRESH_MS', '49', 'expected an integer from 50 to 3600000'],
     ['CATALOG_CACHE_CONTROL', 'a\nb', 'expected a Cache-Control header value'],
+    ['CATALOG_BODY_LIMIT_BYTES', '67108865', 'expected an integer from 16384 to 67108864'],
     ['AUTH_CHECK_RULES', '{}', 'must be a JSON array of rules'],
     ['AUTH_CHECK_GATEWAY', 'NGINX', 'expected one of auto, nginx, traefik, envoy'],
     ['SECRET_SCANNING_KEYS_FILE', 'keys\n.json', 'expected a file path (no control characters)'],
@@ -316,6 +317,7 @@ describe('configuration', () => {
         catalogAccess: 'public',
         catalogRefreshMs: 5000,
         catalogCacheControl: '',
+        catalogBodyLimitBytes: 16 * 1024 * 1024,
         authCheckRules: [
           [['GET', 'HEAD'], '/apps/**', ['apps:read']],
           [null, '/apps/**', ['apps:write']],

@@ -5,6 +5,7 @@ import { toWire } from './forms.js';
 import { Amount } from './money.js';
 import { KINDS, type Catalog, type Kind } from './model.js';
 import { CatalogSettings, FILE_ENTITIES } from './schemas.js';
+import { inTurns, pauseAfter, toEnd, type Steps } from './turns.js';
 
 export interface FieldChange {
   field: string;
@@ -24,6 +25,15 @@ const display = (v: unknown): unknown => (v instanceof Amount ? v.toString() : v
 const SETTINGS = Object.keys(CatalogSettings.properties) as (keyof typeof CatalogSettings.properties)[];
 
 export function diffCatalogs(before: Catalog | null, after: Catalog): CatalogDiff {
+  return toEnd(diffSteps(before, after));
+}
+
+/** diffCatalogs a slice of entries per event-loop turn (turns.ts): a server answers other requests meanwhile. */
+export function diffCatalogsInTurns(before: Catalog | null, after: Catalog): Promise<CatalogDiff> {
+  return inTurns(diffSteps(before, after));
+}
+
+function* diffSteps(before: Catalog | null, after: Catalog): Steps<CatalogDiff> {
   const diff: CatalogDiff = {
     settings: [],
     added: { images: [], plans: [], regions: [] },
@@ -35,22 +45,28 @@ export function diffCatalogs(before: Catalog | null, after: Catalog): CatalogDif
     if (JSON.stringify(from) !== JSON.stringify(after[key])) diff.settings.push({ field: key, from, to: after[key] });
   }
   for (const kind of KINDS) {
-    const wire = (entries: readonly unknown[]) =>
-      entries.map((e) => toWire(FILE_ENTITIES[kind], e) as Record<string, unknown>);
-    const old = new Map(wire(before?.[kind] ?? []).map((e) => [e.slug as string, e]));
-    for (const entry of wire(after[kind])) {
-      const slug = entry.slug as string;
+    const wire = (entry: unknown) => toWire(FILE_ENTITIES[kind], entry) as Record<string, unknown>;
+    // Matched by slug through a map: one pass over each side.
+    const old = new Map<string, unknown>();
+    for (const [i, entry] of (before?.[kind] ?? []).entries()) {
+      old.set(entry.slug, entry);
+      if (pauseAfter(i)) yield;
+    }
+    for (const [i, next] of after[kind].entries()) {
+      if (pauseAfter(i)) yield;
+      const slug = next.slug;
       const prev = old.get(slug);
       old.delete(slug);
       if (prev === undefined) {
         diff.added[kind].push(slug);
         continue;
       }
+      const [from, to] = [wire(prev), wire(next)];
       const changes: FieldChange[] = [];
       // Every field either side has (a file-only field may be set or cleared).
-      for (const field of new Set([...Object.keys(entry), ...Object.keys(prev)])) {
-        const [from, to] = [display(prev[field]) ?? null, display(entry[field]) ?? null];
-        if (JSON.stringify(from) !== JSON.stringify(to)) changes.push({ field, from, to });
+      for (const field of new Set([...Object.keys(to), ...Object.keys(from)])) {
+        const [a, b] = [display(from[field]) ?? null, display(to[field]) ?? null];
+        if (JSON.stringify(a) !== JSON.stringify(b)) changes.push({ field, from: a, to: b });
       }
       if (changes.length > 0) diff.changed[kind].push({ slug, changes });
     }

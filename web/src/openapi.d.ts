@@ -4449,7 +4449,7 @@ export interface operations {
                             /** @description The slug of the entry of the same kind that replaces it */
                             successor?: string;
                         }[];
-                        /** @description At most 5000 */
+                        /** @description At most 25000 */
                         plans: {
                             /** @description Equal to slug */
                             id: string;
@@ -4672,7 +4672,7 @@ export interface operations {
                         /** @description The slug of the entry of the same kind that replaces it */
                         successor?: string;
                     }[];
-                    /** @description At most 5000 */
+                    /** @description At most 25000 */
                     plans: {
                         /** @description Equal to slug */
                         id: string;
@@ -4856,7 +4856,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body over 1 MiB (PAYLOAD_TOO_LARGE) */
+            /** @description Body over 16 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5015,7 +5015,7 @@ export interface operations {
                         /** @description The slug of the entry of the same kind that replaces it */
                         successor?: string;
                     }[];
-                    /** @description At most 5000 */
+                    /** @description At most 25000 */
                     plans: {
                         /** @description Equal to slug */
                         id: string;
@@ -5181,7 +5181,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body over 1 MiB (PAYLOAD_TOO_LARGE) */
+            /** @description Body over 16 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
                     [name: string]: unknown;
