@@ -76,13 +76,28 @@ function* diffSteps(before: Catalog | null, after: Catalog): Steps<CatalogDiff> 
 }
 
 /** The diff in brief (slugs and setting names, no values): what the audit event of an apply records. */
+/** Most slugs an audit event names per list (a catalog may add 25,000 plans at once). */
+export const SUMMARY_SLUGS_MAX = 100;
+
+/**
+ * The diff in brief, for the audit event: the settings changed, and the first
+ * SUMMARY_SLUGS_MAX slugs added, removed and changed per kind, with `counts` of each and
+ * `slugs_truncated: true` when a list was cut.
+ */
 export function diffSummary(d: CatalogDiff): Record<string, unknown> {
-  const slugs = (pick: (k: Kind) => string[]) => Object.fromEntries(KINDS.map((k) => [k, pick(k)]));
+  let truncated = false;
+  const first = (all: string[]) => {
+    if (all.length > SUMMARY_SLUGS_MAX) truncated = true;
+    return all.slice(0, SUMMARY_SLUGS_MAX);
+  };
+  const slugs = (pick: (k: Kind) => string[]) => Object.fromEntries(KINDS.map((k) => [k, first(pick(k))]));
   return {
     settings: d.settings.map((s) => s.field),
     added: slugs((k) => d.added[k]),
     removed: slugs((k) => d.removed[k]),
     changed: slugs((k) => d.changed[k].map((c) => c.slug)),
+    counts: changeCounts(d),
+    ...(truncated ? { slugs_truncated: true } : {}),
   };
 }
 

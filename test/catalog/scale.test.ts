@@ -15,6 +15,7 @@ import { buildSnapshot, FILTERED_LISTS_MAX, FilteredLists } from '../../src/cata
 import type { App } from '../../src/http/types.js';
 import { build, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
 import { customer, OPERATOR_SCOPES } from '../helpers/audit-http.js';
+import { SUMMARY_SLUGS_MAX } from '../../src/catalog/diff.js';
 import { backends, type Backend } from '../helpers/backends.js';
 import { applyDocument } from '../helpers/catalog-apply.js';
 import { largeCatalog } from '../helpers/large-catalog.js';
@@ -157,6 +158,28 @@ for (const backend of backends()) {
       assert.equal((JSON.parse(await get(`/api/v1/plans/${plan}`)) as { slug: string }).slug, plan);
       const doc = await app.inject({ method: 'GET', url: '/api/v1/catalog', headers: writer.auth });
       assert.equal(doc.json<{ plans: unknown[] }>().plans.length, SCALE.plans);
+
+      // The audit event names the first slugs of each list and counts them all.
+      const auditor = await mintToken(app, ['audit-events:read'], 'auditor');
+      const trail = await app.inject({
+        method: 'GET',
+        url: '/api/v1/audit-events?action=catalog.applied&per_page=1',
+        headers: auditor.auth,
+      });
+      const [event] = trail.json<{ details: Record<string, unknown> }[]>();
+      const details = event!.details as {
+        added: Record<string, string[]>;
+        counts: Record<'added' | 'changed', Record<string, number>>;
+        slugs_truncated?: boolean;
+      };
+      assert.equal(details.added.plans!.length, SUMMARY_SLUGS_MAX);
+      assert.equal(
+        details.counts.added.plans! + details.counts.changed.plans!,
+        SCALE.plans,
+        JSON.stringify(details.counts),
+      );
+      assert.equal(details.slugs_truncated, true);
+      assert.ok(trail.body.length < 64 * 1024, `a small event (${trail.body.length} bytes)`);
     });
 
     it('a body over CATALOG_BODY_LIMIT_BYTES answers 413 problem+json; other routes keep 16 KiB', async (t) => {
