@@ -90,6 +90,13 @@ const IntrospectResponse = Type.Object({
   account_id: Type.Optional(Type.String({ description: 'The account the token belongs to' })),
 });
 
+/** The gateway shapes by their names in the OpenAPI document's components.schemas. */
+export const GATEWAY_SCHEMAS = {
+  ForwardAuthAllowed: CheckAllowed,
+  IntrospectionRequest: IntrospectBody,
+  Introspection: IntrospectResponse,
+};
+
 /** Header-safe token name: printable ASCII as is, anything else percent-encoded (UTF-8). */
 function headerSafe(value: string): string {
   return /^[\x20-\x7e]*$/.test(value) && !value.includes('%') ? value : encodeURIComponent(value);

@@ -604,6 +604,538 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** Health */
+        Health: {
+            status: string;
+        };
+        /** Readiness */
+        Readiness: {
+            status: string;
+            storage: string;
+        };
+        /** ApiToken */
+        ApiToken: {
+            /**
+             * @description Token id, `tok_` + ULID
+             * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /** @example ci deploy */
+            name: string;
+            /**
+             * @description `<resource>:<action>` scopes
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes: string[];
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            created_at: string;
+            last_used_at: string | null;
+            expires_at: string | null;
+        };
+        /** ApiTokenCreated */
+        ApiTokenCreated: {
+            /**
+             * @description Token id, `tok_` + ULID
+             * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /** @example ci deploy */
+            name: string;
+            /**
+             * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
+             * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
+             */
+            token: string;
+            /**
+             * @description `<resource>:<action>` scopes
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes: string[];
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            created_at: string;
+            expires_at: string | null;
+        };
+        /** CurrentApiToken */
+        CurrentApiToken: {
+            /**
+             * @description Token id, `tok_` + ULID
+             * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /** @example ci deploy */
+            name: string;
+            /**
+             * @description `<resource>:<action>` scopes
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes: string[];
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            created_at: string;
+            last_used_at: string | null;
+            expires_at: string | null;
+            /**
+             * @description The account the token belongs to (`acc_` + ULID)
+             * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            account_id: string;
+        };
+        /**
+         * ApiTokenCreate
+         * @example {
+         *       "name": "ci deploy",
+         *       "scopes": [
+         *         "apps:read",
+         *         "apps:write"
+         *       ]
+         *     }
+         */
+        ApiTokenCreate: {
+            /**
+             * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+             * @example ci deploy
+             */
+            name: string;
+            /**
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes: string[];
+            /** @description RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token's expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token's expiry is 422. */
+            expires_at?: string | null;
+        };
+        /**
+         * ApiTokenPatch
+         * @example {
+         *       "name": "ci deploy (read only)",
+         *       "scopes": [
+         *         "apps:read"
+         *       ]
+         *     }
+         */
+        ApiTokenPatch: {
+            /**
+             * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+             * @example ci deploy
+             */
+            name?: string;
+            /**
+             * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes?: string[];
+        };
+        /**
+         * ApiTokenRotate
+         * @example {
+         *       "grace_period_s": 3600
+         *     }
+         */
+        ApiTokenRotate: {
+            /**
+             * @description Seconds the secret current until now keeps working (0 to 86400; default 0: refused at once). At most two secrets are ever live: rotating again during a grace period ends it at once.
+             * @example 3600
+             */
+            grace_period_s?: number;
+            /** @description A new expiry for the token, with the rules of creation (RFC 3339, future, within TOKEN_MAX_LIFETIME_DAYS, never after the calling token's expiry; null: never expires, refused when the calling token expires). Absent: the token keeps its expiry, but never beyond the calling token's. */
+            expires_at?: string | null;
+        };
+        /** Scope */
+        Scope: {
+            scope: string;
+            resource: string;
+            action: "read" | "write";
+            description: string;
+            /** @description Only tokens of the operator account may hold it (elsewhere: 422) */
+            operator_only: boolean;
+        };
+        /** Account */
+        Account: {
+            /**
+             * @description Account id, `acc_` + ULID
+             * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /** @example Acme Corp */
+            name: string;
+            /**
+             * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
+             * @example cus_8412
+             */
+            external_id: string | null;
+            /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
+            status: "active" | "suspended";
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            created_at: string;
+        };
+        /**
+         * AccountCreate
+         * @example {
+         *       "name": "Acme Corp",
+         *       "external_id": "cus_8412"
+         *     }
+         */
+        AccountCreate: {
+            /**
+             * @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+             * @example Acme Corp
+             */
+            name: string;
+            /** @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts. Absent or null: none. */
+            external_id?: string | null;
+        };
+        /**
+         * AccountPatch
+         * @example {
+         *       "status": "suspended"
+         *     }
+         */
+        AccountPatch: {
+            /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
+            name?: string;
+            /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
+            status?: "active" | "suspended";
+        };
+        /** AuditEvent */
+        AuditEvent: {
+            /**
+             * @description `evt_` + ULID: sorts by time
+             * @example evt_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /**
+             * @description What happened
+             * @enum {unknown}
+             */
+            action: "api_token.created" | "api_token.deleted" | "api_token.rotated" | "api_token.updated" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "catalog.applied";
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            occurred_at: string;
+            /** @description Who made the change */
+            actor: {
+                /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
+                type: "api_token" | "cli" | "secret_scanning" | "system" | "operator";
+                id: string | null;
+                name: string | null;
+            };
+            /** @description Which of the acting token's secrets made the change: `current`, or `previous` (the secret it had before its last rotation, during the grace period); null when the actor is not a token, and on events recorded before this field existed */
+            actor_credential: "current" | "previous" | null;
+            /** @description What was changed (its name as it was at the time) */
+            target: {
+                type: "api_token" | "account" | "catalog";
+                id: string | null;
+                name: string | null;
+            };
+            /** @description Client address; null off HTTP */
+            ip: string | null;
+            /** @description Client User-Agent (at most 512 characters) */
+            user_agent: string | null;
+            /** @description The `x-request-id` of the request that made the change; null off HTTP */
+            request_id: string | null;
+            /** @description What else the event records (changed fields, grace period, a leak report's url and source); never a secret */
+            details: {
+                [key: string]: unknown;
+            };
+        };
+        /** ForwardAuthAllowed */
+        ForwardAuthAllowed: {
+            id: string;
+            name: string;
+            scopes: string[];
+            account_id: string;
+        };
+        /**
+         * IntrospectionRequest
+         * @example {
+         *       "token": "icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB"
+         *     }
+         */
+        IntrospectionRequest: {
+            token: string;
+            token_type_hint?: string;
+        };
+        /** Introspection */
+        Introspection: {
+            active: boolean;
+            scope?: string;
+            token_id?: string;
+            name?: string;
+            iat?: number;
+            exp?: number;
+            /** @description The account the token belongs to */
+            account_id?: string;
+        };
+        /** Image */
+        Image: {
+            /** @example ubuntu-24-04 */
+            slug: string;
+            name: string;
+            distribution: string;
+            version: string;
+            /** @example base */
+            type: string;
+            min_disk_gb: number;
+        };
+        /** Plan */
+        Plan: {
+            /** @description Equal to slug */
+            id: string;
+            /** @example s-1vcpu-1gb */
+            slug: string;
+            vcpus: number;
+            memory_mb: number;
+            disk_gb: number;
+            transfer_tb: number;
+            type: "general" | "cpu-optimized" | "memory-optimized";
+            /**
+             * @description Monthly price: a number with two fraction digits, written with exactly two (6.00, 19.99); a catalog file may write fewer (6), never more
+             * @example 6
+             */
+            price_monthly: number;
+        };
+        /** Region */
+        Region: {
+            /** @example nyc3 */
+            slug: string;
+            name: string;
+            available: boolean;
+            features: string[];
+        };
+        /** CatalogDocument */
+        CatalogDocument: {
+            /**
+             * @description ISO 4217
+             * @default USD
+             */
+            currency: string;
+            /**
+             * @description Image types allowed beyond the built-in ones
+             * @default []
+             */
+            extra_image_types: string[];
+            /**
+             * @description Region features allowed beyond the built-in ones
+             * @default []
+             */
+            extra_region_features: string[];
+            /** @description At most 5000 */
+            images: {
+                /** @example ubuntu-24-04 */
+                slug: string;
+                name: string;
+                distribution: string;
+                version: string;
+                /** @example base */
+                type: string;
+                min_disk_gb: number;
+                /**
+                 * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                deprecated_at?: string;
+                /**
+                 * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                sunset_at?: string;
+                /** @description The slug of the entry of the same kind that replaces it */
+                successor?: string;
+            }[];
+            /** @description At most 5000 */
+            plans: {
+                /** @description Equal to slug */
+                id: string;
+                /** @example s-1vcpu-1gb */
+                slug: string;
+                vcpus: number;
+                memory_mb: number;
+                disk_gb: number;
+                transfer_tb: number;
+                type: "general" | "cpu-optimized" | "memory-optimized";
+                /**
+                 * @description Monthly price: a number with two fraction digits, written with exactly two (6.00, 19.99); a catalog file may write fewer (6), never more
+                 * @example 6
+                 */
+                price_monthly: number;
+                /**
+                 * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                deprecated_at?: string;
+                /**
+                 * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                sunset_at?: string;
+                /** @description The slug of the entry of the same kind that replaces it */
+                successor?: string;
+            }[];
+            /** @description At most 1000 */
+            regions: {
+                /** @example nyc3 */
+                slug: string;
+                name: string;
+                available: boolean;
+                features: string[];
+                /** @description The plans deployable in this region; left out: every plan */
+                plans?: string[];
+                /** @description The images deployable in this region; left out: every image */
+                images?: string[];
+                /**
+                 * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                deprecated_at?: string;
+                /**
+                 * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                sunset_at?: string;
+                /** @description The slug of the entry of the same kind that replaces it */
+                successor?: string;
+            }[];
+        };
+        /**
+         * CatalogDiff
+         * @description What the document changes against the live catalog; entries are matched by slug
+         */
+        CatalogDiff: {
+            /** @description Catalog settings changed (currency, extra_image_types, ...) */
+            settings: {
+                /** @example price_monthly */
+                field: string;
+                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                from: unknown;
+                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                to: unknown;
+            }[];
+            /** @description Slugs of the entries added, per kind */
+            added: {
+                images: string[];
+                plans: string[];
+                regions: string[];
+            };
+            /** @description Slugs of the entries removed, per kind */
+            removed: {
+                images: string[];
+                plans: string[];
+                regions: string[];
+            };
+            /** @description Entries changed, per kind, field by field (the file-only fields too) */
+            changed: {
+                images: {
+                    /** @example s-1vcpu-1gb */
+                    slug: string;
+                    changes: {
+                        /** @example price_monthly */
+                        field: string;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        from: unknown;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        to: unknown;
+                    }[];
+                }[];
+                plans: {
+                    /** @example s-1vcpu-1gb */
+                    slug: string;
+                    changes: {
+                        /** @example price_monthly */
+                        field: string;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        from: unknown;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        to: unknown;
+                    }[];
+                }[];
+                regions: {
+                    /** @example s-1vcpu-1gb */
+                    slug: string;
+                    changes: {
+                        /** @example price_monthly */
+                        field: string;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        from: unknown;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        to: unknown;
+                    }[];
+                }[];
+            };
+        };
+        /** CatalogRevision */
+        CatalogRevision: {
+            /** @example 7 */
+            version: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            applied_at: string;
+            /** @description Who applied it (the audit actor); null for revisions applied before infracat recorded it */
+            applied_by: {
+                /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
+                type: "api_token" | "cli" | "secret_scanning" | "system" | "operator";
+                id: string | null;
+                name: string | null;
+            } | null;
+            /**
+             * @description What it changed in one line, e.g. `2 added, 1 changed, 0 removed` or `rollback to version 3: ...`; null for revisions applied before infracat recorded it
+             * @example 2 added, 1 changed, 0 removed
+             */
+            summary: string | null;
+        };
+        /** CatalogApplied */
+        CatalogApplied: {
+            /**
+             * @description The live version now (unchanged when the diff is empty)
+             * @example 8
+             */
+            version: number;
+            diff: components["schemas"]["CatalogDiff"];
+        };
+        /** CatalogDiffResult */
+        CatalogDiffResult: {
+            /**
+             * @description The live version the diff is against
+             * @example 7
+             */
+            base_version: number;
+            diff: components["schemas"]["CatalogDiff"];
+            /** @description Whether a PUT of this document needs `?allow_removals=true` (it removes entries) */
+            removals_need_allow: boolean;
+        };
     };
     responses: never;
     parameters: never;
@@ -625,23 +1157,19 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
-            429: {
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -651,9 +1179,21 @@ export interface operations {
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/healthz"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -661,7 +1201,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -682,24 +1224,19 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: string;
-                        storage: string;
-                    };
+                    "application/json": components["schemas"]["Readiness"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
-            429: {
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -709,9 +1246,21 @@ export interface operations {
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/readyz"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -719,7 +1268,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -732,7 +1283,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
-                per_page?: string;
+                per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
                 cursor?: string;
             };
@@ -747,39 +1298,23 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/api-tokens?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        expires_at: string | null;
-                    }[];
+                    "application/json": components["schemas"]["ApiToken"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -790,7 +1325,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -801,10 +1338,22 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -812,23 +1361,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -836,7 +1409,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -863,65 +1438,32 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name: string;
-                    /**
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes: string[];
-                    /** @description RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token's expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token's expiry is 422. */
-                    expires_at?: string | null;
-                };
+                "application/json": components["schemas"]["ApiTokenCreate"];
             };
         };
         responses: {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
+                    /** @description The path of the new resource */
+                    Location?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
-                         * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
-                         */
-                        token: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiTokenCreated"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -932,7 +1474,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -943,7 +1487,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -953,36 +1499,90 @@ export interface operations {
             /** @description The cap on live tokens is reached (TOKEN_LIMIT_REACHED) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:token-limit-reached",
+                     *       "title": "Token limit reached",
+                     *       "status": 409,
+                     *       "detail": "token limit reached",
+                     *       "code": "TOKEN_LIMIT_REACHED",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/api-tokens",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -990,23 +1590,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1014,7 +1638,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1035,46 +1661,36 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        expires_at: string | null;
-                        /**
-                         * @description The account the token belongs to (`acc_` + ULID)
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        account_id: string;
-                    };
+                    "application/json": components["schemas"]["CurrentApiToken"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1085,23 +1701,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/current"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/current"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1109,7 +1749,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1132,41 +1774,36 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiToken"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1177,19 +1814,43 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1197,23 +1858,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1221,7 +1906,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1244,15 +1931,34 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1263,7 +1969,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1273,9 +1981,21 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1283,23 +2003,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1307,7 +2051,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1335,21 +2081,7 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/merge-patch+json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name?: string;
-                    /**
-                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes?: string[];
-                };
+                "application/merge-patch+json": components["schemas"]["ApiTokenPatch"];
                 /**
                  * @example {
                  *       "name": "ci deploy (read only)",
@@ -1358,60 +2090,30 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name?: string;
-                    /**
-                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes?: string[];
-                };
+                "application/json": components["schemas"]["ApiTokenPatch"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiToken"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1422,7 +2124,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1433,7 +2137,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1443,36 +2149,90 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/api-tokens/{id}",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1480,23 +2240,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1504,7 +2288,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1529,58 +2315,30 @@ export interface operations {
                  *       "grace_period_s": 3600
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Seconds the secret current until now keeps working (0 to 86400; default 0: refused at once). At most two secrets are ever live: rotating again during a grace period ends it at once.
-                     * @example 3600
-                     */
-                    grace_period_s?: number;
-                    /** @description A new expiry for the token, with the rules of creation (RFC 3339, future, within TOKEN_MAX_LIFETIME_DAYS, never after the calling token's expiry; null: never expires, refused when the calling token expires). Absent: the token keeps its expiry, but never beyond the calling token's. */
-                    expires_at?: string | null;
-                };
+                "application/json": components["schemas"]["ApiTokenRotate"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
-                         * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
-                         */
-                        token: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiTokenCreated"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1591,7 +2349,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1602,7 +2362,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1612,45 +2374,111 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The token has expired and cannot be rotated (CONFLICT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "conflict",
+                     *       "code": "CONFLICT",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1658,23 +2486,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1682,7 +2534,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1703,40 +2557,74 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        scope: string;
-                        resource: string;
-                        action: "read" | "write";
-                        description: string;
-                        /** @description Only tokens of the operator account may hold it (elsewhere: 422) */
-                        operator_only: boolean;
-                    }[];
+                    "application/json": components["schemas"]["Scope"][];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
-            429: {
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
-            500: {
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
                 headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/scopes"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/scopes"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1744,7 +2632,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1761,7 +2651,7 @@ export interface operations {
                 /** @description Exactly this external_id */
                 external_id?: string;
                 /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
-                per_page?: string;
+                per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
                 cursor?: string;
             };
@@ -1776,36 +2666,23 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/accounts?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Account id, `acc_` + ULID
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example Acme Corp */
-                        name: string;
-                        /**
-                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
-                         * @example cus_8412
-                         */
-                        external_id: string | null;
-                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                        status: "active" | "suspended";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                    }[];
+                    "application/json": components["schemas"]["Account"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1816,7 +2693,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1827,10 +2706,22 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1838,23 +2729,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1862,7 +2777,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1886,51 +2803,32 @@ export interface operations {
                  *       "external_id": "cus_8412"
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example Acme Corp
-                     */
-                    name: string;
-                    /** @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts. Absent or null: none. */
-                    external_id?: string | null;
-                };
+                "application/json": components["schemas"]["AccountCreate"];
             };
         };
         responses: {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
+                    /** @description The path of the new resource */
+                    Location?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Account id, `acc_` + ULID
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example Acme Corp */
-                        name: string;
-                        /**
-                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
-                         * @example cus_8412
-                         */
-                        external_id: string | null;
-                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                        status: "active" | "suspended";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                    };
+                    "application/json": components["schemas"]["Account"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1941,7 +2839,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1952,7 +2852,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1962,36 +2864,90 @@ export interface operations {
             /** @description The external_id is already taken (CONFLICT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "conflict",
+                     *       "code": "CONFLICT",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/accounts",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1999,23 +2955,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2023,7 +3003,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2046,38 +3028,36 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Account id, `acc_` + ULID
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example Acme Corp */
-                        name: string;
-                        /**
-                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
-                         * @example cus_8412
-                         */
-                        external_id: string | null;
-                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                        status: "active" | "suspended";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                    };
+                    "application/json": components["schemas"]["Account"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2088,19 +3068,43 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2108,23 +3112,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2132,7 +3160,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2155,15 +3185,34 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2174,7 +3223,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2184,18 +3235,42 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The operator account cannot be deleted (OPERATOR_ACCOUNT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:operator-account",
+                     *       "title": "The operator account cannot be suspended or deleted",
+                     *       "status": 409,
+                     *       "detail": "the operator account cannot be suspended or deleted",
+                     *       "code": "OPERATOR_ACCOUNT",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2203,23 +3278,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2227,7 +3326,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2252,59 +3353,36 @@ export interface operations {
                  *       "status": "suspended"
                  *     }
                  */
-                "application/merge-patch+json": {
-                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
-                    name?: string;
-                    /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                    status?: "active" | "suspended";
-                };
+                "application/merge-patch+json": components["schemas"]["AccountPatch"];
                 /**
                  * @example {
                  *       "status": "suspended"
                  *     }
                  */
-                "application/json": {
-                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
-                    name?: string;
-                    /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                    status?: "active" | "suspended";
-                };
+                "application/json": components["schemas"]["AccountPatch"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Account id, `acc_` + ULID
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example Acme Corp */
-                        name: string;
-                        /**
-                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
-                         * @example cus_8412
-                         */
-                        external_id: string | null;
-                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                        status: "active" | "suspended";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                    };
+                    "application/json": components["schemas"]["Account"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2315,7 +3393,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2326,7 +3406,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2336,45 +3418,111 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The operator account cannot be suspended (OPERATOR_ACCOUNT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:operator-account",
+                     *       "title": "The operator account cannot be suspended or deleted",
+                     *       "status": 409,
+                     *       "detail": "the operator account cannot be suspended or deleted",
+                     *       "code": "OPERATOR_ACCOUNT",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/accounts/{id}",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2382,23 +3530,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2406,7 +3578,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2419,7 +3593,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
-                per_page?: string;
+                per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
                 cursor?: string;
             };
@@ -2436,39 +3610,23 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/accounts/{id}/api-tokens?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        expires_at: string | null;
-                    }[];
+                    "application/json": components["schemas"]["ApiToken"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2479,7 +3637,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2490,19 +3650,43 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2510,23 +3694,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2534,7 +3742,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2563,65 +3773,32 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name: string;
-                    /**
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes: string[];
-                    /** @description RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token's expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token's expiry is 422. */
-                    expires_at?: string | null;
-                };
+                "application/json": components["schemas"]["ApiTokenCreate"];
             };
         };
         responses: {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
+                    /** @description The path of the new resource */
+                    Location?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
-                         * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
-                         */
-                        token: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiTokenCreated"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2632,7 +3809,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2643,7 +3822,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2653,45 +3834,111 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The cap on live tokens of the account is reached (TOKEN_LIMIT_REACHED) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:token-limit-reached",
+                     *       "title": "Token limit reached",
+                     *       "status": 409,
+                     *       "detail": "token limit reached",
+                     *       "code": "TOKEN_LIMIT_REACHED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2699,23 +3946,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2723,7 +3994,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2747,41 +4020,36 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiToken"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2792,19 +4060,43 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2812,23 +4104,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2836,7 +4152,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2860,15 +4178,34 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2879,7 +4216,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2889,9 +4228,21 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2899,23 +4250,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2923,7 +4298,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2952,21 +4329,7 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/merge-patch+json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name?: string;
-                    /**
-                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes?: string[];
-                };
+                "application/merge-patch+json": components["schemas"]["ApiTokenPatch"];
                 /**
                  * @example {
                  *       "name": "ci deploy (read only)",
@@ -2975,60 +4338,30 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name?: string;
-                    /**
-                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes?: string[];
-                };
+                "application/json": components["schemas"]["ApiTokenPatch"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiToken"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3039,7 +4372,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3050,7 +4385,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3060,36 +4397,90 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3097,23 +4488,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3121,7 +4536,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3147,58 +4564,30 @@ export interface operations {
                  *       "grace_period_s": 3600
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Seconds the secret current until now keeps working (0 to 86400; default 0: refused at once). At most two secrets are ever live: rotating again during a grace period ends it at once.
-                     * @example 3600
-                     */
-                    grace_period_s?: number;
-                    /** @description A new expiry for the token, with the rules of creation (RFC 3339, future, within TOKEN_MAX_LIFETIME_DAYS, never after the calling token's expiry; null: never expires, refused when the calling token expires). Absent: the token keeps its expiry, but never beyond the calling token's. */
-                    expires_at?: string | null;
-                };
+                "application/json": components["schemas"]["ApiTokenRotate"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
-                         * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
-                         */
-                        token: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiTokenCreated"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3209,7 +4598,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3220,7 +4611,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3230,45 +4623,111 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The token has expired and cannot be rotated (CONFLICT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "conflict",
+                     *       "code": "CONFLICT",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3276,23 +4735,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3300,7 +4783,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3323,7 +4808,7 @@ export interface operations {
                 /** @description Only events that occurred before this time: an RFC 3339 timestamp naming a real date and time, e.g. 2026-11-21T19:00:00Z */
                 until?: string;
                 /** @description Events per page: a whole number from 1 to 100, in plain decimal digits */
-                per_page?: string;
+                per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
                 cursor?: string;
             };
@@ -3338,57 +4823,23 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/audit-events?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description `evt_` + ULID: sorts by time
-                         * @example evt_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /**
-                         * @description What happened
-                         * @enum {unknown}
-                         */
-                        action: "api_token.created" | "api_token.deleted" | "api_token.rotated" | "api_token.updated" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "catalog.applied";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        occurred_at: string;
-                        /** @description Who made the change */
-                        actor: {
-                            /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
-                            type: "api_token" | "cli" | "secret_scanning" | "system" | "operator";
-                            id: string | null;
-                            name: string | null;
-                        };
-                        /** @description Which of the acting token's secrets made the change: `current`, or `previous` (the secret it had before its last rotation, during the grace period); null when the actor is not a token, and on events recorded before this field existed */
-                        actor_credential: "current" | "previous" | null;
-                        /** @description What was changed (its name as it was at the time) */
-                        target: {
-                            type: "api_token" | "account" | "catalog";
-                            id: string | null;
-                            name: string | null;
-                        };
-                        /** @description Client address; null off HTTP */
-                        ip: string | null;
-                        /** @description Client User-Agent (at most 512 characters) */
-                        user_agent: string | null;
-                        /** @description The `x-request-id` of the request that made the change; null off HTTP */
-                        request_id: string | null;
-                        /** @description What else the event records (changed fields, grace period, a leak report's url and source); never a secret */
-                        details: {
-                            [key: string]: unknown;
-                        };
-                    }[];
+                    "application/json": components["schemas"]["AuditEvent"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3399,7 +4850,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3409,9 +4862,21 @@ export interface operations {
             /** @description The token lacks audit-events:read, or names another account in `account_id` without being the operator account's (INSUFFICIENT_SCOPE) */
             403: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/audit-events"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3419,23 +4884,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/audit-events"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/audit-events"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3443,7 +4932,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3467,20 +4958,19 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        scopes: string[];
-                        account_id: string;
-                    };
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3491,7 +4981,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3502,10 +4994,22 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3513,23 +5017,43 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3537,7 +5061,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3560,34 +5086,30 @@ export interface operations {
                  *       "token": "icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB"
                  *     }
                  */
-                "application/json": {
-                    token: string;
-                    token_type_hint?: string;
-                };
+                "application/json": components["schemas"]["IntrospectionRequest"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        active: boolean;
-                        scope?: string;
-                        token_id?: string;
-                        name?: string;
-                        iat?: number;
-                        exp?: number;
-                        /** @description The account the token belongs to */
-                        account_id?: string;
-                    };
+                    "application/json": components["schemas"]["Introspection"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3598,7 +5120,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3609,37 +5133,91 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/api-tokens/introspect"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/api-tokens/introspect"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/api-tokens/introspect"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/api-tokens/introspect",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3647,23 +5225,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/introspect"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/introspect"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3671,7 +5273,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3701,31 +5305,36 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example ubuntu-24-04 */
-                        slug: string;
-                        name: string;
-                        distribution: string;
-                        version: string;
-                        /** @example base */
-                        type: string;
-                        min_disk_gb: number;
-                    }[];
+                    "application/json": components["schemas"]["Image"][];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3736,10 +5345,22 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/images"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3747,23 +5368,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/images"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/images"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3771,7 +5416,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3794,54 +5441,104 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example ubuntu-24-04 */
-                        slug: string;
-                        name: string;
-                        distribution: string;
-                        version: string;
-                        /** @example base */
-                        type: string;
-                        min_disk_gb: number;
-                    };
+                    "application/json": components["schemas"]["Image"];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/images/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/images/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The image is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:gone",
+                     *       "title": "Gone",
+                     *       "status": 410,
+                     *       "detail": "gone",
+                     *       "code": "GONE",
+                     *       "instance": "/api/v1/images/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3849,23 +5546,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/images/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/images/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3873,7 +5594,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3890,14 +5613,17 @@ export interface operations {
                  * @description At least this many vCPUs: a whole number from 1, in plain decimal digits
                  * @example 4
                  */
-                min_vcpus?: string;
+                min_vcpus?: number;
                 /**
                  * @description At least this much memory, in MB: a whole number from 1, in plain decimal digits
                  * @example 8192
                  */
-                min_memory_mb?: string;
-                /** @description e.g. 24 or 24.50 */
-                max_price_monthly?: string;
+                min_memory_mb?: number;
+                /**
+                 * @description At most this monthly price: a number with at most two fraction digits, e.g. 24 or 24.50
+                 * @example 24.5
+                 */
+                max_price_monthly?: number;
                 /**
                  * @description Only plans offered in this region (a region slug; unknown or sunset: 400)
                  * @example fra1
@@ -3918,37 +5644,36 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Equal to slug */
-                        id: string;
-                        /** @example s-1vcpu-1gb */
-                        slug: string;
-                        vcpus: number;
-                        memory_mb: number;
-                        disk_gb: number;
-                        transfer_tb: number;
-                        type: "general" | "cpu-optimized" | "memory-optimized";
-                        /**
-                         * @description Monthly price, written with exactly two fraction digits (6.00)
-                         * @example 6
-                         */
-                        price_monthly: number;
-                    }[];
+                    "application/json": components["schemas"]["Plan"][];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3959,10 +5684,22 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/plans"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3970,23 +5707,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/plans"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/plans"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3994,7 +5755,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4017,60 +5780,104 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Equal to slug */
-                        id: string;
-                        /** @example s-1vcpu-1gb */
-                        slug: string;
-                        vcpus: number;
-                        memory_mb: number;
-                        disk_gb: number;
-                        transfer_tb: number;
-                        type: "general" | "cpu-optimized" | "memory-optimized";
-                        /**
-                         * @description Monthly price, written with exactly two fraction digits (6.00)
-                         * @example 6
-                         */
-                        price_monthly: number;
-                    };
+                    "application/json": components["schemas"]["Plan"];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/plans/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/plans/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The plan is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:gone",
+                     *       "title": "Gone",
+                     *       "status": 410,
+                     *       "detail": "gone",
+                     *       "code": "GONE",
+                     *       "instance": "/api/v1/plans/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4078,23 +5885,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/plans/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/plans/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4102,7 +5933,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4137,28 +5970,36 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example nyc3 */
-                        slug: string;
-                        name: string;
-                        available: boolean;
-                        features: string[];
-                    }[];
+                    "application/json": components["schemas"]["Region"][];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4169,10 +6010,22 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/regions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4180,23 +6033,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/regions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/regions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4204,7 +6081,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4227,51 +6106,104 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example nyc3 */
-                        slug: string;
-                        name: string;
-                        available: boolean;
-                        features: string[];
-                    };
+                    "application/json": components["schemas"]["Region"];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/regions/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/regions/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The region is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:gone",
+                     *       "title": "Gone",
+                     *       "status": 410,
+                     *       "detail": "gone",
+                     *       "code": "GONE",
+                     *       "instance": "/api/v1/regions/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4279,23 +6211,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/regions/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/regions/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4303,7 +6259,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4326,116 +6284,49 @@ export interface operations {
                 headers: {
                     /** @description The version, e.g. `"7"` */
                     etag?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description ISO 4217
-                         * @default USD
-                         */
-                        currency: string;
-                        /**
-                         * @description Image types allowed beyond the built-in ones
-                         * @default []
-                         */
-                        extra_image_types: string[];
-                        /**
-                         * @description Region features allowed beyond the built-in ones
-                         * @default []
-                         */
-                        extra_region_features: string[];
-                        /** @description At most 5000 */
-                        images: {
-                            /** @example ubuntu-24-04 */
-                            slug: string;
-                            name: string;
-                            distribution: string;
-                            version: string;
-                            /** @example base */
-                            type: string;
-                            min_disk_gb: number;
-                            /**
-                             * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            deprecated_at?: string;
-                            /**
-                             * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            sunset_at?: string;
-                            /** @description The slug of the entry of the same kind that replaces it */
-                            successor?: string;
-                        }[];
-                        /** @description At most 5000 */
-                        plans: {
-                            /** @description Equal to slug */
-                            id: string;
-                            /** @example s-1vcpu-1gb */
-                            slug: string;
-                            vcpus: number;
-                            memory_mb: number;
-                            disk_gb: number;
-                            transfer_tb: number;
-                            type: "general" | "cpu-optimized" | "memory-optimized";
-                            /**
-                             * @description Monthly price, written with exactly two fraction digits (6.00)
-                             * @example 6
-                             */
-                            price_monthly: number;
-                            /**
-                             * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            deprecated_at?: string;
-                            /**
-                             * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            sunset_at?: string;
-                            /** @description The slug of the entry of the same kind that replaces it */
-                            successor?: string;
-                        }[];
-                        /** @description At most 1000 */
-                        regions: {
-                            /** @example nyc3 */
-                            slug: string;
-                            name: string;
-                            available: boolean;
-                            features: string[];
-                            /** @description The plans deployable in this region; left out: every plan */
-                            plans?: string[];
-                            /** @description The images deployable in this region; left out: every image */
-                            images?: string[];
-                            /**
-                             * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            deprecated_at?: string;
-                            /**
-                             * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            sunset_at?: string;
-                            /** @description The slug of the entry of the same kind that replaces it */
-                            successor?: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["CatalogDocument"];
                 };
             };
             /** @description Not modified (If-None-Match matched) */
             304: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4446,10 +6337,22 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4457,23 +6360,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4481,7 +6408,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4543,99 +6472,7 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description ISO 4217
-                     * @default USD
-                     */
-                    currency?: string;
-                    /**
-                     * @description Image types allowed beyond the built-in ones
-                     * @default []
-                     */
-                    extra_image_types?: string[];
-                    /**
-                     * @description Region features allowed beyond the built-in ones
-                     * @default []
-                     */
-                    extra_region_features?: string[];
-                    /** @description At most 5000 */
-                    images: {
-                        /** @example ubuntu-24-04 */
-                        slug: string;
-                        name: string;
-                        distribution: string;
-                        version: string;
-                        /** @example base */
-                        type: string;
-                        min_disk_gb: number;
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                    /** @description At most 5000 */
-                    plans: {
-                        /** @description Equal to slug */
-                        id: string;
-                        /** @example s-1vcpu-1gb */
-                        slug: string;
-                        vcpus: number;
-                        memory_mb: number;
-                        disk_gb: number;
-                        transfer_tb: number;
-                        type: "general" | "cpu-optimized" | "memory-optimized";
-                        /**
-                         * @description Monthly price, written with exactly two fraction digits (6.00)
-                         * @example 6
-                         */
-                        price_monthly: number;
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                    /** @description At most 1000 */
-                    regions: {
-                        /** @example nyc3 */
-                        slug: string;
-                        name: string;
-                        available: boolean;
-                        features: string[];
-                        /** @description The plans deployable in this region; left out: every plan */
-                        plans?: string[];
-                        /** @description The images deployable in this region; left out: every image */
-                        images?: string[];
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["CatalogDocument"];
             };
         };
         responses: {
@@ -4644,84 +6481,23 @@ export interface operations {
                 headers: {
                     /** @description The live version */
                     etag?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description The live version now (unchanged when the diff is empty)
-                         * @example 8
-                         */
-                        version: number;
-                        /** @description What the document changes against the live catalog; entries are matched by slug */
-                        diff: {
-                            /** @description Catalog settings changed (currency, extra_image_types, ...) */
-                            settings: {
-                                /** @example price_monthly */
-                                field: string;
-                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                from: unknown;
-                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                to: unknown;
-                            }[];
-                            /** @description Slugs of the entries added, per kind */
-                            added: {
-                                images: string[];
-                                plans: string[];
-                                regions: string[];
-                            };
-                            /** @description Slugs of the entries removed, per kind */
-                            removed: {
-                                images: string[];
-                                plans: string[];
-                                regions: string[];
-                            };
-                            /** @description Entries changed, per kind, field by field (the file-only fields too) */
-                            changed: {
-                                images: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                                plans: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                                regions: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                            };
-                        };
-                    };
+                    "application/json": components["schemas"]["CatalogApplied"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4732,7 +6508,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4742,6 +6520,8 @@ export interface operations {
             /** @description The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE); or the token's previous secret, in its grace period after a rotation, was presented (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4751,54 +6531,132 @@ export interface operations {
             /** @description The document removes entries and `allow_removals=true` is absent; `removals` names them (CONFLICT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "conflict",
+                     *       "code": "CONFLICT",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The If-Match ETag is not the live version: the catalog changed meanwhile (PRECONDITION_FAILED) */
             412: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:precondition-failed",
+                     *       "title": "Precondition failed",
+                     *       "status": 412,
+                     *       "detail": "precondition failed",
+                     *       "code": "PRECONDITION_FAILED",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 1 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED). Validation stops after 20 problems: `errors_truncated: true` says more were cut */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/catalog",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No If-Match header (PRECONDITION_REQUIRED) */
             428: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:precondition-required",
+                     *       "title": "Precondition required",
+                     *       "status": 428,
+                     *       "detail": "precondition required",
+                     *       "code": "PRECONDITION_REQUIRED",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4806,23 +6664,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4830,7 +6712,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4886,185 +6770,30 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description ISO 4217
-                     * @default USD
-                     */
-                    currency?: string;
-                    /**
-                     * @description Image types allowed beyond the built-in ones
-                     * @default []
-                     */
-                    extra_image_types?: string[];
-                    /**
-                     * @description Region features allowed beyond the built-in ones
-                     * @default []
-                     */
-                    extra_region_features?: string[];
-                    /** @description At most 5000 */
-                    images: {
-                        /** @example ubuntu-24-04 */
-                        slug: string;
-                        name: string;
-                        distribution: string;
-                        version: string;
-                        /** @example base */
-                        type: string;
-                        min_disk_gb: number;
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                    /** @description At most 5000 */
-                    plans: {
-                        /** @description Equal to slug */
-                        id: string;
-                        /** @example s-1vcpu-1gb */
-                        slug: string;
-                        vcpus: number;
-                        memory_mb: number;
-                        disk_gb: number;
-                        transfer_tb: number;
-                        type: "general" | "cpu-optimized" | "memory-optimized";
-                        /**
-                         * @description Monthly price, written with exactly two fraction digits (6.00)
-                         * @example 6
-                         */
-                        price_monthly: number;
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                    /** @description At most 1000 */
-                    regions: {
-                        /** @example nyc3 */
-                        slug: string;
-                        name: string;
-                        available: boolean;
-                        features: string[];
-                        /** @description The plans deployable in this region; left out: every plan */
-                        plans?: string[];
-                        /** @description The images deployable in this region; left out: every image */
-                        images?: string[];
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["CatalogDocument"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description The live version the diff is against
-                         * @example 7
-                         */
-                        base_version: number;
-                        /** @description What the document changes against the live catalog; entries are matched by slug */
-                        diff: {
-                            /** @description Catalog settings changed (currency, extra_image_types, ...) */
-                            settings: {
-                                /** @example price_monthly */
-                                field: string;
-                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                from: unknown;
-                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                to: unknown;
-                            }[];
-                            /** @description Slugs of the entries added, per kind */
-                            added: {
-                                images: string[];
-                                plans: string[];
-                                regions: string[];
-                            };
-                            /** @description Slugs of the entries removed, per kind */
-                            removed: {
-                                images: string[];
-                                plans: string[];
-                                regions: string[];
-                            };
-                            /** @description Entries changed, per kind, field by field (the file-only fields too) */
-                            changed: {
-                                images: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                                plans: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                                regions: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                            };
-                        };
-                        /** @description Whether a PUT of this document needs `?allow_removals=true` (it removes entries) */
-                        removals_need_allow: boolean;
-                    };
+                    "application/json": components["schemas"]["CatalogDiffResult"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5075,7 +6804,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5085,36 +6816,90 @@ export interface operations {
             /** @description The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE) */
             403: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/catalog/diff"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 1 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/catalog/diff"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/catalog/diff"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED). Validation stops after 20 problems: `errors_truncated: true` says more were cut */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/catalog/diff",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -5122,23 +6907,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/catalog/diff"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/catalog/diff"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -5146,7 +6955,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5162,12 +6973,12 @@ export interface operations {
                  * @description Revisions per page: 1 to 100 (default 100)
                  * @example 20
                  */
-                per_page?: string;
+                per_page?: number;
                 /**
                  * @description Only versions below this one (the cursor of the `Link: rel="next"` header)
                  * @example 42
                  */
-                before?: string;
+                before?: number;
             };
             header?: never;
             path?: never;
@@ -5180,36 +6991,23 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `<...?before=N&per_page=M>; rel="next"` */
                     link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example 7 */
-                        version: number;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        applied_at: string;
-                        /** @description Who applied it (the audit actor); null for revisions applied before infracat recorded it */
-                        applied_by: {
-                            /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
-                            type: "api_token" | "cli" | "secret_scanning" | "system" | "operator";
-                            id: string | null;
-                            name: string | null;
-                        } | null;
-                        /**
-                         * @description What it changed in one line, e.g. `2 added, 1 changed, 0 removed` or `rollback to version 3: ...`; null for revisions applied before infracat recorded it
-                         * @example 2 added, 1 changed, 0 removed
-                         */
-                        summary: string | null;
-                    }[];
+                    "application/json": components["schemas"]["CatalogRevision"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5220,7 +7018,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5231,10 +7031,22 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/catalog/revisions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -5242,23 +7054,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/catalog/revisions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/catalog/revisions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -5266,7 +7102,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
