@@ -224,7 +224,8 @@ function documentRoute(
   add(400, badRequest.join('; '));
   if (schema.body !== undefined) {
     add(413, `Body over ${size(facts.bodyLimit)} (PAYLOAD_TOO_LARGE)`);
-    add(415, 'Body is not application/json (UNSUPPORTED_MEDIA_TYPE)');
+    const types = (schema.consumes as string[] | undefined) ?? ['application/json'];
+    add(415, `Body is not ${types.join(' or ')} (UNSUPPORTED_MEDIA_TYPE)`);
     add(422, 'The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED)');
   }
   if (url.includes(':') || url.includes('*')) add(404, 'No such resource (NOT_FOUND)');
@@ -378,6 +379,15 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
       // A route that reads no body as `{}` says so (@fastify/swagger marks every body required):
       // the route's own hook decides, so the document cannot drift from it.
       if ([route.preValidation].flat().includes(noBodyAsEmptyObject)) documented[BODY_OPTIONAL] = true;
+      // A wildcard is the rest of the path (`{*}` would be no parameter name a client can use).
+      if (url.endsWith('/*')) {
+        documented.params = {
+          type: 'object',
+          properties: { path: { type: 'string', description: 'The rest of the path, as the client sent it' } },
+          required: ['path'],
+        };
+        return { schema: documented as typeof schema, url: `${url.slice(0, -1)}:path` };
+      }
       return { schema: documented as typeof schema, url };
     },
     transformObject: (documents) => {
@@ -421,11 +431,15 @@ function registerDocs(app: App): void {
     const res = await (await docs).inject({ method: 'GET', url: request.url, headers: request.headers });
     // Our problem+json 404, as when the plugin's routes were the app's own.
     if (res.statusCode === 404) throw new AppError('NOT_FOUND', `no resource at ${request.url.split('?')[0] ?? '/'}`);
+    // The start script is changed on its way (its ETag is the plugin's bytes', not these).
+    const patched = request.url.split('?')[0] === INITIALIZER && res.statusCode === 200;
     for (const [name, value] of Object.entries(res.headers)) {
-      if (value !== undefined && !HOP_HEADERS.has(name)) void reply.header(name, value);
+      if (value !== undefined && !HOP_HEADERS.has(name) && !(patched && name === 'etag'))
+        void reply.header(name, value);
     }
+    const body = patched ? pointAtDocument(res.payload) : res.rawPayload;
     // No body (redirect, 304): send none, rather than an empty application/octet-stream.
-    return reply.code(res.statusCode).send(res.rawPayload.length > 0 ? res.rawPayload : undefined);
+    return reply.code(res.statusCode).send(body.length > 0 ? body : undefined);
   };
   void app.register(async (plugin) => {
     for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/*`]) {
@@ -435,6 +449,19 @@ function registerDocs(app: App): void {
   app.addHook('onClose', async () => {
     if (docs !== undefined) await (await docs.catch(() => undefined))?.close();
   });
+}
+
+// Swagger UI's start script, which names the document to load.
+const INITIALIZER = `${DOCS_PREFIX}/static/swagger-initializer.js`;
+// What the plugin's script loads (its own copy, /docs/json), and what it loads instead: the
+// document clients are told about, so that the page links to /api/v1/openapi.json. The
+// plugin overrides a configured `url`, so the script is changed as it is served.
+const PLUGIN_DOCUMENT = "resolveUrl('./json')";
+
+/** The start script, loading /api/v1/openapi.json; a 500 when the plugin's script no longer says what it replaces. */
+function pointAtDocument(script: string): string {
+  if (!script.includes(PLUGIN_DOCUMENT)) throw new Error(`${INITIALIZER} no longer loads ${PLUGIN_DOCUMENT}`);
+  return script.replace(PLUGIN_DOCUMENT, JSON.stringify(OPENAPI_PATH));
 }
 
 // Set by the server for the outer answer, not copied from the inner one.

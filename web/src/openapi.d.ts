@@ -326,17 +326,99 @@ export interface paths {
         };
         /**
          * Forward auth for nginx auth_request, Traefik ForwardAuth and Envoy ext_authz
-         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
          *
          *     Needs a valid bearer token; the scopes depend on the request (see below).
          */
         get: operations["forwardAuthCheck"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
+        /**
+         * Forward auth, as GET, for a gateway that sends the client's method (PUT)
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        put: operations["forwardAuthCheckPut"];
+        /**
+         * Forward auth, as GET, for a gateway that sends the client's method (POST)
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        post: operations["forwardAuthCheckPost"];
+        /**
+         * Forward auth, as GET, for a gateway that sends the client's method (DELETE)
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        delete: operations["forwardAuthCheckDelete"];
+        /**
+         * Forward auth, as GET, for a gateway that sends the client's method (OPTIONS)
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        options: operations["forwardAuthCheckOptions"];
         head?: never;
-        patch?: never;
+        /**
+         * Forward auth, as GET, for a gateway that sends the client's method (PATCH)
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        patch: operations["forwardAuthCheckPatch"];
+        trace?: never;
+    };
+    "/api/v1/auth/check/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (GET)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        get: operations["forwardAuthCheckPathGet"];
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (PUT)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        put: operations["forwardAuthCheckPathPut"];
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (POST)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        post: operations["forwardAuthCheckPathPost"];
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (DELETE)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        delete: operations["forwardAuthCheckPathDelete"];
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (OPTIONS)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        options: operations["forwardAuthCheckPathOptions"];
+        head?: never;
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (PATCH)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        patch: operations["forwardAuthCheckPathPatch"];
         trace?: never;
     };
     "/api/v1/api-tokens/introspect": {
@@ -2188,7 +2270,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
@@ -3478,7 +3560,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
@@ -4436,7 +4518,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
@@ -4958,6 +5040,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -5072,6 +5162,1639 @@ export interface operations {
             };
         };
     };
+    forwardAuthCheckPut: {
+        parameters: {
+            query?: {
+                /** @description Required scopes; repeat or space-separate */
+                scope?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPost: {
+        parameters: {
+            query?: {
+                /** @description Required scopes; repeat or space-separate */
+                scope?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckDelete: {
+        parameters: {
+            query?: {
+                /** @description Required scopes; repeat or space-separate */
+                scope?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckOptions: {
+        parameters: {
+            query?: {
+                /** @description Required scopes; repeat or space-separate */
+                scope?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPatch: {
+        parameters: {
+            query?: {
+                /** @description Required scopes; repeat or space-separate */
+                scope?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathPut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathPatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     introspectApiToken: {
         parameters: {
             query?: never;
@@ -5081,6 +6804,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "token": "icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": components["schemas"]["IntrospectionRequest"];
                 /**
                  * @example {
                  *       "token": "icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB"
@@ -5173,7 +6902,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            /** @description Body is not application/x-www-form-urlencoded or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
@@ -5305,6 +7034,10 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
@@ -5320,6 +7053,10 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
@@ -5441,6 +7178,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
@@ -5456,6 +7203,16 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
@@ -5524,6 +7281,12 @@ export interface operations {
             /** @description The image is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -5644,6 +7407,10 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
@@ -5659,6 +7426,10 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
@@ -5780,6 +7551,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
@@ -5795,6 +7576,16 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
@@ -5863,6 +7654,12 @@ export interface operations {
             /** @description The plan is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -5970,6 +7767,10 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
@@ -5985,6 +7786,10 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
@@ -6106,6 +7911,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
@@ -6121,6 +7936,16 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
@@ -6189,6 +8014,12 @@ export interface operations {
             /** @description The region is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
