@@ -156,7 +156,7 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
             '`If-Match` with a PUT. `If-None-Match` answers 304 when unchanged.',
           response: {
             200: { ...CatalogFile, headers: { etag: Type.String({ description: 'The version, e.g. `"7"`' }) } },
-            304: Type.Null({ description: 'Not modified (If-None-Match matched)' }),
+            304: { type: 'null', description: 'Not modified (If-None-Match matched)' } as const,
           },
         },
       },
@@ -164,7 +164,8 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
         const snap = catalog.snapshot;
         const etag = etagOf(snap.version);
         reply.header('etag', etag);
-        if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send(null);
+        // No body and no Content-Type, as the catalog reads' 304: `send(null)` would say application/json.
+        if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send(undefined as never);
         // Already JSON text (prices with two decimals): sent as it is, not serialized again.
         const { formatCatalog } = await catalogFile();
         return reply.type(JSON_TYPE).send(formatCatalog(snap.catalog, 'json') as never);

@@ -228,7 +228,8 @@ function documentRoute(
     add(415, `Body is not ${types.join(' or ')} (UNSUPPORTED_MEDIA_TYPE)`);
     add(422, 'The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED)');
   }
-  if (url.includes(':') || url.includes('*')) add(404, 'No such resource (NOT_FOUND)');
+  // A path parameter names something that may not exist (the check's path form is any path: never 404).
+  if (url.includes(':')) add(404, 'No such resource (NOT_FOUND)');
   const errors = '`error="invalid_token"` or `error="insufficient_scope", scope="..."`';
   const challenge = header(`\`${bearerChallenge()}\`, with ${errors}`);
   let security: unknown[] = [];

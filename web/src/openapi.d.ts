@@ -5925,27 +5925,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such resource (NOT_FOUND) */
-            404: {
-                headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:not-found",
-                     *       "title": "Not found",
-                     *       "status": 404,
-                     *       "detail": "no resource at this path",
-                     *       "code": "NOT_FOUND",
-                     *       "instance": "/api/v1/auth/check/*"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
             429: {
                 headers: {
@@ -6077,27 +6056,6 @@ export interface operations {
                      *       "status": 403,
                      *       "detail": "the token lacks a required scope",
                      *       "code": "INSUFFICIENT_SCOPE",
-                     *       "instance": "/api/v1/auth/check/*"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource (NOT_FOUND) */
-            404: {
-                headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:not-found",
-                     *       "title": "Not found",
-                     *       "status": 404,
-                     *       "detail": "no resource at this path",
-                     *       "code": "NOT_FOUND",
                      *       "instance": "/api/v1/auth/check/*"
                      *     }
                      */
@@ -6241,27 +6199,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such resource (NOT_FOUND) */
-            404: {
-                headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:not-found",
-                     *       "title": "Not found",
-                     *       "status": 404,
-                     *       "detail": "no resource at this path",
-                     *       "code": "NOT_FOUND",
-                     *       "instance": "/api/v1/auth/check/*"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
             429: {
                 headers: {
@@ -6393,27 +6330,6 @@ export interface operations {
                      *       "status": 403,
                      *       "detail": "the token lacks a required scope",
                      *       "code": "INSUFFICIENT_SCOPE",
-                     *       "instance": "/api/v1/auth/check/*"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource (NOT_FOUND) */
-            404: {
-                headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:not-found",
-                     *       "title": "Not found",
-                     *       "status": 404,
-                     *       "detail": "no resource at this path",
-                     *       "code": "NOT_FOUND",
                      *       "instance": "/api/v1/auth/check/*"
                      *     }
                      */
@@ -6557,27 +6473,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such resource (NOT_FOUND) */
-            404: {
-                headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:not-found",
-                     *       "title": "Not found",
-                     *       "status": 404,
-                     *       "detail": "no resource at this path",
-                     *       "code": "NOT_FOUND",
-                     *       "instance": "/api/v1/auth/check/*"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
             429: {
                 headers: {
@@ -6709,27 +6604,6 @@ export interface operations {
                      *       "status": 403,
                      *       "detail": "the token lacks a required scope",
                      *       "code": "INSUFFICIENT_SCOPE",
-                     *       "instance": "/api/v1/auth/check/*"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such resource (NOT_FOUND) */
-            404: {
-                headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:not-found",
-                     *       "title": "Not found",
-                     *       "status": 404,
-                     *       "detail": "no resource at this path",
-                     *       "code": "NOT_FOUND",
                      *       "instance": "/api/v1/auth/check/*"
                      *     }
                      */
