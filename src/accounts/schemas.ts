@@ -84,3 +84,6 @@ export const AccountTokenParams = Type.Object({
   id: Type.String({ maxLength: 200 }),
   token_id: Type.String({ maxLength: 200 }),
 });
+
+/** The account shapes by their names in the OpenAPI document's components.schemas. */
+export const ACCOUNT_SCHEMAS = { Account, AccountCreate: CreateAccountBody, AccountPatch: PatchAccountBody };

@@ -326,17 +326,99 @@ export interface paths {
         };
         /**
          * Forward auth for nginx auth_request, Traefik ForwardAuth and Envoy ext_authz
-         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
          *
          *     Needs a valid bearer token; the scopes depend on the request (see below).
          */
         get: operations["forwardAuthCheck"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
+        /**
+         * Forward auth, as GET, for a gateway that sends the client's method (PUT)
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        put: operations["forwardAuthCheckPut"];
+        /**
+         * Forward auth, as GET, for a gateway that sends the client's method (POST)
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        post: operations["forwardAuthCheckPost"];
+        /**
+         * Forward auth, as GET, for a gateway that sends the client's method (DELETE)
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        delete: operations["forwardAuthCheckDelete"];
+        /**
+         * Forward auth, as GET, for a gateway that sends the client's method (OPTIONS)
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        options: operations["forwardAuthCheckOptions"];
         head?: never;
-        patch?: never;
+        /**
+         * Forward auth, as GET, for a gateway that sends the client's method (PATCH)
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        patch: operations["forwardAuthCheckPatch"];
+        trace?: never;
+    };
+    "/api/v1/auth/check/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (GET)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        get: operations["forwardAuthCheckPathGet"];
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (PUT)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        put: operations["forwardAuthCheckPathPut"];
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (POST)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        post: operations["forwardAuthCheckPathPost"];
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (DELETE)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        delete: operations["forwardAuthCheckPathDelete"];
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (OPTIONS)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        options: operations["forwardAuthCheckPathOptions"];
+        head?: never;
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (PATCH)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        patch: operations["forwardAuthCheckPathPatch"];
         trace?: never;
     };
     "/api/v1/api-tokens/introspect": {
@@ -604,6 +686,566 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** Health */
+        Health: {
+            status: string;
+        };
+        /** Readiness */
+        Readiness: {
+            status: string;
+            storage: string;
+        };
+        /** ApiToken */
+        ApiToken: {
+            /**
+             * @description Token id, `tok_` + ULID
+             * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /** @example ci deploy */
+            name: string;
+            /**
+             * @description `<resource>:<action>` scopes
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes: string[];
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            created_at: string;
+            last_used_at: string | null;
+            expires_at: string | null;
+        };
+        /** ApiTokenCreated */
+        ApiTokenCreated: {
+            /**
+             * @description Token id, `tok_` + ULID
+             * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /** @example ci deploy */
+            name: string;
+            /**
+             * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
+             * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
+             */
+            token: string;
+            /**
+             * @description `<resource>:<action>` scopes
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes: string[];
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            created_at: string;
+            expires_at: string | null;
+        };
+        /** CurrentApiToken */
+        CurrentApiToken: {
+            /**
+             * @description Token id, `tok_` + ULID
+             * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /** @example ci deploy */
+            name: string;
+            /**
+             * @description `<resource>:<action>` scopes
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes: string[];
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            created_at: string;
+            last_used_at: string | null;
+            expires_at: string | null;
+            /**
+             * @description The account the token belongs to (`acc_` + ULID)
+             * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            account_id: string;
+        };
+        /**
+         * ApiTokenCreate
+         * @example {
+         *       "name": "ci deploy",
+         *       "scopes": [
+         *         "apps:read",
+         *         "apps:write"
+         *       ]
+         *     }
+         */
+        ApiTokenCreate: {
+            /**
+             * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+             * @example ci deploy
+             */
+            name: string;
+            /**
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes: string[];
+            /** @description RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token's expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token's expiry is 422. */
+            expires_at?: string | null;
+        };
+        /**
+         * ApiTokenPatch
+         * @example {
+         *       "name": "ci deploy (read only)",
+         *       "scopes": [
+         *         "apps:read"
+         *       ]
+         *     }
+         */
+        ApiTokenPatch: {
+            /**
+             * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+             * @example ci deploy
+             */
+            name?: string;
+            /**
+             * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes?: string[];
+        };
+        /**
+         * ApiTokenRotate
+         * @example {
+         *       "grace_period_s": 3600
+         *     }
+         */
+        ApiTokenRotate: {
+            /**
+             * @description Seconds the secret current until now keeps working (0 to 86400; default 0: refused at once). At most two secrets are ever live: rotating again during a grace period ends it at once.
+             * @example 3600
+             */
+            grace_period_s?: number;
+            /** @description A new expiry for the token, with the rules of creation (RFC 3339, future, within TOKEN_MAX_LIFETIME_DAYS, never after the calling token's expiry; null: never expires, refused when the calling token expires). Absent: the token keeps its expiry, but never beyond the calling token's. */
+            expires_at?: string | null;
+        };
+        /** Scope */
+        Scope: {
+            scope: string;
+            resource: string;
+            action: "read" | "write";
+            description: string;
+            /** @description Only tokens of the operator account may hold it (elsewhere: 422) */
+            operator_only: boolean;
+        };
+        /** Account */
+        Account: {
+            /**
+             * @description Account id, `acc_` + ULID
+             * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /** @example Acme Corp */
+            name: string;
+            /**
+             * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
+             * @example cus_8412
+             */
+            external_id: string | null;
+            /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
+            status: "active" | "suspended";
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            created_at: string;
+        };
+        /**
+         * AccountCreate
+         * @example {
+         *       "name": "Acme Corp",
+         *       "external_id": "cus_8412"
+         *     }
+         */
+        AccountCreate: {
+            /**
+             * @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+             * @example Acme Corp
+             */
+            name: string;
+            /** @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts. Absent or null: none. */
+            external_id?: string | null;
+        };
+        /**
+         * AccountPatch
+         * @example {
+         *       "status": "suspended"
+         *     }
+         */
+        AccountPatch: {
+            /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
+            name?: string;
+            /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
+            status?: "active" | "suspended";
+        };
+        /** AuditEvent */
+        AuditEvent: {
+            /**
+             * @description `evt_` + ULID: sorts by time
+             * @example evt_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /**
+             * @description What happened
+             * @enum {unknown}
+             */
+            action: "api_token.created" | "api_token.deleted" | "api_token.rotated" | "api_token.updated" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "catalog.applied";
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            occurred_at: string;
+            /**
+             * @description The account whose trail the event is in (`acc_` + ULID): a token's event its account's, an account's event that account's, `catalog.applied` the operator account's
+             * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            account_id: string;
+            /** @description Who made the change */
+            actor: {
+                /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
+                type: "api_token" | "cli" | "secret_scanning" | "system" | "operator";
+                id: string | null;
+                name: string | null;
+            };
+            /** @description Which of the acting token's secrets made the change: `current`, or `previous` (the secret it had before its last rotation, during the grace period); null when the actor is not a token, and on events recorded before this field existed */
+            actor_credential: "current" | "previous" | null;
+            /** @description What was changed (its name as it was at the time) */
+            target: {
+                type: "api_token" | "account" | "catalog";
+                id: string | null;
+                name: string | null;
+            };
+            /** @description Client address; null off HTTP */
+            ip: string | null;
+            /** @description Client User-Agent (at most 512 characters) */
+            user_agent: string | null;
+            /** @description The `x-request-id` of the request that made the change; null off HTTP */
+            request_id: string | null;
+            /** @description What else the event records (changed fields, grace period, a leak report's url and source); never a secret */
+            details: {
+                [key: string]: unknown;
+            };
+        };
+        /** ForwardAuthAllowed */
+        ForwardAuthAllowed: {
+            id: string;
+            name: string;
+            scopes: string[];
+            account_id: string;
+        };
+        /**
+         * IntrospectionRequest
+         * @example {
+         *       "token": "icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB"
+         *     }
+         */
+        IntrospectionRequest: {
+            token: string;
+            token_type_hint?: string;
+        };
+        /** Introspection */
+        Introspection: {
+            active: boolean;
+            scope?: string;
+            token_id?: string;
+            name?: string;
+            iat?: number;
+            exp?: number;
+            /** @description The account the token belongs to */
+            account_id?: string;
+        };
+        /** Image */
+        Image: {
+            /** @example ubuntu-24-04 */
+            slug: string;
+            name: string;
+            distribution: string;
+            version: string;
+            /** @example base */
+            type: string;
+            min_disk_gb: number;
+        };
+        /** Plan */
+        Plan: {
+            /** @description Equal to slug */
+            id: string;
+            /** @example s-1vcpu-1gb */
+            slug: string;
+            vcpus: number;
+            memory_mb: number;
+            disk_gb: number;
+            transfer_tb: number;
+            type: "general" | "cpu-optimized" | "memory-optimized";
+            /**
+             * @description Monthly price: a number with two fraction digits, written with exactly two (6.00, 19.99); a catalog file may write fewer (6), never more
+             * @example 6
+             */
+            price_monthly: number;
+        };
+        /** Region */
+        Region: {
+            /** @example nyc3 */
+            slug: string;
+            name: string;
+            available: boolean;
+            features: string[];
+        };
+        /** CatalogDocument */
+        CatalogDocument: {
+            /**
+             * @description ISO 4217
+             * @default USD
+             */
+            currency: string;
+            /**
+             * @description Image types allowed beyond the built-in ones
+             * @default []
+             */
+            extra_image_types: string[];
+            /**
+             * @description Region features allowed beyond the built-in ones
+             * @default []
+             */
+            extra_region_features: string[];
+            /** @description At most 5000 */
+            images: {
+                /** @example ubuntu-24-04 */
+                slug: string;
+                name: string;
+                distribution: string;
+                version: string;
+                /** @example base */
+                type: string;
+                min_disk_gb: number;
+                /**
+                 * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                deprecated_at?: string;
+                /**
+                 * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                sunset_at?: string;
+                /** @description The slug of the entry of the same kind that replaces it */
+                successor?: string;
+            }[];
+            /** @description At most 25000 */
+            plans: {
+                /** @description Equal to slug */
+                id: string;
+                /** @example s-1vcpu-1gb */
+                slug: string;
+                vcpus: number;
+                memory_mb: number;
+                disk_gb: number;
+                transfer_tb: number;
+                type: "general" | "cpu-optimized" | "memory-optimized";
+                /**
+                 * @description Monthly price: a number with two fraction digits, written with exactly two (6.00, 19.99); a catalog file may write fewer (6), never more
+                 * @example 6
+                 */
+                price_monthly: number;
+                /**
+                 * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                deprecated_at?: string;
+                /**
+                 * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                sunset_at?: string;
+                /** @description The slug of the entry of the same kind that replaces it */
+                successor?: string;
+            }[];
+            /** @description At most 1000 */
+            regions: {
+                /** @example nyc3 */
+                slug: string;
+                name: string;
+                available: boolean;
+                features: string[];
+                /** @description The plans deployable in this region; left out: every plan */
+                plans?: string[];
+                /** @description The images deployable in this region; left out: every image */
+                images?: string[];
+                /**
+                 * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                deprecated_at?: string;
+                /**
+                 * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                sunset_at?: string;
+                /** @description The slug of the entry of the same kind that replaces it */
+                successor?: string;
+            }[];
+        };
+        /**
+         * CatalogDiff
+         * @description What the document changes against the live catalog; entries are matched by slug
+         */
+        CatalogDiff: {
+            /** @description Catalog settings changed (currency, extra_image_types, ...) */
+            settings: {
+                /** @example price_monthly */
+                field: string;
+                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                from: unknown;
+                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                to: unknown;
+            }[];
+            /** @description Slugs of the entries added, per kind */
+            added: {
+                images: string[];
+                plans: string[];
+                regions: string[];
+            };
+            /** @description Slugs of the entries removed, per kind */
+            removed: {
+                images: string[];
+                plans: string[];
+                regions: string[];
+            };
+            /** @description Entries changed, per kind, field by field (the file-only fields too) */
+            changed: {
+                images: {
+                    /** @example s-1vcpu-1gb */
+                    slug: string;
+                    changes: {
+                        /** @example price_monthly */
+                        field: string;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        from: unknown;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        to: unknown;
+                    }[];
+                }[];
+                plans: {
+                    /** @example s-1vcpu-1gb */
+                    slug: string;
+                    changes: {
+                        /** @example price_monthly */
+                        field: string;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        from: unknown;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        to: unknown;
+                    }[];
+                }[];
+                regions: {
+                    /** @example s-1vcpu-1gb */
+                    slug: string;
+                    changes: {
+                        /** @example price_monthly */
+                        field: string;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        from: unknown;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        to: unknown;
+                    }[];
+                }[];
+            };
+        };
+        /** CatalogRevision */
+        CatalogRevision: {
+            /** @example 7 */
+            version: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            applied_at: string;
+            /** @description Who applied it (the audit actor); null for revisions applied before infracat recorded it */
+            applied_by: {
+                /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
+                type: "api_token" | "cli" | "secret_scanning" | "system" | "operator";
+                id: string | null;
+                name: string | null;
+            } | null;
+            /**
+             * @description What it changed in one line, e.g. `2 added, 1 changed, 0 removed` or `rollback to version 3: ...`; null for revisions applied before infracat recorded it
+             * @example 2 added, 1 changed, 0 removed
+             */
+            summary: string | null;
+            /** @description What it changed, counted: settings changed, and entries added, removed and changed per kind; null for revisions applied before infracat recorded it */
+            changes: {
+                /** @description Catalog settings changed */
+                settings: number;
+                /** @description Entries added, per kind */
+                added: {
+                    images: number;
+                    plans: number;
+                    regions: number;
+                };
+                /** @description Entries removed, per kind */
+                removed: {
+                    images: number;
+                    plans: number;
+                    regions: number;
+                };
+                /** @description Entries changed (any field), per kind */
+                changed: {
+                    images: number;
+                    plans: number;
+                    regions: number;
+                };
+            } | null;
+        };
+        /** CatalogApplied */
+        CatalogApplied: {
+            /**
+             * @description The live version now (unchanged when the diff is empty)
+             * @example 8
+             */
+            version: number;
+            diff: components["schemas"]["CatalogDiff"];
+        };
+        /** CatalogDiffResult */
+        CatalogDiffResult: {
+            /**
+             * @description The live version the diff is against
+             * @example 7
+             */
+            base_version: number;
+            diff: components["schemas"]["CatalogDiff"];
+            /** @description Whether a PUT of this document needs `?allow_removals=true` (it removes entries) */
+            removals_need_allow: boolean;
+        };
     };
     responses: never;
     parameters: never;
@@ -625,23 +1267,19 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
-            429: {
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -651,9 +1289,21 @@ export interface operations {
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/healthz"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -661,7 +1311,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -682,24 +1334,19 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: string;
-                        storage: string;
-                    };
+                    "application/json": components["schemas"]["Readiness"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
-            429: {
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -709,9 +1356,21 @@ export interface operations {
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/readyz"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -719,7 +1378,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -732,7 +1393,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
-                per_page?: string;
+                per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
                 cursor?: string;
             };
@@ -747,39 +1408,23 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/api-tokens?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        expires_at: string | null;
-                    }[];
+                    "application/json": components["schemas"]["ApiToken"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -790,7 +1435,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -801,10 +1448,22 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -812,23 +1471,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -836,7 +1519,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -863,65 +1548,32 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name: string;
-                    /**
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes: string[];
-                    /** @description RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token's expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token's expiry is 422. */
-                    expires_at?: string | null;
-                };
+                "application/json": components["schemas"]["ApiTokenCreate"];
             };
         };
         responses: {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
+                    /** @description The path of the new resource */
+                    Location?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
-                         * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
-                         */
-                        token: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiTokenCreated"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -932,7 +1584,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -943,7 +1597,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -953,36 +1609,90 @@ export interface operations {
             /** @description The cap on live tokens is reached (TOKEN_LIMIT_REACHED) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:token-limit-reached",
+                     *       "title": "Token limit reached",
+                     *       "status": 409,
+                     *       "detail": "token limit reached",
+                     *       "code": "TOKEN_LIMIT_REACHED",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/api-tokens",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -990,23 +1700,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1014,7 +1748,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1035,44 +1771,23 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        expires_at: string | null;
-                        /**
-                         * @description The account the token belongs to (`acc_` + ULID)
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        account_id: string;
-                    };
+                    "application/json": components["schemas"]["CurrentApiToken"];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1083,7 +1798,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1094,23 +1811,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/current"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/current"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1118,7 +1859,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1141,39 +1884,23 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiToken"];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1184,7 +1911,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1195,19 +1924,43 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1215,23 +1968,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1239,7 +2016,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1262,15 +2041,34 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1281,7 +2079,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1291,9 +2091,21 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1301,23 +2113,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1325,7 +2161,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1353,21 +2191,7 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/merge-patch+json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name?: string;
-                    /**
-                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes?: string[];
-                };
+                "application/merge-patch+json": components["schemas"]["ApiTokenPatch"];
                 /**
                  * @example {
                  *       "name": "ci deploy (read only)",
@@ -1376,60 +2200,30 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name?: string;
-                    /**
-                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes?: string[];
-                };
+                "application/json": components["schemas"]["ApiTokenPatch"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiToken"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1440,7 +2234,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1451,7 +2247,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1461,36 +2259,90 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/api-tokens/{id}",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1498,23 +2350,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1522,7 +2398,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1547,21 +2425,19 @@ export interface operations {
                  *       "grace_period_s": 3600
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Seconds the secret current until now keeps working (0 to 86400; default 0: refused at once). At most two secrets are ever live: rotating again during a grace period ends it at once.
-                     * @example 3600
-                     */
-                    grace_period_s?: number;
-                    /** @description A new expiry for the token, with the rules of creation (RFC 3339, future, within TOKEN_MAX_LIFETIME_DAYS, never after the calling token's expiry; null: never expires, refused when the calling token expires). Absent: the token keeps its expiry, but never beyond the calling token's. */
-                    expires_at?: string | null;
-                };
+                "application/json": components["schemas"]["ApiTokenRotate"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1598,9 +2474,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1611,7 +2489,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1622,7 +2502,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1632,45 +2514,111 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The token has expired and cannot be rotated (CONFLICT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "conflict",
+                     *       "code": "CONFLICT",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1678,23 +2626,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1702,7 +2674,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1723,22 +2697,23 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        scope: string;
-                        resource: string;
-                        action: "read" | "write";
-                        description: string;
-                        /** @description Only tokens of the operator account may hold it (elsewhere: 422) */
-                        operator_only: boolean;
-                    }[];
+                    "application/json": components["schemas"]["Scope"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1749,23 +2724,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/scopes"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/scopes"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1773,7 +2772,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1790,7 +2791,7 @@ export interface operations {
                 /** @description Exactly this external_id */
                 external_id?: string;
                 /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
-                per_page?: string;
+                per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
                 cursor?: string;
             };
@@ -1805,36 +2806,23 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/accounts?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Account id, `acc_` + ULID
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example Acme Corp */
-                        name: string;
-                        /**
-                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
-                         * @example cus_8412
-                         */
-                        external_id: string | null;
-                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                        status: "active" | "suspended";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                    }[];
+                    "application/json": components["schemas"]["Account"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1845,7 +2833,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1856,10 +2846,22 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1867,23 +2869,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1891,7 +2917,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1915,51 +2943,32 @@ export interface operations {
                  *       "external_id": "cus_8412"
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example Acme Corp
-                     */
-                    name: string;
-                    /** @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts. Absent or null: none. */
-                    external_id?: string | null;
-                };
+                "application/json": components["schemas"]["AccountCreate"];
             };
         };
         responses: {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
+                    /** @description The path of the new resource */
+                    Location?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Account id, `acc_` + ULID
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example Acme Corp */
-                        name: string;
-                        /**
-                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
-                         * @example cus_8412
-                         */
-                        external_id: string | null;
-                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                        status: "active" | "suspended";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                    };
+                    "application/json": components["schemas"]["Account"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1970,7 +2979,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1981,7 +2992,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1991,36 +3004,90 @@ export interface operations {
             /** @description The external_id is already taken (CONFLICT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "conflict",
+                     *       "code": "CONFLICT",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/accounts",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2028,23 +3095,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2052,7 +3143,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2075,36 +3168,23 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Account id, `acc_` + ULID
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example Acme Corp */
-                        name: string;
-                        /**
-                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
-                         * @example cus_8412
-                         */
-                        external_id: string | null;
-                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                        status: "active" | "suspended";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                    };
+                    "application/json": components["schemas"]["Account"];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2115,7 +3195,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2126,19 +3208,43 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2146,23 +3252,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2170,7 +3300,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2193,15 +3325,34 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2212,7 +3363,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2222,18 +3375,42 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The operator account cannot be deleted (OPERATOR_ACCOUNT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:operator-account",
+                     *       "title": "The operator account cannot be suspended or deleted",
+                     *       "status": 409,
+                     *       "detail": "the operator account cannot be suspended or deleted",
+                     *       "code": "OPERATOR_ACCOUNT",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2241,23 +3418,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2265,7 +3466,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2290,59 +3493,36 @@ export interface operations {
                  *       "status": "suspended"
                  *     }
                  */
-                "application/merge-patch+json": {
-                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
-                    name?: string;
-                    /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                    status?: "active" | "suspended";
-                };
+                "application/merge-patch+json": components["schemas"]["AccountPatch"];
                 /**
                  * @example {
                  *       "status": "suspended"
                  *     }
                  */
-                "application/json": {
-                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
-                    name?: string;
-                    /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                    status?: "active" | "suspended";
-                };
+                "application/json": components["schemas"]["AccountPatch"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Account id, `acc_` + ULID
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example Acme Corp */
-                        name: string;
-                        /**
-                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
-                         * @example cus_8412
-                         */
-                        external_id: string | null;
-                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                        status: "active" | "suspended";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                    };
+                    "application/json": components["schemas"]["Account"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2353,7 +3533,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2364,7 +3546,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2374,45 +3558,111 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The operator account cannot be suspended (OPERATOR_ACCOUNT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:operator-account",
+                     *       "title": "The operator account cannot be suspended or deleted",
+                     *       "status": 409,
+                     *       "detail": "the operator account cannot be suspended or deleted",
+                     *       "code": "OPERATOR_ACCOUNT",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/accounts/{id}",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2420,23 +3670,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2444,7 +3718,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2457,7 +3733,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
-                per_page?: string;
+                per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
                 cursor?: string;
             };
@@ -2474,39 +3750,23 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/accounts/{id}/api-tokens?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        expires_at: string | null;
-                    }[];
+                    "application/json": components["schemas"]["ApiToken"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2517,7 +3777,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2528,19 +3790,43 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2548,23 +3834,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2572,7 +3882,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2601,65 +3913,32 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name: string;
-                    /**
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes: string[];
-                    /** @description RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token's expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token's expiry is 422. */
-                    expires_at?: string | null;
-                };
+                "application/json": components["schemas"]["ApiTokenCreate"];
             };
         };
         responses: {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
+                    /** @description The path of the new resource */
+                    Location?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
-                         * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
-                         */
-                        token: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiTokenCreated"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2670,7 +3949,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2681,7 +3962,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2691,45 +3974,111 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The cap on live tokens of the account is reached (TOKEN_LIMIT_REACHED) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:token-limit-reached",
+                     *       "title": "Token limit reached",
+                     *       "status": 409,
+                     *       "detail": "token limit reached",
+                     *       "code": "TOKEN_LIMIT_REACHED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2737,23 +4086,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2761,7 +4134,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2785,39 +4160,23 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiToken"];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2828,7 +4187,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2839,19 +4200,43 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2859,23 +4244,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2883,7 +4292,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2907,15 +4318,34 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2926,7 +4356,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2936,9 +4368,21 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2946,23 +4390,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2970,7 +4438,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2999,21 +4469,7 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/merge-patch+json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name?: string;
-                    /**
-                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes?: string[];
-                };
+                "application/merge-patch+json": components["schemas"]["ApiTokenPatch"];
                 /**
                  * @example {
                  *       "name": "ci deploy (read only)",
@@ -3022,60 +4478,30 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name?: string;
-                    /**
-                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes?: string[];
-                };
+                "application/json": components["schemas"]["ApiTokenPatch"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiToken"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3086,7 +4512,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3097,7 +4525,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3107,36 +4537,90 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3144,23 +4628,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3168,7 +4676,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3194,21 +4704,19 @@ export interface operations {
                  *       "grace_period_s": 3600
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Seconds the secret current until now keeps working (0 to 86400; default 0: refused at once). At most two secrets are ever live: rotating again during a grace period ends it at once.
-                     * @example 3600
-                     */
-                    grace_period_s?: number;
-                    /** @description A new expiry for the token, with the rules of creation (RFC 3339, future, within TOKEN_MAX_LIFETIME_DAYS, never after the calling token's expiry; null: never expires, refused when the calling token expires). Absent: the token keeps its expiry, but never beyond the calling token's. */
-                    expires_at?: string | null;
-                };
+                "application/json": components["schemas"]["ApiTokenRotate"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3245,9 +4753,11 @@ export interface operations {
                     };
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3258,7 +4768,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3269,7 +4781,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3279,45 +4793,111 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The token has expired and cannot be rotated (CONFLICT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "conflict",
+                     *       "code": "CONFLICT",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3325,23 +4905,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3349,7 +4953,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3372,7 +4978,7 @@ export interface operations {
                 /** @description Only events that occurred before this time: an RFC 3339 timestamp naming a real date and time, e.g. 2026-11-21T19:00:00Z */
                 until?: string;
                 /** @description Events per page: a whole number from 1 to 100, in plain decimal digits */
-                per_page?: string;
+                per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
                 cursor?: string;
             };
@@ -3387,62 +4993,23 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/audit-events?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description `evt_` + ULID: sorts by time
-                         * @example evt_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /**
-                         * @description What happened
-                         * @enum {unknown}
-                         */
-                        action: "api_token.created" | "api_token.deleted" | "api_token.rotated" | "api_token.updated" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "catalog.applied";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        occurred_at: string;
-                        /**
-                         * @description The account whose trail the event is in (`acc_` + ULID): a token's event its account's, an account's event that account's, `catalog.applied` the operator account's
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        account_id: string;
-                        /** @description Who made the change */
-                        actor: {
-                            /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
-                            type: "api_token" | "cli" | "secret_scanning" | "system" | "operator";
-                            id: string | null;
-                            name: string | null;
-                        };
-                        /** @description Which of the acting token's secrets made the change: `current`, or `previous` (the secret it had before its last rotation, during the grace period); null when the actor is not a token, and on events recorded before this field existed */
-                        actor_credential: "current" | "previous" | null;
-                        /** @description What was changed (its name as it was at the time) */
-                        target: {
-                            type: "api_token" | "account" | "catalog";
-                            id: string | null;
-                            name: string | null;
-                        };
-                        /** @description Client address; null off HTTP */
-                        ip: string | null;
-                        /** @description Client User-Agent (at most 512 characters) */
-                        user_agent: string | null;
-                        /** @description The `x-request-id` of the request that made the change; null off HTTP */
-                        request_id: string | null;
-                        /** @description What else the event records (changed fields, grace period, a leak report's url and source); never a secret */
-                        details: {
-                            [key: string]: unknown;
-                        };
-                    }[];
+                    "application/json": components["schemas"]["AuditEvent"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3453,7 +5020,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3463,9 +5032,21 @@ export interface operations {
             /** @description The token lacks audit-events:read, or names another account in `account_id` without being the operator account's (INSUFFICIENT_SCOPE) */
             403: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/audit-events"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3473,23 +5054,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/audit-events"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/audit-events"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3497,7 +5102,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3521,20 +5128,27 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        scopes: string[];
-                        account_id: string;
-                    };
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3545,7 +5159,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3556,10 +5172,22 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3567,23 +5195,43 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3591,7 +5239,1516 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPut: {
+        parameters: {
+            query?: {
+                /** @description Required scopes; repeat or space-separate */
+                scope?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPost: {
+        parameters: {
+            query?: {
+                /** @description Required scopes; repeat or space-separate */
+                scope?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckDelete: {
+        parameters: {
+            query?: {
+                /** @description Required scopes; repeat or space-separate */
+                scope?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckOptions: {
+        parameters: {
+            query?: {
+                /** @description Required scopes; repeat or space-separate */
+                scope?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPatch: {
+        parameters: {
+            query?: {
+                /** @description Required scopes; repeat or space-separate */
+                scope?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathPut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathPatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3614,34 +6771,36 @@ export interface operations {
                  *       "token": "icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB"
                  *     }
                  */
-                "application/json": {
-                    token: string;
-                    token_type_hint?: string;
-                };
+                "application/x-www-form-urlencoded": components["schemas"]["IntrospectionRequest"];
+                /**
+                 * @example {
+                 *       "token": "icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB"
+                 *     }
+                 */
+                "application/json": components["schemas"]["IntrospectionRequest"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        active: boolean;
-                        scope?: string;
-                        token_id?: string;
-                        name?: string;
-                        iat?: number;
-                        exp?: number;
-                        /** @description The account the token belongs to */
-                        account_id?: string;
-                    };
+                    "application/json": components["schemas"]["Introspection"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3652,7 +6811,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3663,37 +6824,91 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/api-tokens/introspect"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/api-tokens/introspect"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            /** @description Body is not application/x-www-form-urlencoded or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/api-tokens/introspect"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/api-tokens/introspect",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3701,23 +6916,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/introspect"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/introspect"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3725,7 +6964,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3755,31 +6996,44 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example ubuntu-24-04 */
-                        slug: string;
-                        name: string;
-                        distribution: string;
-                        version: string;
-                        /** @example base */
-                        type: string;
-                        min_disk_gb: number;
-                    }[];
+                    "application/json": components["schemas"]["Image"][];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3790,10 +7044,22 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/images"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3801,23 +7067,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/images"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/images"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3825,7 +7115,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3848,31 +7140,56 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example ubuntu-24-04 */
-                        slug: string;
-                        name: string;
-                        distribution: string;
-                        version: string;
-                        /** @example base */
-                        type: string;
-                        min_disk_gb: number;
-                    };
+                    "application/json": components["schemas"]["Image"];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3883,28 +7200,70 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/images/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/images/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The image is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:gone",
+                     *       "title": "Gone",
+                     *       "status": 410,
+                     *       "detail": "gone",
+                     *       "code": "GONE",
+                     *       "instance": "/api/v1/images/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3912,23 +7271,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/images/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/images/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3936,7 +7319,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3953,14 +7338,17 @@ export interface operations {
                  * @description At least this many vCPUs: a whole number from 1, in plain decimal digits
                  * @example 4
                  */
-                min_vcpus?: string;
+                min_vcpus?: number;
                 /**
                  * @description At least this much memory, in MB: a whole number from 1, in plain decimal digits
                  * @example 8192
                  */
-                min_memory_mb?: string;
-                /** @description e.g. 24 or 24.50 */
-                max_price_monthly?: string;
+                min_memory_mb?: number;
+                /**
+                 * @description At most this monthly price: a number with at most two fraction digits, e.g. 24 or 24.50
+                 * @example 24.5
+                 */
+                max_price_monthly?: number;
                 /**
                  * @description Only plans offered in this region (a region slug; unknown or sunset: 400)
                  * @example fra1
@@ -3981,37 +7369,44 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Equal to slug */
-                        id: string;
-                        /** @example s-1vcpu-1gb */
-                        slug: string;
-                        vcpus: number;
-                        memory_mb: number;
-                        disk_gb: number;
-                        transfer_tb: number;
-                        type: "general" | "cpu-optimized" | "memory-optimized";
-                        /**
-                         * @description Monthly price, written with exactly two fraction digits (6.00)
-                         * @example 6
-                         */
-                        price_monthly: number;
-                    }[];
+                    "application/json": components["schemas"]["Plan"][];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4022,10 +7417,22 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/plans"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4033,23 +7440,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/plans"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/plans"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4057,7 +7488,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4080,37 +7513,56 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Equal to slug */
-                        id: string;
-                        /** @example s-1vcpu-1gb */
-                        slug: string;
-                        vcpus: number;
-                        memory_mb: number;
-                        disk_gb: number;
-                        transfer_tb: number;
-                        type: "general" | "cpu-optimized" | "memory-optimized";
-                        /**
-                         * @description Monthly price, written with exactly two fraction digits (6.00)
-                         * @example 6
-                         */
-                        price_monthly: number;
-                    };
+                    "application/json": components["schemas"]["Plan"];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4121,28 +7573,70 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/plans/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/plans/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The plan is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:gone",
+                     *       "title": "Gone",
+                     *       "status": 410,
+                     *       "detail": "gone",
+                     *       "code": "GONE",
+                     *       "instance": "/api/v1/plans/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4150,23 +7644,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/plans/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/plans/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4174,7 +7692,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4209,28 +7729,44 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example nyc3 */
-                        slug: string;
-                        name: string;
-                        available: boolean;
-                        features: string[];
-                    }[];
+                    "application/json": components["schemas"]["Region"][];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4241,10 +7777,22 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/regions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4252,23 +7800,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/regions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/regions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4276,7 +7848,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4299,28 +7873,56 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example nyc3 */
-                        slug: string;
-                        name: string;
-                        available: boolean;
-                        features: string[];
-                    };
+                    "application/json": components["schemas"]["Region"];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4331,28 +7933,70 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/regions/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/regions/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The region is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:gone",
+                     *       "title": "Gone",
+                     *       "status": 410,
+                     *       "detail": "gone",
+                     *       "code": "GONE",
+                     *       "instance": "/api/v1/regions/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4360,23 +8004,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/regions/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/regions/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4384,7 +8052,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4407,114 +8077,36 @@ export interface operations {
                 headers: {
                     /** @description The version, e.g. `"7"` */
                     etag?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description ISO 4217
-                         * @default USD
-                         */
-                        currency: string;
-                        /**
-                         * @description Image types allowed beyond the built-in ones
-                         * @default []
-                         */
-                        extra_image_types: string[];
-                        /**
-                         * @description Region features allowed beyond the built-in ones
-                         * @default []
-                         */
-                        extra_region_features: string[];
-                        /** @description At most 5000 */
-                        images: {
-                            /** @example ubuntu-24-04 */
-                            slug: string;
-                            name: string;
-                            distribution: string;
-                            version: string;
-                            /** @example base */
-                            type: string;
-                            min_disk_gb: number;
-                            /**
-                             * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            deprecated_at?: string;
-                            /**
-                             * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            sunset_at?: string;
-                            /** @description The slug of the entry of the same kind that replaces it */
-                            successor?: string;
-                        }[];
-                        /** @description At most 25000 */
-                        plans: {
-                            /** @description Equal to slug */
-                            id: string;
-                            /** @example s-1vcpu-1gb */
-                            slug: string;
-                            vcpus: number;
-                            memory_mb: number;
-                            disk_gb: number;
-                            transfer_tb: number;
-                            type: "general" | "cpu-optimized" | "memory-optimized";
-                            /**
-                             * @description Monthly price, written with exactly two fraction digits (6.00)
-                             * @example 6
-                             */
-                            price_monthly: number;
-                            /**
-                             * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            deprecated_at?: string;
-                            /**
-                             * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            sunset_at?: string;
-                            /** @description The slug of the entry of the same kind that replaces it */
-                            successor?: string;
-                        }[];
-                        /** @description At most 1000 */
-                        regions: {
-                            /** @example nyc3 */
-                            slug: string;
-                            name: string;
-                            available: boolean;
-                            features: string[];
-                            /** @description The plans deployable in this region; left out: every plan */
-                            plans?: string[];
-                            /** @description The images deployable in this region; left out: every image */
-                            images?: string[];
-                            /**
-                             * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            deprecated_at?: string;
-                            /**
-                             * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            sunset_at?: string;
-                            /** @description The slug of the entry of the same kind that replaces it */
-                            successor?: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["CatalogDocument"];
                 };
             };
             /** @description Not modified (If-None-Match matched) */
             304: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4525,7 +8117,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4536,10 +8130,22 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4547,23 +8153,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4571,7 +8201,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4633,99 +8265,7 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description ISO 4217
-                     * @default USD
-                     */
-                    currency?: string;
-                    /**
-                     * @description Image types allowed beyond the built-in ones
-                     * @default []
-                     */
-                    extra_image_types?: string[];
-                    /**
-                     * @description Region features allowed beyond the built-in ones
-                     * @default []
-                     */
-                    extra_region_features?: string[];
-                    /** @description At most 5000 */
-                    images: {
-                        /** @example ubuntu-24-04 */
-                        slug: string;
-                        name: string;
-                        distribution: string;
-                        version: string;
-                        /** @example base */
-                        type: string;
-                        min_disk_gb: number;
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                    /** @description At most 25000 */
-                    plans: {
-                        /** @description Equal to slug */
-                        id: string;
-                        /** @example s-1vcpu-1gb */
-                        slug: string;
-                        vcpus: number;
-                        memory_mb: number;
-                        disk_gb: number;
-                        transfer_tb: number;
-                        type: "general" | "cpu-optimized" | "memory-optimized";
-                        /**
-                         * @description Monthly price, written with exactly two fraction digits (6.00)
-                         * @example 6
-                         */
-                        price_monthly: number;
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                    /** @description At most 1000 */
-                    regions: {
-                        /** @example nyc3 */
-                        slug: string;
-                        name: string;
-                        available: boolean;
-                        features: string[];
-                        /** @description The plans deployable in this region; left out: every plan */
-                        plans?: string[];
-                        /** @description The images deployable in this region; left out: every image */
-                        images?: string[];
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["CatalogDocument"];
             };
         };
         responses: {
@@ -4734,84 +8274,23 @@ export interface operations {
                 headers: {
                     /** @description The live version */
                     etag?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description The live version now (unchanged when the diff is empty)
-                         * @example 8
-                         */
-                        version: number;
-                        /** @description What the document changes against the live catalog; entries are matched by slug */
-                        diff: {
-                            /** @description Catalog settings changed (currency, extra_image_types, ...) */
-                            settings: {
-                                /** @example price_monthly */
-                                field: string;
-                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                from: unknown;
-                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                to: unknown;
-                            }[];
-                            /** @description Slugs of the entries added, per kind */
-                            added: {
-                                images: string[];
-                                plans: string[];
-                                regions: string[];
-                            };
-                            /** @description Slugs of the entries removed, per kind */
-                            removed: {
-                                images: string[];
-                                plans: string[];
-                                regions: string[];
-                            };
-                            /** @description Entries changed, per kind, field by field (the file-only fields too) */
-                            changed: {
-                                images: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                                plans: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                                regions: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                            };
-                        };
-                    };
+                    "application/json": components["schemas"]["CatalogApplied"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4822,7 +8301,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4832,6 +8313,8 @@ export interface operations {
             /** @description The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE); or the token's previous secret, in its grace period after a rotation, was presented (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4841,54 +8324,132 @@ export interface operations {
             /** @description The document removes entries and `allow_removals=true` is absent; `removals` names them (CONFLICT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "conflict",
+                     *       "code": "CONFLICT",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The If-Match ETag is not the live version: the catalog changed meanwhile (PRECONDITION_FAILED) */
             412: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:precondition-failed",
+                     *       "title": "Precondition failed",
+                     *       "status": 412,
+                     *       "detail": "precondition failed",
+                     *       "code": "PRECONDITION_FAILED",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED). Validation stops after 20 problems: `errors_truncated: true` says more were cut */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/catalog",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No If-Match header (PRECONDITION_REQUIRED) */
             428: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:precondition-required",
+                     *       "title": "Precondition required",
+                     *       "status": 428,
+                     *       "detail": "precondition required",
+                     *       "code": "PRECONDITION_REQUIRED",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4896,23 +8457,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4920,7 +8505,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4976,185 +8563,30 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description ISO 4217
-                     * @default USD
-                     */
-                    currency?: string;
-                    /**
-                     * @description Image types allowed beyond the built-in ones
-                     * @default []
-                     */
-                    extra_image_types?: string[];
-                    /**
-                     * @description Region features allowed beyond the built-in ones
-                     * @default []
-                     */
-                    extra_region_features?: string[];
-                    /** @description At most 5000 */
-                    images: {
-                        /** @example ubuntu-24-04 */
-                        slug: string;
-                        name: string;
-                        distribution: string;
-                        version: string;
-                        /** @example base */
-                        type: string;
-                        min_disk_gb: number;
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                    /** @description At most 25000 */
-                    plans: {
-                        /** @description Equal to slug */
-                        id: string;
-                        /** @example s-1vcpu-1gb */
-                        slug: string;
-                        vcpus: number;
-                        memory_mb: number;
-                        disk_gb: number;
-                        transfer_tb: number;
-                        type: "general" | "cpu-optimized" | "memory-optimized";
-                        /**
-                         * @description Monthly price, written with exactly two fraction digits (6.00)
-                         * @example 6
-                         */
-                        price_monthly: number;
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                    /** @description At most 1000 */
-                    regions: {
-                        /** @example nyc3 */
-                        slug: string;
-                        name: string;
-                        available: boolean;
-                        features: string[];
-                        /** @description The plans deployable in this region; left out: every plan */
-                        plans?: string[];
-                        /** @description The images deployable in this region; left out: every image */
-                        images?: string[];
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["CatalogDocument"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description The live version the diff is against
-                         * @example 7
-                         */
-                        base_version: number;
-                        /** @description What the document changes against the live catalog; entries are matched by slug */
-                        diff: {
-                            /** @description Catalog settings changed (currency, extra_image_types, ...) */
-                            settings: {
-                                /** @example price_monthly */
-                                field: string;
-                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                from: unknown;
-                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                to: unknown;
-                            }[];
-                            /** @description Slugs of the entries added, per kind */
-                            added: {
-                                images: string[];
-                                plans: string[];
-                                regions: string[];
-                            };
-                            /** @description Slugs of the entries removed, per kind */
-                            removed: {
-                                images: string[];
-                                plans: string[];
-                                regions: string[];
-                            };
-                            /** @description Entries changed, per kind, field by field (the file-only fields too) */
-                            changed: {
-                                images: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                                plans: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                                regions: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                            };
-                        };
-                        /** @description Whether a PUT of this document needs `?allow_removals=true` (it removes entries) */
-                        removals_need_allow: boolean;
-                    };
+                    "application/json": components["schemas"]["CatalogDiffResult"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5165,7 +8597,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5175,36 +8609,90 @@ export interface operations {
             /** @description The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE) */
             403: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/catalog/diff"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/catalog/diff"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/catalog/diff"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED). Validation stops after 20 problems: `errors_truncated: true` says more were cut */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/catalog/diff",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -5212,23 +8700,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/catalog/diff"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/catalog/diff"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -5236,7 +8748,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5252,12 +8766,12 @@ export interface operations {
                  * @description Revisions per page: 1 to 100 (default 100)
                  * @example 20
                  */
-                per_page?: string;
+                per_page?: number;
                 /**
                  * @description Only versions below this one (the cursor of the `Link: rel="next"` header)
                  * @example 42
                  */
-                before?: string;
+                before?: number;
             };
             header?: never;
             path?: never;
@@ -5270,59 +8784,23 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `<...?before=N&per_page=M>; rel="next"` */
                     link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example 7 */
-                        version: number;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        applied_at: string;
-                        /** @description Who applied it (the audit actor); null for revisions applied before infracat recorded it */
-                        applied_by: {
-                            /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
-                            type: "api_token" | "cli" | "secret_scanning" | "system" | "operator";
-                            id: string | null;
-                            name: string | null;
-                        } | null;
-                        /**
-                         * @description What it changed in one line, e.g. `2 added, 1 changed, 0 removed` or `rollback to version 3: ...`; null for revisions applied before infracat recorded it
-                         * @example 2 added, 1 changed, 0 removed
-                         */
-                        summary: string | null;
-                        /** @description What it changed, counted: settings changed, and entries added, removed and changed per kind; null for revisions applied before infracat recorded it */
-                        changes: {
-                            /** @description Catalog settings changed */
-                            settings: number;
-                            /** @description Entries added, per kind */
-                            added: {
-                                images: number;
-                                plans: number;
-                                regions: number;
-                            };
-                            /** @description Entries removed, per kind */
-                            removed: {
-                                images: number;
-                                plans: number;
-                                regions: number;
-                            };
-                            /** @description Entries changed (any field), per kind */
-                            changed: {
-                                images: number;
-                                plans: number;
-                                regions: number;
-                            };
-                        } | null;
-                    }[];
+                    "application/json": components["schemas"]["CatalogRevision"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5333,7 +8811,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5344,10 +8824,22 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/catalog/revisions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -5355,23 +8847,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
                     /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
+                    RateLimit?: string;
                     /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/catalog/revisions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/catalog/revisions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -5379,7 +8895,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
