@@ -46,7 +46,13 @@ describe('Prism validation proxy', () => {
     // tour fails many on purpose); few live tokens, to reach the cap.
     let offset = 0;
     const { app } = await build(t, {
-      env: { AUTH_CHECK_GATEWAY: 'envoy', LOG_LEVEL: 'silent', AUTH_FAILURE_LIMIT: '1000000', TOKEN_MAX_LIVE: '6' },
+      env: {
+        AUTH_CHECK_GATEWAY: 'envoy',
+        LOG_LEVEL: 'silent',
+        AUTH_FAILURE_LIMIT: '1000000',
+        TOKEN_MAX_LIVE: '6',
+        CATALOG_BODY_LIMIT_BYTES: String(1024 * 1024),
+      },
       now: () => Date.now() + offset,
     });
     const upstream = await app.listen({ port: 0, host: '127.0.0.1' });
