@@ -140,7 +140,7 @@ describe('rate limits', () => {
     const app = Fastify() as unknown as App;
     t.after(() => app.close());
     app.decorateRequest('token', null);
-    installRateLimit(app, { quotas: { token: 0, anonymous: 1 }, windowS: 60, maxKeys: 2 });
+    installRateLimit(app, { quotas: { token: 0, account: 0, anonymous: 1 }, windowS: 60, maxKeys: 2 });
     app.get('/x', async () => 'ok');
     const status = async (remoteAddress: string) => (await app.inject({ url: '/x', remoteAddress })).statusCode;
     assert.equal(await status('10.0.0.1'), 200);

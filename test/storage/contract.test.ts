@@ -44,6 +44,7 @@ function sampleAccount(over: Partial<AccountRecord> = {}): AccountRecord {
     externalId: null,
     status: 'active',
     createdAt: 1_700_000_000_000 + accountSeq,
+    rateLimit: null,
     ...over,
   };
 }
