@@ -66,6 +66,11 @@ interface Counter {
    * before the first sync of the window (the allowance is then the share of the quota).
    */
   part: number | null;
+  /**
+   * What the other instances added between this instance's last two syncs of the key: about
+   * what they have counted and not yet added by now (0 until two syncs tell it).
+   */
+  others: number;
   /** When this key was last synced (epoch ms); 0: never in this window. */
   syncedAt: number;
 }
@@ -172,7 +177,18 @@ export class FleetCounts {
     if (counter === undefined || now >= counter.windowEnd) {
       const offset = counter?.offset ?? windowOffset(key, windowMs);
       const end = windowEnd(now, windowMs, offset);
-      counter = { key, windowEnd: end, offset, known: 0, pending: 0, inFlight: 0, mine: 0, part: null, syncedAt: 0 };
+      counter = {
+        key,
+        windowEnd: end,
+        offset,
+        known: 0,
+        pending: 0,
+        inFlight: 0,
+        mine: 0,
+        part: null,
+        others: 0,
+        syncedAt: 0,
+      };
       this.counters.set(key, counter);
     }
     const resetS = Math.max(1, Math.ceil((counter.windowEnd - now) / 1000));
@@ -183,7 +199,7 @@ export class FleetCounts {
     let left = quota - total;
     if (this.sharing) {
       if (this.failing) left = Math.min(left, shareOf(quota, fleet) - counter.mine);
-      else left = Math.min(left, this.allowance(counter, quota) - counter.pending);
+      else left = Math.min(left - counter.others, this.allowance(counter, quota) - counter.pending);
       this.dirty.add(key);
       if (now - counter.syncedAt >= STALE_AFTER_MS) this.soon();
     }
@@ -206,12 +222,15 @@ export class FleetCounts {
     counter.mine = Math.max(0, counter.mine - 1);
   }
 
-  /** What `counter` may take between two syncs: its part of what the fleet had left, or its share of the quota. */
+  /**
+   * What `counter` may take between two syncs: its part of what the fleet had left (less
+   * what the others have likely counted since), or its share of the quota before it knew.
+   */
   private allowance(counter: Counter, quota: number): number {
     const fleet = this.options.fleet;
     if (counter.part === null) return shareOf(quota, fleet);
     const part = Math.max(counter.part, 1 / Math.max(1, fleet.count));
-    return Math.max(1, Math.ceil(Math.max(0, quota - counter.known) * part));
+    return Math.max(1, Math.ceil(Math.max(0, quota - counter.known - counter.others) * part));
   }
 
   /** A background sync soon (a new or stale key), at most one in flight and EAGER_GAP_MS apart. */
@@ -280,8 +299,9 @@ export class FleetCounts {
         if (this.counters.peek(c.key) !== c) continue;
         const others = total - c.known - added;
         // The first sync of the window knows only the total so far, not who sent it lately.
-        c.part =
-          c.syncedAt === 0 ? (total > 0 ? added / total : 1) : added + others > 0 ? added / (added + others) : c.part;
+        const first = c.syncedAt === 0;
+        c.part = first ? (total > 0 ? added / total : 1) : added + others > 0 ? added / (added + others) : c.part;
+        c.others = first ? 0 : Math.max(0, others);
         c.known = total;
         c.pending -= added;
         c.syncedAt = now;
