@@ -71,6 +71,8 @@ interface Counter {
    * what they have counted and not yet added by now (0 until two syncs tell it).
    */
   others: number;
+  /** The key's quota as last judged (an account's may change). */
+  quota: number;
   /** When this key was last synced (epoch ms); 0: never in this window. */
   syncedAt: number;
 }
@@ -187,10 +189,12 @@ export class FleetCounts {
         mine: 0,
         part: null,
         others: 0,
+        quota,
         syncedAt: 0,
       };
       this.counters.set(key, counter);
     }
+    counter.quota = quota;
     const resetS = Math.max(1, Math.ceil((counter.windowEnd - now) / 1000));
     const fleet = this.options.fleet;
     const total = counter.known + counter.pending;
@@ -298,10 +302,14 @@ export class FleetCounts {
         // A window that ended meanwhile started a new counter: this one is no longer tracked.
         if (this.counters.peek(c.key) !== c) continue;
         const others = total - c.known - added;
-        // The first sync of the window knows only the total so far, not who sent it lately.
         const first = c.syncedAt === 0;
         c.part = first ? (total > 0 ? added / total : 1) : added + others > 0 ? added / (added + others) : c.part;
-        c.others = first ? 0 : Math.max(0, others);
+        // The first sync of the window knows only the total so far, not what the others
+        // counted and have not added yet: assume they used their shares (a burst spread over
+        // the fleet); from the second on, what they added in between.
+        c.others = first
+          ? Math.max(0, c.quota - shareOf(c.quota, this.options.fleet) - (total - added))
+          : Math.max(0, others);
         c.known = total;
         c.pending -= added;
         c.syncedAt = now;

@@ -204,8 +204,12 @@ export function installRateLimit(app: App, options: RateLimitOptions): RateLimit
   function take(request: FastifyRequest, reply: FastifyReply, revalidates: boolean): AppError | null {
     const judged = judge(request);
     if (judged.length === 0) return null;
-    setHeaders(reply, judged);
     const refusing = judged.filter((j) => !j.verdict.allowed);
+    // Refused by one policy, the request takes no unit from the others: what they said remains.
+    if (refusing.length > 0)
+      for (const j of judged)
+        if (j.verdict.allowed) j.verdict = { ...j.verdict, remaining: Math.min(j.quota, j.verdict.remaining + 1) };
+    setHeaders(reply, judged);
     if (refusing.length === 0) {
       for (const j of judged) counts.take(j.verdict.counter);
       request.rateLimit = { judged, held: null };

@@ -73,7 +73,7 @@ describe('the account rate limit (one instance)', () => {
       assert.equal(problem.status, 429);
       assert.match(problem.detail, /account's rate limit .* of 8 requests per 60 s/);
       assert.match(String(refused.headers['retry-after']), /^\d+$/);
-      assert.match(String(refused.headers.ratelimit), /^"token";r=1;t=\d+, "account";r=0;t=\d+$/);
+      assert.match(String(refused.headers.ratelimit), /^"token";r=2;t=\d+, "account";r=0;t=\d+$/);
       const retryAfter = Number(refused.headers['retry-after']);
       const t2 = Number(/"account";r=0;t=(\d+)/.exec(String(refused.headers.ratelimit))![1]);
       assert.equal(retryAfter, t2, "Retry-After is the end of the account's window");
