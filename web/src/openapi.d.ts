@@ -205,8 +205,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Rename, suspend or resume an account (JSON merge patch)
-         * @description A JSON merge patch (RFC 7396), as `application/merge-patch+json` or `application/json`: the fields present are set (`name`, `status`), the others kept; `{}` changes nothing. null or any other field is 422. Suspending refuses every token of the account (401 invalid_token) at once on this instance and within TOKEN_CACHE_TTL_MS on the others; resuming restores them. The operator account: 409 OPERATOR_ACCOUNT.
+         * Rename, suspend or resume an account, or set its rate limit (JSON merge patch)
+         * @description A JSON merge patch (RFC 7396), as `application/merge-patch+json` or `application/json`: the fields present are set (`name`, `status`, `rate_limit`), the others kept; `{}` changes nothing. `rate_limit` null returns the account to the default (RATE_LIMIT_ACCOUNT); null for another field, or any other field, is 422. Suspending refuses every token of the account (401 invalid_token) at once on this instance and within about a second on the others; resuming restores them; a new rate limit applies the same way. The operator account: 409 OPERATOR_ACCOUNT.
          *
          *     Needs a token with `accounts:write` (`write` implies `read`).
          */
@@ -583,7 +583,7 @@ export interface components {
             /** @example the token request is invalid; see errors */
             detail: string;
             /** @description Stable error code; see docs/errors.md */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "PREVIOUS_SECRET_READ_ONLY" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "PREVIOUS_SECRET_READ_ONLY" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "ACCOUNT_RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
             /**
              * @description The request's path, at most 500 characters
              * @example /api/v1/api-tokens
@@ -638,9 +638,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -696,9 +696,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -813,9 +813,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -991,9 +991,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1086,9 +1086,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1198,9 +1198,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1284,9 +1284,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1481,9 +1481,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1659,9 +1659,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1721,9 +1721,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1795,6 +1795,11 @@ export interface operations {
                         /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
                         status: "active" | "suspended";
                         /**
+                         * @description Requests per rate-limit window (RATE_LIMIT_WINDOW_S) for all the account's tokens together, across every instance; over it, 429 ACCOUNT_RATE_LIMITED. 0: no account limit (each token keeps its own). null: the default, RATE_LIMIT_ACCOUNT
+                         * @example 6000
+                         */
+                        rate_limit: number | null;
+                        /**
                          * Format: date-time
                          * @description RFC 3339 UTC timestamp
                          * @example 2026-11-21T19:00:00.000Z
@@ -1839,9 +1844,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -1919,6 +1924,11 @@ export interface operations {
                         external_id: string | null;
                         /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
                         status: "active" | "suspended";
+                        /**
+                         * @description Requests per rate-limit window (RATE_LIMIT_WINDOW_S) for all the account's tokens together, across every instance; over it, 429 ACCOUNT_RATE_LIMITED. 0: no account limit (each token keeps its own). null: the default, RATE_LIMIT_ACCOUNT
+                         * @example 6000
+                         */
+                        rate_limit: number | null;
                         /**
                          * Format: date-time
                          * @description RFC 3339 UTC timestamp
@@ -2000,9 +2010,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2065,6 +2075,11 @@ export interface operations {
                         /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
                         status: "active" | "suspended";
                         /**
+                         * @description Requests per rate-limit window (RATE_LIMIT_WINDOW_S) for all the account's tokens together, across every instance; over it, 429 ACCOUNT_RATE_LIMITED. 0: no account limit (each token keeps its own). null: the default, RATE_LIMIT_ACCOUNT
+                         * @example 6000
+                         */
+                        rate_limit: number | null;
+                        /**
                          * Format: date-time
                          * @description RFC 3339 UTC timestamp
                          * @example 2026-11-21T19:00:00.000Z
@@ -2109,9 +2124,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2204,9 +2219,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2257,6 +2272,11 @@ export interface operations {
                     name?: string;
                     /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
                     status?: "active" | "suspended";
+                    /**
+                     * @description Requests per rate-limit window (RATE_LIMIT_WINDOW_S) for all the account's tokens together, across every instance; over it, 429 ACCOUNT_RATE_LIMITED. 0: no account limit (each token keeps its own). null: the default, RATE_LIMIT_ACCOUNT
+                     * @example 6000
+                     */
+                    rate_limit?: number | null;
                 };
                 /**
                  * @example {
@@ -2268,6 +2288,11 @@ export interface operations {
                     name?: string;
                     /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
                     status?: "active" | "suspended";
+                    /**
+                     * @description Requests per rate-limit window (RATE_LIMIT_WINDOW_S) for all the account's tokens together, across every instance; over it, 429 ACCOUNT_RATE_LIMITED. 0: no account limit (each token keeps its own). null: the default, RATE_LIMIT_ACCOUNT
+                     * @example 6000
+                     */
+                    rate_limit?: number | null;
                 };
             };
         };
@@ -2293,6 +2318,11 @@ export interface operations {
                         external_id: string | null;
                         /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
                         status: "active" | "suspended";
+                        /**
+                         * @description Requests per rate-limit window (RATE_LIMIT_WINDOW_S) for all the account's tokens together, across every instance; over it, 429 ACCOUNT_RATE_LIMITED. 0: no account limit (each token keeps its own). null: the default, RATE_LIMIT_ACCOUNT
+                         * @example 6000
+                         */
+                        rate_limit: number | null;
                         /**
                          * Format: date-time
                          * @description RFC 3339 UTC timestamp
@@ -2383,9 +2413,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2511,9 +2541,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2700,9 +2730,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2813,9 +2843,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -2900,9 +2930,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3098,9 +3128,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3277,9 +3307,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3420,9 +3450,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3514,9 +3544,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3648,9 +3678,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3748,9 +3778,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3850,9 +3880,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -3971,9 +4001,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4079,9 +4109,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4181,9 +4211,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4280,9 +4310,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4458,9 +4488,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -4807,9 +4837,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -5123,9 +5153,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
@@ -5243,9 +5273,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: unknown;
                     [name: string]: unknown;
                 };
