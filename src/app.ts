@@ -11,7 +11,7 @@ import { TOKEN_SCHEMAS } from './tokens/schemas.js';
 import { auditRoutes } from './audit/routes.js';
 import { catalogManageRoutes } from './catalog/manage-routes.js';
 import { catalogRoutes } from './catalog/routes.js';
-import type { Config } from './config.js';
+import { accountRateLimit, type Config } from './config.js';
 import { consoleRoutes } from './console/routes.js';
 import { GATEWAY_SCHEMAS, gatewayRoutes } from './gateway/routes.js';
 import { routeAuth } from './http/auth.js';
@@ -57,7 +57,7 @@ export function buildApp(deps: AppDeps): App {
   const traffic = new HttpTraffic();
   const storageErrors = new StorageErrors();
   const rateLimit = {
-    quotas: { token: config.rateLimit, anonymous: config.rateLimitAnonymous },
+    quotas: { token: config.rateLimit, account: accountRateLimit(config), anonymous: config.rateLimitAnonymous },
     windowS: config.rateLimitWindowS,
   };
   const app = createInstance({ config, logger: deps.logger, bodyLimit: BODY_LIMIT_BYTES, drain, traffic });

@@ -121,12 +121,13 @@ function rateLimitHeaders({ quotas, windowS }: RateLimitOptions): Record<string,
   const policies = on.map((p) => `\`${policyField(p, quotas[p], windowS)}\` (${RATE_LIMIT_POLICIES[p]})`).join('; ');
   return {
     RateLimit: header(
-      'Requests this client can still expect in the window across all instances (the remaining share of the ' +
-        'instance that answered times the live instances, at most the quota; 0: that instance refuses the next ' +
-        `one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): ${states}`,
+      'Requests this client can still expect in the window across all instances (as the instance that ' +
+        "answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the " +
+        `window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: ${states}`,
     ),
     'RateLimit-Policy': header(
-      `Quota of requests per window of seconds, for all instances together (each enforces its share): ${policies}`,
+      "Quota of requests per window of seconds, for all instances together; a token's request is counted " +
+        `against its token and its account (the account's quota is its \`rate_limit\` when set): ${policies}`,
     ),
   };
 }

@@ -306,8 +306,8 @@ for (const backend of backends()) {
       for (const [kind, headers, policy, remaining] of [
         ['plans', {}, '"anonymous";q=1000;w=60', 999],
         ['images', {}, '"anonymous";q=1000;w=60', 998],
-        ['plans', tok.auth, '"token";q=600;w=60', 599],
-        ['plans', tok.auth, '"token";q=600;w=60', 598],
+        ['plans', tok.auth, '"token";q=600;w=60, "account";q=6000;w=60', 5999],
+        ['plans', tok.auth, '"token";q=600;w=60, "account";q=6000;w=60', 5998],
       ] as const) {
         const res = await app.inject({ method: 'GET', url: `/api/v1/${kind}`, headers });
         assert.equal(res.statusCode, 200);

@@ -20,6 +20,7 @@ const TOKEN: TokenWithAccount = {
   previousSecretHash: null,
   previousExpiresAt: null,
   accountStatus: 'active',
+  accountRateLimit: null,
 };
 
 /** Lookups that finish only when the test says so, recording the order they started in. */

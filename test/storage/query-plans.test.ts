@@ -80,6 +80,7 @@ function seedAccounts(): AccountRecord[] {
     externalId: `ext-${i}`,
     status: i % 50 === 0 ? ('suspended' as const) : ('active' as const),
     createdAt: T0 + i,
+    rateLimit: null,
   }));
 }
 

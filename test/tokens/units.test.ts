@@ -208,6 +208,7 @@ describe('verification cache', () => {
     previousSecretHash: null,
     previousExpiresAt: null,
     accountStatus: 'active',
+    accountRateLimit: null,
   });
   /** A storage stand-in by hash: reads are counted; `hold()` makes the next reads wait for `release()`. */
   function storage(records: Record<string, TokenWithAccount | null>) {

@@ -205,8 +205,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Rename, suspend or resume an account (JSON merge patch)
-         * @description A JSON merge patch (RFC 7396), as `application/merge-patch+json` or `application/json`: the fields present are set (`name`, `status`), the others kept; `{}` changes nothing. null or any other field is 422. Suspending refuses every token of the account (401 invalid_token) at once on this instance and within TOKEN_CACHE_TTL_MS on the others; resuming restores them. The operator account: 409 OPERATOR_ACCOUNT.
+         * Rename, suspend or resume an account, or set its rate limit (JSON merge patch)
+         * @description A JSON merge patch (RFC 7396), as `application/merge-patch+json` or `application/json`: the fields present are set (`name`, `status`, `rate_limit`), the others kept; `{}` changes nothing. `rate_limit` null returns the account to the default (RATE_LIMIT_ACCOUNT); null for another field, or any other field, is 422. Suspending refuses every token of the account (401 invalid_token) at once on this instance and within about a second on the others; resuming restores them; a new rate limit applies the same way. The operator account: 409 OPERATOR_ACCOUNT.
          *
          *     Needs a token with `accounts:write` (`write` implies `read`).
          */
@@ -665,7 +665,7 @@ export interface components {
             /** @example the token request is invalid; see errors */
             detail: string;
             /** @description Stable error code; see docs/errors.md */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "PREVIOUS_SECRET_READ_ONLY" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "PREVIOUS_SECRET_READ_ONLY" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "ACCOUNT_RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
             /**
              * @description The request's path, at most 500 characters
              * @example /api/v1/api-tokens
@@ -873,6 +873,11 @@ export interface components {
             /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
             status: "active" | "suspended";
             /**
+             * @description Requests per rate-limit window (RATE_LIMIT_WINDOW_S) for all the account's tokens together, across every instance; over it, 429 ACCOUNT_RATE_LIMITED. 0: no account limit (each token keeps its own). null: the default, RATE_LIMIT_ACCOUNT
+             * @example 6000
+             */
+            rate_limit: number | null;
+            /**
              * Format: date-time
              * @description RFC 3339 UTC timestamp
              * @example 2026-11-21T19:00:00.000Z
@@ -906,6 +911,11 @@ export interface components {
             name?: string;
             /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
             status?: "active" | "suspended";
+            /**
+             * @description Requests per rate-limit window (RATE_LIMIT_WINDOW_S) for all the account's tokens together, across every instance; over it, 429 ACCOUNT_RATE_LIMITED. 0: no account limit (each token keeps its own). null: the default, RATE_LIMIT_ACCOUNT
+             * @example 6000
+             */
+            rate_limit?: number | null;
         };
         /** AuditEvent */
         AuditEvent: {
@@ -1408,9 +1418,9 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/api-tokens?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -1472,9 +1482,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -1557,9 +1567,9 @@ export interface operations {
                 headers: {
                     /** @description The path of the new resource */
                     Location?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -1701,9 +1711,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -1771,9 +1781,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -1812,9 +1822,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -1884,9 +1894,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -1969,9 +1979,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -2041,9 +2051,9 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -2114,9 +2124,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -2207,9 +2217,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -2351,9 +2361,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -2432,9 +2442,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -2627,9 +2637,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -2697,9 +2707,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -2725,9 +2735,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -2806,9 +2816,9 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/accounts?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -2870,9 +2880,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -2952,9 +2962,9 @@ export interface operations {
                 headers: {
                     /** @description The path of the new resource */
                     Location?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -3096,9 +3106,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -3168,9 +3178,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -3253,9 +3263,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -3325,9 +3335,9 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -3419,9 +3429,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -3506,9 +3516,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -3671,9 +3681,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -3750,9 +3760,9 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/accounts/{id}/api-tokens?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -3835,9 +3845,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -3922,9 +3932,9 @@ export interface operations {
                 headers: {
                     /** @description The path of the new resource */
                     Location?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -4087,9 +4097,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -4160,9 +4170,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -4245,9 +4255,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -4318,9 +4328,9 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -4391,9 +4401,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -4485,9 +4495,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -4629,9 +4639,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -4711,9 +4721,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -4906,9 +4916,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -4993,9 +5003,9 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/audit-events?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -5055,9 +5065,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -6784,9 +6794,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -6917,9 +6927,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7000,9 +7010,9 @@ export interface operations {
                     ETag?: string;
                     /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
                     "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7019,9 +7029,9 @@ export interface operations {
                     ETag?: string;
                     /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
                     "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7068,9 +7078,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7150,9 +7160,9 @@ export interface operations {
                     Sunset?: string;
                     /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
                     Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7175,9 +7185,9 @@ export interface operations {
                     Sunset?: string;
                     /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
                     Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7272,9 +7282,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7373,9 +7383,9 @@ export interface operations {
                     ETag?: string;
                     /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
                     "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7392,9 +7402,9 @@ export interface operations {
                     ETag?: string;
                     /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
                     "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7441,9 +7451,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7523,9 +7533,9 @@ export interface operations {
                     Sunset?: string;
                     /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
                     Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7548,9 +7558,9 @@ export interface operations {
                     Sunset?: string;
                     /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
                     Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7645,9 +7655,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7733,9 +7743,9 @@ export interface operations {
                     ETag?: string;
                     /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
                     "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7752,9 +7762,9 @@ export interface operations {
                     ETag?: string;
                     /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
                     "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7801,9 +7811,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7883,9 +7893,9 @@ export interface operations {
                     Sunset?: string;
                     /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
                     Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -7908,9 +7918,9 @@ export interface operations {
                     Sunset?: string;
                     /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
                     Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -8005,9 +8015,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -8077,9 +8087,9 @@ export interface operations {
                 headers: {
                     /** @description The version, e.g. `"7"` */
                     etag?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -8092,9 +8102,9 @@ export interface operations {
             /** @description Not modified (If-None-Match matched) */
             304: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -8154,9 +8164,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -8274,9 +8284,9 @@ export interface operations {
                 headers: {
                     /** @description The live version */
                     etag?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -8458,9 +8468,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -8570,9 +8580,9 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -8701,9 +8711,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -8784,9 +8794,9 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `<...?before=N&per_page=M>; rel="next"` */
                     link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
@@ -8848,9 +8858,9 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait */
                     "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
                     RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
                     "RateLimit-Policy"?: string;
                     /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
                     "X-Request-Id"?: string;
