@@ -265,9 +265,12 @@ export const SQL = {
     'SELECT CAST(COUNT(*) AS INTEGER) AS n, CAST(COALESCE(SUM(CASE WHEN id < ? THEN 1 ELSE 0 END), 0) AS INTEGER)' +
     ' AS below FROM instances WHERE expires_at > ?',
   leaveInstance: 'DELETE FROM instances WHERE id = ?',
-  // Dead counters, a bounded batch by the window_end index (as pruneEvents).
+  // Dead counters, a bounded batch by the window_end index, bounded twice as pruneEvents is:
+  // where the batch ends (pruneRateBoundary), and the batch itself.
+  pruneRateBoundary:
+    'SELECT window_end FROM rate_limit_counters WHERE window_end < ? ORDER BY window_end LIMIT 1 OFFSET ?',
   pruneRateCounters:
-    'DELETE FROM rate_limit_counters WHERE (rate_key, window_end) IN' +
+    'DELETE FROM rate_limit_counters WHERE window_end <= ? AND (rate_key, window_end) IN' +
     ' (SELECT rate_key, window_end FROM rate_limit_counters WHERE window_end < ? ORDER BY window_end LIMIT ?)',
   pruneInstances: 'DELETE FROM instances WHERE expires_at < ?',
   appliedVersions: 'SELECT version FROM infracat_schema_migrations',
@@ -812,7 +815,9 @@ class SqlRateCounterStore implements RateCounterStore {
     return totals;
   }
 
-  prune(before: number, limit: number): Promise<number> {
-    return this.db.run(SQL.pruneRateCounters, [before, limit]);
+  async prune(before: number, limit: number): Promise<number> {
+    const last = await this.db.get<{ window_end: number }>(SQL.pruneRateBoundary, [before, limit - 1]);
+    const upTo = last === undefined ? before - 1 : Number(last.window_end);
+    return this.db.run(SQL.pruneRateCounters, [upTo, before, limit]);
   }
 }
