@@ -34,6 +34,8 @@ interface Started {
   url: string;
   /** From `podman run` to the first /healthz 200. */
   coldStartMs: number;
+  /** From the start of the container's process (node) to the first /healthz 200. */
+  processStartMs: number;
 }
 
 /** `podman run -d` of the image; resolves once /healthz answers 200 at `url`. */
@@ -49,7 +51,10 @@ async function start(name: string, url: string, args: readonly string[]): Promis
     if (performance.now() - t > 60_000) assert.fail(`${name}: no /healthz 200 within 60 s:\n${await logs(name)}`);
     await sleep(20);
   }
-  return { name, url, coldStartMs: performance.now() - t };
+  const healthy = Date.now();
+  const coldStartMs = performance.now() - t;
+  const startedNs = BigInt(await podmanOk(['inspect', '--format', '{{.State.StartedAt.UnixNano}}', name]));
+  return { name, url, coldStartMs, processStartMs: healthy - Number(startedNs / 1_000_000n) };
 }
 
 async function logs(name: string): Promise<string> {
@@ -111,7 +116,7 @@ describe('the container image', () => {
     const dir = path.join(WORK, 'oci');
     rmSync(dir, { recursive: true, force: true });
     try {
-      await podmanOk(['save', '--compress', '--format', 'oci-dir', '-o', dir, IMAGE]);
+      await podmanOk(['save', '--compress', '--format', 'docker-dir', '-o', dir, IMAGE]);
       report(
         `image size ${megabytes(size)} uncompressed (${megabytes(base)} of it the base, ${RUN_BASE}), ` +
           `${megabytes(du(dir))} compressed`,
@@ -138,8 +143,9 @@ describe('the container image', () => {
     const firstLogs = await logs(first.name);
     const listening = /"startup_ms":(\d+)/.exec(firstLogs)?.[1];
     report(
-      `cold start: podman run to the first /healthz 200 in ${first.coldStartMs.toFixed(0)} ms ` +
-        `(infracat's own startup_ms ${listening})`,
+      `cold start: the container's process to the first /healthz 200 in ${first.processStartMs} ms ` +
+        `(infracat's own startup_ms ${listening}); podman run to the first /healthz 200 in ` +
+        `${first.coldStartMs.toFixed(0)} ms`,
     );
 
     // The first start on an empty volume prints the admin token, once.
@@ -226,7 +232,7 @@ describe('the container image', () => {
     const at = (msg: string) => {
       const line = stopLogs.split('\n').find((l) => l.includes(`"msg":"${msg}"`));
       assert.ok(line !== undefined, `no "${msg}" in the log:\n${stopLogs}`);
-      return (JSON.parse(line) as { time: number }).time;
+      return Date.parse((JSON.parse(line) as { time: string }).time);
     };
     const shutdownMs = at('shutdown complete') - at('shutting down');
     assert.ok(shutdownMs <= 8000, `the stop took ${shutdownMs} ms, past SHUTDOWN_TIMEOUT_MS`);

@@ -261,9 +261,13 @@ export async function ensureBaseImages(log: (chunk: string) => void): Promise<st
 
 /** `podman build` of the Containerfile as it is (--format docker: OCI images have no HEALTHCHECK). */
 export async function buildImage(log: (chunk: string) => void): Promise<void> {
+  const previous = await podman(['image', 'inspect', '--format', '{{.Id}}', IMAGE]);
   // --network host: the build stage's npm ci reaches the npm registry as this machine does.
   await podmanOk(
     ['build', '--format', 'docker', '--pull=never', '--network', 'host', '-f', 'Containerfile', '-t', IMAGE, '.'],
     { log },
   );
+  // The previous run's image, now untagged, goes (the build stage's cached layers stay).
+  const now = await podmanOk(['image', 'inspect', '--format', '{{.Id}}', IMAGE]);
+  if (previous.code === 0 && previous.stdout.trim() !== now) await podman(['rmi', previous.stdout.trim()]);
 }
