@@ -105,7 +105,8 @@ before(async () => {
 });
 
 after(async () => {
-  if (containers.length > 0) await podman(['rm', '--force', '--time', '0', ...containers]);
+  // --volumes: the anonymous volume each container without -v gets for the image's VOLUME /data.
+  if (containers.length > 0) await podman(['rm', '--force', '--volumes', '--time', '0', ...containers]);
   if (volumes.length > 0) await podman(['volume', 'rm', '--force', ...volumes]);
 });
 
@@ -310,7 +311,7 @@ describe('the container image', () => {
       report(`PostgreSQL: the deletion reached the other container within ${(performance.now() - t).toFixed(0)} ms`);
       for (const name of names) await podmanOk(['stop', name]);
     } finally {
-      await podman(['rm', '--force', '--time', '0', ...containers.filter((c) => c.includes('-pg-'))]);
+      await podman(['rm', '--force', '--volumes', '--time', '0', ...containers.filter((c) => c.includes('-pg-'))]);
       await db.drop();
     }
   });
