@@ -293,6 +293,12 @@ for (const backend of backends()) {
             added: { images: [], plans: [], regions: [] },
             removed: { images: [], plans: [], regions: [live.regions[0]!.slug] },
             changed: { images: [], plans: [], regions: [] },
+            counts: {
+              settings: 0,
+              added: { images: 0, plans: 0, regions: 0 },
+              removed: { images: 0, plans: 0, regions: 1 },
+              changed: { images: 0, plans: 0, regions: 0 },
+            },
           },
         },
       );
