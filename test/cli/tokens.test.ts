@@ -20,7 +20,17 @@ describe('infracat tokens', () => {
     });
     assert.equal(created.code, 0, created.stderr);
     const body = JSON.parse(created.stdout) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(body).sort(), ['created_at', 'expires_at', 'id', 'name', 'scopes', 'token']);
+    assert.deepEqual(Object.keys(body).sort(), [
+      'allowed_cidrs',
+      'created_at',
+      'enabled',
+      'expires_at',
+      'id',
+      'name',
+      'not_before',
+      'scopes',
+      'token',
+    ]);
     assert.deepEqual(checkSecret(String(body.token), 'icat'), { ok: true });
 
     const listed = await cli(['tokens', 'list', '--json'], { env });
@@ -91,7 +101,17 @@ describe('infracat tokens', () => {
     const graced = await cli(['tokens', 'rotate', created.id, '--grace', '1h', '--json'], { env });
     assert.equal(graced.code, 0, graced.stderr);
     const second = JSON.parse(graced.stdout) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(second).sort(), ['created_at', 'expires_at', 'id', 'name', 'scopes', 'token']);
+    assert.deepEqual(Object.keys(second).sort(), [
+      'allowed_cidrs',
+      'created_at',
+      'enabled',
+      'expires_at',
+      'id',
+      'name',
+      'not_before',
+      'scopes',
+      'token',
+    ]);
     assert.deepEqual([second.id, second.name, second.scopes], [created.id, 'ci', ['apps:read']]);
     assert.deepEqual(checkSecret(String(second.token), 'icat'), { ok: true });
     assert.deepEqual([await verify(created.token), await verify(String(second.token))], [true, true], 'in its grace');
@@ -196,7 +216,17 @@ describe('infracat tokens', () => {
     );
     assert.equal(updated.code, 0, updated.stderr);
     const view = JSON.parse(updated.stdout) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(view).sort(), ['created_at', 'expires_at', 'id', 'last_used_at', 'name', 'scopes']);
+    assert.deepEqual(Object.keys(view).sort(), [
+      'allowed_cidrs',
+      'created_at',
+      'enabled',
+      'expires_at',
+      'id',
+      'last_used_at',
+      'name',
+      'not_before',
+      'scopes',
+    ]);
     assert.deepEqual([view.name, view.scopes], ['new', ['apps:read', 'images:read']]);
     const human = await cli(['tokens', 'update', token.id, '--scopes', 'regions:read'], { env });
     assert.equal(human.stdout.trim(), `updated ${token.id} "new" with regions:read`);

@@ -46,7 +46,17 @@ for (const backend of backends()) {
       assert.equal(res.statusCode, 201, res.body);
       assert.equal(res.headers['cache-control'], 'no-store');
       const body = res.json<Record<string, unknown>>();
-      assert.deepEqual(Object.keys(body).sort(), ['created_at', 'expires_at', 'id', 'name', 'scopes', 'token']);
+      assert.deepEqual(Object.keys(body).sort(), [
+        'allowed_cidrs',
+        'created_at',
+        'enabled',
+        'expires_at',
+        'id',
+        'name',
+        'not_before',
+        'scopes',
+        'token',
+      ]);
       assert.equal(res.headers.location, `/api/v1/api-tokens/${String(body.id)}`);
       assert.match(String(body.id), TOKEN_ID_PATTERN);
       assert.equal(body.name, 'deploy bot', 'name is trimmed');
@@ -480,6 +490,9 @@ for (const backend of backends()) {
           accountId: OPERATOR_ACCOUNT_ID,
           previousSecretHash: null,
           previousExpiresAt: null,
+          allowedCidrs: null,
+          notBefore: null,
+          enabled: true,
         });
         const { app, admin, store } = await setup(
           t,
@@ -550,6 +563,9 @@ for (const backend of backends()) {
           accountId: OPERATOR_ACCOUNT_ID,
           previousSecretHash: null,
           previousExpiresAt: null,
+          allowedCidrs: null,
+          notBefore: null,
+          enabled: true,
         },
         { maxLive: 100, now },
         ev(),
@@ -580,6 +596,9 @@ for (const backend of backends()) {
           accountId: OPERATOR_ACCOUNT_ID,
           previousSecretHash: null,
           previousExpiresAt: null,
+          allowedCidrs: null,
+          notBefore: null,
+          enabled: true,
         },
         { maxLive: 100, now },
         ev(),

@@ -68,7 +68,17 @@ for (const backend of backends()) {
       assert.equal(res.headers['cache-control'], 'no-store');
       assert.equal(res.headers.location, undefined, 'not a new resource');
       const after = res.json<Created>();
-      assert.deepEqual(Object.keys(after).sort(), ['created_at', 'expires_at', 'id', 'name', 'scopes', 'token']);
+      assert.deepEqual(Object.keys(after).sort(), [
+        'allowed_cidrs',
+        'created_at',
+        'enabled',
+        'expires_at',
+        'id',
+        'name',
+        'not_before',
+        'scopes',
+        'token',
+      ]);
       assert.deepEqual({ ...after, token: 'x' }, { ...before, token: 'x' });
       assert.notEqual(after.token, before.token);
       assert.deepEqual(checkSecret(after.token, 'icat'), { ok: true });
