@@ -114,6 +114,7 @@ export function buildApp(deps: AppDeps): App {
   void app.register(routeGroup('infracat-catalog-manage-routes', catalogManageRoutes), (root) => ({
     catalog: root.infracat.catalog,
     now: now ?? Date.now,
+    bodyLimit: config.catalogBodyLimitBytes,
   }));
   if (config.console) void app.register(routeGroup('infracat-console-routes', consoleRoutes));
   if (secretScanningKeys !== null) {

@@ -46,6 +46,10 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 
 const MAX_STORED_MAX = 10_000_000;
 
+const CATALOG_BODY_LIMIT_MIN = 16 * 1024;
+const CATALOG_BODY_LIMIT_MAX = 64 * 1024 * 1024;
+const CATALOG_BODY_LIMIT_DEFAULT = 16 * 1024 * 1024;
+
 /** Each origin `*` or http(s)://host[:port] in any case, which a JSON Schema pattern (no flags) cannot say. */
 function checkOrigins(list: string[]): string[] {
   for (const o of list) {
@@ -262,10 +266,16 @@ export const SettingsSchema = Type.Object({
     'TOKEN_CACHE_MAX',
     Type.Integer({
       minimum: 1,
-      // One entry per live token suffices; the bound keeps a flood of tokens from taking the memory.
-      maximum: 1_000_000,
+      // One entry per token in active use suffices. The bound keeps a full cache within a
+      // 256 MiB heap budget: an entry takes about 800 bytes (a token of two scopes and a short
+      // name) up to 1.3 KB (a 100-character name, 12 scopes, a second secret), measured by
+      // scripts/cache-memory.ts; 200,000 of the largest are 248 MiB.
+      maximum: 200_000,
       default: 10000,
-      description: 'Most tokens held in the verification cache (least recently used go first).',
+      description:
+        'Most tokens held in the verification cache (least recently used go first). An entry takes about ' +
+        '800 bytes of memory (up to 1.3 KB for a token of many scopes and a long name), so the maximum, ' +
+        '200000, stays within 256 MiB.',
     }),
   ),
   lastUsedFlushMs: setting(
@@ -274,7 +284,10 @@ export const SettingsSchema = Type.Object({
       minimum: 10,
       maximum: 600_000,
       default: 1000,
-      description: 'Interval of the batched `last_used_at` writes (at most one write per token per interval).',
+      description:
+        'Interval of the batched `last_used_at` writes (at most one write per token per interval; one statement ' +
+        'per 1,000 tokens used in it). A use is stored within one interval plus the time its batch takes ' +
+        '(10,000 tokens: under a second).',
     }),
   ),
   authFailureLimit: setting(
@@ -353,6 +366,22 @@ export const SettingsSchema = Type.Object({
         '`private, max-age=60` when token. Visible ASCII, at most 200 characters.',
     }),
     { expected: 'expected a Cache-Control header value' },
+  ),
+  // The catalog document routes only (PUT /api/v1/catalog and its dry run), which only the
+  // operator account's catalog:write tokens reach: authentication comes before the body is read.
+  catalogBodyLimitBytes: setting(
+    'CATALOG_BODY_LIMIT_BYTES',
+    Type.Integer({
+      minimum: CATALOG_BODY_LIMIT_MIN,
+      maximum: CATALOG_BODY_LIMIT_MAX,
+      default: CATALOG_BODY_LIMIT_DEFAULT,
+      description:
+        'Largest body of `PUT /api/v1/catalog` and `POST /api/v1/catalog/diff`, in bytes (over it: 413); ' +
+        `every other route takes 16 KiB. From ${CATALOG_BODY_LIMIT_MIN} (16 KiB) to ${CATALOG_BODY_LIMIT_MAX} ` +
+        '(64 MiB); the default, 16 MiB, holds a catalog of 20,000 plans, 1,000 images and 50 regions ' +
+        "(about 5 MiB) with room to spare. Only the operator account's `catalog:write` tokens get to send " +
+        'a body there.',
+    }),
   ),
   authCheckRules: setting(
     'AUTH_CHECK_RULES',

@@ -108,7 +108,7 @@ describe('configuration', () => {
     ['TOKEN_EXPIRED_RETENTION_DAYS', '3651', 'expected an integer from 0 to 3650'],
     ['AUDIT_RETENTION_DAYS', '-1', 'expected an integer from 0 to 36500'],
     ['TOKEN_CACHE_TTL_MS', '0x10', 'expected an integer from 0 to 600000'],
-    ['TOKEN_CACHE_MAX', '1000001', 'expected an integer from 1 to 1000000'],
+    ['TOKEN_CACHE_MAX', '200001', 'expected an integer from 1 to 200000'],
     ['LAST_USED_FLUSH_MS', '9', 'expected an integer from 10 to 600000'],
     ['AUTH_FAILURE_LIMIT', '99999999999999999999', 'expected an integer from 1 to 1000000'],
     ['AUTH_FAILURE_WINDOW_S', '86401', 'expected an integer from 1 to 86400'],
@@ -117,6 +117,7 @@ describe('configuration', () => {
     ['CATALOG_ACCESS', 'private', 'expected one of public, token'],
     ['CATALOG_REFRESH_MS', '49', 'expected an integer from 50 to 3600000'],
     ['CATALOG_CACHE_CONTROL', 'a\nb', 'expected a Cache-Control header value'],
+    ['CATALOG_BODY_LIMIT_BYTES', '67108865', 'expected an integer from 16384 to 67108864'],
     ['AUTH_CHECK_RULES', '{}', 'must be a JSON array of rules'],
     ['AUTH_CHECK_GATEWAY', 'NGINX', 'expected one of auto, nginx, traefik, envoy'],
     ['SECRET_SCANNING_KEYS_FILE', 'keys\n.json', 'expected a file path (no control characters)'],
@@ -168,6 +169,15 @@ describe('configuration', () => {
       expectError(
         { TOKEN_MAX_STORED: bad },
         /^invalid TOKEN_MAX_STORED ".*": expected unset or an integer from 1 to 10000000$/,
+      );
+  });
+
+  it('TOKEN_CACHE_MAX: up to 200000, what a 256 MiB memory budget holds; past it the start fails', () => {
+    assert.equal(loadConfig({ TOKEN_CACHE_MAX: '200000' }).tokenCacheMax, 200_000);
+    for (const over of ['200001', '1000000'])
+      expectError(
+        { TOKEN_CACHE_MAX: over },
+        new RegExp(`^invalid TOKEN_CACHE_MAX "${over}": expected an integer from 1 to 200000$`),
       );
   });
 
@@ -307,6 +317,7 @@ describe('configuration', () => {
         catalogAccess: 'public',
         catalogRefreshMs: 5000,
         catalogCacheControl: '',
+        catalogBodyLimitBytes: 16 * 1024 * 1024,
         authCheckRules: [
           [['GET', 'HEAD'], '/apps/**', ['apps:read']],
           [null, '/apps/**', ['apps:write']],

@@ -10,6 +10,7 @@ import type { FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 import { installMergePatchParser } from '../http/json-body.js';
 import { noStore } from '../http/no-store.js';
+import { NoQuery } from '../http/no-query.js';
 import { noBodyAsEmptyObject } from '../http/optional-body.js';
 import { callerOf } from '../http/caller.js';
 import { readPageQuery } from '../http/page-query.js';
@@ -18,6 +19,7 @@ import { nextPageLink } from '../tokens/query.js';
 import { PATCH_DESCRIPTION, ROTATE_CONFLICT, ROTATE_DESCRIPTION, TOKEN_LIST_DESCRIPTION } from '../tokens/routes.js';
 import {
   CreatedToken,
+  RotatedToken,
   CreateTokenBody,
   LIST_PER_PAGE_DEFAULT,
   LIST_PER_PAGE_MAX,
@@ -28,7 +30,7 @@ import {
   TokenView,
 } from '../tokens/schemas.js';
 import type { TokenService } from '../tokens/service.js';
-import { createdView, tokenView } from '../tokens/views.js';
+import { createdView, rotatedView, tokenView } from '../tokens/views.js';
 import { isOperatorAccount } from './ids.js';
 import {
   Account,
@@ -130,6 +132,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           operationId: 'getAccount',
           summary: 'One account',
           params: AccountIdParams,
+          querystring: NoQuery,
           response: { 200: Account },
         },
       },
@@ -289,6 +292,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           operationId: 'getAccountApiToken',
           summary: 'One live API token of an account',
           params: AccountTokenParams,
+          querystring: NoQuery,
           response: { 200: TokenView },
         },
       },
@@ -312,7 +316,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           description: `As POST /api/v1/api-tokens/{id}/rotate, inside account {id}. ${ROTATE_DESCRIPTION}`,
           params: AccountTokenParams,
           body: RotateTokenBody,
-          response: { 200: CreatedToken },
+          response: { 200: RotatedToken },
         },
       },
       async (request) => {
@@ -325,7 +329,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           auditContext(request),
         );
         if (issued === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.token_id}`);
-        return createdView(issued);
+        return rotatedView(issued);
       },
     );
 

@@ -38,6 +38,12 @@ export const AuditEvent = Type.Object({
   id: Type.String({ description: '`evt_` + ULID: sorts by time', examples: ['evt_01JD3X5Y6Z7A8B9C0D1E2F3G4H'] }),
   action: AuditAction,
   occurred_at: Timestamp,
+  account_id: Type.String({
+    description:
+      "The account whose trail the event is in (`acc_` + ULID): a token's event its account's, an account's " +
+      "event that account's, `catalog.applied` the operator account's",
+    examples: ['acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H'],
+  }),
   actor: AuditActor,
   actor_credential: Type.Union([Type.Literal('current'), Type.Literal('previous'), Type.Null()], {
     description:

@@ -38,6 +38,22 @@ export type CatalogDiffWire = Static<typeof CatalogDiff>;
 const sameShape: (d: DiffModel) => CatalogDiffWire = (d) => d;
 void sameShape;
 
+const KindCounts = (what: string) =>
+  Type.Object(
+    {
+      images: Type.Integer({ minimum: 0 }),
+      plans: Type.Integer({ minimum: 0 }),
+      regions: Type.Integer({ minimum: 0 }),
+    },
+    { description: `Entries ${what}, per kind` },
+  );
+const RevisionChanges = Type.Object({
+  settings: Type.Integer({ minimum: 0, description: 'Catalog settings changed' }),
+  added: KindCounts('added'),
+  removed: KindCounts('removed'),
+  changed: KindCounts('changed (any field)'),
+});
+
 export const CatalogRevision = Type.Object({
   version: Type.Integer({ minimum: 1, examples: [7] }),
   applied_at: Timestamp,
@@ -49,6 +65,11 @@ export const CatalogRevision = Type.Object({
       'What it changed in one line, e.g. `2 added, 1 changed, 0 removed` or `rollback to version 3: ...`; ' +
       'null for revisions applied before infracat recorded it',
     examples: ['2 added, 1 changed, 0 removed'],
+  }),
+  changes: Type.Union([RevisionChanges, Type.Null()], {
+    description:
+      'What it changed, counted: settings changed, and entries added, removed and changed per kind; ' +
+      'null for revisions applied before infracat recorded it',
   }),
 });
 export type CatalogRevision = Static<typeof CatalogRevision>;

@@ -17,12 +17,20 @@ export const CURRENCY_PATTERN = /^[A-Z]{3}$/;
 
 export const DEFAULT_CURRENCY = 'USD';
 
-// Caps on every list of a catalog document, far above real catalogs (the shipped one has
-// 11 images, 15 plans, 10 regions; public clouds list tens of images and a few hundred
-// plans in a few dozen regions). They bound the work of validating a document whatever
-// it holds: one Ajv run over an entry looks at a bounded number of values.
+// Caps on every list of a catalog document, above the largest catalogs it serves (the
+// shipped one has 11 images, 15 plans, 10 regions; public clouds list tens of images and
+// hundreds of plans in a few dozen regions; a platform with per-size and per-generation
+// plans reaches 20,000). They bound the work of validating a document whatever it holds:
+// one Ajv run over an entry looks at a bounded number of values.
 /** The most entries a catalog document may list, per kind. */
-export const MAX_ENTRIES = { images: 5000, plans: 5000, regions: 1000 } as const;
+export const MAX_ENTRIES = { images: 5000, plans: 25_000, regions: 1000 } as const;
+/**
+ * The most objects and arrays a catalog document within the caps holds: the document and
+ * each entry are objects; the five lists of settings and entries and each region's
+ * features, plans and images are arrays; nothing else nests.
+ */
+export const MAX_DOCUMENT_CONTAINERS =
+  1 + MAX_ENTRIES.images + MAX_ENTRIES.plans + MAX_ENTRIES.regions + 5 + 3 * MAX_ENTRIES.regions;
 /** The most features a region may list. */
 export const MAX_REGION_FEATURES = 50;
 /** The most words `extra_image_types` and `extra_region_features` may each list. */

@@ -7,7 +7,7 @@ import { cliAuditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
 import { createTokenDomain } from '../tokens/index.js';
 import { GRACE_MAX_S } from '../tokens/limits.js';
-import { createdView, tokenView } from '../tokens/views.js';
+import { createdView, rotatedView, tokenView } from '../tokens/views.js';
 import { UsageError, type Command } from './command.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { parseFlags } from './options.js';
@@ -181,16 +181,16 @@ export const tokensCommand: Command = {
             cliAuditContext(),
           );
           if (issued === null) return fail(noToken(id, account));
-          const view = createdView(issued);
+          const view = rotatedView(issued);
           if (values.json === true) process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
           else {
-            const previous = issued.token.previousExpiresAt;
+            const previous = view.previous_secret_expires_at;
             const expires = view.expires_at ? `; the token expires ${view.expires_at}` : '';
             process.stdout.write(`rotated ${view.id} "${view.name}"${expires}\n`);
             process.stdout.write(
               previous === null
                 ? 'the previous secret is refused from now on\n'
-                : `the previous secret keeps working until ${new Date(previous).toISOString()}\n`,
+                : `the previous secret keeps working until ${previous}\n`,
             );
             process.stdout.write(`token: ${view.token}\n(shown this once: store it now)\n`);
           }

@@ -23,7 +23,8 @@ import { AppError } from '../errors.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { SecretKind, TokenService, VerifyFailure, VerifyResult } from '../tokens/service.js';
 import { knownAddress, type ClientAddress } from '../tokens/conditions.js';
-import { missingScopes, parseScope } from '../tokens/scopes.js';
+import { missingScopes, OPERATOR_ONLY_SCOPES, parseScope } from '../tokens/scopes.js';
+import { isOperatorAccount } from '../accounts/ids.js';
 import { addressKey } from './client-key.js';
 import { FailureLimiter } from './failure-limiter.js';
 import { repeatedHeader } from './headers.js';
@@ -198,6 +199,15 @@ export function createAuth(options: AuthOptions): Auth {
     request.token = result.token;
     request.tokenSecret = result.secret;
     if (required !== null && required.length > 0) {
+      // Before the scopes: no token of another account can hold an operator-only scope, so
+      // naming it as missing would send the caller after something it can never get.
+      if (!isOperatorAccount(result.token.accountId) && required.some((s) => OPERATOR_ONLY_SCOPES.includes(s))) {
+        const detail = "only tokens of the operator account may make this request; this token's account is not it";
+        throw new AppError('INSUFFICIENT_SCOPE', detail, {
+          headers: { 'www-authenticate': bearerChallenge({ error: 'insufficient_scope', error_description: detail }) },
+          members: { required_scopes: required },
+        });
+      }
       const missing = missingScopes(result.token.scopes, required);
       if (missing.length > 0) {
         throw new AppError('INSUFFICIENT_SCOPE', `this request needs the scope ${missing.join(', ')}`, {

@@ -52,8 +52,9 @@ const SUCCESS_DESCRIPTIONS: Record<string, string> = {
   304: 'Not Modified: the copy named by If-None-Match is current',
 };
 
-/** `16 KiB`, or the bytes when not whole KiB. */
+/** `16 MiB`, `16 KiB`, or the bytes when neither is whole. */
 function size(bytes: number): string {
+  if (bytes % (1024 * 1024) === 0) return `${bytes / 1024 / 1024} MiB`;
   return bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} bytes`;
 }
 
@@ -184,7 +185,7 @@ interface RouteConfig {
 /** What the document states that the code and settings decide, so that it says what the server does. */
 export interface OpenApiOptions {
   version: string;
-  /** Largest request body, in bytes. */
+  /** Largest request body, in bytes (a route may set its own). */
   bodyLimit: number;
   /** TOKEN_PREFIX. */
   tokenPrefix: string;
@@ -235,7 +236,9 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
     // flag, the one mechanism), checked after this transform.
     transform: ({ schema, url, route }) => {
       if (schema?.hide === true) return { schema, url };
-      const documented = documentRoute((schema ?? {}) as RouteSchema, url, route.config ?? {}, options);
+      // A route may take larger bodies than the app (the catalog document): its own limit is stated.
+      const facts = { ...options, bodyLimit: route.bodyLimit ?? options.bodyLimit };
+      const documented = documentRoute((schema ?? {}) as RouteSchema, url, route.config ?? {}, facts);
       // A route that reads no body as `{}` says so (@fastify/swagger marks every body required):
       // the route's own hook decides, so the document cannot drift from it.
       if ([route.preValidation].flat().includes(noBodyAsEmptyObject)) documented[BODY_OPTIONAL] = true;

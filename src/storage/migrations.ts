@@ -273,6 +273,14 @@ const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 12,
+    name: 'catalog_revision_changes',
+    // What each catalog revision changed, counted (settings; entries added, removed and
+    // changed per kind, as JSON): the history says it without reading two documents per
+    // revision. NULL on revisions applied before this migration (not recorded then).
+    steps: [`ALTER TABLE catalog_revisions ADD COLUMN changes TEXT`],
+  },
+  {
     version: 14,
     name: 'token_conditions',
     // Conditions of a token's use, read with the token by verification (no index: never

@@ -141,7 +141,13 @@ const REVISION_INFO = {
   appliedBy: jsonOrNull<{ type: ActorType; id: string | null; name: string | null }>('applied_by'),
   /** What it changed, in one line (`2 added, 1 changed, 0 removed`); null before migration 6. */
   summary: textOrNull('summary'),
+  /** What it changed, counted (catalog/diff.ts ChangeCounts); null before migration 12. */
+  changes: jsonOrNull<RevisionChanges>('changes'),
 };
+
+type KindCounts = { images: number; plans: number; regions: number };
+/** Settings changed, and catalog entries added, removed and changed per kind. */
+export type RevisionChanges = { settings: number; added: KindCounts; removed: KindCounts; changed: KindCounts };
 
 /** catalog_revisions: every applied catalog document; the highest version is live. */
 export const CATALOG_REVISIONS = table('catalog_revisions', { ...REVISION_INFO, document: text('document') });

@@ -169,6 +169,17 @@ export const CreatedToken = Type.Object({
 });
 export type CreatedToken = Static<typeof CreatedToken>;
 
+/** The rotate response: the created token's fields, and until when the secret current until now works. */
+export const RotatedToken = Type.Object({
+  ...CreatedToken.properties,
+  previous_secret_expires_at: Type.Union([Timestamp, Type.Null()], {
+    description:
+      'Until when the secret current until now keeps working (the end of the grace period, RFC 3339); ' +
+      'null when there is no grace period: it is refused from now on',
+  }),
+});
+export type RotatedToken = Static<typeof RotatedToken>;
+
 export const TokenView = Type.Object({
   id: TokenId,
   name: TokenName,

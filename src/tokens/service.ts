@@ -192,7 +192,7 @@ export class TokenService {
   ): Promise<IssuedToken> {
     const now = this.now();
     const checked = validateCreate(input, this.rules(caller, accountId, now));
-    if ('errors' in checked) throw this.invalid('the token request is invalid; see errors', checked.errors);
+    if ('errors' in checked) throw this.invalid(accountId, 'the token request is invalid; see errors', checked.errors);
     const { name, scopes, expiresAt, allowedCidrs, notBefore, enabled } = checked.value;
     if (caller !== null) refuseUnheld(caller, scopes, 'a token cannot grant scopes it does not hold');
     const secret = generateSecret(this.prefix);
@@ -246,11 +246,13 @@ export class TokenService {
     return { token, secret };
   }
 
-  private invalid(message: string, errors: { pointer: string; detail: string }[]): AppError {
+  /** The 422 of a request about a token of `accountId`: `valid_scopes` are those its tokens may hold. */
+  private invalid(accountId: string, message: string, errors: { pointer: string; detail: string }[]): AppError {
     const scopeProblem = errors.some((e) => e.pointer.startsWith('/scopes'));
+    const validScopes = () => this.registry.namesFor(accountId === OPERATOR_ACCOUNT_ID);
     return new AppError('VALIDATION_FAILED', message, {
       errors,
-      ...(scopeProblem ? { members: { valid_scopes: this.registry.names() } } : {}),
+      ...(scopeProblem ? { members: { valid_scopes: validScopes() } } : {}),
     });
   }
 
@@ -406,7 +408,8 @@ export class TokenService {
     if (!PLAUSIBLE_ID.test(id)) return null;
     const now = this.now();
     const checked = validateRotate(input, this.rules(caller, accountId, now));
-    if ('errors' in checked) throw this.invalid('the rotation request is invalid; see errors', checked.errors);
+    if ('errors' in checked)
+      throw this.invalid(accountId, 'the rotation request is invalid; see errors', checked.errors);
     const target = await this.store.get(accountId, id);
     if (target === null || this.isExpired(target, this.retainedSince())) return null;
     if (caller !== null) {
@@ -455,7 +458,7 @@ export class TokenService {
     if (!PLAUSIBLE_ID.test(id)) return null;
     const now = this.now();
     const checked = validatePatch(patch, this.rules(caller, accountId, now));
-    if ('errors' in checked) throw this.invalid('the token patch is invalid; see errors', checked.errors);
+    if ('errors' in checked) throw this.invalid(accountId, 'the token patch is invalid; see errors', checked.errors);
     const target = await this.store.get(accountId, id);
     if (target === null || this.isExpired(target, this.retainedSince())) return null;
     const { name, scopes, allowedCidrs, notBefore, enabled } = checked.value;
@@ -466,7 +469,7 @@ export class TokenService {
       if (allowedCidrs === undefined) refuseWider(caller, target, target.allowedCidrs, 'edit');
     }
     const never = notBeforeProblem(notBefore === undefined ? target.notBefore : notBefore, target.expiresAt);
-    if (never !== null) throw this.invalid('the token patch is invalid; see errors', [never]);
+    if (never !== null) throw this.invalid(accountId, 'the token patch is invalid; see errors', [never]);
     const changes: Record<string, unknown> = {};
     if (name !== undefined && name !== target.name) changes.name = { from: target.name, to: name };
     if (scopes !== undefined && !sameList(scopes, target.scopes)) changes.scopes = { from: target.scopes, to: scopes };

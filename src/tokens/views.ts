@@ -1,7 +1,7 @@
 // Token records -> the JSON the API (and `infracat tokens --json`) shows. The shapes are
 // the response schemas' (schemas.ts); here only how each field is made from a record.
 import type { TokenRecord } from '../storage/types.js';
-import type { CreatedToken, CurrentTokenView, TokenView } from './schemas.js';
+import type { CreatedToken, CurrentTokenView, RotatedToken, TokenView } from './schemas.js';
 import type { IssuedToken } from './service.js';
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -36,4 +36,8 @@ export function createdView({ token, secret }: IssuedToken): CreatedToken {
     expires_at: iso(token.expiresAt),
     ...conditionViews(token),
   };
+}
+
+export function rotatedView(issued: IssuedToken): RotatedToken {
+  return { ...createdView(issued), previous_secret_expires_at: iso(issued.token.previousExpiresAt) };
 }

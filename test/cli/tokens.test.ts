@@ -98,7 +98,9 @@ describe('infracat tokens', () => {
     const verify = async (secret: string) =>
       (await createTokenDomain(loadConfig(env), store).service.verify(secret)).ok;
 
+    const sent = Date.now();
     const graced = await cli(['tokens', 'rotate', created.id, '--grace', '1h', '--json'], { env });
+    const answered = Date.now();
     assert.equal(graced.code, 0, graced.stderr);
     const second = JSON.parse(graced.stdout) as Record<string, unknown>;
     assert.deepEqual(Object.keys(second).sort(), [
@@ -109,9 +111,12 @@ describe('infracat tokens', () => {
       'id',
       'name',
       'not_before',
+      'previous_secret_expires_at',
       'scopes',
       'token',
     ]);
+    const graceEnds = Date.parse(String(second.previous_secret_expires_at));
+    assert.ok(graceEnds >= sent + 3_600_000 && graceEnds <= answered + 3_600_000, 'an hour after the rotation');
     assert.deepEqual([second.id, second.name, second.scopes], [created.id, 'ci', ['apps:read']]);
     assert.deepEqual(checkSecret(String(second.token), 'icat'), { ok: true });
     assert.deepEqual([await verify(created.token), await verify(String(second.token))], [true, true], 'in its grace');

@@ -13,6 +13,7 @@ import { ev, rev } from '../helpers/audit.js';
 import { backends, debianPostgres, type Backend, type BackendDb } from '../helpers/backends.js';
 import { insertRows, rawSql } from '../helpers/raw-sql.js';
 import { API_TOKENS } from '../../src/storage/tables.js';
+import { TOUCH_CHUNK_ROWS } from '../../src/storage/sql-store.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 const ALL_VERSIONS = VERSIONED.map((m) => m.version);
@@ -253,6 +254,37 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       for (const [i, t] of tokens.entries())
         assert.equal((await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id))?.lastUsedAt, 10_000 + i);
     });
+
+    it(
+      'touch sends one statement per TOUCH_CHUNK_ROWS tokens: every token gets its time, an older time never ' +
+        'overwrites a newer one, a token deleted meanwhile is no error',
+      async () => {
+        const n = TOUCH_CHUNK_ROWS * 2 + TOUCH_CHUNK_ROWS / 2;
+        const tokens = Array.from({ length: n }, () => sampleToken());
+        await insertRows(backend, db, API_TOKENS, tokens);
+        const s = open();
+        // The first ten already carry a later time; the last is deleted before the flush.
+        await s.tokens.touch(tokens.slice(0, 10).map((t) => ({ id: t.id, at: 900_000 })));
+        const gone = tokens.at(-1)!;
+        assert.equal(await s.tokens.delete(OPERATOR_ACCOUNT_ID, gone.id, ev()), true);
+        const before = s.stats.queries;
+        await s.tokens.touch(tokens.map((t, i) => ({ id: t.id, at: 100_000 + i })));
+        assert.equal(s.stats.queries - before, Math.ceil(n / TOUCH_CHUNK_ROWS), 'one statement per chunk');
+        const stored = new Map(
+          (
+            (await rawSql(backend, db, 'SELECT id, last_used_at FROM api_tokens')) as {
+              id: string;
+              last_used_at: number | string | null;
+            }[]
+          ).map((r) => [r.id, r.last_used_at === null ? null : Number(r.last_used_at)]),
+        );
+        for (const [i, t] of tokens.entries()) {
+          if (t === gone) assert.equal(stored.has(t.id), false);
+          else assert.equal(stored.get(t.id), i < 10 ? 900_000 : 100_000 + i, `token ${i}`);
+        }
+        assert.equal(s.stats.queries - before, Math.ceil(n / TOUCH_CHUNK_ROWS), 'nothing more sent');
+      },
+    );
 
     it('create refuses past maxLive live tokens; expired tokens do not count', async () => {
       const fresh = await backend.create();
@@ -860,7 +892,7 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       }
     });
 
-    it('catalog: revision(n) and revisions(limit, before) return applied_by and summary as stored', async () => {
+    it('catalog: revision(n) and revisions(limit, before) keep applied_by, summary and changes', async () => {
       const fresh = await backend.create();
       const s = fresh.open();
       try {
@@ -878,6 +910,16 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
             appliedAt: 1_000 * v,
             appliedBy: { ...actors[v % 3]! },
             summary: v === 7 ? `rollback to version 3: ${v} added, 0 changed, 0 removed` : `${v} added`,
+            // Counts per kind; none recorded on the first (as on revisions from before they were).
+            changes:
+              v === 1
+                ? null
+                : {
+                    settings: v % 2,
+                    added: { images: 0, plans: v, regions: 0 },
+                    removed: { images: 1, plans: 0, regions: 0 },
+                    changed: { images: 0, plans: 0, regions: v * 1000 },
+                  },
           };
           assert.equal(await s.catalog.apply(revision, v - 1, ev()), true);
         }
@@ -887,6 +929,12 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
           appliedAt: 3_000,
           appliedBy: { type: 'api_token', id: 'tok_abc', name: 'deploy — bot ✓' },
           summary: '3 added',
+          changes: {
+            settings: 1,
+            added: { images: 0, plans: 3, regions: 0 },
+            removed: { images: 1, plans: 0, regions: 0 },
+            changed: { images: 0, plans: 0, regions: 3000 },
+          },
         });
         assert.equal(await s.catalog.revision(8), null);
         assert.equal(await s.catalog.revision(0), null);
@@ -905,7 +953,14 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
           appliedAt: 7_000,
           appliedBy: { type: 'cli', id: null, name: 'alice' },
           summary: 'rollback to version 3: 7 added, 0 changed, 0 removed',
+          changes: {
+            settings: 1,
+            added: { images: 0, plans: 7, regions: 0 },
+            removed: { images: 1, plans: 0, regions: 0 },
+            changed: { images: 0, plans: 0, regions: 7000 },
+          },
         });
+        assert.equal((await s.catalog.revisions(1, 2))[0]!.changes, null);
         assert.deepEqual(
           (await s.catalog.revisions(3)).map((r) => r.version),
           [7, 6, 5],
@@ -961,8 +1016,8 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
             { id: t.id, at: 3 },
           ]),
         ),
-        2,
-        'one per token',
+        1,
+        'one statement for the batch',
       );
       assert.equal(await sent(() => s.tokens.touch([])), 0);
       assert.equal(await sent(() => s.tokens.delete(OPERATOR_ACCOUNT_ID, t.id, ev())), 2, 'the delete, then its event');

@@ -110,7 +110,13 @@ for (const backend of backends()) {
       const revisions = await app.inject({ method: 'GET', url: '/api/v1/catalog/revisions', headers: operatorAuth });
       assert.equal(revisions.statusCode, 200, revisions.body);
       assert.deepEqual(revisions.json(), [
-        { version: 1, applied_at: new Date(1_700_000_000_000).toISOString(), applied_by: null, summary: null },
+        {
+          version: 1,
+          applied_at: new Date(1_700_000_000_000).toISOString(),
+          applied_by: null,
+          summary: null,
+          changes: null,
+        },
       ]);
       const doc = await app.inject({ method: 'GET', url: '/api/v1/catalog', headers: operatorAuth });
       assert.equal(doc.headers.etag, '"1"');

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { accountListQuery, auditListQuery, SQL } from '../../src/storage/sql-store.js';
+import { accountListQuery, auditListQuery, SQL as CATALOG, touchQuery } from '../../src/storage/sql-store.js';
 import {
   ACCOUNTS,
   API_TOKENS,
@@ -212,6 +212,7 @@ function seedRevisions(): CatalogRevision[] {
     appliedAt: T0 + i * MINUTE,
     appliedBy: { type: 'cli' as const, id: null, name: 'seed' },
     summary: '1 added, 0 changed, 0 removed',
+    changes: null,
     document: `{"revision":${i + 1}}`,
   }));
 }
@@ -262,6 +263,9 @@ interface StatementCheck {
 const TOKEN_PK = pk('api_tokens');
 const REVISION_PK: Indexes = { sqlite: ['PRIMARY KEY'], postgres: ['catalog_revisions_pkey'] };
 const ACCOUNT_PK = pk('accounts');
+
+// The catalog's statements and the one built per batch size (last_used_at), as 4 rows.
+const SQL = { ...CATALOG, touch: touchQuery(4) };
 
 /** Every statement of the store's SQL catalog that reads rows, with what must serve it. */
 const CHECKS: Record<string, StatementCheck> = {
@@ -325,7 +329,10 @@ const CHECKS: Record<string, StatementCheck> = {
     indexes: and(pk('audit_events'), both('audit_events_occurred')),
     reads: both('audit_events_occurred'),
   },
-  touch: { params: [[NOW, tokenId(PROBE), NOW]], indexes: TOKEN_PK },
+  touch: {
+    params: [[tokenId(PROBE), NOW, tokenId(PROBE + 1), NOW, tokenId(PROBE + 2), NOW, '', 0]],
+    indexes: TOKEN_PK,
+  },
   // MAX: the last entry of the primary key (a walk that stops at once).
   latestCatalog: { params: [[]], indexes: REVISION_PK, walks: true },
   currentCatalog: { params: [[]], indexes: REVISION_PK, walks: true },
@@ -377,11 +384,12 @@ async function statementPlan(backend: Backend, db: BackendDb, sql: string, param
   if (backend.name === 'sqlite') {
     const rows = (await rawSql(backend, db, `EXPLAIN QUERY PLAN ${sql}`, params)) as { detail: string }[];
     const details = rows.map((r) => r.detail);
-    // A subquery in FROM is read as a co-routine: its SCAN is of rows already produced.
-    const coroutines = details.flatMap((d) => /^CO-ROUTINE (\S+)/.exec(d)?.[1] ?? []);
+    // A subquery or VALUES list in FROM is read as a co-routine or materialised: its SCAN
+    // is of rows already produced.
+    const coroutines = details.flatMap((d) => /^(?:CO-ROUTINE|MATERIALIZE) (\S+)/.exec(d)?.[1] ?? []);
     const reads = details.filter((d) => {
       const m = /^(?:SCAN|SEARCH) (\S+)/.exec(d);
-      return m !== null && m[1] !== 'CONSTANT' && !coroutines.includes(m[1]!);
+      return m !== null && !/CONSTANT ROWS?$/.test(d) && !coroutines.includes(m[1]!);
     });
     return {
       indexes: reads.map((d) => /USING (?:COVERING )?INDEX (\S+)/.exec(d)?.[1] ?? 'PRIMARY KEY'),

@@ -15,6 +15,33 @@ import { backends } from '../helpers/backends.js';
 import { freePort } from '../helpers/embedded-pg.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 import { ev, TEST_CONTEXT } from '../helpers/audit.js';
+import { LIVENESS_BOUND_MS, whileWorking } from '../helpers/liveness.js';
+import { insertRows } from '../helpers/raw-sql.js';
+import { TOUCH_CHUNK_ROWS } from '../../src/storage/sql-store.js';
+import { API_TOKENS } from '../../src/storage/tables.js';
+import type { TokenRecord } from '../../src/storage/types.js';
+
+/** Distinct tokens used within one flush interval: two seconds' worth at 10,000 a second. */
+const BIG_FLUSH = 20_000;
+
+/** A stored token row, as many as a test needs (no secret behind it: only its id is used). */
+function bulkToken(i: number): TokenRecord {
+  return {
+    id: `tok_${String(i).padStart(26, '0')}`,
+    name: `bulk ${i}`,
+    scopes: ['apps:read'],
+    secretHash: i.toString(16).padStart(64, '0'),
+    createdAt: 1_700_000_000_000 + i,
+    expiresAt: null,
+    lastUsedAt: null,
+    accountId: OPERATOR_ACCOUNT_ID,
+    previousSecretHash: null,
+    previousExpiresAt: null,
+    allowedCidrs: null,
+    notBefore: null,
+    enabled: true,
+  };
+}
 
 for (const backend of backends()) {
   describe(`token lifecycle on ${backend.name}`, () => {
@@ -254,6 +281,31 @@ for (const backend of backends()) {
     );
   });
 }
+
+describe('last_used_at flushing on SQLite (synchronous statements)', () => {
+  it(`/healthz answers within ${LIVENESS_BOUND_MS} ms while a flush of ${BIG_FLUSH} tokens runs`, async (t) => {
+    const sqlite = backends().find((b) => b.name === 'sqlite')!;
+    const db = await sqlite.fresh(t);
+    const tokens = Array.from({ length: BIG_FLUSH }, (_, i) => bulkToken(i));
+    await insertRows(sqlite, db, API_TOKENS, tokens);
+    const { app, store } = await build(t, {
+      store: db.open(),
+      env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000' },
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as { port: number };
+    const tracker = app.infracat.tokens.lastUsed;
+    for (const [i, tok] of tokens.entries()) tracker.record(tok.id, 5_000_000 + i);
+    const before = store.stats.queries;
+    const { slowestMs, answers } = await whileWorking(`http://127.0.0.1:${port}`, () => tracker.flush());
+    assert.ok(slowestMs < LIVENESS_BOUND_MS, `/healthz took ${slowestMs.toFixed(0)} ms during the flush`);
+    t.diagnostic(`${answers} /healthz answers, the slowest in ${slowestMs.toFixed(0)} ms`);
+    assert.equal(store.stats.queries - before, Math.ceil(BIG_FLUSH / TOUCH_CHUNK_ROWS));
+    assert.deepEqual(tracker.stats, { flushes: 1, rows: BIG_FLUSH, failures: 0 });
+    for (const i of [0, TOUCH_CHUNK_ROWS, BIG_FLUSH - 1])
+      assert.equal((await store.tokens.get(OPERATOR_ACCOUNT_ID, tokens[i]!.id))?.lastUsedAt, 5_000_000 + i);
+  });
+});
 
 describe('token verification fails closed', () => {
   it('storage unreachable: token endpoints answer 503 + Retry-After promptly, never 200 or a hang', async (t) => {

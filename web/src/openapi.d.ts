@@ -125,7 +125,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate an API token: a new secret, the old one kept for an optional grace period
-         * @description Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and created_at). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret current until now keeps working (0 to 86400, default 0: refused at once); `expires_at`, a new expiry with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). At most two secrets are ever live: rotating again during a grace period ends that grace period at once (the oldest secret is refused, the one current until now gets the new grace period). The old secret is refused at once by the instance that rotated (after its grace period), and within TOKEN_CACHE_TTL_MS by the others. A token can rotate only tokens it could delete: those whose scopes it holds (itself included); otherwise 403 INSUFFICIENT_SCOPE. An expired token: 409 CONFLICT (create a new one). Unknown id, or another account's: 404.
+         * @description Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and created_at), and in `previous_secret_expires_at` until when the secret current until now works (null: no grace period). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret current until now keeps working (0 to 86400, default 0: refused at once); `expires_at`, a new expiry with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). At most two secrets are ever live: rotating again during a grace period ends that grace period at once (the oldest secret is refused, the one current until now gets the new grace period). The old secret is refused at once by the instance that rotated (after its grace period), and within TOKEN_CACHE_TTL_MS by the others. A token can rotate only tokens it could delete: those whose scopes it holds (itself included); otherwise 403 INSUFFICIENT_SCOPE. An expired token: 409 CONFLICT (create a new one). Unknown id, or another account's: 404.
          *
          *     Needs a token with `api-tokens:write` (`write` implies `read`).
          */
@@ -284,7 +284,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate an API token of an account: a new secret, the old one kept for an optional grace period
-         * @description As POST /api/v1/api-tokens/{id}/rotate, inside account {id}. Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and created_at). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret current until now keeps working (0 to 86400, default 0: refused at once); `expires_at`, a new expiry with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). At most two secrets are ever live: rotating again during a grace period ends that grace period at once (the oldest secret is refused, the one current until now gets the new grace period). The old secret is refused at once by the instance that rotated (after its grace period), and within TOKEN_CACHE_TTL_MS by the others. A token can rotate only tokens it could delete: those whose scopes it holds (itself included); otherwise 403 INSUFFICIENT_SCOPE. An expired token: 409 CONFLICT (create a new one). Unknown id, or another account's: 404.
+         * @description As POST /api/v1/api-tokens/{id}/rotate, inside account {id}. Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and created_at), and in `previous_secret_expires_at` until when the secret current until now works (null: no grace period). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret current until now keeps working (0 to 86400, default 0: refused at once); `expires_at`, a new expiry with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). At most two secrets are ever live: rotating again during a grace period ends that grace period at once (the oldest secret is refused, the one current until now gets the new grace period). The old secret is refused at once by the instance that rotated (after its grace period), and within TOKEN_CACHE_TTL_MS by the others. A token can rotate only tokens it could delete: those whose scopes it holds (itself included); otherwise 403 INSUFFICIENT_SCOPE. An expired token: 409 CONFLICT (create a new one). Unknown id, or another account's: 404.
          *
          *     Needs a token with `accounts:write` (`write` implies `read`).
          */
@@ -1070,6 +1070,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
@@ -1160,6 +1169,15 @@ export interface operations {
                         last_used_at: string | null;
                         expires_at: string | null;
                     };
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
@@ -1575,6 +1593,8 @@ export interface operations {
                          */
                         created_at: string;
                         expires_at: string | null;
+                        /** @description Until when the secret current until now keeps working (the end of the grace period, RFC 3339); null when there is no grace period: it is refused from now on */
+                        previous_secret_expires_at: string | null;
                     };
                 };
             };
@@ -1714,6 +1734,15 @@ export interface operations {
                         /** @description Only tokens of the operator account may hold it (elsewhere: 422) */
                         operator_only: boolean;
                     }[];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
@@ -2071,6 +2100,15 @@ export interface operations {
                          */
                         created_at: string;
                     };
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
@@ -2777,6 +2815,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
@@ -3193,6 +3240,8 @@ export interface operations {
                          */
                         created_at: string;
                         expires_at: string | null;
+                        /** @description Until when the secret current until now keeps working (the end of the grace period, RFC 3339); null when there is no grace period: it is refused from now on */
+                        previous_secret_expires_at: string | null;
                     };
                 };
             };
@@ -3358,6 +3407,11 @@ export interface operations {
                          * @example 2026-11-21T19:00:00.000Z
                          */
                         occurred_at: string;
+                        /**
+                         * @description The account whose trail the event is in (`acc_` + ULID): a token's event its account's, an account's event that account's, `catalog.applied` the operator account's
+                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+                         */
+                        account_id: string;
                         /** @description Who made the change */
                         actor: {
                             /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
@@ -3816,6 +3870,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
@@ -4045,6 +4108,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
@@ -4246,6 +4318,15 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
@@ -4368,7 +4449,7 @@ export interface operations {
                             /** @description The slug of the entry of the same kind that replaces it */
                             successor?: string;
                         }[];
-                        /** @description At most 5000 */
+                        /** @description At most 25000 */
                         plans: {
                             /** @description Equal to slug */
                             id: string;
@@ -4430,6 +4511,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
@@ -4582,7 +4672,7 @@ export interface operations {
                         /** @description The slug of the entry of the same kind that replaces it */
                         successor?: string;
                     }[];
-                    /** @description At most 5000 */
+                    /** @description At most 25000 */
                     plans: {
                         /** @description Equal to slug */
                         id: string;
@@ -4766,7 +4856,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body over 1 MiB (PAYLOAD_TOO_LARGE) */
+            /** @description Body over 16 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4925,7 +5015,7 @@ export interface operations {
                         /** @description The slug of the entry of the same kind that replaces it */
                         successor?: string;
                     }[];
-                    /** @description At most 5000 */
+                    /** @description At most 25000 */
                     plans: {
                         /** @description Equal to slug */
                         id: string;
@@ -5091,7 +5181,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body over 1 MiB (PAYLOAD_TOO_LARGE) */
+            /** @description Body over 16 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5204,6 +5294,29 @@ export interface operations {
                          * @example 2 added, 1 changed, 0 removed
                          */
                         summary: string | null;
+                        /** @description What it changed, counted: settings changed, and entries added, removed and changed per kind; null for revisions applied before infracat recorded it */
+                        changes: {
+                            /** @description Catalog settings changed */
+                            settings: number;
+                            /** @description Entries added, per kind */
+                            added: {
+                                images: number;
+                                plans: number;
+                                regions: number;
+                            };
+                            /** @description Entries removed, per kind */
+                            removed: {
+                                images: number;
+                                plans: number;
+                                regions: number;
+                            };
+                            /** @description Entries changed (any field), per kind */
+                            changed: {
+                                images: number;
+                                plans: number;
+                                regions: number;
+                            };
+                        } | null;
                     }[];
                 };
             };
