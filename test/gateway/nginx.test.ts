@@ -145,7 +145,10 @@ describe('forward auth behind a real nginx', () => {
       seen.length = 0;
       const ok = await fetch(`${base}/apps/1`, { headers: { authorization: `Bearer ${local}` } });
       assert.equal(ok.status, 200);
-      for (const forged of [{ 'x-real-ip': '192.0.2.1' }, { 'x-forwarded-for': '192.0.2.1' }]) {
+      for (const forged of [{ 'x-real-ip': '192.0.2.1' }, { 'x-forwarded-for': '192.0.2.1' }] as Record<
+        string,
+        string
+      >[]) {
         const res = await fetch(`${base}/apps/1`, { headers: { authorization: `Bearer ${elsewhere}`, ...forged } });
         assert.equal(res.status, 403, `${JSON.stringify(forged)} does not choose the address`);
       }
