@@ -15,6 +15,7 @@ import { compileRules, DEFAULT_RULES_JSON } from './gateway/rules.js';
 import { parseTrustProxy } from './http/trust-proxy.js';
 import { DEFAULT_SQLITE_PATH, parseDatabaseUrl, shownDatabaseUrl } from './storage/database-url.js';
 import { PREFIX_PATTERN } from './tokens/format.js';
+import { ACCOUNT_RATE_LIMIT_MAX } from './accounts/schemas.js';
 import { STORED_PER_LIVE } from './tokens/limits.js';
 import { DEFAULT_RESOURCES, READ_ONLY_RESOURCES, RESOURCE_PATTERN, ScopeRegistry } from './tokens/scopes.js';
 
@@ -45,6 +46,8 @@ function setting<const Env extends string, T extends TSchema>(
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const MAX_STORED_MAX = 10_000_000;
+/** RATE_LIMIT_ACCOUNT's default, in token limits: an account of one busy token is never held back by it. */
+const ACCOUNT_PER_TOKEN = 10;
 
 const CATALOG_BODY_LIMIT_MIN = 16 * 1024;
 const CATALOG_BODY_LIMIT_MAX = 64 * 1024 * 1024;
@@ -442,6 +445,19 @@ export const SettingsSchema = Type.Object({
         'instances; 0: no limit for them.',
     }),
   ),
+  rateLimitAccount: setting(
+    'RATE_LIMIT_ACCOUNT',
+    Type.Decode(
+      Type.String({
+        default: '',
+        description:
+          "Requests per window for all of an account's tokens together, across all instances (an account's " +
+          '`rate_limit` field, set by PATCH /api/v1/accounts/{id}, replaces it for that account); over it, ' +
+          `429 ACCOUNT_RATE_LIMITED. 0: no account limit. Unset: ${ACCOUNT_PER_TOKEN} × RATE_LIMIT.`,
+      }),
+      parseAccountRateLimit,
+    ),
+  ),
   rateLimitWindowS: setting(
     'RATE_LIMIT_WINDOW_S',
     Type.Integer({
@@ -590,6 +606,19 @@ function parseMaxStored(raw: string): number | null {
   if (!/^[1-9][0-9]{0,7}$/.test(raw) || Number(raw) > MAX_STORED_MAX)
     throw new Error(`expected unset or an integer from 1 to ${MAX_STORED_MAX}`);
   return Number(raw);
+}
+
+/** RATE_LIMIT_ACCOUNT: '' (ACCOUNT_PER_TOKEN times RATE_LIMIT: accountRateLimit()) or a count. */
+function parseAccountRateLimit(raw: string): number | null {
+  if (raw === '') return null;
+  if (!/^(0|[1-9][0-9]{0,7})$/.test(raw) || Number(raw) > ACCOUNT_RATE_LIMIT_MAX)
+    throw new Error(`expected unset or an integer from 0 to ${ACCOUNT_RATE_LIMIT_MAX}`);
+  return Number(raw);
+}
+
+/** The default limit of an account's tokens together: RATE_LIMIT_ACCOUNT, or ACCOUNT_PER_TOKEN times RATE_LIMIT. */
+export function accountRateLimit(config: Pick<Config, 'rateLimit' | 'rateLimitAccount'>): number {
+  return config.rateLimitAccount ?? Math.min(ACCOUNT_RATE_LIMIT_MAX, ACCOUNT_PER_TOKEN * config.rateLimit);
 }
 
 /** DATABASE_NOTIFY_URL: '' (use DATABASE_URL) or a postgres:// URL. */

@@ -32,6 +32,7 @@ export const ERRORS = {
   VALIDATION_FAILED: { status: 422, title: 'Validation failed' },
   PRECONDITION_REQUIRED: { status: 428, title: 'Precondition required' },
   RATE_LIMITED: { status: 429, title: 'Too many requests' },
+  ACCOUNT_RATE_LIMITED: { status: 429, title: "Too many requests for the token's account" },
   HEADERS_TOO_LARGE: { status: 431, title: 'Request headers too large' },
   INTERNAL: { status: 500, title: 'Internal server error' },
   SERVICE_UNAVAILABLE: { status: 503, title: 'Service unavailable' },

@@ -222,6 +222,7 @@ export class ScaleLayout {
       externalId: this.externalId(a),
       status: this.suspended(a) ? 'suspended' : 'active',
       createdAt: this.time('account', a),
+      rateLimit: null,
     };
   }
 

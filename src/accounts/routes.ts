@@ -181,13 +181,15 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           schema: {
             tags,
             operationId: 'updateAccount',
-            summary: 'Rename, suspend or resume an account (JSON merge patch)',
+            summary: 'Rename, suspend or resume an account, or set its rate limit (JSON merge patch)',
             description:
               'A JSON merge patch (RFC 7396), as `application/merge-patch+json` or `application/json`: ' +
-              'the fields present are set (`name`, `status`), the others kept; `{}` changes nothing. ' +
-              'null or any other field is 422. Suspending refuses every token of the account ' +
-              '(401 invalid_token) at once on this instance and within TOKEN_CACHE_TTL_MS on the others; ' +
-              'resuming restores them. The operator account: 409 OPERATOR_ACCOUNT.',
+              'the fields present are set (`name`, `status`, `rate_limit`), the others kept; `{}` changes ' +
+              'nothing. `rate_limit` null returns the account to the default (RATE_LIMIT_ACCOUNT); null for ' +
+              'another field, or any other field, is 422. Suspending refuses every token of the account ' +
+              '(401 invalid_token) at once on this instance and within about a second on the others; ' +
+              'resuming restores them; a new rate limit applies the same way. ' +
+              'The operator account: 409 OPERATOR_ACCOUNT.',
             consumes: ['application/merge-patch+json', 'application/json'],
             params: AccountIdParams,
             body: PatchAccountBody,
@@ -195,7 +197,8 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           },
         },
         async (request) => {
-          const account = await accounts.update(request.params.id, request.body, auditContext(request));
+          const { name, status, rate_limit: rateLimit } = request.body;
+          const account = await accounts.update(request.params.id, { name, status, rateLimit }, auditContext(request));
           if (account === null) throw notFound(request.params.id);
           return accountView(account);
         },

@@ -9,7 +9,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { parseDocument, stringify, type ScalarTag } from 'yaml';
 import { jsonText, toModel, toWire } from './forms.js';
-import { Amount } from './money.js';
+import { Amount, withCentsRule } from './money.js';
 import {
   BUILTIN_IMAGE_TYPES,
   BUILTIN_REGION_FEATURES,
@@ -77,7 +77,8 @@ function compileChecks(): NonNullable<typeof checks> {
   const first = new Ajv(options);
   const check = (schema: Check['schema']): Check => {
     let compiled: ValidateFunction | undefined;
-    return { schema, every: every.compile(schema), first: () => (compiled ??= first.compile(schema)) };
+    const ruled = withCentsRule(schema);
+    return { schema, every: every.compile(ruled), first: () => (compiled ??= first.compile(ruled)) };
   };
   // The document around its entries (settings, the lists and their caps): each entry is
   // validated on its own, so that validation can stop between two of them.

@@ -197,7 +197,7 @@ export function catalogManageRoutes(app: App, { catalog, now, bodyLimit }: Catal
           querystring: NoQuery,
           response: {
             200: { ...CatalogFile, headers: { etag: Type.String({ description: 'The version, e.g. `"7"`' }) } },
-            304: Type.Null({ description: 'Not modified (If-None-Match matched)' }),
+            304: { type: 'null', description: 'Not modified (If-None-Match matched)' } as const,
           },
         },
       },
@@ -205,7 +205,8 @@ export function catalogManageRoutes(app: App, { catalog, now, bodyLimit }: Catal
         const snap = catalog.snapshot;
         const etag = etagOf(snap.version);
         reply.header('etag', etag);
-        if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send(null);
+        // No body and no Content-Type, as the catalog reads' 304: `send(null)` would say application/json.
+        if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send(undefined as never);
         // Already JSON text (prices with two decimals): sent as it is, not serialized again.
         const { formatCatalog } = await catalogFile();
         return reply.type(JSON_TYPE).send(formatCatalog(snap.catalog, 'json') as never);

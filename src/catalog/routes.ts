@@ -160,6 +160,19 @@ const LIFECYCLE_NOTE =
   'Past `sunset_at` it leaves the lists and this GET answers 410 Gone with the same headers. ' +
   "Lists carry no such headers; `GET /api/v1/catalog` (catalog:read) shows every entry's dates at once.";
 
+// The headers of the answers, for the OpenAPI document.
+const VALIDATORS = {
+  ETag: Type.String({ description: 'The catalog version these bytes belong to (strong): send it in If-None-Match' }),
+  'Cache-Control': Type.String({ description: 'CATALOG_CACHE_CONTROL, by default `public, max-age=60`' }),
+};
+const LIFECYCLE = {
+  Deprecation: Type.String({ description: 'Only for a deprecated entry: `@<unix seconds>` (RFC 9745)' }),
+  Sunset: Type.String({ description: 'Only for an entry with a sunset date: an HTTP-date (RFC 8594)' }),
+  Link: Type.String({
+    description: 'Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"`',
+  }),
+};
+
 export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
   const { catalog, access } = options;
   const cacheControl =
@@ -189,9 +202,9 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
         auth: required === null ? ('optional' as const) : { scopes: required },
         revalidates: true,
       };
-      const notModifiedDoc = {
-        304: { type: 'null', description: 'Not modified: the If-None-Match ETag is current' },
-      } as const;
+      const notModified304 = (headers: Record<string, unknown>) => ({
+        304: { type: 'null', description: 'Not modified: the If-None-Match ETag is current', headers },
+      });
       api.get(
         `/api/v1/${kind}`,
         {
@@ -202,7 +215,7 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
             summary: `List ${kind} (a bare array, in the documented order)`,
             description: ORDER_NOTES[kind],
             querystring: query,
-            response: { 200: Type.Array(item), ...notModifiedDoc },
+            response: { 200: Type.Array(item, { headers: VALIDATORS }), ...notModified304(VALIDATORS) },
           },
         },
         // Synchronous (nothing here waits): no promise between the request and its bytes.
@@ -229,7 +242,7 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
                 });
           // Pre-serialised bytes: the response schema documents their shape, and Fastify
           // passes Buffers through without serialising them again.
-          void reply.type(JSON_TYPE).send(body as never);
+          void reply.type(JSON_TYPE).send(body);
         },
       );
 
@@ -239,9 +252,12 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
           config: {
             ...config,
             problems: {
-              410:
-                `The ${noun} is past its sunset date (GONE); ` +
-                'the Deprecation, Sunset and successor Link headers come along',
+              410: {
+                description:
+                  `The ${noun} is past its sunset date (GONE); ` +
+                  'the Deprecation, Sunset and successor Link headers come along',
+                headers: LIFECYCLE,
+              },
             },
           },
           schema: {
@@ -251,7 +267,10 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
             description: LIFECYCLE_NOTE,
             params: SlugParams,
             querystring: NoQuery,
-            response: { 200: item, ...notModifiedDoc },
+            response: {
+              200: { ...item, headers: { ...VALIDATORS, ...LIFECYCLE } },
+              ...notModified304({ ...VALIDATORS, ...LIFECYCLE }),
+            },
           },
         },
         (request, reply) => {

@@ -74,6 +74,35 @@ const CheckAllowed = Type.Object({
   account_id: Type.String(),
 });
 
+// The allowed answer carries the token's identity in headers too, for the gateway to pass on.
+const Allowed = {
+  ...CheckAllowed,
+  headers: {
+    'X-Token-Id': Type.String({ description: "The token's id" }),
+    'X-Token-Name': Type.String({
+      description: "The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8)",
+    }),
+    'X-Token-Scopes': Type.String({ description: "The token's scopes, space-separated" }),
+    'X-Account-Id': Type.String({ description: 'The account the token belongs to' }),
+  },
+};
+
+const CHECK_DESCRIPTION =
+  'Required scopes: the `scope` parameters, else the rule table applied to ' +
+  'X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). ' +
+  'Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered ' +
+  'alike, and a body of any type is read (within the body limit) and ignored. ' +
+  'Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.';
+
+const PATH_FORM_DESCRIPTION =
+  "Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the " +
+  'client sent it, and the method is the original one; the rule table decides the scopes (the query is the ' +
+  "client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, " +
+  'X-Account-Id. See docs/forward-auth.md.';
+
+/** `POST` -> `Post`: an operationId's suffix. */
+const operationSuffix = (method: string): string => method[0]! + method.slice(1).toLowerCase();
+
 const IntrospectBody = Type.Object(
   {
     token: Type.String({ maxLength: 512 }),
@@ -106,6 +135,13 @@ const IntrospectResponse = Type.Object({
   ),
   account_id: Type.Optional(Type.String({ description: 'The account the token belongs to' })),
 });
+
+/** The gateway shapes by their names in the OpenAPI document's components.schemas. */
+export const GATEWAY_SCHEMAS = {
+  ForwardAuthAllowed: CheckAllowed,
+  IntrospectionRequest: IntrospectBody,
+  Introspection: IntrospectResponse,
+};
 
 /** Header-safe token name: printable ASCII as is, anything else percent-encoded (UTF-8). */
 function headerSafe(value: string): string {
@@ -207,51 +243,54 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
       return pending.then(() => allow(reply, request.token!));
     };
 
-    api.route({
-      method: 'GET',
-      url: CHECK_PATH,
-      config: CHECK_CONFIG,
-      schema: {
-        tags: ['gateway'],
-        operationId: 'forwardAuthCheck',
-        summary: 'Forward auth for nginx auth_request, Traefik ForwardAuth and Envoy ext_authz',
-        description:
-          'Required scopes: the `scope` parameters, else the rule table applied to ' +
-          'X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). ' +
-          'Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. ' +
-          'Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.',
-        querystring: CheckQuery,
-        response: { 200: CheckAllowed },
-      },
-      handler: check,
-    });
-    // The same check for the other methods gateways may use (nginx mirrors the client's
-    // method in some set-ups); documented once, under GET.
-    api.route({
-      method: ROUTED_METHODS.filter((m) => m !== 'GET' && m !== 'HEAD'),
-      url: CHECK_PATH,
-      config: CHECK_CONFIG,
-      schema: { hide: true, querystring: CheckQuery },
-      handler: check,
-    });
+    // One route per method, so that each is documented with an operationId of its own
+    // (HEAD is GET's, answered by Fastify's HEAD route of each GET). nginx mirrors the client's method in some set-ups.
+    for (const method of ROUTED_METHODS) {
+      if (method === 'HEAD') continue;
+      api.route({
+        method,
+        url: CHECK_PATH,
+        config: CHECK_CONFIG,
+        schema: {
+          tags: ['gateway'],
+          operationId: `forwardAuthCheck${method === 'GET' ? '' : operationSuffix(method)}`,
+          summary:
+            method === 'GET'
+              ? 'Forward auth for nginx auth_request, Traefik ForwardAuth and Envoy ext_authz'
+              : `Forward auth, as GET, for a gateway that sends the client's method (${method})`,
+          description: CHECK_DESCRIPTION,
+          querystring: CheckQuery,
+          response: { 200: Allowed },
+        },
+        handler: check,
+      });
+    }
 
-    api.route({
-      method: [...ROUTED_METHODS],
-      url: `${CHECK_PATH}/*`,
-      config: CHECK_CONFIG,
-      // Documented once, under GET /api/v1/auth/check (its description names this form).
-      schema: { hide: true, response: { 200: CheckAllowed } },
-      handler: async (request, reply) => {
-        // Envoy ext_authz (HTTP): the original target follows the prefix, exactly as sent
-        // (the raw URL, not the router's decoded parameter, so nothing is decoded twice);
-        // the original method is ours.
-        const url = request.raw.url ?? '';
-        const target: Target = url.startsWith(`${CHECK_PATH}/`)
-          ? readPathForm(gateway, request.raw.rawHeaders, request.method, url.slice(CHECK_PATH.length))
-          : { ok: false, reason: `the path form must start with ${CHECK_PATH}/ exactly as written` };
-        return decide(request, reply, target);
-      },
-    });
+    for (const method of ROUTED_METHODS) {
+      if (method === 'HEAD') continue;
+      api.route({
+        method,
+        url: `${CHECK_PATH}/*`,
+        config: CHECK_CONFIG,
+        schema: {
+          tags: ['gateway'],
+          operationId: `forwardAuthCheckPath${operationSuffix(method)}`,
+          summary: `Forward auth for Envoy ext_authz (HTTP): the original path after the check's (${method})`,
+          description: PATH_FORM_DESCRIPTION,
+          response: { 200: Allowed },
+        },
+        handler: async (request, reply) => {
+          // Envoy ext_authz (HTTP): the original target follows the prefix, exactly as sent
+          // (the raw URL, not the router's decoded parameter, so nothing is decoded twice);
+          // the original method is ours.
+          const url = request.raw.url ?? '';
+          const target: Target = url.startsWith(`${CHECK_PATH}/`)
+            ? readPathForm(gateway, request.raw.rawHeaders, request.method, url.slice(CHECK_PATH.length))
+            : { ok: false, reason: `the path form must start with ${CHECK_PATH}/ exactly as written` };
+          return decide(request, reply, target);
+        },
+      });
+    }
   });
 
   void app.register(async (plugin) => {
@@ -283,6 +322,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
             'disabled tokens, tokens before their not_before, and tokens with allowed_cidrs unless ' +
             '`client_address` is given and lies within them.',
           body: IntrospectBody,
+          consumes: ['application/x-www-form-urlencoded', 'application/json'],
           response: { 200: IntrospectResponse },
         },
       },

@@ -20,7 +20,7 @@ import type { FastifyRequest, onRequestHookHandler, RawServerDefault } from 'fas
 import fp from 'fastify-plugin';
 import type { App } from './types.js';
 import { AppError } from '../errors.js';
-import type { TokenRecord } from '../storage/types.js';
+import type { TokenWithAccount } from '../storage/types.js';
 import type { SecretKind, TokenService, VerifyFailure, VerifyResult } from '../tokens/service.js';
 import { knownAddress, type ClientAddress } from '../tokens/conditions.js';
 import { missingScopes, OPERATOR_ONLY_SCOPES, parseScope } from '../tokens/scopes.js';
@@ -37,8 +37,8 @@ declare module 'fastify' {
     tokenAuth: Auth;
   }
   interface FastifyRequest {
-    /** The authenticated token, or null for an anonymous request. */
-    token: TokenRecord | null;
+    /** The authenticated token (with its account's status and rate limit), or null for an anonymous request. */
+    token: TokenWithAccount | null;
     /** Which of the token's secrets authenticated the request; null for an anonymous request. */
     tokenSecret: SecretKind | null;
   }

@@ -131,6 +131,8 @@ export const ACCOUNTS = table('accounts', {
   externalId: textOrNull('external_id'),
   status: text<AccountStatus>('status'),
   createdAt: integer('created_at'),
+  /** Requests per rate-limit window for all the account's tokens together; null: RATE_LIMIT_ACCOUNT (migration 13). */
+  rateLimit: integerOrNull('rate_limit'),
 });
 
 /** What a revision records besides its document (migration 6 added the last two). */

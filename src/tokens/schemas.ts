@@ -5,6 +5,7 @@
 // reach a list body by accident.
 import { Type, type Static } from 'typebox';
 import { ALLOWED_CIDRS_MAX } from './conditions.js';
+import { numericText } from '../http/documented-as.js';
 import { GRACE_MAX_S, NAME_MAX } from './limits.js';
 
 export const Timestamp = Type.String({
@@ -203,11 +204,14 @@ export const LIST_PER_PAGE_DEFAULT = 100;
  */
 export const PageFields = {
   per_page: Type.Optional(
-    Type.String({
-      pattern: `^(?:[1-9][0-9]{0,2}|${LIST_PER_PAGE_MAX})$`,
-      default: String(LIST_PER_PAGE_DEFAULT),
-      description: `Items per page: a whole number from 1 to ${LIST_PER_PAGE_MAX}, in plain decimal digits`,
-    }),
+    numericText(
+      Type.String({
+        pattern: `^(?:[1-9][0-9]{0,2}|${LIST_PER_PAGE_MAX})$`,
+        default: String(LIST_PER_PAGE_DEFAULT),
+        description: `Items per page: a whole number from 1 to ${LIST_PER_PAGE_MAX}, in plain decimal digits`,
+      }),
+      { type: 'integer', minimum: 1, maximum: LIST_PER_PAGE_MAX, default: LIST_PER_PAGE_DEFAULT },
+    ),
   ),
   cursor: Type.Optional(
     Type.String({
@@ -259,3 +263,14 @@ export type ScopeView = Static<typeof ScopeView>;
 export const ScopeList = Type.Array(ScopeView);
 
 export const IdParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
+
+/** The token shapes by their names in the OpenAPI document's components.schemas. */
+export const TOKEN_SCHEMAS = {
+  ApiToken: TokenView,
+  ApiTokenCreated: CreatedToken,
+  CurrentApiToken: CurrentTokenView,
+  ApiTokenCreate: CreateTokenBody,
+  ApiTokenPatch: PatchTokenBody,
+  ApiTokenRotate: RotateTokenBody,
+  Scope: ScopeView,
+};

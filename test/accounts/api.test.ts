@@ -60,7 +60,7 @@ for (const backend of backends()) {
       assert.equal(res.statusCode, 201, res.body);
       assert.equal(res.headers['cache-control'], 'no-store');
       const body = res.json<AccountBody>();
-      assert.deepEqual(Object.keys(body), ['id', 'name', 'external_id', 'status', 'created_at']);
+      assert.deepEqual(Object.keys(body), ['id', 'name', 'external_id', 'status', 'rate_limit', 'created_at']);
       assert.match(body.id, ACCOUNT_ID_PATTERN);
       assert.equal(res.headers.location, `/api/v1/accounts/${body.id}`);
       assert.equal(body.name, 'Acme Corp');

@@ -23,6 +23,7 @@ const TOKEN: TokenWithAccount = {
   notBefore: null,
   enabled: true,
   accountStatus: 'active',
+  accountRateLimit: null,
 };
 
 /** Lookups that finish only when the test says so, recording the order they started in. */

@@ -56,6 +56,7 @@ function sampleAccount(over: Partial<AccountRecord> = {}): AccountRecord {
     externalId: null,
     status: 'active',
     createdAt: 1_700_000_000_000 + accountSeq,
+    rateLimit: null,
     ...over,
   };
 }
@@ -142,7 +143,11 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       });
       assert.equal(await store.tokens.create(t, NO_LIMIT, ev()), 'created');
       assert.deepEqual(await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id), t);
-      assert.deepEqual(await store.tokens.findByHash(t.secretHash), { ...t, accountStatus: 'active' });
+      assert.deepEqual(await store.tokens.findByHash(t.secretHash), {
+        ...t,
+        accountStatus: 'active',
+        accountRateLimit: null,
+      });
       assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_unknown'), null);
       assert.equal(await store.tokens.findByHash('0'.repeat(64)), null);
     });
@@ -468,7 +473,11 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       assert.deepEqual(await other.tokens.get(OPERATOR_ACCOUNT_ID, t.id), t);
       await other.close();
       const reopened = open();
-      assert.deepEqual(await reopened.tokens.findByHash(t.secretHash), { ...t, accountStatus: 'active' });
+      assert.deepEqual(await reopened.tokens.findByHash(t.secretHash), {
+        ...t,
+        accountStatus: 'active',
+        accountRateLimit: null,
+      });
     });
 
     it('accounts: migration 4 creates the operator account, active, oldest of all', async () => {
@@ -833,7 +842,11 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
         );
         for (const i of instances.slice(1)) await i.close();
         await s.migrate();
-        assert.deepEqual(await s.tokens.findByHash(legacy.secretHash), { ...legacy, accountStatus: 'active' });
+        assert.deepEqual(await s.tokens.findByHash(legacy.secretHash), {
+          ...legacy,
+          accountStatus: 'active',
+          accountRateLimit: null,
+        });
         assert.deepEqual(
           (await s.accounts.list({}, { limit: 1000 })).map((a) => a.id),
           [OPERATOR_ACCOUNT_ID],

@@ -80,6 +80,7 @@ function seedAccounts(): AccountRecord[] {
     externalId: `ext-${i}`,
     status: i % 50 === 0 ? ('suspended' as const) : ('active' as const),
     createdAt: T0 + i,
+    rateLimit: null,
   }));
 }
 
@@ -205,6 +206,14 @@ function seedTokens(): TokenRecord[] {
     enabled: true,
   }));
 }
+
+/** The fleet's rate-limit counters: 3,000 keys' windows, a third of them ended. */
+const RATE_COUNTERS = {
+  name: 'rate_limit_counters',
+  columns: 'rate_key, window_end, n',
+  placeholders: '?, ?, ?',
+  params: (i: number) => [`token:${tokenId(i)}`, NOW + (i - 1000) * 1000, i],
+};
 
 function seedRevisions(): CatalogRevision[] {
   return Array.from({ length: 3000 }, (_, i) => ({
@@ -341,6 +350,14 @@ const CHECKS: Record<string, StatementCheck> = {
   catalogRevisionsBefore: { params: [[1500, 101]], indexes: REVISION_PK },
   liveInstances: { params: [[INSTANCE, NOW]], indexes: both('instances_expiry') },
   leaveInstance: { params: [[INSTANCE]], indexes: pk('instances') },
+  setAccountRateLimit: { params: [[100, SMALL_ACCOUNT]], indexes: ACCOUNT_PK },
+  // The ended windows, oldest first, a batch of 100 (by the window_end index), then each by the key.
+  pruneRateBoundary: { params: [[NOW, 99]], indexes: both('rate_limit_counters_window_end') },
+  pruneRateCounters: {
+    params: [[NOW - 900 * 1000, NOW, 100]],
+    indexes: and(pk('rate_limit_counters'), both('rate_limit_counters_window_end')),
+    reads: both('rate_limit_counters_window_end'),
+  },
   pruneInstances: { params: [[NOW - HOUR]], indexes: both('instances_expiry') },
 };
 
@@ -518,6 +535,12 @@ for (const backend of backends()) {
       await insertRows(backend, db, AUDIT_EVENTS, seedEvents(TOKENS));
       await insertRows(backend, db, CATALOG_REVISIONS, seedRevisions());
       await insertRows(backend, db, INSTANCES, seedInstances());
+      await insertRows(
+        backend,
+        db,
+        RATE_COUNTERS,
+        Array.from({ length: 3000 }, (_, i) => i),
+      );
       const check = async (when: string) => {
         for (const [key, c] of Object.entries(CHECKS)) {
           const sql = SQL[key as keyof typeof SQL];

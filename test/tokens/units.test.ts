@@ -226,6 +226,7 @@ describe('verification cache', () => {
     notBefore: null,
     enabled: true,
     accountStatus: 'active',
+    accountRateLimit: null,
   });
   /** A storage stand-in by hash: reads are counted; `hold()` makes the next reads wait for `release()`. */
   function storage(records: Record<string, TokenWithAccount | null>) {
