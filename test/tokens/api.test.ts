@@ -88,41 +88,41 @@ for (const backend of backends()) {
       }
     });
 
-    it(
-      'GET lists every live token with exactly id/name/scopes/created_at/last_used_at/expires_at, oldest ' + 'first',
-      async (t) => {
-        const { app, admin } = await setup(t);
-        for (const name of ['a', 'b', 'c']) {
-          await app.inject({
-            method: 'POST',
-            url: '/api/v1/api-tokens',
-            headers: admin.auth,
-            payload: { name, scopes: ['apps:read'] },
-          });
-        }
-        const res = await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth });
-        assert.equal(res.statusCode, 200);
-        assert.equal(res.headers['cache-control'], 'no-store');
-        const list = res.json<Record<string, unknown>[]>();
-        assert.ok(Array.isArray(list), 'a bare array');
-        assert.deepEqual(
-          list.map((x) => x.name),
-          ['admin', 'a', 'b', 'c'],
-        );
-        for (const item of list) {
-          assert.deepEqual(Object.keys(item).sort(), [
-            'created_at',
-            'expires_at',
-            'id',
-            'last_used_at',
-            'name',
-            'scopes',
-          ]);
-        }
-        assert.equal(list[1]!.last_used_at, null, 'null until first use');
-        assert.match(String(list[0]!.last_used_at), ISO, 'the admin token was just used');
-      },
-    );
+    it('GET lists every live token with exactly the fields of a token view (no secret), oldest first', async (t) => {
+      const { app, admin } = await setup(t);
+      for (const name of ['a', 'b', 'c']) {
+        await app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens',
+          headers: admin.auth,
+          payload: { name, scopes: ['apps:read'] },
+        });
+      }
+      const res = await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth });
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.headers['cache-control'], 'no-store');
+      const list = res.json<Record<string, unknown>[]>();
+      assert.ok(Array.isArray(list), 'a bare array');
+      assert.deepEqual(
+        list.map((x) => x.name),
+        ['admin', 'a', 'b', 'c'],
+      );
+      for (const item of list) {
+        assert.deepEqual(Object.keys(item).sort(), [
+          'allowed_cidrs',
+          'created_at',
+          'enabled',
+          'expires_at',
+          'id',
+          'last_used_at',
+          'name',
+          'not_before',
+          'scopes',
+        ]);
+      }
+      assert.equal(list[1]!.last_used_at, null, 'null until first use');
+      assert.match(String(list[0]!.last_used_at), ISO, 'the admin token was just used');
+    });
 
     it('DELETE answers 204, then 404; the deleted token is refused at once', async (t) => {
       const { app, admin } = await setup(t);
