@@ -15,6 +15,8 @@ export const ERRORS = {
   INVALID_SIGNATURE: { status: 401, title: 'Invalid signature' },
   INSUFFICIENT_SCOPE: { status: 403, title: 'Insufficient scope' },
   PREVIOUS_SECRET_READ_ONLY: { status: 403, title: "A token's previous secret cannot make changes" },
+  TOKEN_ADDRESS_NOT_ALLOWED: { status: 403, title: 'The token may not be used from this address' },
+  CONDITIONS_NOT_HELD: { status: 403, title: 'The token is usable more widely than the calling token' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   NOT_ACCEPTABLE: { status: 406, title: 'Not acceptable' },

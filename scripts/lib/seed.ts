@@ -199,6 +199,9 @@ export class ScaleLayout {
       accountId: OPERATOR_ACCOUNT_ID,
       previousSecretHash: null,
       previousExpiresAt: null,
+      allowedCidrs: null,
+      notBefore: null,
+      enabled: true,
     };
   }
 

@@ -27,6 +27,8 @@ import type { App } from '../http/types.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { TokenService } from '../tokens/service.js';
 import { parseScope } from '../tokens/scopes.js';
+import { ipFamily, knownAddress, unknownAddress, type ClientAddress } from '../tokens/conditions.js';
+import { AUTO_SCOPE_FORM, readClientAddress } from './client-address.js';
 import { discardBody } from './discard-body.js';
 import { readForwardedHeaders, readPathForm, type Gateway, type Target } from './forwarded.js';
 import { matchRule, type Rule } from './rules.js';
@@ -105,6 +107,15 @@ const IntrospectBody = Type.Object(
   {
     token: Type.String({ maxLength: 512 }),
     token_type_hint: Type.Optional(Type.String({ maxLength: 64 })),
+    client_address: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description:
+          'The IP address the token was presented from (RFC 7662 section 2.1 allows such context). A token with ' +
+          'allowed_cidrs is active only when this is given and lies within them.',
+        examples: ['203.0.113.7'],
+      }),
+    ),
   },
   { examples: [{ token: 'icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB' }] },
 );
@@ -116,6 +127,12 @@ const IntrospectResponse = Type.Object({
   name: Type.Optional(Type.String()),
   iat: Type.Optional(Type.Integer()),
   exp: Type.Optional(Type.Integer()),
+  nbf: Type.Optional(
+    Type.Integer({ description: "The token's not_before, when it has one (seconds since the epoch)" }),
+  ),
+  allowed_cidrs: Type.Optional(
+    Type.Array(Type.String(), { description: 'The networks the token may be used from, when it is limited' }),
+  ),
   account_id: Type.Optional(Type.String({ description: 'The account the token belongs to' })),
 });
 
@@ -170,14 +187,15 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
   async function decide(request: FastifyRequest, reply: FastifyReply, target: Target) {
     if (!target.ok) throw new AppError('BAD_REQUEST', target.reason);
     const required = matchRule(rules, target.method, target.path);
+    const address = readClientAddress(target.via, request.raw.rawHeaders);
     if (required === null) {
       // Fail closed: still tell a caller with a bad token that the token is the problem.
-      await auth.authenticate(request, []);
+      await auth.authenticate(request, [], false, address);
       throw new AppError('INSUFFICIENT_SCOPE', `no rule grants access to ${target.method} ${target.path}`, {
         headers: { 'www-authenticate': bearerChallenge({ error: 'insufficient_scope' }) },
       });
     }
-    await auth.authenticate(request, required);
+    await auth.authenticate(request, required, false, address);
     return allow(reply, request.token!);
   }
 
@@ -218,7 +236,9 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
       // Gateway config: the check URL is fixed there, so neither the rule table nor any
       // forwarded header is consulted.
       const scopes = scopesFromQuery(fromQuery);
-      const pending = auth.authenticate(request, scopes);
+      const address =
+        gateway === 'auto' ? unknownAddress(AUTO_SCOPE_FORM) : readClientAddress(gateway, request.raw.rawHeaders);
+      const pending = auth.authenticate(request, scopes, false, address);
       if (pending === undefined) return allow(reply, request.token!);
       return pending.then(() => allow(reply, request.token!));
     };
@@ -298,15 +318,27 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
             'Form-encoded (`token=...`) or JSON body. ' +
             'Anything but an active token gives exactly `{"active": false}`. ' +
             "A token of the operator account may introspect any token; any other only its own account's " +
-            '(`{"active": false}` for the others). A suspended account\'s tokens are not active.',
+            '(`{"active": false}` for the others). A suspended account\'s tokens are not active, nor are ' +
+            'disabled tokens, tokens before their not_before, and tokens with allowed_cidrs unless ' +
+            '`client_address` is given and lies within them.',
           body: IntrospectBody,
           consumes: ['application/x-www-form-urlencoded', 'application/json'],
           response: { 200: IntrospectResponse },
         },
       },
       async (request) => {
+        const { client_address: reported } = request.body;
+        if (reported !== undefined && ipFamily(reported) === null) {
+          throw new AppError('VALIDATION_FAILED', 'the introspection request is invalid; see errors', {
+            errors: [
+              { pointer: '/client_address', detail: 'must be one IPv4 or IPv6 address (no port, zone or brackets)' },
+            ],
+          });
+        }
+        const address: ClientAddress =
+          reported === undefined ? unknownAddress('the introspection names no client_address') : knownAddress(reported);
         // The use is recorded below, once the caller may see the token.
-        const result = await service.verify(request.body.token, { recordUse: false });
+        const result = await service.verify(request.body.token, { recordUse: false, address });
         if (!result.ok) return { active: false };
         const t = result.token;
         const caller = request.token!;
@@ -321,6 +353,8 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
           name: t.name,
           iat: Math.floor(t.createdAt / 1000),
           ...(t.expiresAt !== null ? { exp: Math.floor(t.expiresAt / 1000) } : {}),
+          ...(t.notBefore !== null ? { nbf: Math.floor(t.notBefore / 1000) } : {}),
+          ...(t.allowedCidrs !== null ? { allowed_cidrs: t.allowedCidrs } : {}),
           account_id: t.accountId,
         };
       },

@@ -22,6 +22,7 @@ import type { App } from './types.js';
 import { AppError } from '../errors.js';
 import type { TokenWithAccount } from '../storage/types.js';
 import type { SecretKind, TokenService, VerifyFailure, VerifyResult } from '../tokens/service.js';
+import { knownAddress, type ClientAddress } from '../tokens/conditions.js';
 import { missingScopes, OPERATOR_ONLY_SCOPES, parseScope } from '../tokens/scopes.js';
 import { isOperatorAccount } from '../accounts/ids.js';
 import { addressKey } from './client-key.js';
@@ -58,6 +59,9 @@ const FAILURE_TEXT: Record<VerifyFailure | 'scheme', string> = {
   unknown: 'the token is not valid (unknown or deleted)',
   expired: 'the token has expired',
   suspended: "the token's account is suspended",
+  disabled: 'the token is disabled (enabled: false)',
+  not_yet_valid: 'the token is not valid yet (its not_before is in the future)',
+  address: 'the token may not be used from this address',
   scheme: 'use the Authorization header with the Bearer scheme',
 };
 
@@ -73,11 +77,17 @@ export interface Auth {
    * checks scopes. `required` null: anonymous allowed; [] any valid token. `changes`: the
    * route changes something, which only a token's current secret may do (the hook passes
    * changesSomething(); forward auth changes nothing here). Throws the 400/401/403/429
-   * problem. Done synchronously (undefined) when it needs no storage (anonymous, a
-   * malformed secret, a cached token), else a promise of the lookup's end, rejected with
-   * the problem.
+   * problem. `address`: the client address the token's allowed_cidrs are judged by (default
+   * request.ip, which TRUST_PROXY governs; forward auth passes the gateway's report). Done
+   * synchronously (undefined) when it needs no storage (anonymous, a malformed secret, a
+   * cached token), else a promise of the lookup's end, rejected with the problem.
    */
-  authenticate(request: FastifyRequest, required: readonly string[] | null, changes?: boolean): void | Promise<void>;
+  authenticate(
+    request: FastifyRequest,
+    required: readonly string[] | null,
+    changes?: boolean,
+    address?: ClientAddress,
+  ): void | Promise<void>;
   /** The onRequest hook of a route that needs `required` (null: anonymous allowed). */
   hook(required: readonly string[] | null): onRequestHookHandler;
 }
@@ -155,8 +165,19 @@ export function createAuth(options: AuthOptions): Auth {
     request: FastifyRequest,
     result: VerifyResult | VerifyFailureResult,
     required: readonly string[] | null,
-    changes = false,
+    changes: boolean,
+    address: ClientAddress,
   ): void {
+    // A right secret from the wrong place: refused as forbidden, before any quota is spent
+    // (the rate limit counts later) and not counted as a guess by the failure limiter.
+    if (!result.ok && result.reason === 'address') {
+      throw new AppError(
+        'TOKEN_ADDRESS_NOT_ALLOWED',
+        address.known
+          ? `the token may not be used from ${address.address}: it is outside the token's allowed_cidrs`
+          : `the token is limited to allowed_cidrs and the client address cannot be read: ${address.reason}`,
+      );
+    }
     if (!result.ok) {
       // Past the limit a failure is a 429 (back off); a valid token is still answered.
       const wait = limiter.fail(addressKey(request.ip), now());
@@ -209,16 +230,18 @@ export function createAuth(options: AuthOptions): Auth {
     request: FastifyRequest,
     required: readonly string[] | null,
     changes = false,
+    address: ClientAddress = knownAddress(request.ip),
   ): void | Promise<void> {
     const secret = presented(request, required);
     if (secret === null) return;
-    if (typeof secret !== 'string') return accept(request, secret, required, changes);
+    if (typeof secret !== 'string') return accept(request, secret, required, changes, address);
     return service
       .verify(secret, {
         // Only a lookup in storage meets the gate (made then, for this client's address).
         gate: (hash, read) => limiter.gate(addressKey(request.ip), now)(hash, read),
+        address,
       })
-      .then((result) => accept(request, result, required, changes));
+      .then((result) => accept(request, result, required, changes, address));
   }
 
   return {

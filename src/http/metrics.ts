@@ -99,7 +99,9 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
   const { service, cache, lastUsed } = sources.tokens;
   new Counter({
     name: 'infracat_token_verifications_total',
-    help: 'Token verifications by outcome (ok, format, checksum, unknown, expired, suspended, error)',
+    help:
+      'Token verifications by outcome ' +
+      '(ok, format, checksum, unknown, expired, suspended, disabled, not_yet_valid, address, error)',
     labelNames: ['outcome'] as const,
     registers: [registry],
     collect() {

@@ -299,6 +299,19 @@ const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX rate_limit_counters_window_end ON rate_limit_counters (window_end)`,
     ],
   },
+  {
+    version: 14,
+    name: 'token_conditions',
+    // Conditions of a token's use, read with the token by verification (no index: never
+    // a filter). allowed_cidrs: a JSON array of canonical CIDRs, NULL for anywhere;
+    // not_before: epoch milliseconds, NULL for at once; enabled: 1 or 0, every existing
+    // token enabled.
+    steps: [
+      `ALTER TABLE api_tokens ADD COLUMN allowed_cidrs TEXT`,
+      `ALTER TABLE api_tokens ADD COLUMN not_before BIGINT`,
+      `ALTER TABLE api_tokens ADD COLUMN enabled INTEGER NOT NULL DEFAULT 1`,
+    ],
+  },
 ];
 
 /**

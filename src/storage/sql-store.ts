@@ -52,6 +52,7 @@ import type {
   MigrationReport,
   Store,
   CreateAccountResult,
+  TokenChanges,
   TokenRecord,
   TokenStore,
   TokenWithAccount,
@@ -210,8 +211,13 @@ export const SQL = {
   rotateToken:
     'UPDATE api_tokens SET previous_secret_hash = CASE WHEN CAST(? AS BIGINT) IS NULL THEN NULL ELSE secret_hash END,' +
     ' previous_expires_at = ?, secret_hash = ?, expires_at = ? WHERE id = ? AND account_id = ?',
+  // COALESCE keeps what the update leaves out; a condition, which may be set to NULL, is
+  // set when its flag (the parameter before it) is 1. CASTs: PostgreSQL types each parameter.
   updateToken:
-    'UPDATE api_tokens SET name = COALESCE(?, name), scopes = COALESCE(?, scopes) WHERE id = ? AND account_id = ?',
+    'UPDATE api_tokens SET name = COALESCE(?, name), scopes = COALESCE(?, scopes),' +
+    ' allowed_cidrs = CASE WHEN CAST(? AS INTEGER) = 1 THEN CAST(? AS TEXT) ELSE allowed_cidrs END,' +
+    ' not_before = CASE WHEN CAST(? AS INTEGER) = 1 THEN CAST(? AS BIGINT) ELSE not_before END,' +
+    ' enabled = COALESCE(CAST(? AS INTEGER), enabled) WHERE id = ? AND account_id = ?',
   endGrace:
     'UPDATE api_tokens SET previous_secret_hash = NULL, previous_expires_at = NULL' +
     ' WHERE id = ? AND account_id = ? AND previous_secret_hash = ?',
@@ -556,14 +562,20 @@ class SqlTokenStore implements TokenStore {
     );
   }
 
-  update(
-    accountId: string,
-    id: string,
-    changes: { name?: string | undefined; scopes?: readonly string[] | undefined },
-    event: AuditEventRecord,
-  ): Promise<TokenRecord | null> {
-    const scopes = changes.scopes === undefined ? null : JSON.stringify(changes.scopes);
-    return this.changed(SQL.updateToken, [changes.name ?? null, scopes, id, accountId], accountId, id, event);
+  update(accountId: string, id: string, changes: TokenChanges, event: AuditEventRecord): Promise<TokenRecord | null> {
+    const { name, scopes, allowedCidrs, notBefore, enabled } = changes;
+    const params: Param[] = [
+      name ?? null,
+      scopes === undefined ? null : JSON.stringify(scopes),
+      allowedCidrs === undefined ? 0 : 1,
+      allowedCidrs === undefined || allowedCidrs === null ? null : JSON.stringify(allowedCidrs),
+      notBefore === undefined ? 0 : 1,
+      notBefore ?? null,
+      enabled === undefined ? null : enabled ? 1 : 0,
+      id,
+      accountId,
+    ];
+    return this.changed(SQL.updateToken, params, accountId, id, event);
   }
 
   /** Runs one UPDATE of a token and, when it found the token, records `event`; the token afterwards. */

@@ -40,6 +40,13 @@ const json = <V>(column: string): Column<V> => ({
   read: (raw) => JSON.parse(raw as string) as V,
 });
 
+/** A boolean as 1 or 0 in an INTEGER column (SQLite has no boolean type). */
+const flag = (column: string): Column<boolean> => ({
+  column,
+  write: (v) => (v ? 1 : 0),
+  read: (raw) => toNumber(raw) === 1,
+});
+
 /** A JSON document in a nullable TEXT column. */
 const jsonOrNull = <V>(column: string): Column<V | null> => ({
   column,
@@ -104,6 +111,13 @@ export const API_TOKENS = table('api_tokens', {
    */
   previousSecretHash: textOrNull('previous_secret_hash'),
   previousExpiresAt: integerOrNull('previous_expires_at'),
+  /**
+   * The conditions of use (migration 14): the canonical CIDRs it may be used from (null:
+   * anywhere), when it starts to work (null: at once), and whether it works at all.
+   */
+  allowedCidrs: jsonOrNull<string[]>('allowed_cidrs'),
+  notBefore: integerOrNull('not_before'),
+  enabled: flag('enabled'),
 });
 
 /** `active` accounts' tokens work; a `suspended` account's tokens are refused everywhere. */

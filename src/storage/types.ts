@@ -104,6 +104,15 @@ export interface StoredBound {
   eventFor: (token: TokenRecord) => AuditEventRecord;
 }
 
+/** The fields a token update sets (absent: kept); null clears a condition. */
+export interface TokenChanges {
+  name?: string | undefined;
+  scopes?: readonly string[] | undefined;
+  allowedCidrs?: readonly string[] | null | undefined;
+  notBefore?: number | null | undefined;
+  enabled?: boolean | undefined;
+}
+
 export interface TokenStore {
   /**
    * Inserts the token unless its account does not exist or already holds `maxLive` live
@@ -161,12 +170,7 @@ export interface TokenStore {
     event: AuditEventRecord,
   ): Promise<TokenRecord | null>;
   /** Sets the given fields; resolves to the token as it is afterwards, or null when there is none (in that account). */
-  update(
-    accountId: string,
-    id: string,
-    changes: { name?: string | undefined; scopes?: readonly string[] | undefined },
-    event: AuditEventRecord,
-  ): Promise<TokenRecord | null>;
+  update(accountId: string, id: string, changes: TokenChanges, event: AuditEventRecord): Promise<TokenRecord | null>;
   /**
    * Ends a grace period at once: clears the token's previous secret if its hash is still
    * `previousSecretHash`; false otherwise (rotated again, or no such token).

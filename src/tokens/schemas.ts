@@ -4,6 +4,7 @@
 // Fastify's serialiser drops anything else, so a secret or hash on a record can never
 // reach a list body by accident.
 import { Type, type Static } from 'typebox';
+import { ALLOWED_CIDRS_MAX } from './conditions.js';
 import { numericText } from '../http/documented-as.js';
 import { GRACE_MAX_S, NAME_MAX } from './limits.js';
 
@@ -43,6 +44,44 @@ const scopesField = (description?: string) =>
 const expiresAtField = (description: string) =>
   Type.Union([Type.String({ maxLength: 64 }), Type.Null()], { description });
 
+// The conditions of use, the same fields in creation and the merge patch.
+const conditionFields = (absent: string) => ({
+  allowed_cidrs: Type.Optional(
+    Type.Union(
+      [
+        Type.Array(Type.String({ maxLength: 64 }), {
+          minItems: 1,
+          maxItems: ALLOWED_CIDRS_MAX,
+          examples: [['203.0.113.0/24', '2001:db8::/32']],
+        }),
+        Type.Null(),
+      ],
+      {
+        description:
+          `The IPv4 and IPv6 networks (CIDR notation, at most ${ALLOWED_CIDRS_MAX}; a bare address is its /32 or ` +
+          '/128) the token may be used from; null: anywhere. Stored canonical (lowercase, compressed); a ' +
+          'malformed network, host bits set past the prefix or a duplicate is 422. A request from elsewhere is ' +
+          'refused (403 TOKEN_ADDRESS_NOT_ALLOWED). From a calling token that has allowed_cidrs, each network ' +
+          "must lie within one of the caller's (null is 422). " +
+          absent,
+      },
+    ),
+  ),
+  not_before: Type.Optional(
+    Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
+      description:
+        'RFC 3339: the token is refused (401 invalid_token) until then; null: valid at once. Before the ' +
+        "token's expiry, and never earlier than the calling token's own not_before (422). " +
+        absent,
+    }),
+  ),
+  enabled: Type.Optional(
+    Type.Union([Type.Boolean(), Type.Null()], {
+      description: 'false: the token is refused everywhere (401) but kept; true (or null) makes it work again.',
+    }),
+  ),
+});
+
 export const CreateTokenBody = Type.Object(
   {
     name: NameField,
@@ -55,6 +94,7 @@ export const CreateTokenBody = Type.Object(
           "A new token never outlives its creator: a time after the calling token's expiry is 422.",
       ),
     ),
+    ...conditionFields("Absent: the calling token's (none, if it has none)."),
   },
   // The example leaves expires_at out (an example date would go stale, then be refused).
   { additionalProperties: false, examples: [{ name: 'ci deploy', scopes: ['apps:read', 'apps:write'] }] },
@@ -74,6 +114,7 @@ export const PatchTokenBody = Type.Object(
           'as at creation',
       ),
     ),
+    ...conditionFields('Absent: kept; null clears it.'),
   },
   { additionalProperties: false, examples: [{ name: 'ci deploy (read only)', scopes: ['apps:read'] }] },
 );
@@ -104,6 +145,16 @@ export const RotateTokenBody = Type.Object(
 );
 export type RotateTokenBody = Static<typeof RotateTokenBody>;
 
+// The conditions as every token object shows them.
+const ConditionViews = {
+  allowed_cidrs: Type.Union([Type.Array(Type.String()), Type.Null()], {
+    description: 'The networks the token may be used from (canonical CIDRs); null: anywhere',
+    examples: [['203.0.113.0/24']],
+  }),
+  not_before: Type.Union([Timestamp, Type.Null()], { description: 'Refused before this time; null: valid at once' }),
+  enabled: Type.Boolean({ description: 'false: refused everywhere, kept' }),
+};
+
 /** The create (and rotate) response: the only place a secret is ever shown. No last_used_at. */
 export const CreatedToken = Type.Object({
   id: TokenId,
@@ -115,6 +166,7 @@ export const CreatedToken = Type.Object({
   scopes: Scopes,
   created_at: Timestamp,
   expires_at: NullableTimestamp,
+  ...ConditionViews,
 });
 export type CreatedToken = Static<typeof CreatedToken>;
 
@@ -136,6 +188,7 @@ export const TokenView = Type.Object({
   created_at: Timestamp,
   last_used_at: NullableTimestamp,
   expires_at: NullableTimestamp,
+  ...ConditionViews,
 });
 export type TokenView = Static<typeof TokenView>;
 

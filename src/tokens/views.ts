@@ -6,6 +6,10 @@ import type { IssuedToken } from './service.js';
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
+function conditionViews(t: TokenRecord) {
+  return { allowed_cidrs: t.allowedCidrs, not_before: iso(t.notBefore), enabled: t.enabled };
+}
+
 export function tokenView(t: TokenRecord): TokenView {
   return {
     id: t.id,
@@ -14,6 +18,7 @@ export function tokenView(t: TokenRecord): TokenView {
     created_at: new Date(t.createdAt).toISOString(),
     last_used_at: iso(t.lastUsedAt),
     expires_at: iso(t.expiresAt),
+    ...conditionViews(t),
   };
 }
 
@@ -29,6 +34,7 @@ export function createdView({ token, secret }: IssuedToken): CreatedToken {
     scopes: token.scopes,
     created_at: new Date(token.createdAt).toISOString(),
     expires_at: iso(token.expiresAt),
+    ...conditionViews(token),
   };
 }
 

@@ -513,6 +513,9 @@ for (const backend of backends()) {
         accountId: OPERATOR_ACCOUNT_ID,
         previousSecretHash: null,
         previousExpiresAt: null,
+        allowedCidrs: null,
+        notBefore: null,
+        enabled: true,
       };
       const created = ev({ occurredAt: old.createdAt, targetId: old.id });
       assert.equal(await seed.tokens.create(old, { maxLive: 10, now: old.createdAt }, created), 'created');

@@ -19,6 +19,9 @@ const TOKEN: TokenWithAccount = {
   accountId: OPERATOR_ACCOUNT_ID,
   previousSecretHash: null,
   previousExpiresAt: null,
+  allowedCidrs: null,
+  notBefore: null,
+  enabled: true,
   accountStatus: 'active',
   accountRateLimit: null,
 };

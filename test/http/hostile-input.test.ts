@@ -219,6 +219,9 @@ describe('hostile input: bounded work and small answers', () => {
       accountId: OPERATOR_ACCOUNT_ID,
       previousSecretHash: null,
       previousExpiresAt: null,
+      allowedCidrs: null,
+      notBefore: null,
+      enabled: true,
     }));
     const accounts: AccountRecord[] = Array.from({ length: 20_000 }, (_, i) => ({
       id: newId('acct', T0 + i),

@@ -18,6 +18,14 @@ import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 const ALL_VERSIONS = VERSIONED.map((m) => m.version);
 
+// api_tokens before migration 14 (the token conditions): its last three columns are newer.
+const TOKENS_BEFORE_CONDITIONS = {
+  name: API_TOKENS.name,
+  columns: API_TOKENS.columns.replace(', allowed_cidrs, not_before, enabled', ''),
+  placeholders: API_TOKENS.placeholders.split(', ').slice(3).join(', '),
+  params: (t: TokenRecord) => API_TOKENS.params(t).slice(0, -3),
+};
+
 let seq = 0;
 function sampleToken(over: Partial<TokenRecord> = {}): TokenRecord {
   seq += 1;
@@ -32,6 +40,9 @@ function sampleToken(over: Partial<TokenRecord> = {}): TokenRecord {
     accountId: OPERATOR_ACCOUNT_ID,
     previousSecretHash: null,
     previousExpiresAt: null,
+    allowedCidrs: null,
+    notBefore: null,
+    enabled: true,
     ...over,
   };
 }
@@ -1085,6 +1096,42 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
     const trail = async (s: Store, targetId: string) =>
       (await s.audit.list({ targetId, limit: 100 })).map((e) => e.action).reverse();
 
+    it('token conditions: stored on create, set, cleared, kept by update and by rotation, read by hash', async () => {
+      const upd = (id: string) => ev({ action: 'api_token.updated', targetId: id });
+      const t = sampleToken({ allowedCidrs: ['10.0.0.0/8', '2001:db8::/32'], notBefore: NOW, enabled: false });
+      assert.equal(await store.tokens.create(t, NO_LIMIT, ev({ targetId: t.id })), 'created');
+      assert.deepEqual(await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id), t);
+      const renamed = await store.tokens.update(OPERATOR_ACCOUNT_ID, t.id, { name: 'kept' }, upd(t.id));
+      assert.deepEqual(renamed, { ...t, name: 'kept' }, 'conditions left out are kept');
+      const cleared = await store.tokens.update(
+        OPERATOR_ACCOUNT_ID,
+        t.id,
+        { allowedCidrs: null, notBefore: null, enabled: true },
+        upd(t.id),
+      );
+      assert.deepEqual(cleared, { ...t, name: 'kept', allowedCidrs: null, notBefore: null, enabled: true });
+      const set = await store.tokens.update(
+        OPERATOR_ACCOUNT_ID,
+        t.id,
+        { allowedCidrs: ['192.0.2.0/24'], notBefore: NOW + 5, enabled: false },
+        upd(t.id),
+      );
+      assert.deepEqual([set?.allowedCidrs, set?.notBefore, set?.enabled], [['192.0.2.0/24'], NOW + 5, false]);
+      const secretHash = randomBytes(32).toString('hex');
+      const rotated = await store.tokens.rotate(
+        OPERATOR_ACCOUNT_ID,
+        t.id,
+        { secretHash, previousExpiresAt: null, expiresAt: null },
+        ev({ action: 'api_token.rotated', targetId: t.id }),
+      );
+      assert.deepEqual(
+        [rotated?.allowedCidrs, rotated?.notBefore, rotated?.enabled],
+        [['192.0.2.0/24'], NOW + 5, false],
+      );
+      const found = await store.tokens.findByHash(secretHash);
+      assert.deepEqual([found?.allowedCidrs, found?.notBefore, found?.enabled], [['192.0.2.0/24'], NOW + 5, false]);
+    });
+
     it('audit: every mutation writes its event with the change, and none when nothing changed', async () => {
       const a = sampleAccount();
       assert.equal(await store.accounts.create(a, ev({ action: 'account.created', targetId: a.id })), 'created');
@@ -1441,10 +1488,12 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
         try {
           assert.deepEqual(await s.migrate({ upTo: 6 }), { applied: [1, 2, 3, 4, 5, 6], version: 6 });
           const t = sampleToken();
-          // As release 6 stored it (this release's store writes newer audit columns).
-          await insertRows(backend, older, API_TOKENS, [t]);
+          // As release 6 stored it (this release's store writes newer columns).
+          await insertRows(backend, older, TOKENS_BEFORE_CONDITIONS, [t]);
           assert.deepEqual(await s.migrate({ upTo: 7 }), { applied: [7], version: 7 });
           assert.deepEqual(await s.instances.heartbeat(beat('ins_up', NOW)), { count: 1, rank: 0 });
+          // The token conditions' migration reads as none: anywhere, at once, enabled.
+          await s.migrate();
           assert.deepEqual(await s.tokens.get(OPERATOR_ACCOUNT_ID, t.id), t);
         } finally {
           await s.close();

@@ -31,6 +31,9 @@ function token(accountId: string, scopes: string[]): TokenRecord & { secret: str
     accountId,
     previousSecretHash: null,
     previousExpiresAt: null,
+    allowedCidrs: null,
+    notBefore: null,
+    enabled: true,
     secret,
   };
 }

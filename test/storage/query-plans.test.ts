@@ -201,6 +201,9 @@ function seedTokens(): TokenRecord[] {
     accountId: tokenAccount(i),
     previousSecretHash: i % 10 === 0 ? hashOf('previous', i) : null,
     previousExpiresAt: i % 10 === 0 ? NOW + DAY : null,
+    allowedCidrs: null,
+    notBefore: null,
+    enabled: true,
   }));
 }
 

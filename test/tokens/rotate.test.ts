@@ -73,10 +73,13 @@ for (const backend of backends()) {
       assert.equal(res.headers.location, undefined, 'not a new resource');
       const { previous_secret_expires_at: previous, ...after } = res.json<Rotated>();
       assert.deepEqual(Object.keys(res.json()).sort(), [
+        'allowed_cidrs',
         'created_at',
+        'enabled',
         'expires_at',
         'id',
         'name',
+        'not_before',
         'previous_secret_expires_at',
         'scopes',
         'token',

@@ -432,7 +432,7 @@ export interface paths {
         put?: never;
         /**
          * RFC 7662 token introspection
-         * @description Form-encoded (`token=...`) or JSON body. Anything but an active token gives exactly `{"active": false}`. A token of the operator account may introspect any token; any other only its own account's (`{"active": false}` for the others). A suspended account's tokens are not active.
+         * @description Form-encoded (`token=...`) or JSON body. Anything but an active token gives exactly `{"active": false}`. A token of the operator account may introspect any token; any other only its own account's (`{"active": false}` for the others). A suspended account's tokens are not active, nor are disabled tokens, tokens before their not_before, and tokens with allowed_cidrs unless `client_address` is given and lies within them.
          *
          *     Needs a token with `api-tokens:read` (`write` implies `read`).
          */
@@ -665,7 +665,7 @@ export interface components {
             /** @example the token request is invalid; see errors */
             detail: string;
             /** @description Stable error code; see docs/errors.md */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "PREVIOUS_SECRET_READ_ONLY" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "ACCOUNT_RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "PREVIOUS_SECRET_READ_ONLY" | "TOKEN_ADDRESS_NOT_ALLOWED" | "CONDITIONS_NOT_HELD" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "ACCOUNT_RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
             /**
              * @description The request's path, at most 500 characters
              * @example /api/v1/api-tokens
@@ -720,6 +720,17 @@ export interface components {
             created_at: string;
             last_used_at: string | null;
             expires_at: string | null;
+            /**
+             * @description The networks the token may be used from (canonical CIDRs); null: anywhere
+             * @example [
+             *       "203.0.113.0/24"
+             *     ]
+             */
+            allowed_cidrs: string[] | null;
+            /** @description Refused before this time; null: valid at once */
+            not_before: string | null;
+            /** @description false: refused everywhere, kept */
+            enabled: boolean;
         };
         /** ApiTokenCreated */
         ApiTokenCreated: {
@@ -750,6 +761,17 @@ export interface components {
              */
             created_at: string;
             expires_at: string | null;
+            /**
+             * @description The networks the token may be used from (canonical CIDRs); null: anywhere
+             * @example [
+             *       "203.0.113.0/24"
+             *     ]
+             */
+            allowed_cidrs: string[] | null;
+            /** @description Refused before this time; null: valid at once */
+            not_before: string | null;
+            /** @description false: refused everywhere, kept */
+            enabled: boolean;
         };
         /** CurrentApiToken */
         CurrentApiToken: {
@@ -776,6 +798,17 @@ export interface components {
             created_at: string;
             last_used_at: string | null;
             expires_at: string | null;
+            /**
+             * @description The networks the token may be used from (canonical CIDRs); null: anywhere
+             * @example [
+             *       "203.0.113.0/24"
+             *     ]
+             */
+            allowed_cidrs: string[] | null;
+            /** @description Refused before this time; null: valid at once */
+            not_before: string | null;
+            /** @description false: refused everywhere, kept */
+            enabled: boolean;
             /**
              * @description The account the token belongs to (`acc_` + ULID)
              * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
@@ -807,6 +840,12 @@ export interface components {
             scopes: string[];
             /** @description RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token's expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token's expiry is 422. */
             expires_at?: string | null;
+            /** @description The IPv4 and IPv6 networks (CIDR notation, at most 50; a bare address is its /32 or /128) the token may be used from; null: anywhere. Stored canonical (lowercase, compressed); a malformed network, host bits set past the prefix or a duplicate is 422. A request from elsewhere is refused (403 TOKEN_ADDRESS_NOT_ALLOWED). From a calling token that has allowed_cidrs, each network must lie within one of the caller's (null is 422). Absent: the calling token's (none, if it has none). */
+            allowed_cidrs?: string[] | null;
+            /** @description RFC 3339: the token is refused (401 invalid_token) until then; null: valid at once. Before the token's expiry, and never earlier than the calling token's own not_before (422). Absent: the calling token's (none, if it has none). */
+            not_before?: string | null;
+            /** @description false: the token is refused everywhere (401) but kept; true (or null) makes it work again. */
+            enabled?: boolean | null;
         };
         /**
          * ApiTokenPatch
@@ -831,6 +870,12 @@ export interface components {
              *     ]
              */
             scopes?: string[];
+            /** @description The IPv4 and IPv6 networks (CIDR notation, at most 50; a bare address is its /32 or /128) the token may be used from; null: anywhere. Stored canonical (lowercase, compressed); a malformed network, host bits set past the prefix or a duplicate is 422. A request from elsewhere is refused (403 TOKEN_ADDRESS_NOT_ALLOWED). From a calling token that has allowed_cidrs, each network must lie within one of the caller's (null is 422). Absent: kept; null clears it. */
+            allowed_cidrs?: string[] | null;
+            /** @description RFC 3339: the token is refused (401 invalid_token) until then; null: valid at once. Before the token's expiry, and never earlier than the calling token's own not_before (422). Absent: kept; null clears it. */
+            not_before?: string | null;
+            /** @description false: the token is refused everywhere (401) but kept; true (or null) makes it work again. */
+            enabled?: boolean | null;
         };
         /**
          * ApiTokenRotate
@@ -982,6 +1027,11 @@ export interface components {
         IntrospectionRequest: {
             token: string;
             token_type_hint?: string;
+            /**
+             * @description The IP address the token was presented from (RFC 7662 section 2.1 allows such context). A token with allowed_cidrs is active only when this is given and lies within them.
+             * @example 203.0.113.7
+             */
+            client_address?: string;
         };
         /** Introspection */
         Introspection: {
@@ -991,6 +1041,10 @@ export interface components {
             name?: string;
             iat?: number;
             exp?: number;
+            /** @description The token's not_before, when it has one (seconds since the epoch) */
+            nbf?: number;
+            /** @description The networks the token may be used from, when it is limited */
+            allowed_cidrs?: string[];
             /** @description The account the token belongs to */
             account_id?: string;
         };
@@ -2479,6 +2533,17 @@ export interface operations {
                          */
                         created_at: string;
                         expires_at: string | null;
+                        /**
+                         * @description The networks the token may be used from (canonical CIDRs); null: anywhere
+                         * @example [
+                         *       "203.0.113.0/24"
+                         *     ]
+                         */
+                        allowed_cidrs: string[] | null;
+                        /** @description Refused before this time; null: valid at once */
+                        not_before: string | null;
+                        /** @description false: refused everywhere, kept */
+                        enabled: boolean;
                         /** @description Until when the secret current until now keeps working (the end of the grace period, RFC 3339); null when there is no grace period: it is refused from now on */
                         previous_secret_expires_at: string | null;
                     };
@@ -4758,6 +4823,17 @@ export interface operations {
                          */
                         created_at: string;
                         expires_at: string | null;
+                        /**
+                         * @description The networks the token may be used from (canonical CIDRs); null: anywhere
+                         * @example [
+                         *       "203.0.113.0/24"
+                         *     ]
+                         */
+                        allowed_cidrs: string[] | null;
+                        /** @description Refused before this time; null: valid at once */
+                        not_before: string | null;
+                        /** @description false: refused everywhere, kept */
+                        enabled: boolean;
                         /** @description Until when the secret current until now keeps working (the end of the grace period, RFC 3339); null when there is no grace period: it is refused from now on */
                         previous_secret_expires_at: string | null;
                     };
