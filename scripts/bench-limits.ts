@@ -64,6 +64,7 @@ function cli(databaseUrl: string, args: string[]): string {
   return execFileSync(process.execPath, [CLI, ...args], {
     env: { ...process.env, DATABASE_URL: databaseUrl },
     encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
 
@@ -260,7 +261,8 @@ try {
   process.stdout.write(`cost: ${ROUNDS} rounds of ${SECONDS} s each\n`);
   const c = await cost(pgServer.url, aloneUrl, all, dir);
 
-  const band = (r: Accuracy) => (r.min === r.max ? `${r.min}x` : `${r.min}x-${r.max}x`);
+  const x = (v: number) => `${v.toFixed(2)}x`;
+  const band = (r: Accuracy) => (r.min === r.max ? x(r.min) : `${x(r.min)}-${x(r.max)}`);
   const lines = [
     '',
     `Limit accuracy (RATE_LIMIT=${LIMIT}, RATE_LIMIT_WINDOW_S=${WINDOW_S}, RATE_LIMIT_ACCOUNT=0; ` +
@@ -278,8 +280,8 @@ try {
     '',
     '| Round | In a fleet of 3 (us) | Alone (us) | Fleet / alone |',
     '| --- | --- | --- | --- |',
-    ...c.rounds.map((r, i) => `| ${i + 1} | ${r.fleet_cpu_us} | ${r.alone_cpu_us} | ${r.ratio}x |`),
-    `| median (min-max) | | | ${c.ratio.median}x (${c.ratio.min}x-${c.ratio.max}x) |`,
+    ...c.rounds.map((r, i) => `| ${i + 1} | ${r.fleet_cpu_us} | ${r.alone_cpu_us} | ${x(r.ratio)} |`),
+    `| median (min-max) | | | ${x(c.ratio.median)} (${x(c.ratio.min)}-${x(c.ratio.max)}) |`,
     '',
   ];
   process.stdout.write(lines.join('\n'));
