@@ -15,16 +15,9 @@ import { insertRows, rawSql } from '../helpers/raw-sql.js';
 import { API_TOKENS } from '../../src/storage/tables.js';
 import { TOUCH_CHUNK_ROWS } from '../../src/storage/sql-store.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
+import { TOKENS_BEFORE_CONDITIONS } from '../helpers/older-tables.js';
 
 const ALL_VERSIONS = VERSIONED.map((m) => m.version);
-
-// api_tokens before migration 14 (the token conditions): its last three columns are newer.
-const TOKENS_BEFORE_CONDITIONS = {
-  name: API_TOKENS.name,
-  columns: API_TOKENS.columns.replace(', allowed_cidrs, not_before, enabled', ''),
-  placeholders: API_TOKENS.placeholders.split(', ').slice(3).join(', '),
-  params: (t: TokenRecord) => API_TOKENS.params(t).slice(0, -3),
-};
 
 let seq = 0;
 function sampleToken(over: Partial<TokenRecord> = {}): TokenRecord {
