@@ -43,7 +43,9 @@ function successorChain(n: number, cycle: boolean): Record<string, unknown> {
 type Problem = { status: number; code: string; errors?: unknown[]; errors_truncated?: boolean };
 
 async function listening(t: TestContext) {
-  const { app, config } = await build(t, { env: { RATE_LIMIT: '0' } });
+  // 1 MiB: what bounds the work here is the caps, not the body's size (test/catalog/scale.test.ts
+  // applies a document of the default limit's size).
+  const { app, config } = await build(t, { env: { RATE_LIMIT: '0', CATALOG_BODY_LIMIT_BYTES: String(1024 * 1024) } });
   const writer = await mintToken(app, ['catalog:write'], 'catalog operator');
   // The first catalog document a process reads loads the catalog file module and compiles
   // its validators, once (not work a client can make it repeat): done before measuring.
