@@ -272,7 +272,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
         const caller = request.token!;
         // Another account's token is answered exactly as an unknown one, and not counted as a use.
         if (!isOperatorAccount(caller.accountId) && t.accountId !== caller.accountId) return { active: false };
-        // The holder presented it to a resource server: that is a use.
+        // The holder presented it to a resource server: that is a use (from an address not known here).
         service.recordUse(t);
         return {
           active: true,

@@ -179,6 +179,7 @@ export function createAuth(options: AuthOptions): Auth {
     if (required !== null && required.length > 0) {
       const missing = missingScopes(result.token.scopes, required);
       if (missing.length > 0) {
+        service.recordRefusal(result.token, 'scope');
         throw new AppError('INSUFFICIENT_SCOPE', `this request needs the scope ${missing.join(', ')}`, {
           headers: { 'www-authenticate': bearerChallenge({ error: 'insufficient_scope', scope: required.join(' ') }) },
           members: { required_scopes: required, missing_scopes: missing },
@@ -186,6 +187,8 @@ export function createAuth(options: AuthOptions): Auth {
       }
     }
     if (changes && result.secret === 'previous') {
+      // An insufficient_scope refusal (the secret lacks the right to change), counted as one.
+      service.recordRefusal(result.token, 'scope');
       const detail =
         "this is the token's previous secret, which keeps working only for reads during the grace period " +
         'after a rotation; make changes with the current secret';
@@ -207,6 +210,7 @@ export function createAuth(options: AuthOptions): Auth {
       .verify(secret, {
         // Only a lookup in storage meets the gate (made then, for this client's address).
         gate: (hash, read) => limiter.gate(addressKey(request.ip), now)(hash, read),
+        ip: request.ip,
       })
       .then((result) => accept(request, result, required, changes));
   }

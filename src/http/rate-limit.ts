@@ -38,6 +38,7 @@ import { countBound } from '../bounded.js';
 import { AppError } from '../errors.js';
 import { shareOf, type FleetView } from '../fleet/registry.js';
 import { addressKey } from './client-key.js';
+import type { TokenRecord } from '../storage/types.js';
 import type { App } from './types.js';
 
 /** The policies the RateLimit fields name, and whose budget each is. */
@@ -56,6 +57,8 @@ export interface RateLimitOptions {
   maxKeys?: number;
   /** The instances sharing the quotas (the fleet registry, read on every request); absent: this one alone. */
   fleet?: FleetView;
+  /** Told of each request of a token refused over the limit (its usage counts it). */
+  onTokenRefused?: (token: TokenRecord) => void;
 }
 
 const ALONE: FleetView = { count: 1, rank: 0 };
@@ -155,6 +158,7 @@ export function installRateLimit(app: App, options: RateLimitOptions): RateLimit
   const { quotas, windowS } = options;
   const windowMs = windowS * 1000;
   const fleet = options.fleet ?? ALONE;
+  const onTokenRefused = options.onTokenRefused ?? (() => undefined);
   const windows = new LRUCache<string, Window>(countBound(options.maxKeys ?? 100_000));
   // The policy field is fixed per policy: built once here, not on every request.
   const policyFields: Record<RateLimitPolicy, string> = {
@@ -202,7 +206,10 @@ export function installRateLimit(app: App, options: RateLimitOptions): RateLimit
       revalidates &&
       (request.method === 'GET' || request.method === 'HEAD') &&
       request.headers['if-none-match'] !== undefined;
-    if (!revalidation) return refusal;
+    if (!revalidation) {
+      if (request.token !== null) onTokenRefused(request.token);
+      return refusal;
+    }
     request.rateLimit = { key, policy, local, quota, resetS, held: refusal };
     return null;
   }
@@ -217,6 +224,8 @@ export function installRateLimit(app: App, options: RateLimitOptions): RateLimit
     const took = request.rateLimit;
     if (took === null) return done(null, payload);
     if (took.held !== null) {
+      // A revalidation over the limit that is not answered 304 is refused after all.
+      if (reply.statusCode !== 304 && request.token !== null) onTokenRefused(request.token);
       if (reply.statusCode !== 304 && reply.statusCode !== 429) {
         // The route answered something else over the limit without refusing: fail closed.
         // (Passed from onSend, the error goes to the problem handler; this hook sees its 429.)
@@ -258,7 +267,18 @@ function hooks<T>(declared: T | T[] | undefined): T[] {
 export const rateLimiting = fp<Pick<RateLimitOptions, 'quotas' | 'windowS'>, RawServerDefault, TypeBoxTypeProvider>(
   (app, { quotas, windowS }, done) => {
     const limited = quotas.token > 0 || quotas.anonymous > 0;
-    app.decorate('rateLimiter', limited ? installRateLimit(app, { quotas, windowS, fleet: app.infracat.fleet }) : null);
+    const { service } = app.infracat.tokens;
+    app.decorate(
+      'rateLimiter',
+      limited
+        ? installRateLimit(app, {
+            quotas,
+            windowS,
+            fleet: app.infracat.fleet,
+            onTokenRefused: (token) => service.recordRefusal(token, 'rate_limited'),
+          })
+        : null,
+    );
     done();
   },
   { name: 'infracat-rate-limit', dependencies: ['infracat-services', 'infracat-auth'] },

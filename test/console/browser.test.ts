@@ -389,6 +389,7 @@ describe('web console in headless Chromium', () => {
           createdAt: now - 86_400_000,
           expiresAt: now - 60_000,
           lastUsedAt: null,
+          lastUsedIp: null,
           accountId: OPERATOR_ACCOUNT_ID,
           previousSecretHash: null,
           previousExpiresAt: null,

@@ -29,6 +29,7 @@ function sampleToken(over: Partial<TokenRecord> = {}): TokenRecord {
     createdAt: 1_700_000_000_000 + seq,
     expiresAt: null,
     lastUsedAt: null,
+    lastUsedIp: null,
     accountId: OPERATOR_ACCOUNT_ID,
     previousSecretHash: null,
     previousExpiresAt: null,

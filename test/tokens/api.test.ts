@@ -79,7 +79,8 @@ for (const backend of backends()) {
     });
 
     it(
-      'GET lists every live token with exactly id/name/scopes/created_at/last_used_at/expires_at, oldest ' + 'first',
+      'GET lists every live token with exactly id/name/scopes/created_at/last_used_at/last_used_ip/expires_at, ' +
+        'oldest first',
       async (t) => {
         const { app, admin } = await setup(t);
         for (const name of ['a', 'b', 'c']) {
@@ -105,11 +106,13 @@ for (const backend of backends()) {
             'expires_at',
             'id',
             'last_used_at',
+            'last_used_ip',
             'name',
             'scopes',
           ]);
         }
         assert.equal(list[1]!.last_used_at, null, 'null until first use');
+        assert.equal(list[1]!.last_used_ip, null, 'null until first use');
         assert.match(String(list[0]!.last_used_at), ISO, 'the admin token was just used');
       },
     );
@@ -477,6 +480,7 @@ for (const backend of backends()) {
           createdAt: now - 40 * DAY,
           expiresAt,
           lastUsedAt: null,
+          lastUsedIp: null,
           accountId: OPERATOR_ACCOUNT_ID,
           previousSecretHash: null,
           previousExpiresAt: null,
@@ -547,6 +551,7 @@ for (const backend of backends()) {
           createdAt: now - 10_000,
           expiresAt: now - 1,
           lastUsedAt: null,
+          lastUsedIp: null,
           accountId: OPERATOR_ACCOUNT_ID,
           previousSecretHash: null,
           previousExpiresAt: null,
@@ -577,6 +582,7 @@ for (const backend of backends()) {
           createdAt: now,
           expiresAt: now + 400,
           lastUsedAt: null,
+          lastUsedIp: null,
           accountId: OPERATOR_ACCOUNT_ID,
           previousSecretHash: null,
           previousExpiresAt: null,
