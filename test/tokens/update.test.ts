@@ -44,7 +44,15 @@ for (const backend of backends()) {
       assert.equal(res.statusCode, 200, res.body);
       assert.equal(res.headers['cache-control'], 'no-store');
       const body = res.json<View>();
-      assert.deepEqual(Object.keys(body).sort(), ['created_at', 'expires_at', 'id', 'last_used_at', 'name', 'scopes']);
+      assert.deepEqual(Object.keys(body).sort(), [
+        'created_at',
+        'expires_at',
+        'id',
+        'last_used_at',
+        'last_used_ip',
+        'name',
+        'scopes',
+      ]);
       assert.equal(body.name, 'new name');
       assert.deepEqual(body.scopes, ['apps:read']);
       assert.ok(!res.body.includes(token.secret));
