@@ -56,6 +56,9 @@ try {
         accountId: OPERATOR_ACCOUNT_ID,
         previousSecretHash: null,
         previousExpiresAt: null,
+        allowedCidrs: null,
+        notBefore: null,
+        enabled: true,
       };
       insert.run(...API_TOKENS.params(token));
     }

@@ -2,15 +2,21 @@
 // Tests drive it with app.inject() (which readies it); src/server.ts listens. The app
 // owns the store it is given: on close it flushes pending last-used times, then closes it.
 import { accountRoutes } from './accounts/routes.js';
+import { ACCOUNT_SCHEMAS } from './accounts/schemas.js';
+import { AUDIT_SCHEMAS } from './audit/schemas.js';
+import { CATALOG_MANAGE_SCHEMAS } from './catalog/manage-schemas.js';
+import { CATALOG_SCHEMAS } from './catalog/schemas.js';
+import { SECRET_SCANNING_SCHEMAS } from './secret-scanning/schemas.js';
+import { TOKEN_SCHEMAS } from './tokens/schemas.js';
 import { auditRoutes } from './audit/routes.js';
 import { catalogManageRoutes } from './catalog/manage-routes.js';
 import { catalogRoutes } from './catalog/routes.js';
-import type { Config } from './config.js';
+import { accountRateLimit, type Config } from './config.js';
 import { consoleRoutes } from './console/routes.js';
-import { gatewayRoutes } from './gateway/routes.js';
+import { GATEWAY_SCHEMAS, gatewayRoutes } from './gateway/routes.js';
 import { routeAuth } from './http/auth.js';
 import { Drain } from './http/drain.js';
-import { healthRoutes } from './http/health.js';
+import { HEALTH_SCHEMAS, healthRoutes } from './http/health.js';
 import { createInstance } from './http/instance.js';
 import { jsonBody } from './http/json-body.js';
 import { HttpTraffic, metrics, StorageErrors } from './http/metrics.js';
@@ -51,7 +57,7 @@ export function buildApp(deps: AppDeps): App {
   const traffic = new HttpTraffic();
   const storageErrors = new StorageErrors();
   const rateLimit = {
-    quotas: { token: config.rateLimit, anonymous: config.rateLimitAnonymous },
+    quotas: { token: config.rateLimit, account: accountRateLimit(config), anonymous: config.rateLimitAnonymous },
     windowS: config.rateLimitWindowS,
   };
   const app = createInstance({ config, logger: deps.logger, bodyLimit: BODY_LIMIT_BYTES, drain, traffic });
@@ -84,6 +90,17 @@ export function buildApp(deps: AppDeps): App {
     bodyLimit: BODY_LIMIT_BYTES,
     tokenPrefix: config.tokenPrefix,
     rateLimit,
+    schemas: {
+      ...HEALTH_SCHEMAS,
+      ...TOKEN_SCHEMAS,
+      ...ACCOUNT_SCHEMAS,
+      ...AUDIT_SCHEMAS,
+      ...GATEWAY_SCHEMAS,
+      ...CATALOG_SCHEMAS,
+      ...CATALOG_MANAGE_SCHEMAS,
+      // Only where the endpoint is on (SECRET_SCANNING_KEYS_FILE): a named shape no route uses is noise.
+      ...(secretScanningKeys !== null ? SECRET_SCANNING_SCHEMAS : {}),
+    },
   });
 
   // The routes, each group a plugin of its own; the OpenAPI document lists them in this order.
@@ -114,6 +131,7 @@ export function buildApp(deps: AppDeps): App {
   void app.register(routeGroup('infracat-catalog-manage-routes', catalogManageRoutes), (root) => ({
     catalog: root.infracat.catalog,
     now: now ?? Date.now,
+    bodyLimit: config.catalogBodyLimitBytes,
   }));
   if (config.console) void app.register(routeGroup('infracat-console-routes', consoleRoutes));
   if (secretScanningKeys !== null) {

@@ -15,6 +15,7 @@ import { compileRules, DEFAULT_RULES_JSON } from './gateway/rules.js';
 import { parseTrustProxy } from './http/trust-proxy.js';
 import { DEFAULT_SQLITE_PATH, parseDatabaseUrl, shownDatabaseUrl } from './storage/database-url.js';
 import { PREFIX_PATTERN } from './tokens/format.js';
+import { ACCOUNT_RATE_LIMIT_MAX } from './accounts/schemas.js';
 import { STORED_PER_LIVE } from './tokens/limits.js';
 import { DEFAULT_RESOURCES, READ_ONLY_RESOURCES, RESOURCE_PATTERN, ScopeRegistry } from './tokens/scopes.js';
 
@@ -45,6 +46,12 @@ function setting<const Env extends string, T extends TSchema>(
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const MAX_STORED_MAX = 10_000_000;
+/** RATE_LIMIT_ACCOUNT's default, in token limits: an account of one busy token is never held back by it. */
+const ACCOUNT_PER_TOKEN = 10;
+
+const CATALOG_BODY_LIMIT_MIN = 16 * 1024;
+const CATALOG_BODY_LIMIT_MAX = 64 * 1024 * 1024;
+const CATALOG_BODY_LIMIT_DEFAULT = 16 * 1024 * 1024;
 
 /** Each origin `*` or http(s)://host[:port] in any case, which a JSON Schema pattern (no flags) cannot say. */
 function checkOrigins(list: string[]): string[] {
@@ -374,6 +381,22 @@ export const SettingsSchema = Type.Object({
     }),
     { expected: 'expected a Cache-Control header value' },
   ),
+  // The catalog document routes only (PUT /api/v1/catalog and its dry run), which only the
+  // operator account's catalog:write tokens reach: authentication comes before the body is read.
+  catalogBodyLimitBytes: setting(
+    'CATALOG_BODY_LIMIT_BYTES',
+    Type.Integer({
+      minimum: CATALOG_BODY_LIMIT_MIN,
+      maximum: CATALOG_BODY_LIMIT_MAX,
+      default: CATALOG_BODY_LIMIT_DEFAULT,
+      description:
+        'Largest body of `PUT /api/v1/catalog` and `POST /api/v1/catalog/diff`, in bytes (over it: 413); ' +
+        `every other route takes 16 KiB. From ${CATALOG_BODY_LIMIT_MIN} (16 KiB) to ${CATALOG_BODY_LIMIT_MAX} ` +
+        '(64 MiB); the default, 16 MiB, holds a catalog of 20,000 plans, 1,000 images and 50 regions ' +
+        "(about 5 MiB) with room to spare. Only the operator account's `catalog:write` tokens get to send " +
+        'a body there.',
+    }),
+  ),
   authCheckRules: setting(
     'AUTH_CHECK_RULES',
     Type.Decode(
@@ -432,6 +455,19 @@ export const SettingsSchema = Type.Object({
         'Requests per window per client address (IPv6: per /64) for requests without a token, across all ' +
         'instances; 0: no limit for them.',
     }),
+  ),
+  rateLimitAccount: setting(
+    'RATE_LIMIT_ACCOUNT',
+    Type.Decode(
+      Type.String({
+        default: '',
+        description:
+          "Requests per window for all of an account's tokens together, across all instances (an account's " +
+          '`rate_limit` field, set by PATCH /api/v1/accounts/{id}, replaces it for that account); over it, ' +
+          `429 ACCOUNT_RATE_LIMITED. 0: no account limit. Unset: ${ACCOUNT_PER_TOKEN} × RATE_LIMIT.`,
+      }),
+      parseAccountRateLimit,
+    ),
   ),
   rateLimitWindowS: setting(
     'RATE_LIMIT_WINDOW_S',
@@ -581,6 +617,19 @@ function parseMaxStored(raw: string): number | null {
   if (!/^[1-9][0-9]{0,7}$/.test(raw) || Number(raw) > MAX_STORED_MAX)
     throw new Error(`expected unset or an integer from 1 to ${MAX_STORED_MAX}`);
   return Number(raw);
+}
+
+/** RATE_LIMIT_ACCOUNT: '' (ACCOUNT_PER_TOKEN times RATE_LIMIT: accountRateLimit()) or a count. */
+function parseAccountRateLimit(raw: string): number | null {
+  if (raw === '') return null;
+  if (!/^(0|[1-9][0-9]{0,7})$/.test(raw) || Number(raw) > ACCOUNT_RATE_LIMIT_MAX)
+    throw new Error(`expected unset or an integer from 0 to ${ACCOUNT_RATE_LIMIT_MAX}`);
+  return Number(raw);
+}
+
+/** The default limit of an account's tokens together: RATE_LIMIT_ACCOUNT, or ACCOUNT_PER_TOKEN times RATE_LIMIT. */
+export function accountRateLimit(config: Pick<Config, 'rateLimit' | 'rateLimitAccount'>): number {
+  return config.rateLimitAccount ?? Math.min(ACCOUNT_RATE_LIMIT_MAX, ACCOUNT_PER_TOKEN * config.rateLimit);
 }
 
 /** DATABASE_NOTIFY_URL: '' (use DATABASE_URL) or a postgres:// URL. */

@@ -23,7 +23,7 @@ export interface LifecycleOptions {
 
 export const lifecycle = fp<LifecycleOptions, RawServerDefault, TypeBoxTypeProvider>(
   (app, { store, onStorageError }, done) => {
-    const { tokens, catalog, purger, auditPruner, usagePruner, fleet } = app.infracat;
+    const { tokens, catalog, purger, auditPruner, usagePruner, fleet, limits } = app.infracat;
     const changes = new ChangeFollower({
       cache: tokens.cache,
       catalog,
@@ -47,6 +47,7 @@ export const lifecycle = fp<LifecycleOptions, RawServerDefault, TypeBoxTypeProvi
     // before it says it is listening (src/server.ts); onClose deregisters.
     app.addHook('onListen', async () => {
       await fleet.start();
+      limits.start();
       if (fleet.stats.beats > 0) app.log.info({ instance: fleet.id, instances: fleet.count }, 'instance registered');
     });
     app.addHook('onReady', async () => {
@@ -78,6 +79,7 @@ export const lifecycle = fp<LifecycleOptions, RawServerDefault, TypeBoxTypeProvi
     app.addHook('onClose', async () => {
       // In-flight requests are done by now: leave the fleet (the others take over this
       // instance's share at their next heartbeat), write the last uses, let go of storage.
+      await limits.stop();
       await fleet.stop();
       await watch?.stop();
       catalog.stop();

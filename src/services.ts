@@ -13,7 +13,9 @@ import { AuditService } from './audit/service.js';
 import { auditEventView } from './audit/views.js';
 import { CatalogService } from './catalog/service.js';
 import type { Config } from './config.js';
+import { FleetCounts } from './fleet/counts.js';
 import { FleetRegistry } from './fleet/registry.js';
+import { RATE_LIMIT_MAX_KEYS } from './http/rate-limit.js';
 import { PeriodicPurge, PURGE_INTERVAL_MS } from './periodic.js';
 import type { Store } from './storage/types.js';
 import { createTokenDomain, type TokenDomain } from './tokens/index.js';
@@ -34,6 +36,8 @@ declare module 'fastify' {
       usagePruner: PeriodicPurge;
       /** This instance's heartbeat, and the live instances that share the rate limits. */
       fleet: FleetRegistry;
+      /** The rate limiter's counts, shared with the other instances through storage. */
+      limits: FleetCounts;
     };
   }
 }
@@ -138,6 +142,25 @@ export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvide
         );
       },
     });
+    // A failed sync leaves each instance enforcing its share (src/fleet/counts.ts); like the
+    // heartbeat, one warning a minute says it while it lasts.
+    let limitsWarnedAt = Number.NEGATIVE_INFINITY;
+    const limits: FleetCounts = new FleetCounts({
+      store: store.rateCounters,
+      fleet,
+      windowMs: config.rateLimitWindowS * 1000,
+      maxKeys: RATE_LIMIT_MAX_KEYS,
+      onError: (err) => {
+        countStorageError();
+        if (Date.now() - limitsWarnedAt < 60_000) return;
+        limitsWarnedAt = Date.now();
+        app.log.warn(
+          { err, failures: limits.stats.failures, instances: fleet.count },
+          'sharing rate-limit counts failed; each instance enforces its share of the limits until it works again ' +
+            '(this warning repeats at most once a minute)',
+        );
+      },
+    });
     app.decorate('infracat', {
       tokens,
       accounts,
@@ -147,6 +170,7 @@ export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvide
       auditPruner,
       usagePruner,
       fleet,
+      limits,
     });
     done();
   },

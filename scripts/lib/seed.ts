@@ -200,6 +200,9 @@ export class ScaleLayout {
       accountId: OPERATOR_ACCOUNT_ID,
       previousSecretHash: null,
       previousExpiresAt: null,
+      allowedCidrs: null,
+      notBefore: null,
+      enabled: true,
     };
   }
 
@@ -220,6 +223,7 @@ export class ScaleLayout {
       externalId: this.externalId(a),
       status: this.suspended(a) ? 'suspended' : 'active',
       createdAt: this.time('account', a),
+      rateLimit: null,
     };
   }
 

@@ -10,6 +10,7 @@ import type { FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 import { installMergePatchParser } from '../http/json-body.js';
 import { noStore } from '../http/no-store.js';
+import { NoQuery } from '../http/no-query.js';
 import { noBodyAsEmptyObject } from '../http/optional-body.js';
 import { callerOf } from '../http/caller.js';
 import { readPageQuery } from '../http/page-query.js';
@@ -25,6 +26,7 @@ import {
 } from '../tokens/routes.js';
 import {
   CreatedToken,
+  RotatedToken,
   CreateTokenBody,
   LIST_PER_PAGE_DEFAULT,
   LIST_PER_PAGE_MAX,
@@ -37,7 +39,7 @@ import {
   UsageQuery,
 } from '../tokens/schemas.js';
 import type { TokenService } from '../tokens/service.js';
-import { createdView, tokenView } from '../tokens/views.js';
+import { createdView, rotatedView, tokenView } from '../tokens/views.js';
 import { isOperatorAccount } from './ids.js';
 import {
   Account,
@@ -139,6 +141,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           operationId: 'getAccount',
           summary: 'One account',
           params: AccountIdParams,
+          querystring: NoQuery,
           response: { 200: Account },
         },
       },
@@ -187,13 +190,15 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           schema: {
             tags,
             operationId: 'updateAccount',
-            summary: 'Rename, suspend or resume an account (JSON merge patch)',
+            summary: 'Rename, suspend or resume an account, or set its rate limit (JSON merge patch)',
             description:
               'A JSON merge patch (RFC 7396), as `application/merge-patch+json` or `application/json`: ' +
-              'the fields present are set (`name`, `status`), the others kept; `{}` changes nothing. ' +
-              'null or any other field is 422. Suspending refuses every token of the account ' +
-              '(401 invalid_token) at once on this instance and within TOKEN_CACHE_TTL_MS on the others; ' +
-              'resuming restores them. The operator account: 409 OPERATOR_ACCOUNT.',
+              'the fields present are set (`name`, `status`, `rate_limit`), the others kept; `{}` changes ' +
+              'nothing. `rate_limit` null returns the account to the default (RATE_LIMIT_ACCOUNT); null for ' +
+              'another field, or any other field, is 422. Suspending refuses every token of the account ' +
+              '(401 invalid_token) at once on this instance and within about a second on the others; ' +
+              'resuming restores them; a new rate limit applies the same way. ' +
+              'The operator account: 409 OPERATOR_ACCOUNT.',
             consumes: ['application/merge-patch+json', 'application/json'],
             params: AccountIdParams,
             body: PatchAccountBody,
@@ -201,7 +206,8 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           },
         },
         async (request) => {
-          const account = await accounts.update(request.params.id, request.body, auditContext(request));
+          const { name, status, rate_limit: rateLimit } = request.body;
+          const account = await accounts.update(request.params.id, { name, status, rateLimit }, auditContext(request));
           if (account === null) throw notFound(request.params.id);
           return accountView(account);
         },
@@ -298,6 +304,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           operationId: 'getAccountApiToken',
           summary: 'One live API token of an account',
           params: AccountTokenParams,
+          querystring: NoQuery,
           response: { 200: TokenView },
         },
       },
@@ -338,7 +345,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           description: `As POST /api/v1/api-tokens/{id}/rotate, inside account {id}. ${ROTATE_DESCRIPTION}`,
           params: AccountTokenParams,
           body: RotateTokenBody,
-          response: { 200: CreatedToken },
+          response: { 200: RotatedToken },
         },
       },
       async (request) => {
@@ -351,7 +358,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           auditContext(request),
         );
         if (issued === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.token_id}`);
-        return createdView(issued);
+        return rotatedView(issued);
       },
     );
 

@@ -1,7 +1,8 @@
 // The account domain: create, list, change and delete accounts (tenants). Knows the
-// rules and the storage interface; knows nothing of HTTP or SQL. A status change or a
-// delete evicts the account's cached verifications on this instance at once; other
-// instances re-read within TOKEN_CACHE_TTL_MS (the entry carries the status).
+// rules and the storage interface; knows nothing of HTTP or SQL. A change of status or
+// rate limit, or a delete, evicts the account's cached verifications on this instance at
+// once (the entry carries both); other instances hear of it within about a second
+// (src/fleet/changes.ts), and re-read within TOKEN_CACHE_TTL_MS regardless.
 import type { AuditContext } from '../audit/context.js';
 import { accountTarget, auditEvent, NO_SINK, type AuditAction, type AuditSink } from '../audit/events.js';
 import { AppError } from '../errors.js';
@@ -26,6 +27,8 @@ export interface AccountServiceOptions {
 export interface AccountPatch {
   name?: string | undefined;
   status?: AccountStatus | undefined;
+  /** Requests per window for all the account's tokens together; null: the default (RATE_LIMIT_ACCOUNT). */
+  rateLimit?: number | null | undefined;
 }
 
 export class AccountService {
@@ -70,6 +73,7 @@ export class AccountService {
       externalId: checked.value.externalId,
       status: 'active',
       createdAt: now,
+      rateLimit: null,
     };
     const event = this.event('account.created', account, context, now, { external_id: account.externalId });
     if ((await this.store.create(account, event)) === 'external_id_taken') {
@@ -120,6 +124,9 @@ export class AccountService {
     if (name !== undefined && name !== before.name) changes.name = { from: before.name, to: name };
     if (patch.status !== undefined && patch.status !== before.status)
       changes.status = { from: before.status, to: patch.status };
+    const rateLimit =
+      patch.rateLimit !== undefined && patch.rateLimit !== before.rateLimit ? patch.rateLimit : undefined;
+    if (rateLimit !== undefined) changes.rate_limit = { from: before.rateLimit, to: rateLimit };
     // Nothing changes (an empty patch, or the values it already has): nothing written or audited.
     if (Object.keys(changes).length === 0) return before;
     // A status change is the event's action (a rename with it is in its details).
@@ -130,10 +137,10 @@ export class AccountService {
           ? 'account.suspended'
           : 'account.resumed';
     const event = this.event(action, before, context, this.now(), { changes });
-    const updated = await this.store.update(id, { name, status: patch.status }, event);
-    // After the write: a verification that reads later sees the new status, and one whose
-    // read began earlier is not cached (cache.ts).
-    if (patch.status !== undefined) this.options.cache.evictAccount(id);
+    const updated = await this.store.update(id, { name, status: patch.status, rateLimit }, event);
+    // After the write: a verification that reads later sees the new status and limit, and
+    // one whose read began earlier is not cached (cache.ts).
+    if (patch.status !== undefined || rateLimit !== undefined) this.options.cache.evictAccount(id);
     if (updated !== null) this.audit(event);
     return updated;
   }

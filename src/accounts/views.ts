@@ -9,6 +9,7 @@ export function accountView(a: AccountRecord): Account {
     name: a.name,
     external_id: a.externalId,
     status: a.status,
+    rate_limit: a.rateLimit,
     created_at: new Date(a.createdAt).toISOString(),
   };
 }

@@ -1,5 +1,6 @@
 // The wire shape of an audit event, declared once: GET /api/v1/audit-events, the
 // `"audit": true` log line and `infracat audit list --json` all show this.
+import { numericText } from '../http/documented-as.js';
 import { Type, type Static } from 'typebox';
 import { Timestamp } from '../tokens/schemas.js';
 import { AUDIT_ACTIONS } from './events.js';
@@ -38,6 +39,12 @@ export const AuditEvent = Type.Object({
   id: Type.String({ description: '`evt_` + ULID: sorts by time', examples: ['evt_01JD3X5Y6Z7A8B9C0D1E2F3G4H'] }),
   action: AuditAction,
   occurred_at: Timestamp,
+  account_id: Type.String({
+    description:
+      "The account whose trail the event is in (`acc_` + ULID): a token's event its account's, an account's " +
+      "event that account's, `catalog.applied` the operator account's",
+    examples: ['acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H'],
+  }),
   actor: AuditActor,
   actor_credential: Type.Union([Type.Literal('current'), Type.Literal('previous'), Type.Null()], {
     description:
@@ -93,11 +100,14 @@ export const AuditQuery = Type.Object(
     since: Type.Optional(Instant('Only events that occurred at or after this time')),
     until: Type.Optional(Instant('Only events that occurred before this time')),
     per_page: Type.Optional(
-      Type.String({
-        pattern: `^(?:[1-9][0-9]?|${PER_PAGE_MAX})$`,
-        default: String(PER_PAGE_DEFAULT),
-        description: `Events per page: a whole number from 1 to ${PER_PAGE_MAX}, in plain decimal digits`,
-      }),
+      numericText(
+        Type.String({
+          pattern: `^(?:[1-9][0-9]?|${PER_PAGE_MAX})$`,
+          default: String(PER_PAGE_DEFAULT),
+          description: `Events per page: a whole number from 1 to ${PER_PAGE_MAX}, in plain decimal digits`,
+        }),
+        { type: 'integer', minimum: 1, maximum: PER_PAGE_MAX, default: PER_PAGE_DEFAULT },
+      ),
     ),
     cursor: Type.Optional(
       Type.String({
@@ -109,3 +119,6 @@ export const AuditQuery = Type.Object(
   { additionalProperties: false },
 );
 export type AuditQuery = Static<typeof AuditQuery>;
+
+/** The audit shapes by their names in the OpenAPI document's components.schemas. */
+export const AUDIT_SCHEMAS = { AuditEvent };

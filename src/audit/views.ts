@@ -34,6 +34,8 @@ export function auditEventView(e: AuditEventRecord, readerAccountId: string): Au
     id: e.id,
     action: e.action as AuditAction,
     occurred_at: new Date(e.occurredAt).toISOString(),
+    // The reader's own account to a customer (its trail is its account's alone).
+    account_id: e.accountId,
     actor: hidden ? OPERATOR_ACTOR : actor,
     actor_credential: hidden ? null : e.actorCredential,
     target: { type: e.targetType, id: e.targetId, name: e.targetName },

@@ -5,6 +5,7 @@ import { toWire } from './forms.js';
 import { Amount } from './money.js';
 import { KINDS, type Catalog, type Kind } from './model.js';
 import { CatalogSettings, FILE_ENTITIES } from './schemas.js';
+import { inTurns, pauseAfter, toEnd, type Steps } from './turns.js';
 
 export interface FieldChange {
   field: string;
@@ -24,6 +25,15 @@ const display = (v: unknown): unknown => (v instanceof Amount ? v.toString() : v
 const SETTINGS = Object.keys(CatalogSettings.properties) as (keyof typeof CatalogSettings.properties)[];
 
 export function diffCatalogs(before: Catalog | null, after: Catalog): CatalogDiff {
+  return toEnd(diffSteps(before, after));
+}
+
+/** diffCatalogs a slice of entries per event-loop turn (turns.ts): a server answers other requests meanwhile. */
+export function diffCatalogsInTurns(before: Catalog | null, after: Catalog): Promise<CatalogDiff> {
+  return inTurns(diffSteps(before, after));
+}
+
+function* diffSteps(before: Catalog | null, after: Catalog): Steps<CatalogDiff> {
   const diff: CatalogDiff = {
     settings: [],
     added: { images: [], plans: [], regions: [] },
@@ -35,22 +45,28 @@ export function diffCatalogs(before: Catalog | null, after: Catalog): CatalogDif
     if (JSON.stringify(from) !== JSON.stringify(after[key])) diff.settings.push({ field: key, from, to: after[key] });
   }
   for (const kind of KINDS) {
-    const wire = (entries: readonly unknown[]) =>
-      entries.map((e) => toWire(FILE_ENTITIES[kind], e) as Record<string, unknown>);
-    const old = new Map(wire(before?.[kind] ?? []).map((e) => [e.slug as string, e]));
-    for (const entry of wire(after[kind])) {
-      const slug = entry.slug as string;
+    const wire = (entry: unknown) => toWire(FILE_ENTITIES[kind], entry) as Record<string, unknown>;
+    // Matched by slug through a map: one pass over each side.
+    const old = new Map<string, unknown>();
+    for (const [i, entry] of (before?.[kind] ?? []).entries()) {
+      old.set(entry.slug, entry);
+      if (pauseAfter(i)) yield;
+    }
+    for (const [i, next] of after[kind].entries()) {
+      if (pauseAfter(i)) yield;
+      const slug = next.slug;
       const prev = old.get(slug);
       old.delete(slug);
       if (prev === undefined) {
         diff.added[kind].push(slug);
         continue;
       }
+      const [from, to] = [wire(prev), wire(next)];
       const changes: FieldChange[] = [];
       // Every field either side has (a file-only field may be set or cleared).
-      for (const field of new Set([...Object.keys(entry), ...Object.keys(prev)])) {
-        const [from, to] = [display(prev[field]) ?? null, display(entry[field]) ?? null];
-        if (JSON.stringify(from) !== JSON.stringify(to)) changes.push({ field, from, to });
+      for (const field of new Set([...Object.keys(to), ...Object.keys(from)])) {
+        const [a, b] = [display(from[field]) ?? null, display(to[field]) ?? null];
+        if (JSON.stringify(a) !== JSON.stringify(b)) changes.push({ field, from: a, to: b });
       }
       if (changes.length > 0) diff.changed[kind].push({ slug, changes });
     }
@@ -60,14 +76,43 @@ export function diffCatalogs(before: Catalog | null, after: Catalog): CatalogDif
 }
 
 /** The diff in brief (slugs and setting names, no values): what the audit event of an apply records. */
+/** Most slugs an audit event names per list (a catalog may add 25,000 plans at once). */
+export const SUMMARY_SLUGS_MAX = 100;
+
+/**
+ * The diff in brief, for the audit event: the settings changed, and the first
+ * SUMMARY_SLUGS_MAX slugs added, removed and changed per kind, with `counts` of each and
+ * `slugs_truncated: true` when a list was cut.
+ */
 export function diffSummary(d: CatalogDiff): Record<string, unknown> {
-  const slugs = (pick: (k: Kind) => string[]) => Object.fromEntries(KINDS.map((k) => [k, pick(k)]));
+  let truncated = false;
+  const first = (all: string[]) => {
+    if (all.length > SUMMARY_SLUGS_MAX) truncated = true;
+    return all.slice(0, SUMMARY_SLUGS_MAX);
+  };
+  const slugs = (pick: (k: Kind) => string[]) => Object.fromEntries(KINDS.map((k) => [k, first(pick(k))]));
   return {
     settings: d.settings.map((s) => s.field),
     added: slugs((k) => d.added[k]),
     removed: slugs((k) => d.removed[k]),
     changed: slugs((k) => d.changed[k].map((c) => c.slug)),
+    counts: changeCounts(d),
+    ...(truncated ? { slugs_truncated: true } : {}),
   };
+}
+
+/** The diff counted: settings changed, and entries added, removed and changed per kind (what a revision records). */
+export interface ChangeCounts {
+  settings: number;
+  added: Record<Kind, number>;
+  removed: Record<Kind, number>;
+  changed: Record<Kind, number>;
+}
+
+export function changeCounts(d: CatalogDiff): ChangeCounts {
+  const per = (r: Record<Kind, unknown[]>) =>
+    Object.fromEntries(KINDS.map((k) => [k, r[k].length])) as Record<Kind, number>;
+  return { settings: d.settings.length, added: per(d.added), removed: per(d.removed), changed: per(d.changed) };
 }
 
 /** How many entries the diff removes, over every kind. */

@@ -5,11 +5,11 @@
 // fields and entries to each other (derived slugs, known sets, unique slugs). Its work
 // is bounded whatever the document holds (an API client sends it): it stops after
 // MAX_PROBLEMS problems, Ajv reports every error only of one entry at a time and only
-// within the schema's caps, and every rule is one pass over the entries.
+// within the schema's caps, and every rule is one pass over the entries (and their lists).
 import { Ajv, type ValidateFunction } from 'ajv';
 import { parseDocument, stringify, type ScalarTag } from 'yaml';
 import { jsonText, toModel, toWire } from './forms.js';
-import { Amount } from './money.js';
+import { Amount, withCentsRule } from './money.js';
 import {
   BUILTIN_IMAGE_TYPES,
   BUILTIN_REGION_FEATURES,
@@ -26,6 +26,7 @@ import { MAX_FIELD_ERRORS } from '../errors.js';
 import { parseTimestamp } from '../tokens/rules.js';
 import { errorPath, pointerOf, problemsFromErrors, type CatalogProblem } from './problems.js';
 import { CatalogFile, FILE_ENTITIES } from './schemas.js';
+import { ENTRIES_PER_TURN, inTurns, toEnd, type Steps } from './turns.js';
 
 export type { CatalogProblem };
 
@@ -76,7 +77,8 @@ function compileChecks(): NonNullable<typeof checks> {
   const first = new Ajv(options);
   const check = (schema: Check['schema']): Check => {
     let compiled: ValidateFunction | undefined;
-    return { schema, every: every.compile(schema), first: () => (compiled ??= first.compile(schema)) };
+    const ruled = withCentsRule(schema);
+    return { schema, every: every.compile(ruled), first: () => (compiled ??= first.compile(ruled)) };
   };
   // The document around its entries (settings, the lists and their caps): each entry is
   // validated on its own, so that validation can stop between two of them.
@@ -110,13 +112,36 @@ function withinCaps(schema: Check['schema'], value: unknown): boolean {
 }
 
 /**
- * Validation is a generator that pauses (yields) after every SLICE entries of a rule that
- * visits them all: the API runs it a slice per event-loop turn (validateCatalogInTurns),
- * the CLI to the end at once (validateCatalog).
+ * Validation is a generator (turns.ts) that pauses once it has looked at about SLICE values
+ * since its last pause: an entry counts as ENTRY_VALUES, plus the items of its lists (a
+ * region may list every plan), so that a slice is about as much work whatever the entries
+ * hold. The API runs it a slice per event-loop turn (validateCatalogInTurns), the CLI to
+ * the end at once (validateCatalog).
  */
-type Steps<T> = Generator<void, T, void>;
-const SLICE = 250;
-const pauseAfter = (index: number): boolean => index % SLICE === SLICE - 1;
+const ENTRY_VALUES = 8;
+const SLICE = ENTRIES_PER_TURN * ENTRY_VALUES;
+/** The lists an entry may hold: a region's offers and features. */
+const ENTRY_LISTS = ['plans', 'images', 'features'];
+
+class Pace {
+  private since = 0;
+  /**
+   * Counts an entry about to be (or just) looked at, with the items of its lists when the
+   * rule looks at them (`entry` given); true when it is time to pause.
+   */
+  after(entry?: unknown): boolean {
+    this.since += ENTRY_VALUES;
+    if (isObject(entry)) {
+      for (const key of ENTRY_LISTS) {
+        const list = entry[key];
+        if (Array.isArray(list)) this.since += list.length;
+      }
+    }
+    if (this.since < SLICE) return false;
+    this.since = 0;
+    return true;
+  }
+}
 
 /**
  * The schema's rules: the document around its entries, then each entry. Returns what the
@@ -125,6 +150,7 @@ const pauseAfter = (index: number): boolean => index % SLICE === SLICE - 1;
 function* schemaProblems(
   data: unknown,
   found: Found,
+  pace: Pace,
   label: (kind: string, i: number) => string | undefined,
 ): Steps<Set<string>> {
   checks ??= compileChecks();
@@ -149,7 +175,7 @@ function* schemaProblems(
     if (!Array.isArray(list)) continue;
     for (let i = 0; i < list.length && !found.more; i++) {
       check(checks.entries[kind], list[i], [kind, String(i)]);
-      if (pauseAfter(i)) yield;
+      if (pace.after(list[i])) yield;
     }
   }
   return refused;
@@ -175,21 +201,12 @@ export function parseCatalogText(text: string, now = Date.now()): ParseResult {
  * MAX_PROBLEMS problems. `now` decides which entries are already sunset (a successor must not be).
  */
 export function validateCatalog(data: unknown, now = Date.now()): ParseResult {
-  const steps = checkCatalog(data, now);
-  for (;;) {
-    const step = steps.next();
-    if (step.done === true) return step.value;
-  }
+  return toEnd(checkCatalog(data, now));
 }
 
 /** validateCatalog a slice of entries per event-loop turn: a server answers other requests meanwhile. */
-export async function validateCatalogInTurns(data: unknown, now = Date.now()): Promise<ParseResult> {
-  const steps = checkCatalog(data, now);
-  for (;;) {
-    const step = steps.next();
-    if (step.done === true) return step.value;
-    await new Promise(setImmediate);
-  }
+export function validateCatalogInTurns(data: unknown, now = Date.now()): Promise<ParseResult> {
+  return inTurns(checkCatalog(data, now));
 }
 
 function* checkCatalog(data: unknown, now: number): Steps<ParseResult> {
@@ -202,12 +219,24 @@ function* checkCatalog(data: unknown, now: number): Steps<ParseResult> {
   const found = new Found();
   // Values the schema refused, and what holds them (`/plans/3/slug`, `/plans/3`, `/plans`,
   // `/extra_image_types` for one bad word): the rules below leave them alone.
-  const refused = yield* schemaProblems(data, found, label);
+  const pace = new Pace();
+  const refused = yield* schemaProblems(data, found, pace, label);
   if (isObject(data) && !found.more)
-    yield* crossFieldProblems(data, refused, (kind, i) => label(kind, i) ?? kind, now, found);
+    yield* crossFieldProblems(data, refused, (kind, i) => label(kind, i) ?? kind, now, found, pace);
   const { problems, more } = found;
   if (problems.length > 0) return { ok: false, problems, more };
-  const catalog = toModel(CatalogFile, data) as Catalog;
+  // The model form, an entry at a time: the settings first, then each list.
+  const raw = data as Raw;
+  const catalog = toModel(CatalogFile, { ...raw, ...Object.fromEntries(KINDS.map((k) => [k, []])) }) as Catalog;
+  for (const kind of KINDS) {
+    const list = Array.isArray(raw[kind]) ? (raw[kind] as unknown[]) : [];
+    const models: unknown[] = [];
+    for (const entry of list) {
+      models.push(toModel(FILE_ENTITIES[kind], entry));
+      if (pace.after(entry)) yield;
+    }
+    (catalog as Record<Kind, unknown[]>)[kind] = models;
+  }
   // A value listed twice in a set extends it once.
   catalog.extra_image_types = [...new Set(catalog.extra_image_types)];
   catalog.extra_region_features = [...new Set(catalog.extra_region_features)];
@@ -233,6 +262,7 @@ function* crossFieldProblems(
   label: (kind: string, i: number) => string,
   now: number,
   found: Found,
+  pace: Pace,
 ): Steps<void> {
   // Made once per kind: the rules below key maps by these objects (a successor's own
   // sunset_at is looked up by the entry that bySlug resolves it to).
@@ -262,7 +292,7 @@ function* crossFieldProblems(
   const regionFeatures = extension('extra_region_features', BUILTIN_REGION_FEATURES);
 
   for (const e of entries('images')) {
-    if (pauseAfter(e.index)) yield;
+    if (pace.after()) yield;
     const names = e.accepted('distribution', 'version', 'slug') as string[] | undefined;
     if (names !== undefined && names[2] !== imageSlug(names[0]!, names[1]!)) {
       at('images', e, 'slug', `must be "${imageSlug(names[0]!, names[1]!)}" (lowercase distribution-version)`);
@@ -272,7 +302,7 @@ function* crossFieldProblems(
       at('images', e, 'type', `must be one of ${[...imageTypes].join(', ')} (extend with extra_image_types)`);
   }
   for (const e of entries('plans')) {
-    if (pauseAfter(e.index)) yield;
+    if (pace.after()) yield;
     const ids = e.accepted('id', 'slug') as string[] | undefined;
     if (ids !== undefined && ids[0] !== ids[1]) at('plans', e, 'id', `must equal slug "${ids[1]}"`);
     const shape = e.accepted('type', 'vcpus', 'memory_mb', 'slug') as [PlanType, number, number, string] | undefined;
@@ -287,7 +317,7 @@ function* crossFieldProblems(
     }
   }
   for (const e of entries('regions')) {
-    if (pauseAfter(e.index)) yield;
+    if (pace.after(e.raw)) yield;
     const features = Array.isArray(e.raw.features) ? (e.raw.features as unknown[]) : [];
     features.forEach((f, i) => {
       if (typeof f === 'string' && !regionFeatures.has(f)) {
@@ -310,7 +340,7 @@ function* crossFieldProblems(
   for (const kind of KINDS) {
     bySlug[kind] = new Map();
     for (const e of entries(kind)) {
-      if (pauseAfter(e.index)) yield;
+      if (pace.after()) yield;
       if (typeof e.raw.slug !== 'string' || e.raw.slug === '') continue;
       const seen = bySlug[kind].get(e.raw.slug);
       if (seen !== undefined)
@@ -323,7 +353,7 @@ function* crossFieldProblems(
 
   // What a region offers: slugs of existing plans and images.
   for (const e of entries('regions')) {
-    if (pauseAfter(e.index)) yield;
+    if (pace.after(e.raw)) yield;
     for (const kind of ['plans', 'images'] as const) {
       const [list] = (e.accepted(kind) ?? []) as string[][];
       list?.forEach((slug, i) => {
@@ -338,7 +368,7 @@ function* crossFieldProblems(
     if (found.more) return;
     const instants = new Map<EntryOf, { deprecated?: number; sunset?: number }>();
     for (const e of entries(kind)) {
-      if (pauseAfter(e.index)) yield;
+      if (pace.after()) yield;
       const times: { deprecated?: number; sunset?: number } = {};
       for (const [field, key] of [
         ['deprecated_at', 'deprecated'],
@@ -363,7 +393,7 @@ function* crossFieldProblems(
       typeof e.raw.successor === 'string' ? bySlug[kind].get(e.raw.successor) : undefined;
     const cyclic = onCycles(entries(kind), successorOf);
     for (const e of entries(kind)) {
-      if (pauseAfter(e.index)) yield;
+      if (pace.after()) yield;
       if (found.more) return;
       const [successor] = (e.accepted('successor', 'slug') ?? []) as string[];
       if (successor === undefined) continue;

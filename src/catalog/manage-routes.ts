@@ -4,14 +4,17 @@
 // `infracat catalog apply`: validateCatalog, the diff, the removal guard, one optimistic
 // insert. Every response carries Cache-Control: no-store.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyRequest, FastifySchemaCompiler } from 'fastify';
+import { Transform } from 'node:stream';
+import type { FastifySchemaCompiler, preParsingHookHandler } from 'fastify';
 import { Type } from 'typebox';
 import { isOperatorAccount } from '../accounts/ids.js';
 import { auditContext } from '../audit/context.js';
 import { AppError, MAX_FIELD_ERRORS } from '../errors.js';
 import { matchesIfNoneMatch, matchIfMatch } from '../http/conditional.js';
 import { noStore } from '../http/no-store.js';
+import { NoQuery } from '../http/no-query.js';
 import { JSON_TYPE } from '../http/headers.js';
+import { JsonContainerCount } from '../http/json-body.js';
 import type { App } from '../http/types.js';
 import { validatorCompiler } from '../http/validation.js';
 import { isEmptyDiff, removedCount, type CatalogDiff as Diff } from './diff.js';
@@ -24,19 +27,12 @@ import {
   REVISIONS_PER_PAGE_MAX,
 } from './manage-schemas.js';
 import { KINDS, type Catalog } from './model.js';
-import { CatalogFile } from './schemas.js';
+import { CatalogFile, MAX_DOCUMENT_CONTAINERS } from './schemas.js';
 import { revisionView } from './revision-view.js';
 import type { CatalogService } from './service.js';
 
 const PATH = '/api/v1/catalog';
 const tags = ['catalog management'];
-
-// A catalog of a few hundred entries is 100-200 KB of JSON, well over the app's 16 KiB
-// for every other body: these two routes take up to 1 MiB, some 5,000 entries of typical
-// size (the JSON parser reads it with the same strictness). The schema's caps (MAX_ENTRIES)
-// allow more, for catalog files the CLI applies; validation is linear in the document and
-// stops after MAX_FIELD_ERRORS problems.
-export const CATALOG_BODY_LIMIT_BYTES = 1024 * 1024;
 
 // validateCatalog checks the document (every problem, each with a JSON pointer, as the
 // CLI reports them): the body's schema is declared for the OpenAPI document only, not run
@@ -77,17 +73,32 @@ const etagOf = (version: number): string => `"${version}"`;
 
 export interface CatalogManageRouteOptions {
   catalog: CatalogService;
+  /**
+   * The body limit of the PUT and the diff (CATALOG_BODY_LIMIT_BYTES), above the app's
+   * 16 KiB for every other body: a catalog document of 20,000 plans is about 5 MiB of JSON.
+   * Only the operator account's catalog:write tokens get as far as reading a body (both
+   * checks run before it is read); validation is linear in the document, a slice of entries
+   * per event-loop turn, and stops after MAX_FIELD_ERRORS problems.
+   */
+  bodyLimit: number;
   /** The app's clock: which entries are already sunset (a successor must not be). */
   now: () => number;
 }
 
-/** 403 unless the token belongs to the operator account: only it may change the catalog. */
-async function operatorOnly(request: FastifyRequest): Promise<void> {
+/**
+ * 403 unless the token belongs to the operator account: only it may change the catalog. A
+ * preParsing hook: it runs after the onRequest hooks (authentication and the scope check)
+ * and before the body is read, so that no other client makes an instance take in a body of
+ * CATALOG_BODY_LIMIT_BYTES.
+ */
+const operatorOnly: preParsingHookHandler = (request, _reply, payload, done) => {
   const token = request.token;
   if (token !== null && !isOperatorAccount(token.accountId)) {
-    throw new AppError('INSUFFICIENT_SCOPE', 'only tokens of the operator account may change the catalog');
+    done(new AppError('INSUFFICIENT_SCOPE', 'only tokens of the operator account may change the catalog'));
+    return;
   }
-}
+  done(null, payload);
+};
 
 // The catalog file module (its Ajv validator, compiled at load) is loaded by the first
 // request that uses it, so a start evaluates none of it.
@@ -129,15 +140,44 @@ const stale = (current: number) =>
       'made from; GET it again, review the diff and retry',
   );
 
+// 413 (over the route's body limit) is documented from the route's bodyLimit, as for every route.
 const DOCUMENT_PROBLEMS = {
-  413: `Body over ${CATALOG_BODY_LIMIT_BYTES / 1024 / 1024} MiB (PAYLOAD_TOO_LARGE)`,
   422:
     'The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem ' +
     `(VALIDATION_FAILED). Validation stops after ${MAX_FIELD_ERRORS} problems: \`errors_truncated: true\` ` +
     'says more were cut',
 };
 
-export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRouteOptions): void {
+/**
+ * Refuses, as it arrives, a body that opens more objects and arrays than any catalog within
+ * the caps holds: millions of `{}` fit in CATALOG_BODY_LIMIT_BYTES, and parsing them would
+ * hold the instance for seconds. The rest of such a body is read and dropped, never held.
+ */
+const catalogShaped: preParsingHookHandler = (_request, _reply, payload, done) => {
+  const count = new JsonContainerCount();
+  const counted = new Transform({
+    transform(chunk: Buffer, _encoding, next) {
+      if (count.add(chunk) <= MAX_DOCUMENT_CONTAINERS) {
+        next(null, chunk);
+        return;
+      }
+      payload.unpipe(counted);
+      payload.resume();
+      const detail =
+        `opens more than ${MAX_DOCUMENT_CONTAINERS} objects and arrays: more than any catalog within the ` +
+        'limits holds (one object per entry; see the caps of each list)';
+      next(
+        new AppError('VALIDATION_FAILED', `the catalog document ${detail}`, {
+          errors: [{ pointer: '', detail }],
+          errorsTruncated: true,
+        }),
+      );
+    },
+  });
+  done(null, payload.pipe(counted));
+};
+
+export function catalogManageRoutes(app: App, { catalog, now, bodyLimit }: CatalogManageRouteOptions): void {
   void app.register(async (plugin) => {
     const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
     api.addHook('onRequest', noStore);
@@ -154,9 +194,10 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
             'What `infracat catalog export --format json` writes: settings, images, plans and regions with the ' +
             'file-only fields (deprecation, what each region offers). `ETag` is its version: send it as ' +
             '`If-Match` with a PUT. `If-None-Match` answers 304 when unchanged.',
+          querystring: NoQuery,
           response: {
             200: { ...CatalogFile, headers: { etag: Type.String({ description: 'The version, e.g. `"7"`' }) } },
-            304: Type.Null({ description: 'Not modified (If-None-Match matched)' }),
+            304: { type: 'null', description: 'Not modified (If-None-Match matched)' } as const,
           },
         },
       },
@@ -164,7 +205,8 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
         const snap = catalog.snapshot;
         const etag = etagOf(snap.version);
         reply.header('etag', etag);
-        if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send(null);
+        // No body and no Content-Type, as the catalog reads' 304: `send(null)` would say application/json.
+        if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send(undefined as never);
         // Already JSON text (prices with two decimals): sent as it is, not serialized again.
         const { formatCatalog } = await catalogFile();
         return reply.type(JSON_TYPE).send(formatCatalog(snap.catalog, 'json') as never);
@@ -174,10 +216,10 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
     api.put(
       PATH,
       {
-        bodyLimit: CATALOG_BODY_LIMIT_BYTES,
+        bodyLimit,
         validatorCompiler: documentOnly,
-        // After authentication, before anything is read.
-        preValidation: operatorOnly,
+        // After authentication, before the body is read; then the body as it arrives.
+        preParsing: [operatorOnly, catalogShaped],
         config: {
           auth: { scopes: ['catalog:write'] },
           problems: {
@@ -250,10 +292,10 @@ export function catalogManageRoutes(app: App, { catalog, now }: CatalogManageRou
     api.post(
       `${PATH}/diff`,
       {
-        bodyLimit: CATALOG_BODY_LIMIT_BYTES,
+        bodyLimit,
         validatorCompiler: documentOnly,
-        // The PUT's dry run, for the PUT's users: after authentication, before anything is read.
-        preValidation: operatorOnly,
+        // The PUT's dry run, for the PUT's users: after authentication, before the body is read.
+        preParsing: [operatorOnly, catalogShaped],
         config: {
           auth: { scopes: ['catalog:write'] },
           problems: {

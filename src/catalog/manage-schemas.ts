@@ -1,6 +1,7 @@
 // The wire shapes of catalog management over the API (src/catalog/manage-routes.ts),
 // declared once: the diff (CatalogDiff of diff.ts as it is), a revision of the history,
 // and the queries. The document itself is CatalogFile (schemas.ts), the file format.
+import { numericText } from '../http/documented-as.js';
 import { Type, type Static, type TSchema } from 'typebox';
 import { AuditActor } from '../audit/schemas.js';
 import { Timestamp } from '../tokens/schemas.js';
@@ -38,6 +39,22 @@ export type CatalogDiffWire = Static<typeof CatalogDiff>;
 const sameShape: (d: DiffModel) => CatalogDiffWire = (d) => d;
 void sameShape;
 
+const KindCounts = (what: string) =>
+  Type.Object(
+    {
+      images: Type.Integer({ minimum: 0 }),
+      plans: Type.Integer({ minimum: 0 }),
+      regions: Type.Integer({ minimum: 0 }),
+    },
+    { description: `Entries ${what}, per kind` },
+  );
+const RevisionChanges = Type.Object({
+  settings: Type.Integer({ minimum: 0, description: 'Catalog settings changed' }),
+  added: KindCounts('added'),
+  removed: KindCounts('removed'),
+  changed: KindCounts('changed (any field)'),
+});
+
 export const CatalogRevision = Type.Object({
   version: Type.Integer({ minimum: 1, examples: [7] }),
   applied_at: Timestamp,
@@ -50,6 +67,11 @@ export const CatalogRevision = Type.Object({
       'null for revisions applied before infracat recorded it',
     examples: ['2 added, 1 changed, 0 removed'],
   }),
+  changes: Type.Union([RevisionChanges, Type.Null()], {
+    description:
+      'What it changed, counted: settings changed, and entries added, removed and changed per kind; ' +
+      'null for revisions applied before infracat recorded it',
+  }),
 });
 export type CatalogRevision = Static<typeof CatalogRevision>;
 
@@ -58,18 +80,30 @@ export const REVISIONS_PER_PAGE_MAX = 100;
 export const RevisionQuery = Type.Object(
   {
     per_page: Type.Optional(
-      Type.String({
-        pattern: `^(?:[1-9][0-9]?|${REVISIONS_PER_PAGE_MAX})$`,
-        description: `Revisions per page: 1 to ${REVISIONS_PER_PAGE_MAX} (default ${REVISIONS_PER_PAGE_MAX})`,
-        examples: ['20'],
-      }),
+      numericText(
+        Type.String({
+          pattern: `^(?:[1-9][0-9]?|${REVISIONS_PER_PAGE_MAX})$`,
+          description: `Revisions per page: 1 to ${REVISIONS_PER_PAGE_MAX} (default ${REVISIONS_PER_PAGE_MAX})`,
+          examples: ['20'],
+        }),
+        {
+          type: 'integer',
+          minimum: 1,
+          maximum: REVISIONS_PER_PAGE_MAX,
+          default: REVISIONS_PER_PAGE_MAX,
+          examples: [20],
+        },
+      ),
     ),
     before: Type.Optional(
-      Type.String({
-        pattern: '^[1-9][0-9]{0,8}$',
-        description: 'Only versions below this one (the cursor of the `Link: rel="next"` header)',
-        examples: ['42'],
-      }),
+      numericText(
+        Type.String({
+          pattern: '^[1-9][0-9]{0,8}$',
+          description: 'Only versions below this one (the cursor of the `Link: rel="next"` header)',
+          examples: ['42'],
+        }),
+        { type: 'integer', minimum: 1, maximum: 999_999_999, examples: [42] },
+      ),
     ),
   },
   { additionalProperties: false },
@@ -98,3 +132,11 @@ export const DiffResult = Type.Object({
     description: 'Whether a PUT of this document needs `?allow_removals=true` (it removes entries)',
   }),
 });
+
+/** The catalog management shapes by their names in the OpenAPI document's components.schemas. */
+export const CATALOG_MANAGE_SCHEMAS = {
+  CatalogDiff,
+  CatalogRevision,
+  CatalogApplied: PutResult,
+  CatalogDiffResult: DiffResult,
+};

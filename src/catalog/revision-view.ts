@@ -12,5 +12,6 @@ export function revisionView(r: CatalogRevisionInfo, readerAccountId: string | n
     applied_at: new Date(r.appliedAt).toISOString(),
     applied_by: appliedByView(r.appliedBy, readerAccountId),
     summary: r.summary,
+    changes: r.changes,
   };
 }

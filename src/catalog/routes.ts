@@ -8,12 +8,13 @@ import { AppError } from '../errors.js';
 import { matchesIfNoneMatch } from '../http/conditional.js';
 import { refuseOverLimit } from '../http/rate-limit.js';
 import { JSON_TYPE } from '../http/headers.js';
+import { NoQuery } from '../http/no-query.js';
 import type { App } from '../http/types.js';
 import type { Image, Kind, Plan, Region } from './model.js';
 import { parseMoney } from './money.js';
 import { ENTITIES, ImageQuery, PlanQuery, RegionQuery, SlugParams } from './schemas.js';
 import type { CatalogService } from './service.js';
-import { joinEntries, type CatalogSnapshot, type Offered } from './snapshot.js';
+import { joinEntries, offeredIn, offeredInAny, regionsOffering, type CatalogSnapshot } from './snapshot.js';
 
 export interface CatalogRouteOptions {
   catalog: CatalogService;
@@ -35,8 +36,7 @@ function named<K extends Kind>(
   slug: string,
 ): CatalogSnapshot['entries'][K][number]['value'] {
   const item = snap.bySlug[kind].get(slug);
-  const found = item === undefined || item.gone ? undefined : snap.entries[kind].find((e) => e.value.slug === slug);
-  if (found !== undefined) return found.value;
+  if (item !== undefined && !item.gone) return item.value;
   const noun = kind.slice(0, -1);
   const why =
     item === undefined
@@ -48,30 +48,45 @@ function named<K extends Kind>(
   });
 }
 
-const NONE: ReadonlySet<string> = new Set();
+/**
+ * A list's filter: `key`, its values normalised (what makes two queries ask for the same
+ * list: `24` and `24.00`, `Ubuntu` and `ubuntu`, features in any order), names the list in
+ * the snapshot's memo; `matches` is made only when the list is not kept there.
+ */
+interface Filter<T> {
+  key: string;
+  matches: () => (value: T) => boolean;
+}
 
-/** The live regions offering a live plan or image (precomputed per snapshot). */
-const regionsOf = (snap: CatalogSnapshot, kind: Offered, slug: string): ReadonlySet<string> =>
-  snap.regionsOf[kind].get(slug) ?? NONE;
+/**
+ * Whether a plan is offered in a region that offers the image: the plans of the image's
+ * regions, gathered once for the list (as much work as those regions' lists are long).
+ */
+function offeredWith(snap: CatalogSnapshot, image: string): (plan: string) => boolean {
+  const regions = regionsOffering(snap, 'images', image);
+  const plans = regions.size === 0 ? new Set<string>() : offeredInAny(snap, 'plans', regions);
+  return plans === null ? () => true : (plan) => plans.has(plan);
+}
 
-const sharesRegion = (a: ReadonlySet<string>, b: ReadonlySet<string>): boolean => {
-  for (const r of a) if (b.has(r)) return true;
-  return false;
-};
+const keyOf = (kind: Kind, values: unknown[]): string => JSON.stringify([kind, ...values]);
 
-// Each kind's filters, typed by its query schema (which Fastify has already checked).
-// Slugs named by a filter are resolved first, so a bad one is refused before anything else.
-const PREDICATES = {
-  images: (f: Static<typeof ImageQuery>, snap: CatalogSnapshot) => {
+// Each kind's filters, typed by its query schema (which Fastify has already checked); null
+// when the query sets none. Slugs named by a filter are resolved first, so a bad one is
+// refused before anything else.
+const FILTERS = {
+  images: (f: Static<typeof ImageQuery>, snap: CatalogSnapshot): Filter<Image> | null => {
     if (f.distribution === undefined && f.type === undefined && f.region === undefined) return null;
     const dist = f.distribution?.toLowerCase();
     const region = f.region === undefined ? undefined : named(snap, 'regions', 'region', f.region).slug;
-    return (i: Image) =>
-      (dist === undefined || i.distribution.toLowerCase() === dist) &&
-      (f.type === undefined || i.type === f.type) &&
-      (region === undefined || regionsOf(snap, 'images', i.slug).has(region));
+    return {
+      key: keyOf('images', [dist, f.type, region]),
+      matches: () => (i) =>
+        (dist === undefined || i.distribution.toLowerCase() === dist) &&
+        (f.type === undefined || i.type === f.type) &&
+        (region === undefined || offeredIn(snap, 'images', region, i.slug)),
+    };
   },
-  plans: (f: Static<typeof PlanQuery>, snap: CatalogSnapshot) => {
+  plans: (f: Static<typeof PlanQuery>, snap: CatalogSnapshot): Filter<Plan> | null => {
     if (
       f.type === undefined &&
       f.min_vcpus === undefined &&
@@ -83,7 +98,6 @@ const PREDICATES = {
       return null;
     const region = f.region === undefined ? undefined : named(snap, 'regions', 'region', f.region).slug;
     const image = f.image === undefined ? undefined : named(snap, 'images', 'image', f.image);
-    const imageRegions = image === undefined ? NONE : regionsOf(snap, 'images', image.slug);
     // The schema's pattern is parseMoney's, so this converts exactly; were it ever to
     // refuse, the filter is refused rather than dropped.
     const maxPrice = f.max_price_monthly;
@@ -91,29 +105,37 @@ const PREDICATES = {
     // Digits only (the schema's pattern): Number() reads them exactly.
     const minVcpus = f.min_vcpus === undefined ? undefined : Number(f.min_vcpus);
     const minMemory = f.min_memory_mb === undefined ? undefined : Number(f.min_memory_mb);
-    return (p: Plan) =>
-      (f.type === undefined || p.type === f.type) &&
-      (minVcpus === undefined || p.vcpus >= minVcpus) &&
-      (minMemory === undefined || p.memory_mb >= minMemory) &&
-      (maxCents === undefined || p.price_cents <= maxCents) &&
-      (region === undefined || regionsOf(snap, 'plans', p.slug).has(region)) &&
-      // Deployable together: the disk holds the image, somewhere both are offered.
-      (image === undefined ||
-        (p.disk_gb >= image.min_disk_gb && sharesRegion(regionsOf(snap, 'plans', p.slug), imageRegions)));
+    return {
+      key: keyOf('plans', [f.type, minVcpus, minMemory, maxCents, region, image?.slug]),
+      matches: () => {
+        const withImage = image === undefined ? undefined : offeredWith(snap, image.slug);
+        return (p) =>
+          (f.type === undefined || p.type === f.type) &&
+          (minVcpus === undefined || p.vcpus >= minVcpus) &&
+          (minMemory === undefined || p.memory_mb >= minMemory) &&
+          (maxCents === undefined || p.price_cents <= maxCents) &&
+          (region === undefined || offeredIn(snap, 'plans', region, p.slug)) &&
+          // Deployable together: the disk holds the image, somewhere both are offered.
+          (image === undefined || (p.disk_gb >= image.min_disk_gb && withImage!(p.slug)));
+      },
+    };
   },
-  regions: (f: Static<typeof RegionQuery>, snap: CatalogSnapshot) => {
+  regions: (f: Static<typeof RegionQuery>, snap: CatalogSnapshot): Filter<Region> | null => {
     if (f.available === undefined && f.feature === undefined && f.plan === undefined && f.image === undefined)
       return null;
-    const plan = f.plan === undefined ? undefined : regionsOf(snap, 'plans', named(snap, 'plans', 'plan', f.plan).slug);
-    const image =
-      f.image === undefined ? undefined : regionsOf(snap, 'images', named(snap, 'images', 'image', f.image).slug);
-    return (r: Region) =>
-      (f.available === undefined || r.available === f.available) &&
-      (f.feature ?? []).every((x) => r.features.includes(x)) &&
-      (plan === undefined || plan.has(r.slug)) &&
-      (image === undefined || image.has(r.slug));
+    const plan = f.plan === undefined ? undefined : named(snap, 'plans', 'plan', f.plan).slug;
+    const image = f.image === undefined ? undefined : named(snap, 'images', 'image', f.image).slug;
+    const features = f.feature === undefined ? undefined : [...new Set(f.feature)].sort();
+    return {
+      key: keyOf('regions', [f.available, features, plan, image]),
+      matches: () => (r) =>
+        (f.available === undefined || r.available === f.available) &&
+        (features ?? []).every((x) => r.features.includes(x)) &&
+        (plan === undefined || offeredIn(snap, 'plans', r.slug, plan)) &&
+        (image === undefined || offeredIn(snap, 'images', r.slug, image)),
+    };
   },
-} satisfies Record<Kind, (f: never, snap: CatalogSnapshot) => ((value: never) => boolean) | null>;
+} satisfies Record<Kind, (f: never, snap: CatalogSnapshot) => Filter<never> | null>;
 
 const SCHEMAS: Record<Kind, { item: TSchema; query: TSchema; noun: string }> = {
   images: { item: ENTITIES.images, query: ImageQuery, noun: 'image' },
@@ -137,6 +159,19 @@ const LIFECYCLE_NOTE =
   '`sunset_at`, and `Link: </api/v1/<kind>/<successor>>; rel="successor-version"` when it has a successor. ' +
   'Past `sunset_at` it leaves the lists and this GET answers 410 Gone with the same headers. ' +
   "Lists carry no such headers; `GET /api/v1/catalog` (catalog:read) shows every entry's dates at once.";
+
+// The headers of the answers, for the OpenAPI document.
+const VALIDATORS = {
+  ETag: Type.String({ description: 'The catalog version these bytes belong to (strong): send it in If-None-Match' }),
+  'Cache-Control': Type.String({ description: 'CATALOG_CACHE_CONTROL, by default `public, max-age=60`' }),
+};
+const LIFECYCLE = {
+  Deprecation: Type.String({ description: 'Only for a deprecated entry: `@<unix seconds>` (RFC 9745)' }),
+  Sunset: Type.String({ description: 'Only for an entry with a sunset date: an HTTP-date (RFC 8594)' }),
+  Link: Type.String({
+    description: 'Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"`',
+  }),
+};
 
 export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
   const { catalog, access } = options;
@@ -167,9 +202,9 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
         auth: required === null ? ('optional' as const) : { scopes: required },
         revalidates: true,
       };
-      const notModifiedDoc = {
-        304: { type: 'null', description: 'Not modified: the If-None-Match ETag is current' },
-      } as const;
+      const notModified304 = (headers: Record<string, unknown>) => ({
+        304: { type: 'null', description: 'Not modified: the If-None-Match ETag is current', headers },
+      });
       api.get(
         `/api/v1/${kind}`,
         {
@@ -180,7 +215,7 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
             summary: `List ${kind} (a bare array, in the documented order)`,
             description: ORDER_NOTES[kind],
             querystring: query,
-            response: { 200: Type.Array(item), ...notModifiedDoc },
+            response: { 200: Type.Array(item, { headers: VALIDATORS }), ...notModified304(VALIDATORS) },
           },
         },
         // Synchronous (nothing here waits): no promise between the request and its bytes.
@@ -188,19 +223,26 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
           const snap = catalog.snapshot;
           // Read the filters first: a slug this snapshot does not hold is a 400 whatever the
           // client's copy (over the rate limit, the 429 comes first as for any refusal).
-          let predicate: ((v: unknown) => boolean) | null;
+          let filter: Filter<unknown> | null;
           try {
-            predicate = PREDICATES[kind](request.query as never, snap) as typeof predicate;
+            filter = FILTERS[kind](request.query as never, snap) as Filter<unknown> | null;
           } catch (err) {
             refuseOverLimit(request);
             throw err;
           }
           if (notModified(request, reply, snap.etag)) return;
           const entries: { value: unknown; json: string }[] = snap.entries[kind];
-          const body = predicate === null ? snap.lists[kind] : joinEntries(entries.filter((e) => predicate(e.value)));
+          // A filtered list is made once per snapshot and filter, then served from its memo.
+          const body =
+            filter === null
+              ? snap.lists[kind]
+              : snap.filtered.get(filter.key, () => {
+                  const matches = filter.matches();
+                  return joinEntries(entries.filter((e) => matches(e.value)));
+                });
           // Pre-serialised bytes: the response schema documents their shape, and Fastify
           // passes Buffers through without serialising them again.
-          void reply.type(JSON_TYPE).send(body as never);
+          void reply.type(JSON_TYPE).send(body);
         },
       );
 
@@ -210,9 +252,12 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
           config: {
             ...config,
             problems: {
-              410:
-                `The ${noun} is past its sunset date (GONE); ` +
-                'the Deprecation, Sunset and successor Link headers come along',
+              410: {
+                description:
+                  `The ${noun} is past its sunset date (GONE); ` +
+                  'the Deprecation, Sunset and successor Link headers come along',
+                headers: LIFECYCLE,
+              },
             },
           },
           schema: {
@@ -221,7 +266,11 @@ export function catalogRoutes(app: App, options: CatalogRouteOptions): void {
             summary: `One ${noun} by slug`,
             description: LIFECYCLE_NOTE,
             params: SlugParams,
-            response: { 200: item, ...notModifiedDoc },
+            querystring: NoQuery,
+            response: {
+              200: { ...item, headers: { ...VALIDATORS, ...LIFECYCLE } },
+              ...notModified304({ ...VALIDATORS, ...LIFECYCLE }),
+            },
           },
         },
         (request, reply) => {

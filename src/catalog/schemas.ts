@@ -3,6 +3,7 @@
 // it) and, closed to unknown fields, its file form (what `catalog apply` validates). The
 // in-memory types derive from the same schemas (forms.ts), and each rule's problem
 // message sits beside it. Adding a field to an entity is adding it here.
+import { numericText } from '../http/documented-as.js';
 import { Type, type Static, type TObject, type TProperties, type TStringOptions } from 'typebox';
 import { Money, MONEY_TEXT_PATTERN } from './money.js';
 import { explained } from './problems.js';
@@ -17,12 +18,20 @@ export const CURRENCY_PATTERN = /^[A-Z]{3}$/;
 
 export const DEFAULT_CURRENCY = 'USD';
 
-// Caps on every list of a catalog document, far above real catalogs (the shipped one has
-// 11 images, 15 plans, 10 regions; public clouds list tens of images and a few hundred
-// plans in a few dozen regions). They bound the work of validating a document whatever
-// it holds: one Ajv run over an entry looks at a bounded number of values.
+// Caps on every list of a catalog document, above the largest catalogs it serves (the
+// shipped one has 11 images, 15 plans, 10 regions; public clouds list tens of images and
+// hundreds of plans in a few dozen regions; a platform with per-size and per-generation
+// plans reaches 20,000). They bound the work of validating a document whatever it holds:
+// one Ajv run over an entry looks at a bounded number of values.
 /** The most entries a catalog document may list, per kind. */
-export const MAX_ENTRIES = { images: 5000, plans: 5000, regions: 1000 } as const;
+export const MAX_ENTRIES = { images: 5000, plans: 25_000, regions: 1000 } as const;
+/**
+ * The most objects and arrays a catalog document within the caps holds: the document and
+ * each entry are objects; the five lists of settings and entries and each region's
+ * features, plans and images are arrays; nothing else nests.
+ */
+export const MAX_DOCUMENT_CONTAINERS =
+  1 + MAX_ENTRIES.images + MAX_ENTRIES.plans + MAX_ENTRIES.regions + 5 + 3 * MAX_ENTRIES.regions;
 /** The most features a region may list. */
 export const MAX_REGION_FEATURES = 50;
 /** The most words `extra_image_types` and `extra_region_features` may each list. */
@@ -90,7 +99,9 @@ export const Plan = Type.Object({
   transfer_tb: PositiveInteger(),
   type: PlanType,
   price_monthly: Money('price_cents', {
-    description: 'Monthly price, written with exactly two fraction digits (6.00)',
+    description:
+      'Monthly price: a number with two fraction digits, written with exactly two (6.00, 19.99); ' +
+      'a catalog file may write fewer (6), never more',
     examples: [6],
   }),
 });
@@ -222,12 +233,16 @@ const strict = { additionalProperties: false } as const;
 // Whole numbers in a query are text with a pattern, converted in the route: typed as
 // integers, Ajv's coercion would read them as JavaScript does (0x10 is 16, 1e3 is 1000,
 // ' 5 ', '+5' and '5.0' are 5). Plain decimal digits, no sign, no leading zero.
+// The OpenAPI document states them as the integers they are (src/http/documented-as.ts).
 const wholeNumber = (maxDigits: number, description: string, example: string) =>
-  Type.String({
-    pattern: `^[1-9][0-9]{0,${maxDigits - 1}}$`,
-    description: `${description}: a whole number from 1, in plain decimal digits`,
-    examples: [example],
-  });
+  numericText(
+    Type.String({
+      pattern: `^[1-9][0-9]{0,${maxDigits - 1}}$`,
+      description: `${description}: a whole number from 1, in plain decimal digits`,
+      examples: [example],
+    }),
+    { type: 'integer', minimum: 1, maximum: 10 ** maxDigits - 1, examples: [Number(example)] },
+  );
 
 // A filter naming a catalog entry by slug (?region=, ?plan=, ?image=): any text here; the
 // route refuses a slug the live catalog does not hold, naming parameter and value.
@@ -253,7 +268,13 @@ export const PlanQuery = Type.Object(
     min_vcpus: Type.Optional(wholeNumber(6, 'At least this many vCPUs', '4')),
     min_memory_mb: Type.Optional(wholeNumber(9, 'At least this much memory, in MB', '8192')),
     max_price_monthly: Type.Optional(
-      Type.String({ pattern: MONEY_TEXT_PATTERN.source, description: 'e.g. 24 or 24.50' }),
+      numericText(
+        Type.String({
+          pattern: MONEY_TEXT_PATTERN.source,
+          description: 'At most this monthly price: a number with at most two fraction digits, e.g. 24 or 24.50',
+        }),
+        { type: 'number', minimum: 0, maximum: 999_999_999.99, examples: [24.5] },
+      ),
     ),
     region: Type.Optional(
       SlugFilter('Only plans offered in this region (a region slug; unknown or sunset: 400)', 'fra1'),
@@ -289,3 +310,11 @@ export const RegionQuery = Type.Object(
 );
 
 export const SlugParams = Type.Object({ slug: Type.String({ minLength: 1, maxLength: 100 }) });
+
+/** The catalog entities by their names in the OpenAPI document's components.schemas. */
+export const CATALOG_SCHEMAS = {
+  Image: ENTITIES.images,
+  Plan: ENTITIES.plans,
+  Region: ENTITIES.regions,
+  CatalogDocument: CatalogFile,
+};

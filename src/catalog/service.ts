@@ -7,10 +7,10 @@ import { auditEvent, NO_SINK, type AuditSink } from '../audit/events.js';
 import { AppError } from '../errors.js';
 import { OPERATOR_ACCOUNT_ID } from '../storage/migrations.js';
 import type { CatalogRevisionInfo, CatalogStore } from '../storage/types.js';
-import { diffCatalogs, diffSummary, summaryLine, type CatalogDiff } from './diff.js';
+import { changeCounts, diffCatalogsInTurns, diffSummary, summaryLine, type CatalogDiff } from './diff.js';
 import { KINDS, sortCatalog, type Catalog } from './model.js';
 import { CatalogSettings } from './schemas.js';
-import { buildSnapshot, type CatalogSnapshot } from './snapshot.js';
+import { buildSnapshot, buildSnapshotInTurns, type CatalogSnapshot } from './snapshot.js';
 
 export interface CatalogServiceOptions {
   refreshMs: number;
@@ -66,8 +66,12 @@ export class CatalogService {
     const latest = await this.store.latestVersion();
     if (latest !== this.current.version) {
       const rev = await this.store.current();
-      if (rev !== null && rev.version !== this.current.version) {
-        this.current = buildSnapshot(decodeCatalog(rev.document), rev.version, this.now());
+      const from = this.current.version;
+      if (rev !== null && rev.version !== from) {
+        // A slice of entries per turn: a catalog of 20,000 plans takes a while to serialise.
+        const next = await buildSnapshotInTurns(decodeCatalog(rev.document), rev.version, this.now());
+        // Unless another load took in a newer version meanwhile.
+        if (this.current.version === from || next.version > this.current.version) this.current = next;
       }
     }
     this.lastCheckedAt = this.now();
@@ -101,7 +105,7 @@ export class CatalogService {
   async plan(next: Catalog): Promise<CatalogPlan> {
     const rev = await this.store.current();
     const before = rev === null ? null : decodeCatalog(rev.document);
-    return { diff: diffCatalogs(before, sortCatalog(next)), baseVersion: rev?.version ?? 0 };
+    return { diff: await diffCatalogsInTurns(before, sortCatalog(next)), baseVersion: rev?.version ?? 0 };
   }
 
   /**
@@ -133,8 +137,12 @@ export class CatalogService {
         'CONFLICT',
         'the catalog was changed by someone else meanwhile; review the new diff and apply again',
       );
-    await this.load();
-    return baseVersion + 1;
+    // Served at once from what was stored, not read back: a document of 20,000 plans is
+    // megabytes of JSON to parse in one turn. (Decoded, the stored document is this.)
+    const version = baseVersion + 1;
+    const snapshot = await buildSnapshotInTurns(sortCatalog({ ...EMPTY_CATALOG, ...next }), version, this.now());
+    if (this.current.version < version) this.current = snapshot;
+    return version;
   }
 
   /** Stores `next` as version baseVersion + 1 with its summary and event; false if that version exists. */
@@ -147,7 +155,7 @@ export class CatalogService {
   ): Promise<boolean> {
     const base = baseVersion === 0 ? null : await this.store.revision(baseVersion);
     if (baseVersion !== 0 && base === null) return false;
-    const diff = diffCatalogs(base === null ? null : decodeCatalog(base.document), sortCatalog(next));
+    const diff = await diffCatalogsInTurns(base === null ? null : decodeCatalog(base.document), sortCatalog(next));
     const now = this.now();
     const version = baseVersion + 1;
     const event = auditEvent({
@@ -163,6 +171,7 @@ export class CatalogService {
       appliedAt: now,
       appliedBy: context.actor,
       summary: summaryPrefix + summaryLine(diff),
+      changes: changeCounts(diff),
     };
     const ok = await this.store.apply(revision, baseVersion, event);
     if (ok) (this.options.audit ?? NO_SINK)(event);

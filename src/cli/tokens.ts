@@ -7,7 +7,7 @@ import { cliAuditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
 import { createTokenDomain } from '../tokens/index.js';
 import { GRACE_MAX_S } from '../tokens/limits.js';
-import { createdView, tokenView } from '../tokens/views.js';
+import { createdView, rotatedView, tokenView } from '../tokens/views.js';
 import { UsageError, type Command } from './command.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { parseFlags } from './options.js';
@@ -19,10 +19,12 @@ const help = `Usage: infracat tokens <create|list|rotate|update|delete|check> [o
 
 Manage API tokens directly in the configured store (DATABASE_URL or --database-url).
 
-  infracat tokens create --name NAME --scopes SCOPE[,SCOPE...] [--expires-at RFC3339] [--json]
-  infracat tokens create --name NAME --all-scopes [--expires-at RFC3339] [--json]
+  infracat tokens create --name NAME --scopes SCOPE[,SCOPE...] [--expires-at RFC3339] [CONDITIONS] [--json]
+  infracat tokens create --name NAME --all-scopes [--expires-at RFC3339] [CONDITIONS] [--json]
       Creates a token and prints it; the secret is shown this once. --json prints the
-      same JSON as POST /api/v1/api-tokens. --all-scopes grants every scope of the
+      same JSON as POST /api/v1/api-tokens. CONDITIONS: --allowed-cidrs CIDR[,CIDR...]
+      (the networks it may be used from; default anywhere), --not-before RFC3339
+      (refused until then), --disabled (refused everywhere until enabled). --all-scopes grants every scope of the
       registry (in another account than the operator's, every scope but accounts:*):
       the way back in when the admin token is lost, and the way an upgraded database's
       operator gets a token with accounts:read and accounts:write.
@@ -38,10 +40,13 @@ Manage API tokens directly in the configured store (DATABASE_URL or --database-u
       its expiry. --json prints the JSON of POST /api/v1/api-tokens/{id}/rotate. Other
       running instances refuse the old secret within TOKEN_CACHE_TTL_MS of the end of
       its grace period.
-  infracat tokens update ID [--name NAME] [--scopes SCOPE[,SCOPE...]] [--json]
-      Renames the token and/or replaces its scopes (any registered scope; accounts:*
-      only in the operator account). --json prints PATCH /api/v1/api-tokens/{id}.
-      Other running instances apply narrowed scopes within about a second.
+  infracat tokens update ID [--name NAME] [--scopes SCOPE[,SCOPE...]]
+                            [--allowed-cidrs CIDR[,CIDR...]|anywhere] [--not-before RFC3339|none]
+                            [--enable|--disable] [--json]
+      Renames the token, replaces its scopes (any registered scope; accounts:* only in
+      the operator account) and/or sets its conditions (anywhere, none: cleared).
+      --json prints PATCH /api/v1/api-tokens/{id}. Other running instances apply the
+      change within about a second.
   infracat tokens delete ID [--json]
       Deletes a token. Other running instances refuse it within about a second.
 ${checkHelp}
@@ -71,6 +76,25 @@ function scopeList(text: string): string[] {
     .filter((s) => s !== '');
 }
 
+/** --allowed-cidrs: the comma-separated networks; `anywhere` (update only) clears the condition. */
+function cidrList(text: string, clearable: boolean): string[] | null {
+  if (clearable && text.trim() === 'anywhere') return null;
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+/** The conditions of a token in one cell: `-` when it has none. */
+function conditionsCell(v: { allowed_cidrs: string[] | null; not_before: string | null; enabled: boolean }): string {
+  const parts = [
+    ...(v.enabled ? [] : ['disabled']),
+    ...(v.allowed_cidrs === null ? [] : [`from ${v.allowed_cidrs.join(',')}`]),
+    ...(v.not_before === null ? [] : [`not before ${v.not_before}`]),
+  ];
+  return parts.length === 0 ? '-' : parts.join('; ');
+}
+
 function noToken(id: string, account: string): AppError {
   return new AppError('NOT_FOUND', `no token with id ${id} in account ${account}`);
 }
@@ -91,6 +115,9 @@ export const tokensCommand: Command = {
         scopes: { type: 'string' },
         'all-scopes': { type: 'boolean' },
         'expires-at': { type: 'string' },
+        'allowed-cidrs': { type: 'string' },
+        'not-before': { type: 'string' },
+        disabled: { type: 'boolean' },
         json: { type: 'boolean' },
         account: { type: 'string' },
         'database-url': { type: 'string' },
@@ -106,7 +133,14 @@ export const tokensCommand: Command = {
         const scopes = all ? service.registry.namesFor(account === OPERATOR_ACCOUNT_ID) : requested;
         try {
           const issued = await service.create(
-            { name: values.name!, scopes, expires_at: values['expires-at'] ?? null },
+            {
+              name: values.name!,
+              scopes,
+              expires_at: values['expires-at'] ?? null,
+              allowed_cidrs: values['allowed-cidrs'] === undefined ? null : cidrList(values['allowed-cidrs'], false),
+              not_before: values['not-before'] ?? null,
+              enabled: values.disabled !== true,
+            },
             null,
             account,
             cliAuditContext(),
@@ -139,10 +173,18 @@ export const tokensCommand: Command = {
           json: values.json === true,
           read: (after) => service.list(account, { after, perPage: CLI_PAGE }),
           view: tokenView,
-          header: ['ID', 'NAME', 'SCOPES', 'CREATED', 'LAST USED', 'EXPIRES'],
+          header: ['ID', 'NAME', 'SCOPES', 'CREATED', 'LAST USED', 'EXPIRES', 'CONDITIONS'],
           cells: (token) => {
             const v = tokenView(token);
-            return [v.id, v.name, v.scopes.join(','), v.created_at, v.last_used_at ?? 'never', v.expires_at ?? 'never'];
+            return [
+              v.id,
+              v.name,
+              v.scopes.join(','),
+              v.created_at,
+              v.last_used_at ?? 'never',
+              v.expires_at ?? 'never',
+              conditionsCell(v),
+            ];
           },
           empty: 'no tokens',
         });
@@ -181,16 +223,16 @@ export const tokensCommand: Command = {
             cliAuditContext(),
           );
           if (issued === null) return fail(noToken(id, account));
-          const view = createdView(issued);
+          const view = rotatedView(issued);
           if (values.json === true) process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
           else {
-            const previous = issued.token.previousExpiresAt;
+            const previous = view.previous_secret_expires_at;
             const expires = view.expires_at ? `; the token expires ${view.expires_at}` : '';
             process.stdout.write(`rotated ${view.id} "${view.name}"${expires}\n`);
             process.stdout.write(
               previous === null
                 ? 'the previous secret is refused from now on\n'
-                : `the previous secret keeps working until ${new Date(previous).toISOString()}\n`,
+                : `the previous secret keeps working until ${previous}\n`,
             );
             process.stdout.write(`token: ${view.token}\n(shown this once: store it now)\n`);
           }
@@ -206,6 +248,10 @@ export const tokensCommand: Command = {
         {
           name: { type: 'string' },
           scopes: { type: 'string' },
+          'allowed-cidrs': { type: 'string' },
+          'not-before': { type: 'string' },
+          enable: { type: 'boolean' },
+          disable: { type: 'boolean' },
           json: { type: 'boolean' },
           account: { type: 'string' },
           'database-url': { type: 'string' },
@@ -213,8 +259,17 @@ export const tokensCommand: Command = {
         true,
       );
       if (positionals.length !== 1) throw new UsageError('update needs exactly one token id');
-      if (values.name === undefined && values.scopes === undefined)
-        throw new UsageError('update needs --name, --scopes or both');
+      if (values.enable === true && values.disable === true)
+        throw new UsageError('give --enable or --disable, not both');
+      const conditions = {
+        ...(values['allowed-cidrs'] !== undefined ? { allowed_cidrs: cidrList(values['allowed-cidrs'], true) } : {}),
+        ...(values['not-before'] !== undefined
+          ? { not_before: values['not-before'] === 'none' ? null : values['not-before'] }
+          : {}),
+        ...(values.enable === true ? { enabled: true } : values.disable === true ? { enabled: false } : {}),
+      };
+      if (values.name === undefined && values.scopes === undefined && Object.keys(conditions).length === 0)
+        throw new UsageError('update needs --name, --scopes, --allowed-cidrs, --not-before, --enable or --disable');
       const id = positionals[0]!;
       return withStore(values['database-url'], async (store, config) => {
         const account = values.account ?? OPERATOR_ACCOUNT_ID;
@@ -223,6 +278,7 @@ export const tokensCommand: Command = {
           const patch = {
             ...(values.name !== undefined ? { name: values.name } : {}),
             ...(values.scopes !== undefined ? { scopes: scopeList(values.scopes) } : {}),
+            ...conditions,
           };
           const updated = await createTokenDomain(config, store).service.update(
             account,
@@ -234,7 +290,10 @@ export const tokensCommand: Command = {
           if (updated === null) return fail(noToken(id, account));
           const view = tokenView(updated);
           if (values.json === true) process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
-          else process.stdout.write(`updated ${view.id} "${view.name}" with ${view.scopes.join(', ')}\n`);
+          else
+            process.stdout.write(
+              `updated ${view.id} "${view.name}" with ${view.scopes.join(', ')}; conditions: ${conditionsCell(view)}\n`,
+            );
           return 0;
         } catch (err) {
           return fail(err);

@@ -30,7 +30,9 @@ const FAMILIES: readonly Family[] = [
 ];
 const NAMES = new Set(FAMILIES.flatMap((f) => [f.method.toLowerCase(), f.uri.toLowerCase()]));
 
-export type Target = { ok: true; method: string; path: string } | { ok: false; reason: string };
+/** What a check asks about, and which gateway's form it came in (whose client-address header to read). */
+export type Target =
+  { ok: true; method: string; path: string; via: 'nginx' | 'traefik' | 'envoy' } | { ok: false; reason: string };
 
 function refuse(reason: string): Target {
   return { ok: false, reason };
@@ -68,11 +70,17 @@ function checkMethod(method: string, source: string): Target | null {
     : refuse(`${source} ${quote(method)} is not one HTTP method name (${HTTP_METHODS.join(', ')})`);
 }
 
-function target(method: string, uri: string, methodSource: string, uriSource: string): Target {
+function target(
+  via: 'nginx' | 'traefik' | 'envoy',
+  method: string,
+  uri: string,
+  methodSource: string,
+  uriSource: string,
+): Target {
   const bad = checkMethod(method, methodSource);
   if (bad !== null) return bad;
   const path = normalisePath(uri);
-  return path.ok ? { ok: true, method, path: path.path } : refuse(`${uriSource} ${path.reason}`);
+  return path.ok ? { ok: true, method, path: path.path, via } : refuse(`${uriSource} ${path.reason}`);
 }
 
 /**
@@ -112,7 +120,7 @@ export function readForwardedHeaders(gateway: Gateway, rawHeaders: readonly stri
     if (sent.length > 1) return refuse(`${name} is sent ${sent.length} times: the gateway sends it once`);
     values.push(sent[0]!);
   }
-  return target(values[0]!, values[1]!, family.method, family.uri);
+  return target(family.gateway, values[0]!, values[1]!, family.method, family.uri);
 }
 
 /**
@@ -136,5 +144,5 @@ export function readPathForm(
         `it must not carry ${families.map(label).join(' or ')} headers`,
     );
   }
-  return target(method, original, 'the method', 'the original path');
+  return target('envoy', method, original, 'the method', 'the original path');
 }

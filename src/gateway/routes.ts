@@ -27,6 +27,8 @@ import type { App } from '../http/types.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { TokenService } from '../tokens/service.js';
 import { parseScope } from '../tokens/scopes.js';
+import { ipFamily, knownAddress, unknownAddress, type ClientAddress } from '../tokens/conditions.js';
+import { AUTO_SCOPE_FORM, readClientAddress } from './client-address.js';
 import { discardBody } from './discard-body.js';
 import { readForwardedHeaders, readPathForm, type Gateway, type Target } from './forwarded.js';
 import { matchRule, type Rule } from './rules.js';
@@ -72,10 +74,48 @@ const CheckAllowed = Type.Object({
   account_id: Type.String(),
 });
 
+// The allowed answer carries the token's identity in headers too, for the gateway to pass on.
+const Allowed = {
+  ...CheckAllowed,
+  headers: {
+    'X-Token-Id': Type.String({ description: "The token's id" }),
+    'X-Token-Name': Type.String({
+      description: "The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8)",
+    }),
+    'X-Token-Scopes': Type.String({ description: "The token's scopes, space-separated" }),
+    'X-Account-Id': Type.String({ description: 'The account the token belongs to' }),
+  },
+};
+
+const CHECK_DESCRIPTION =
+  'Required scopes: the `scope` parameters, else the rule table applied to ' +
+  'X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). ' +
+  'Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered ' +
+  'alike, and a body of any type is read (within the body limit) and ignored. ' +
+  'Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.';
+
+const PATH_FORM_DESCRIPTION =
+  "Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the " +
+  'client sent it, and the method is the original one; the rule table decides the scopes (the query is the ' +
+  "client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, " +
+  'X-Account-Id. See docs/forward-auth.md.';
+
+/** `POST` -> `Post`: an operationId's suffix. */
+const operationSuffix = (method: string): string => method[0]! + method.slice(1).toLowerCase();
+
 const IntrospectBody = Type.Object(
   {
     token: Type.String({ maxLength: 512 }),
     token_type_hint: Type.Optional(Type.String({ maxLength: 64 })),
+    client_address: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description:
+          'The IP address the token was presented from (RFC 7662 section 2.1 allows such context). A token with ' +
+          'allowed_cidrs is active only when this is given and lies within them.',
+        examples: ['203.0.113.7'],
+      }),
+    ),
   },
   { examples: [{ token: 'icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB' }] },
 );
@@ -87,8 +127,21 @@ const IntrospectResponse = Type.Object({
   name: Type.Optional(Type.String()),
   iat: Type.Optional(Type.Integer()),
   exp: Type.Optional(Type.Integer()),
+  nbf: Type.Optional(
+    Type.Integer({ description: "The token's not_before, when it has one (seconds since the epoch)" }),
+  ),
+  allowed_cidrs: Type.Optional(
+    Type.Array(Type.String(), { description: 'The networks the token may be used from, when it is limited' }),
+  ),
   account_id: Type.Optional(Type.String({ description: 'The account the token belongs to' })),
 });
+
+/** The gateway shapes by their names in the OpenAPI document's components.schemas. */
+export const GATEWAY_SCHEMAS = {
+  ForwardAuthAllowed: CheckAllowed,
+  IntrospectionRequest: IntrospectBody,
+  Introspection: IntrospectResponse,
+};
 
 /** Header-safe token name: printable ASCII as is, anything else percent-encoded (UTF-8). */
 function headerSafe(value: string): string {
@@ -134,14 +187,15 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
   async function decide(request: FastifyRequest, reply: FastifyReply, target: Target) {
     if (!target.ok) throw new AppError('BAD_REQUEST', target.reason);
     const required = matchRule(rules, target.method, target.path);
+    const address = readClientAddress(target.via, request.raw.rawHeaders);
     if (required === null) {
       // Fail closed: still tell a caller with a bad token that the token is the problem.
-      await auth.authenticate(request, []);
+      await auth.authenticate(request, [], false, address);
       throw new AppError('INSUFFICIENT_SCOPE', `no rule grants access to ${target.method} ${target.path}`, {
         headers: { 'www-authenticate': bearerChallenge({ error: 'insufficient_scope' }) },
       });
     }
-    await auth.authenticate(request, required);
+    await auth.authenticate(request, required, false, address);
     return allow(reply, request.token!);
   }
 
@@ -182,56 +236,61 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
       // Gateway config: the check URL is fixed there, so neither the rule table nor any
       // forwarded header is consulted.
       const scopes = scopesFromQuery(fromQuery);
-      const pending = auth.authenticate(request, scopes);
+      const address =
+        gateway === 'auto' ? unknownAddress(AUTO_SCOPE_FORM) : readClientAddress(gateway, request.raw.rawHeaders);
+      const pending = auth.authenticate(request, scopes, false, address);
       if (pending === undefined) return allow(reply, request.token!);
       return pending.then(() => allow(reply, request.token!));
     };
 
-    api.route({
-      method: 'GET',
-      url: CHECK_PATH,
-      config: CHECK_CONFIG,
-      schema: {
-        tags: ['gateway'],
-        operationId: 'forwardAuthCheck',
-        summary: 'Forward auth for nginx auth_request, Traefik ForwardAuth and Envoy ext_authz',
-        description:
-          'Required scopes: the `scope` parameters, else the rule table applied to ' +
-          'X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). ' +
-          'Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. ' +
-          'Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.',
-        querystring: CheckQuery,
-        response: { 200: CheckAllowed },
-      },
-      handler: check,
-    });
-    // The same check for the other methods gateways may use (nginx mirrors the client's
-    // method in some set-ups); documented once, under GET.
-    api.route({
-      method: ROUTED_METHODS.filter((m) => m !== 'GET' && m !== 'HEAD'),
-      url: CHECK_PATH,
-      config: CHECK_CONFIG,
-      schema: { hide: true, querystring: CheckQuery },
-      handler: check,
-    });
+    // One route per method, so that each is documented with an operationId of its own
+    // (HEAD is GET's, answered by Fastify's HEAD route of each GET). nginx mirrors the client's method in some set-ups.
+    for (const method of ROUTED_METHODS) {
+      if (method === 'HEAD') continue;
+      api.route({
+        method,
+        url: CHECK_PATH,
+        config: CHECK_CONFIG,
+        schema: {
+          tags: ['gateway'],
+          operationId: `forwardAuthCheck${method === 'GET' ? '' : operationSuffix(method)}`,
+          summary:
+            method === 'GET'
+              ? 'Forward auth for nginx auth_request, Traefik ForwardAuth and Envoy ext_authz'
+              : `Forward auth, as GET, for a gateway that sends the client's method (${method})`,
+          description: CHECK_DESCRIPTION,
+          querystring: CheckQuery,
+          response: { 200: Allowed },
+        },
+        handler: check,
+      });
+    }
 
-    api.route({
-      method: [...ROUTED_METHODS],
-      url: `${CHECK_PATH}/*`,
-      config: CHECK_CONFIG,
-      // Documented once, under GET /api/v1/auth/check (its description names this form).
-      schema: { hide: true, response: { 200: CheckAllowed } },
-      handler: async (request, reply) => {
-        // Envoy ext_authz (HTTP): the original target follows the prefix, exactly as sent
-        // (the raw URL, not the router's decoded parameter, so nothing is decoded twice);
-        // the original method is ours.
-        const url = request.raw.url ?? '';
-        const target: Target = url.startsWith(`${CHECK_PATH}/`)
-          ? readPathForm(gateway, request.raw.rawHeaders, request.method, url.slice(CHECK_PATH.length))
-          : { ok: false, reason: `the path form must start with ${CHECK_PATH}/ exactly as written` };
-        return decide(request, reply, target);
-      },
-    });
+    for (const method of ROUTED_METHODS) {
+      if (method === 'HEAD') continue;
+      api.route({
+        method,
+        url: `${CHECK_PATH}/*`,
+        config: CHECK_CONFIG,
+        schema: {
+          tags: ['gateway'],
+          operationId: `forwardAuthCheckPath${operationSuffix(method)}`,
+          summary: `Forward auth for Envoy ext_authz (HTTP): the original path after the check's (${method})`,
+          description: PATH_FORM_DESCRIPTION,
+          response: { 200: Allowed },
+        },
+        handler: async (request, reply) => {
+          // Envoy ext_authz (HTTP): the original target follows the prefix, exactly as sent
+          // (the raw URL, not the router's decoded parameter, so nothing is decoded twice);
+          // the original method is ours.
+          const url = request.raw.url ?? '';
+          const target: Target = url.startsWith(`${CHECK_PATH}/`)
+            ? readPathForm(gateway, request.raw.rawHeaders, request.method, url.slice(CHECK_PATH.length))
+            : { ok: false, reason: `the path form must start with ${CHECK_PATH}/ exactly as written` };
+          return decide(request, reply, target);
+        },
+      });
+    }
   });
 
   void app.register(async (plugin) => {
@@ -259,21 +318,34 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
             'Form-encoded (`token=...`) or JSON body. ' +
             'Anything but an active token gives exactly `{"active": false}`. ' +
             "A token of the operator account may introspect any token; any other only its own account's " +
-            '(`{"active": false}` for the others). A suspended account\'s tokens are not active.',
+            '(`{"active": false}` for the others). A suspended account\'s tokens are not active, nor are ' +
+            'disabled tokens, tokens before their not_before, and tokens with allowed_cidrs unless ' +
+            '`client_address` is given and lies within them.',
           body: IntrospectBody,
+          consumes: ['application/x-www-form-urlencoded', 'application/json'],
           response: { 200: IntrospectResponse },
         },
       },
       async (request) => {
+        const { client_address: reported } = request.body;
+        if (reported !== undefined && ipFamily(reported) === null) {
+          throw new AppError('VALIDATION_FAILED', 'the introspection request is invalid; see errors', {
+            errors: [
+              { pointer: '/client_address', detail: 'must be one IPv4 or IPv6 address (no port, zone or brackets)' },
+            ],
+          });
+        }
+        const address: ClientAddress =
+          reported === undefined ? unknownAddress('the introspection names no client_address') : knownAddress(reported);
         // The use is recorded below, once the caller may see the token.
-        const result = await service.verify(request.body.token, { recordUse: false });
+        const result = await service.verify(request.body.token, { recordUse: false, address });
         if (!result.ok) return { active: false };
         const t = result.token;
         const caller = request.token!;
         // Another account's token is answered exactly as an unknown one, and not counted as a use.
         if (!isOperatorAccount(caller.accountId) && t.accountId !== caller.accountId) return { active: false };
-        // The holder presented it to a resource server: that is a use (from an address not known here).
-        service.recordUse(t);
+        // The holder presented it to a resource server: that is a use, from the address it reports.
+        service.recordUse(t, reported ?? null);
         return {
           active: true,
           scope: t.scopes.join(' '),
@@ -281,6 +353,8 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
           name: t.name,
           iat: Math.floor(t.createdAt / 1000),
           ...(t.expiresAt !== null ? { exp: Math.floor(t.expiresAt / 1000) } : {}),
+          ...(t.notBefore !== null ? { nbf: Math.floor(t.notBefore / 1000) } : {}),
+          ...(t.allowedCidrs !== null ? { allowed_cidrs: t.allowedCidrs } : {}),
           account_id: t.accountId,
         };
       },

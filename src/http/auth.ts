@@ -20,9 +20,11 @@ import type { FastifyRequest, onRequestHookHandler, RawServerDefault } from 'fas
 import fp from 'fastify-plugin';
 import type { App } from './types.js';
 import { AppError } from '../errors.js';
-import type { TokenRecord } from '../storage/types.js';
+import type { TokenWithAccount } from '../storage/types.js';
 import type { SecretKind, TokenService, VerifyFailure, VerifyResult } from '../tokens/service.js';
-import { missingScopes, parseScope } from '../tokens/scopes.js';
+import { knownAddress, type ClientAddress } from '../tokens/conditions.js';
+import { missingScopes, OPERATOR_ONLY_SCOPES, parseScope } from '../tokens/scopes.js';
+import { isOperatorAccount } from '../accounts/ids.js';
 import { addressKey } from './client-key.js';
 import { FailureLimiter } from './failure-limiter.js';
 import { repeatedHeader } from './headers.js';
@@ -35,8 +37,8 @@ declare module 'fastify' {
     tokenAuth: Auth;
   }
   interface FastifyRequest {
-    /** The authenticated token, or null for an anonymous request. */
-    token: TokenRecord | null;
+    /** The authenticated token (with its account's status and rate limit), or null for an anonymous request. */
+    token: TokenWithAccount | null;
     /** Which of the token's secrets authenticated the request; null for an anonymous request. */
     tokenSecret: SecretKind | null;
   }
@@ -57,6 +59,9 @@ const FAILURE_TEXT: Record<VerifyFailure | 'scheme', string> = {
   unknown: 'the token is not valid (unknown or deleted)',
   expired: 'the token has expired',
   suspended: "the token's account is suspended",
+  disabled: 'the token is disabled (enabled: false)',
+  not_yet_valid: 'the token is not valid yet (its not_before is in the future)',
+  address: 'the token may not be used from this address',
   scheme: 'use the Authorization header with the Bearer scheme',
 };
 
@@ -72,11 +77,17 @@ export interface Auth {
    * checks scopes. `required` null: anonymous allowed; [] any valid token. `changes`: the
    * route changes something, which only a token's current secret may do (the hook passes
    * changesSomething(); forward auth changes nothing here). Throws the 400/401/403/429
-   * problem. Done synchronously (undefined) when it needs no storage (anonymous, a
-   * malformed secret, a cached token), else a promise of the lookup's end, rejected with
-   * the problem.
+   * problem. `address`: the client address the token's allowed_cidrs are judged by (default
+   * request.ip, which TRUST_PROXY governs; forward auth passes the gateway's report). Done
+   * synchronously (undefined) when it needs no storage (anonymous, a malformed secret, a
+   * cached token), else a promise of the lookup's end, rejected with the problem.
    */
-  authenticate(request: FastifyRequest, required: readonly string[] | null, changes?: boolean): void | Promise<void>;
+  authenticate(
+    request: FastifyRequest,
+    required: readonly string[] | null,
+    changes?: boolean,
+    address?: ClientAddress,
+  ): void | Promise<void>;
   /** The onRequest hook of a route that needs `required` (null: anonymous allowed). */
   hook(required: readonly string[] | null): onRequestHookHandler;
 }
@@ -154,8 +165,19 @@ export function createAuth(options: AuthOptions): Auth {
     request: FastifyRequest,
     result: VerifyResult | VerifyFailureResult,
     required: readonly string[] | null,
-    changes = false,
+    changes: boolean,
+    address: ClientAddress,
   ): void {
+    // A right secret from the wrong place: refused as forbidden, before any quota is spent
+    // (the rate limit counts later) and not counted as a guess by the failure limiter.
+    if (!result.ok && result.reason === 'address') {
+      throw new AppError(
+        'TOKEN_ADDRESS_NOT_ALLOWED',
+        address.known
+          ? `the token may not be used from ${address.address}: it is outside the token's allowed_cidrs`
+          : `the token is limited to allowed_cidrs and the client address cannot be read: ${address.reason}`,
+      );
+    }
     if (!result.ok) {
       // Past the limit a failure is a 429 (back off); a valid token is still answered.
       const wait = limiter.fail(addressKey(request.ip), now());
@@ -177,6 +199,16 @@ export function createAuth(options: AuthOptions): Auth {
     request.token = result.token;
     request.tokenSecret = result.secret;
     if (required !== null && required.length > 0) {
+      // Before the scopes: no token of another account can hold an operator-only scope, so
+      // naming it as missing would send the caller after something it can never get.
+      if (!isOperatorAccount(result.token.accountId) && required.some((s) => OPERATOR_ONLY_SCOPES.includes(s))) {
+        const detail = "only tokens of the operator account may make this request; this token's account is not it";
+        service.recordRefusal(result.token, 'scope');
+        throw new AppError('INSUFFICIENT_SCOPE', detail, {
+          headers: { 'www-authenticate': bearerChallenge({ error: 'insufficient_scope', error_description: detail }) },
+          members: { required_scopes: required },
+        });
+      }
       const missing = missingScopes(result.token.scopes, required);
       if (missing.length > 0) {
         service.recordRefusal(result.token, 'scope');
@@ -202,17 +234,18 @@ export function createAuth(options: AuthOptions): Auth {
     request: FastifyRequest,
     required: readonly string[] | null,
     changes = false,
+    address: ClientAddress = knownAddress(request.ip),
   ): void | Promise<void> {
     const secret = presented(request, required);
     if (secret === null) return;
-    if (typeof secret !== 'string') return accept(request, secret, required, changes);
+    if (typeof secret !== 'string') return accept(request, secret, required, changes, address);
     return service
       .verify(secret, {
         // Only a lookup in storage meets the gate (made then, for this client's address).
         gate: (hash, read) => limiter.gate(addressKey(request.ip), now)(hash, read),
-        ip: request.ip,
+        address,
       })
-      .then((result) => accept(request, result, required, changes));
+      .then((result) => accept(request, result, required, changes, address));
   }
 
   return {

@@ -12,5 +12,11 @@ export function callerOf(token: TokenRecord | null): Caller & { accountId: strin
       headers: { 'www-authenticate': bearerChallenge() },
     });
   }
-  return { scopes: token.scopes, expiresAt: token.expiresAt, accountId: token.accountId };
+  return {
+    scopes: token.scopes,
+    expiresAt: token.expiresAt,
+    allowedCidrs: token.allowedCidrs,
+    notBefore: token.notBefore,
+    accountId: token.accountId,
+  };
 }

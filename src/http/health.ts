@@ -14,6 +14,9 @@ import { withDeadline } from '../deadline.js';
 const Health = Type.Object({ status: Type.String() });
 const Ready = Type.Object({ status: Type.String(), storage: Type.String() });
 
+/** The health shapes by their names in the OpenAPI document's components.schemas. */
+export const HEALTH_SCHEMAS = { Health, Readiness: Ready };
+
 export interface HealthOptions {
   store: Store;
   /** Longest a readiness probe waits for storage. */

@@ -100,8 +100,9 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
   new Counter({
     name: 'infracat_token_verifications_total',
     help:
-      'Token verifications by outcome (ok, format, checksum, unknown, expired, suspended, error), and requests of ' +
-      'verified tokens refused afterwards (scope, rate_limited; also counted under ok)',
+      'Token verifications by outcome (ok, format, checksum, unknown, expired, suspended, disabled, ' +
+      'not_yet_valid, address, error), and requests of verified tokens refused afterwards (scope, rate_limited; ' +
+      'also counted under ok)',
     labelNames: ['outcome'] as const,
     registers: [registry],
     collect() {

@@ -14,10 +14,11 @@ import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type RawServerDefault } from 'fastify';
 import fp from 'fastify-plugin';
-import { AppError, ProblemSchema } from '../errors.js';
+import { AppError, ERRORS, ProblemSchema, toProblem, type ErrorCode } from '../errors.js';
 import { CHECKSUM_CHARS, RANDOM_CHARS } from '../tokens/format.js';
 import { READ_ONLY_RESOURCES } from '../tokens/scopes.js';
 import { bearerChallenge, changesSomething, type RouteAuth } from './auth.js';
+import { documentedAs } from './documented-as.js';
 import { noBodyAsEmptyObject } from './optional-body.js';
 import { policyField, RATE_LIMIT_POLICIES, stateField, type RateLimitOptions } from './rate-limit.js';
 import type { App } from './types.js';
@@ -26,12 +27,66 @@ const OPENAPI_PATH = '/api/v1/openapi.json';
 // Carries "the body is optional" from a route's transform to the whole-document pass
 // (an `x-` key: @fastify/swagger copies those onto the operation); never left in the document.
 const BODY_OPTIONAL = 'x-infracat-body-optional';
+// Carries a body's example likewise, where the body is a reference to a named schema.
+const BODY_EXAMPLE = 'x-infracat-body-example';
 const DOCS_PREFIX = '/docs';
 
-const header = (description: string, type: 'string' | 'integer' = 'string') => ({ description, schema: { type } });
+// A response header's schema: @fastify/swagger makes it `{ description, schema }`.
+const header = (description: string, type: 'string' | 'integer' = 'string') => ({ description, type });
 
-function problem(description: string, headers: Record<string, unknown> = {}) {
-  return { description, headers, content: { 'application/problem+json': { schema: { $ref: 'Problem#' } } } };
+const REQUEST_ID = header('The id of this request, also in the log line and in a problem body (`request_id`)');
+
+// The `detail` of each problem example; a code not listed shows its title.
+const EXAMPLE_DETAILS: Partial<Record<ErrorCode, string>> = {
+  BAD_REQUEST: 'send exactly one Host header',
+  MALFORMED_JSON: 'the body is not valid JSON',
+  INVALID_QUERY: 'invalid query parameter per_page',
+  TOKEN_IN_QUERY: 'credentials are not accepted in the query string (access_token); use the Authorization header',
+  UNAUTHORIZED: 'this endpoint needs a token: Authorization: Bearer <token>',
+  INVALID_TOKEN: 'the token is unknown, deleted or expired',
+  INSUFFICIENT_SCOPE: 'the token lacks a required scope',
+  NOT_FOUND: 'no resource at this path',
+  PAYLOAD_TOO_LARGE: 'request bodies are limited to 16384 bytes',
+  UNSUPPORTED_MEDIA_TYPE: 'request bodies must be application/json',
+  VALIDATION_FAILED: 'the request body is invalid; see errors',
+  RATE_LIMITED: 'too many requests; retry after the number of seconds in Retry-After',
+  INTERNAL: 'an unexpected error occurred; quote the request_id when reporting it',
+  STORAGE_UNAVAILABLE: 'storage is unavailable (unreachable or read-only); retry shortly',
+  SERVICE_UNAVAILABLE: 'the server is shutting down',
+};
+
+/** The codes of `status` a problem description names, in its order (each in parentheses by convention). */
+function codesIn(description: string, status: number): ErrorCode[] {
+  const named = [...description.matchAll(/\b[A-Z][A-Z_]*[A-Z]\b/g)].map((m) => m[0]);
+  const codes = [...new Set(named)].filter(
+    (c): c is ErrorCode => c in ERRORS && ERRORS[c as ErrorCode].status === status,
+  );
+  if (codes.length > 0) return codes;
+  const fallback = (Object.keys(ERRORS) as ErrorCode[]).find((c) => ERRORS[c].status === status);
+  return fallback === undefined ? [] : [fallback];
+}
+
+/** A problem body of `code`, as toProblem() writes it (so the example cannot drift from the wire). */
+function problemExample(code: ErrorCode, instance: string): unknown {
+  const body = toProblem(new AppError(code, EXAMPLE_DETAILS[code] ?? ERRORS[code].title.toLowerCase()), instance);
+  if (code === 'VALIDATION_FAILED') body.errors = [{ pointer: '/name', detail: 'is required' }];
+  return body;
+}
+
+/** A problem+json response, with an example of each code it names (Swagger UI shows them). */
+function problem(status: number, description: string, url: string, headers: Record<string, unknown> = {}) {
+  const codes = codesIn(description, status);
+  const media: Record<string, unknown> = { schema: { $ref: 'Problem#' } };
+  if (codes.length === 1) media.example = problemExample(codes[0]!, url);
+  else if (codes.length > 1)
+    media.examples = Object.fromEntries(
+      codes.map((c) => [c, { summary: ERRORS[c].title, value: problemExample(c, url) }]),
+    );
+  return {
+    description,
+    headers: { ...headers, 'X-Request-Id': REQUEST_ID },
+    content: { 'application/problem+json': media },
+  };
 }
 
 interface RouteSchema {
@@ -52,8 +107,9 @@ const SUCCESS_DESCRIPTIONS: Record<string, string> = {
   304: 'Not Modified: the copy named by If-None-Match is current',
 };
 
-/** `16 KiB`, or the bytes when not whole KiB. */
+/** `16 MiB`, `16 KiB`, or the bytes when neither is whole. */
 function size(bytes: number): string {
+  if (bytes % (1024 * 1024) === 0) return `${bytes / 1024 / 1024} MiB`;
   return bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} bytes`;
 }
 
@@ -65,14 +121,20 @@ function rateLimitHeaders({ quotas, windowS }: RateLimitOptions): Record<string,
   const policies = on.map((p) => `\`${policyField(p, quotas[p], windowS)}\` (${RATE_LIMIT_POLICIES[p]})`).join('; ');
   return {
     RateLimit: header(
-      'Requests this client can still expect in the window across all instances (the remaining share of the ' +
-        'instance that answered times the live instances, at most the quota; 0: that instance refuses the next ' +
-        `one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): ${states}`,
+      'Requests this client can still expect in the window across all instances (as the instance that ' +
+        "answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the " +
+        `window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: ${states}`,
     ),
     'RateLimit-Policy': header(
-      `Quota of requests per window of seconds, for all instances together (each enforces its share): ${policies}`,
+      "Quota of requests per window of seconds, for all instances together; a token's request is counted " +
+        `against its token and its account (the account's quota is its \`rate_limit\` when set): ${policies}`,
     ),
   };
+}
+
+/** Whether any rate-limit policy is on (each 0 turns one off). */
+function rateLimitOn({ quotas }: RateLimitOptions): boolean {
+  return Object.values(quotas).some((q) => q > 0);
 }
 
 /** The note that a write scope would do too, where one exists (not for a read-only resource). */
@@ -80,35 +142,96 @@ function impliedBy(scopes: readonly string[]): string {
   return scopes.some((sc) => !READ_ONLY_RESOURCES.includes(sc.split(':')[0]!)) ? ' (`write` implies `read`)' : '';
 }
 
-/** Adds the problem responses, security and scope notes a route's declaration implies. */
-function documentRoute(schema: RouteSchema, url: string, route: RouteConfig, facts: OpenApiOptions): RouteSchema {
+/** The named schemas, by the JSON text of their shape: where a route's schema holds one, the document refers to it. */
+type Names = Map<string, string>;
+
+/** The JSON text a schema is known by: its shape, without the examples a use may add. */
+function shapeKey(schema: object): string {
+  const { examples: _examples, ...shape } = schema as Record<string, unknown>;
+  return JSON.stringify(shape);
+}
+
+/** `schema` with every object schema that is a named one replaced by a reference to it (a copy: routes keep theirs). */
+function referNamed(schema: unknown, names: Names): unknown {
+  if (Array.isArray(schema)) return schema.map((s) => referNamed(s, names));
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const name = (schema as { type?: unknown }).type === 'object' ? names.get(shapeKey(schema)) : undefined;
+  if (name !== undefined) return { $ref: `${name}#` };
+  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, referNamed(v, names)]));
+}
+
+/** A query schema with its numeric-text parameters stated as the numbers they are (src/http/documented-as.ts). */
+function numericQuery(query: object): object {
+  const properties = (query as { properties?: Record<string, object> }).properties;
+  if (properties === undefined) return query;
+  const documented = Object.entries(properties).map(([name, p]): [string, object] => {
+    const number = documentedAs(p);
+    if (number === undefined) return [name, p];
+    const { description } = p as { description?: string };
+    return [name, { ...number, ...(description !== undefined ? { description } : {}) }];
+  });
+  return { ...query, properties: Object.fromEntries(documented) };
+}
+
+/** Adds the problem responses, headers, security and scope notes a route's declaration implies. */
+function documentRoute(
+  schema: RouteSchema,
+  url: string,
+  route: RouteConfig,
+  facts: OpenApiOptions,
+  names: Names,
+): RouteSchema {
   const { auth, problems = {} } = route;
-  const responses: Record<string, unknown> = { ...(schema.response ?? {}) };
-  const add = (status: number, value: unknown): void => {
-    if (!(String(status) in responses)) responses[String(status)] = value;
+  const path = url.replace(/:(\w+)/g, '{$1}');
+  const limited = route.rateLimit !== false && rateLimitOn(facts.rateLimit);
+  const responses: Record<string, unknown> = {};
+  // Success responses: the body by reference where its shape is named, and the headers every such answer carries.
+  for (const [status, value] of Object.entries(schema.response ?? {})) {
+    const {
+      headers: own = {},
+      description,
+      ...body
+    } = value as {
+      headers?: Record<string, unknown>;
+      description?: string;
+      type?: string;
+    };
+    const headers: Record<string, unknown> = { ...own };
+    if (status === '201') headers.Location = header('The path of the new resource');
+    if (limited) Object.assign(headers, rateLimitHeaders(facts.rateLimit));
+    headers['X-Request-Id'] = REQUEST_ID;
+    const label = description ?? SUCCESS_DESCRIPTIONS[status] ?? STATUS_CODES[Number(status)] ?? 'Response';
+    responses[status] =
+      body.type === 'null'
+        ? { type: 'null', description: label, headers }
+        : { description: label, headers, content: { 'application/json': { schema: referNamed(body, names) } } };
+  }
+  const add = (status: number, description: string, headers: Record<string, unknown> = {}): void => {
+    if (!(String(status) in responses)) responses[String(status)] = problem(status, description, path, headers);
   };
-  // Swagger UI labels a response without a description "Default Response".
-  for (const [status, value] of Object.entries(responses)) {
-    if (typeof value === 'object' && value !== null && !('description' in value)) {
-      responses[status] = {
-        ...value,
-        description: SUCCESS_DESCRIPTIONS[status] ?? STATUS_CODES[Number(status)] ?? 'Response',
-      };
-    }
+  // Every request meets the request guard (src/http/request-guard.ts) first.
+  const badRequest = [
+    ...(schema.body !== undefined ? ['Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST)'] : []),
+    schema.querystring !== undefined
+      ? 'Unknown query parameter or bad value, named in `detail` (INVALID_QUERY)'
+      : 'Too many query parameters (INVALID_QUERY)',
+    'A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a ' +
+      'missing or repeated Host header (BAD_REQUEST)',
+  ];
+  for (const [status, declared] of Object.entries(problems)) {
+    const { description, headers } = typeof declared === 'string' ? { description: declared, headers: {} } : declared;
+    if (status === '400') badRequest.unshift(description);
+    else add(Number(status), description, headers);
   }
-  for (const [status, description] of Object.entries(problems)) add(Number(status), problem(description));
+  add(400, badRequest.join('; '));
   if (schema.body !== undefined) {
-    add(400, problem('Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST)'));
-    add(413, problem(`Body over ${size(facts.bodyLimit)} (PAYLOAD_TOO_LARGE)`));
-    add(415, problem('Body is not application/json (UNSUPPORTED_MEDIA_TYPE)'));
-    add(
-      422,
-      problem('The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED)'),
-    );
+    add(413, `Body over ${size(facts.bodyLimit)} (PAYLOAD_TOO_LARGE)`);
+    const types = (schema.consumes as string[] | undefined) ?? ['application/json'];
+    add(415, `Body is not ${types.join(' or ')} (UNSUPPORTED_MEDIA_TYPE)`);
+    add(422, 'The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED)');
   }
-  if (schema.querystring !== undefined)
-    add(400, problem('Unknown query parameter or bad value, named in `detail` (INVALID_QUERY)'));
-  if (url.includes(':') || url.includes('*')) add(404, problem('No such resource (NOT_FOUND)'));
+  // A path parameter names something that may not exist (the check's path form is any path: never 404).
+  if (url.includes(':')) add(404, 'No such resource (NOT_FOUND)');
   const errors = '`error="invalid_token"` or `error="insufficient_scope", scope="..."`';
   const challenge = header(`\`${bearerChallenge()}\`, with ${errors}`);
   let security: unknown[] = [];
@@ -116,12 +239,9 @@ function documentRoute(schema: RouteSchema, url: string, route: RouteConfig, fac
   if (auth === 'optional') {
     security = [{}, { bearer: [] }];
     note = 'Anonymous access is allowed; a presented token must be valid (and counts as a use).';
-    add(
-      401,
-      problem('The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN)', {
-        'WWW-Authenticate': challenge,
-      }),
-    );
+    add(401, 'The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN)', {
+      'WWW-Authenticate': challenge,
+    });
   } else if (auth !== undefined) {
     security = [{ bearer: [] }];
     const scopes = auth === 'custom' ? [] : auth.scopes;
@@ -131,72 +251,90 @@ function documentRoute(schema: RouteSchema, url: string, route: RouteConfig, fac
         : scopes.length > 0
           ? `Needs a token with \`${scopes.join('`, `')}\`${impliedBy(scopes)}.`
           : 'Needs any valid token.';
-    add(
-      401,
-      problem('Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN)', {
-        'WWW-Authenticate': challenge,
-      }),
-    );
+    add(401, 'Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN)', {
+      'WWW-Authenticate': challenge,
+    });
     if (auth === 'custom' || scopes.length > 0)
       add(
         403,
-        problem(
-          'The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them' +
-            (changesSomething(scopes)
-              ? ". Or the token's previous secret, still in its grace period after a rotation, was " +
-                'presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY)'
-              : ''),
-          { 'WWW-Authenticate': challenge },
-        ),
+        'The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them' +
+          (changesSomething(scopes)
+            ? ". Or the token's previous secret, still in its grace period after a rotation, was " +
+              'presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY)'
+            : ''),
+        { 'WWW-Authenticate': challenge },
       );
   }
-  add(
-    429,
-    problem('Over the rate limit, or too many failed authentications (RATE_LIMITED)', {
+  // The rate limit, and the limit on failed authentications (src/http/failure-limiter.ts).
+  if (limited || auth !== undefined)
+    add(429, 'Over the rate limit, or too many failed authentications (RATE_LIMITED)', {
       'Retry-After': header('Seconds to wait', 'integer'),
-      ...rateLimitHeaders(facts.rateLimit),
-    }),
-  );
-  add(500, problem('Unexpected error; quote the request_id (INTERNAL)'));
+      ...(limited ? rateLimitHeaders(facts.rateLimit) : {}),
+    });
+  add(500, 'Unexpected error; quote the request_id (INTERNAL)');
   add(
     503,
-    problem(
-      'Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE)',
-      { 'Retry-After': header('Seconds to wait', 'integer') },
-    ),
+    'Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE)',
+    { 'Retry-After': header('Seconds to wait', 'integer') },
   );
   const description = [schema.description, note].filter((s) => s !== undefined && s !== '').join('\n\n');
-  return { ...schema, response: responses, security, ...(description !== '' ? { description } : {}) };
+  return {
+    ...schema,
+    ...(schema.body !== undefined ? { body: referNamed(schema.body, names) } : {}),
+    ...(schema.querystring !== undefined ? { querystring: numericQuery(schema.querystring as object) } : {}),
+    response: responses,
+    security,
+    ...(description !== '' ? { description } : {}),
+  };
 }
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** Route-specific problem responses to document, by status (the common ones are derived). */
-    problems?: Record<number, string>;
+    problems?: Record<number, ProblemDoc>;
   }
 }
 
+/** A route-specific problem response: its description, or that and the headers it carries. */
+export type ProblemDoc = string | { description: string; headers: Record<string, unknown> };
+
 interface RouteConfig {
   auth?: RouteAuth;
-  problems?: Record<number, string>;
+  problems?: Record<number, ProblemDoc>;
+  rateLimit?: boolean;
 }
 
 /** What the document states that the code and settings decide, so that it says what the server does. */
 export interface OpenApiOptions {
   version: string;
-  /** Largest request body, in bytes. */
+  /** Largest request body, in bytes (a route may set its own). */
   bodyLimit: number;
   /** TOKEN_PREFIX. */
   tokenPrefix: string;
   rateLimit: RateLimitOptions;
+  /**
+   * The named shapes: each resource and request body by its name in components.schemas,
+   * declared once as a TypeBox schema in its module's schemas.ts.
+   */
+  schemas: Record<string, object>;
 }
 
 export function registerOpenApi(app: App, options: OpenApiOptions): void {
-  // One shared schema, so every error response refers to components.schemas.Problem.
+  // Shared schemas, so every error response refers to components.schemas.Problem and each
+  // resource and request body to its own (@fastify/swagger lists them under their $id).
   app.addSchema({ $id: 'Problem', title: 'Problem', ...ProblemSchema });
+  const names: Names = new Map();
+  for (const [name, schema] of Object.entries(options.schemas)) names.set(shapeKey(schema), name);
+  for (const [name, schema] of Object.entries(options.schemas)) {
+    // Its fields refer to the other named shapes (never to itself).
+    const fields = Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, referNamed(v, names)]));
+    app.addSchema({ $id: name, title: name, ...fields });
+  }
   void app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
+      // Relative: the document describes the server that serves it, wherever it is reached.
+      servers: [{ url: '/', description: 'The server that serves this document' }],
       info: {
         title: 'infracat API',
         version: options.version,
@@ -235,19 +373,41 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
     // flag, the one mechanism), checked after this transform.
     transform: ({ schema, url, route }) => {
       if (schema?.hide === true) return { schema, url };
-      const documented = documentRoute((schema ?? {}) as RouteSchema, url, route.config ?? {}, options);
+      // A route may take larger bodies than the app (the catalog document): its own limit is stated.
+      const facts = { ...options, bodyLimit: route.bodyLimit ?? options.bodyLimit };
+      const documented = documentRoute((schema ?? {}) as RouteSchema, url, route.config ?? {}, facts, names);
+      // A body by reference loses its examples (@fastify/swagger takes a body's from its
+      // schema): the whole-document pass puts them on the media type.
+      const examples = (schema?.body as { examples?: unknown[] } | undefined)?.examples;
+      if ((documented.body as { $ref?: string } | undefined)?.$ref !== undefined && examples !== undefined)
+        documented[BODY_EXAMPLE] = examples[0];
       // A route that reads no body as `{}` says so (@fastify/swagger marks every body required):
       // the route's own hook decides, so the document cannot drift from it.
       if ([route.preValidation].flat().includes(noBodyAsEmptyObject)) documented[BODY_OPTIONAL] = true;
+      // A wildcard is the rest of the path (`{*}` would be no parameter name a client can use).
+      if (url.endsWith('/*')) {
+        documented.params = {
+          type: 'object',
+          properties: { path: { type: 'string', description: 'The rest of the path, as the client sent it' } },
+          required: ['path'],
+        };
+        return { schema: documented as typeof schema, url: `${url.slice(0, -1)}:path` };
+      }
       return { schema: documented as typeof schema, url };
     },
     transformObject: (documents) => {
       const doc = 'openapiObject' in documents ? documents.openapiObject : documents.swaggerObject;
       for (const item of Object.values(doc.paths ?? {}) as Record<string, Record<string, unknown>>[]) {
         for (const operation of Object.values(item)) {
+          const body = operation.requestBody as
+            { required: boolean; content: Record<string, Record<string, unknown>> } | undefined;
+          if (BODY_EXAMPLE in operation) {
+            for (const media of Object.values(body?.content ?? {})) media.example = operation[BODY_EXAMPLE];
+            delete operation[BODY_EXAMPLE];
+          }
           if (operation[BODY_OPTIONAL] !== true) continue;
           delete operation[BODY_OPTIONAL];
-          (operation.requestBody as { required: boolean }).required = false;
+          body!.required = false;
         }
       }
       return doc;
@@ -276,11 +436,15 @@ function registerDocs(app: App): void {
     const res = await (await docs).inject({ method: 'GET', url: request.url, headers: request.headers });
     // Our problem+json 404, as when the plugin's routes were the app's own.
     if (res.statusCode === 404) throw new AppError('NOT_FOUND', `no resource at ${request.url.split('?')[0] ?? '/'}`);
+    // The start script is changed on its way (its ETag is the plugin's bytes', not these).
+    const patched = request.url.split('?')[0] === INITIALIZER && res.statusCode === 200;
     for (const [name, value] of Object.entries(res.headers)) {
-      if (value !== undefined && !HOP_HEADERS.has(name)) void reply.header(name, value);
+      if (value !== undefined && !HOP_HEADERS.has(name) && !(patched && name === 'etag'))
+        void reply.header(name, value);
     }
+    const body = patched ? pointAtDocument(res.payload) : res.rawPayload;
     // No body (redirect, 304): send none, rather than an empty application/octet-stream.
-    return reply.code(res.statusCode).send(res.rawPayload.length > 0 ? res.rawPayload : undefined);
+    return reply.code(res.statusCode).send(body.length > 0 ? body : undefined);
   };
   void app.register(async (plugin) => {
     for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/*`]) {
@@ -290,6 +454,19 @@ function registerDocs(app: App): void {
   app.addHook('onClose', async () => {
     if (docs !== undefined) await (await docs.catch(() => undefined))?.close();
   });
+}
+
+// Swagger UI's start script, which names the document to load.
+const INITIALIZER = `${DOCS_PREFIX}/static/swagger-initializer.js`;
+// What the plugin's script loads (its own copy, /docs/json), and what it loads instead: the
+// document clients are told about, so that the page links to /api/v1/openapi.json. The
+// plugin overrides a configured `url`, so the script is changed as it is served.
+const PLUGIN_DOCUMENT = "resolveUrl('./json')";
+
+/** The start script, loading /api/v1/openapi.json; a 500 when the plugin's script no longer says what it replaces. */
+function pointAtDocument(script: string): string {
+  if (!script.includes(PLUGIN_DOCUMENT)) throw new Error(`${INITIALIZER} no longer loads ${PLUGIN_DOCUMENT}`);
+  return script.replace(PLUGIN_DOCUMENT, JSON.stringify(OPENAPI_PATH));
 }
 
 // Set by the server for the outer answer, not copied from the inner one.

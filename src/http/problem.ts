@@ -47,7 +47,7 @@ interface AjvIssue {
  * A failed union (anyOf) reports one "must be X or Y" instead of one line per branch.
  */
 function fieldErrors(issues: readonly AjvIssue[]): FieldError[] {
-  const byPointer = new Map<string, { details: string[]; types: string[]; union: boolean }>();
+  const byPointer = new Map<string, { details: string[]; types: string[]; union: boolean; constraints: string[] }>();
   for (const issue of issues) {
     let pointer = issue.instancePath ?? '';
     let detail = issue.message ?? 'is invalid';
@@ -59,15 +59,19 @@ function fieldErrors(issues: readonly AjvIssue[]): FieldError[] {
       pointer += `/${escapePointer(p.additionalProperty)}`;
       detail = 'is not a known field';
     }
-    const group = byPointer.get(pointer) ?? { details: [], types: [], union: false };
+    const group = byPointer.get(pointer) ?? { details: [], types: [], union: false, constraints: [] };
     byPointer.set(pointer, group);
     if (issue.keyword === 'anyOf' || issue.keyword === 'oneOf') group.union = true;
     else if (issue.keyword === 'type' && typeof p.type === 'string') group.types.push(p.type);
+    else if (!group.constraints.includes(detail)) group.constraints.push(detail);
     if (!group.details.includes(detail)) group.details.push(detail);
   }
   const out: FieldError[] = [];
   for (const [pointer, g] of byPointer) {
-    if (g.union)
+    // A union whose branch of the value's type failed a constraint (too many items, too
+    // long): that constraint is what is wrong, not the other branches' types.
+    if (g.union && g.constraints.length > 0) for (const detail of g.constraints) out.push({ pointer, detail });
+    else if (g.union)
       out.push({
         pointer,
         detail:

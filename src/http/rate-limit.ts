@@ -1,22 +1,27 @@
-// Request rate limits, in fixed windows: per token for authenticated requests, per client
-// address otherwise (as addressKey() counts it: IPv6 by /64, src/http/client-key.ts). The
-// quotas are the fleet's: with several instances on one database, each enforces its share
-// (shareOf: the quota split among the live instances the fleet registry counts), so
-// behind a balancer spreading requests evenly a client gets the quota, not N times it;
-// counted in memory, no storage access per request. Windows are
-// aligned to the wall clock, at an offset per key (a hash of it), so every instance's
-// window for a client starts and ends at the same moment while different clients' windows
-// do not all reset at once (no herd of retries at the top of each window).
+// Request rate limits, in fixed windows: per token and per account (all its tokens
+// together) for authenticated requests, per client address otherwise (as addressKey()
+// counts it: IPv6 by /64, src/http/client-key.ts). The limits are the fleet's: with
+// several instances on one database, each counts in memory and shares its counts through
+// storage every RATE_LIMIT_SYNC_MS (src/fleet/counts.ts), so a client gets its limit
+// whether a balancer keeps it on one instance, spreads it over all of them or moves it;
+// no request waits for storage. Alone, an instance counts exactly and writes nothing;
+// while storage fails, each instance enforces its share of each limit (the quota split
+// among the live instances). Windows are aligned to the wall clock, at an offset per key
+// (windowOffset), so every instance's window for a client starts and ends at the same
+// moment while different clients' windows do not all reset at once.
 // Every counted answer carries the draft-ietf-httpapi-ratelimit-headers fields (policyField
-// and stateField below spell them):
-//   RateLimit-Policy: "token";q=600;w=60    the fleet's quota and the window
-//   RateLimit: "token";r=599;t=42           what the client can still expect across the fleet
-//                                           (this instance's remaining share times the live
-//                                           instances, at most q; 0 when this instance
-//                                           refuses the next one), and the seconds until the
-//                                           window ends
-// Over the limit: 429 RATE_LIMITED with Retry-After. A revalidation costs nothing: a 304
-// gives its unit back, and over the limit a GET/HEAD with If-None-Match to a route that
+// and stateField below spell them), one entry per policy the request was counted against:
+//   RateLimit-Policy: "token";q=600;w=60, "account";q=6000;w=60
+//                                           the fleet's quotas and the window
+//   RateLimit: "token";r=599;t=42, "account";r=5990;t=17
+//                                           what the client can still expect across the
+//                                           fleet (as this instance last learnt it; 0 when
+//                                           this instance refuses the next one), and the
+//                                           seconds until the window ends
+// Over a limit: 429 with Retry-After, RATE_LIMITED (the token's or the address's) or
+// ACCOUNT_RATE_LIMITED (the account's: its `rate_limit`, or RATE_LIMIT_ACCOUNT); a request
+// refused by either takes no unit from the other. A revalidation costs nothing: a 304
+// gives its units back, and over the limit a GET/HEAD with If-None-Match to a route that
 // declares `revalidates` is let through without one, to be answered 304 if the client's
 // copy is current and refused with the 429 otherwise (the route calls refuseOverLimit()
 // before any other answer; if it does not, onSend refuses anyway).
@@ -28,67 +33,51 @@
 // rate-limit plugin does; the 304 and over-limit bookkeeping only to `revalidates` routes.
 //
 // Not @fastify/rate-limit: its headers are the x-ratelimit-* or draft-03 ratelimit-limit/
-// -remaining/-reset fields, not these structured fields with a policy name, and it has no
-// way to give a 304's unit back or to let an over-limit revalidation through.
+// -remaining/-reset fields, not these structured fields with a policy name, it has no way
+// to give a 304's unit back or to let an over-limit revalidation through, and its shared
+// store (Redis) is a component infracat does not otherwise need.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler, RawServerDefault } from 'fastify';
 import fp from 'fastify-plugin';
-import { LRUCache } from 'lru-cache';
-import { countBound } from '../bounded.js';
 import { AppError } from '../errors.js';
-import { shareOf, type FleetView } from '../fleet/registry.js';
-import { addressKey } from './client-key.js';
+import { FleetCounts, type Verdict } from '../fleet/counts.js';
 import type { TokenRecord } from '../storage/types.js';
+import { addressKey } from './client-key.js';
 import type { App } from './types.js';
+
+export { windowEnd, windowOffset } from '../fleet/counts.js';
 
 /** The policies the RateLimit fields name, and whose budget each is. */
 export const RATE_LIMIT_POLICIES = {
   token: 'per token, for authenticated requests',
+  account: "per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)",
   anonymous: 'per client address (IPv6: per /64), for anonymous requests',
 } as const;
 export type RateLimitPolicy = keyof typeof RATE_LIMIT_POLICIES;
 
 export interface RateLimitOptions {
-  /** Requests per window and policy (RATE_LIMIT, RATE_LIMIT_ANONYMOUS); 0 turns a policy off. */
+  /**
+   * Requests per window and policy (RATE_LIMIT, RATE_LIMIT_ACCOUNT or its default,
+   * RATE_LIMIT_ANONYMOUS); 0 turns a policy off. An account's own `rate_limit` replaces
+   * the account quota for its tokens.
+   */
   quotas: Record<RateLimitPolicy, number>;
   /** RATE_LIMIT_WINDOW_S. */
   windowS: number;
-  /** Most windows (tokens and addresses) tracked at once; the least recently used go first. */
+  /** The counts, shared with the fleet or not (src/fleet/counts.ts); absent: this instance's alone. */
+  counts?: FleetCounts;
+  /** Without `counts`: most keys tracked at once (RATE_LIMIT_MAX_KEYS); the least recently used go first. */
   maxKeys?: number;
-  /** The instances sharing the quotas (the fleet registry, read on every request); absent: this one alone. */
-  fleet?: FleetView;
-  /** Told of each request of a token refused over the limit (its usage counts it). */
+  /** Told of each request of a token refused over a limit (its usage counts it). */
   onTokenRefused?: (token: TokenRecord) => void;
 }
 
-const ALONE: FleetView = { count: 1, rank: 0 };
-
-/**
- * Where a key's windows start within the window length: the same for a key on every
- * instance (FNV-1a of its text, nothing per process), spread over the window across keys.
- */
-export function windowOffset(key: string, windowMs: number): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) {
-    hash ^= key.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return (hash >>> 0) % windowMs;
-}
-
-/** The end of the window holding `now`, for windows of `windowMs` starting at `offset` past each multiple. */
-export function windowEnd(now: number, windowMs: number, offset: number): number {
-  return Math.floor((now - offset) / windowMs) * windowMs + offset + windowMs;
-}
-
-/** `r=`: what a client can expect across the fleet, from what this instance has left of its share. */
-export function fleetRemaining(local: number, quota: number, fleet: FleetView): number {
-  return Math.min(quota, local * Math.max(1, fleet.count));
-}
+/** Most keys (tokens, accounts, addresses) a limiter tracks at once when not given its counts. */
+export const RATE_LIMIT_MAX_KEYS = 100_000;
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The limiter on every route (installRateLimit); null when both quotas are 0. */
+    /** The limiter on every route (installRateLimit); null when every quota is 0. */
     rateLimiter: RateLimiter | null;
   }
   interface FastifyRequest {
@@ -116,21 +105,16 @@ export function stateField(policy: RateLimitPolicy, remaining: number, resetS: n
   return `"${policy}";r=${remaining};t=${resetS}`;
 }
 
-interface Window {
-  used: number;
-  resetAt: number;
-  /** windowOffset(key): kept, so a new window of the key costs no hash. */
-  offset: number;
+/** One policy a request was counted against. */
+interface Judged {
+  policy: RateLimitPolicy;
+  quota: number;
+  verdict: Verdict;
 }
 
-/** What the limiter did with a request: the unit it took (to give back on a 304), or the 429 it holds back. */
+/** What the limiter did with a request: the units it took (to give back on a 304), or the 429 it holds back. */
 interface Taken {
-  key: string;
-  policy: RateLimitPolicy;
-  /** What remained of this instance's share after this request. */
-  local: number;
-  quota: number;
-  resetS: number;
+  judged: Judged[];
   /** Set when over the limit: the refusal a revalidation was spared, unless it ends in a 304. */
   held: AppError | null;
 }
@@ -150,58 +134,96 @@ export interface RateLimiter {
   hook: preHandlerHookHandler;
 }
 
+const CODES: Record<RateLimitPolicy, 'RATE_LIMITED' | 'ACCOUNT_RATE_LIMITED'> = {
+  token: 'RATE_LIMITED',
+  account: 'ACCOUNT_RATE_LIMITED',
+  anonymous: 'RATE_LIMITED',
+};
+
+const WHOSE: Record<RateLimitPolicy, string> = {
+  token: 'rate limit',
+  account: "the account's rate limit (all its tokens together)",
+  anonymous: 'rate limit',
+};
+
 /**
  * Installs the limiter on every route declared from now on (see the top of this file) and
  * returns it for the not-found handler and routes declared by hand.
  */
 export function installRateLimit(app: App, options: RateLimitOptions): RateLimiter {
   const { quotas, windowS } = options;
-  const windowMs = windowS * 1000;
-  const fleet = options.fleet ?? ALONE;
   const onTokenRefused = options.onTokenRefused ?? (() => undefined);
-  const windows = new LRUCache<string, Window>(countBound(options.maxKeys ?? 100_000));
-  // The policy field is fixed per policy: built once here, not on every request.
-  const policyFields: Record<RateLimitPolicy, string> = {
+  const counts =
+    options.counts ??
+    new FleetCounts({
+      store: null,
+      fleet: { count: 1, rank: 0 },
+      windowMs: windowS * 1000,
+      maxKeys: options.maxKeys ?? RATE_LIMIT_MAX_KEYS,
+    });
+  // The fixed policy fields are built once here, not on every request (an account's quota varies).
+  const fixedFields = {
     token: policyField('token', quotas.token, windowS),
     anonymous: policyField('anonymous', quotas.anonymous, windowS),
   };
   app.decorateRequest('rateLimit', null);
 
-  /** Counts a request against `key`'s window: a unit taken if `allowed`, and what is left. */
-  function use(key: string, quota: number): { allowed: boolean; local: number; resetS: number } {
-    const now = Date.now();
-    let window = windows.get(key);
-    if (window === undefined || now >= window.resetAt) {
-      const offset = window?.offset ?? windowOffset(key, windowMs);
-      window = { used: 0, resetAt: windowEnd(now, windowMs, offset), offset };
-      windows.set(key, window);
+  const fieldOf = ({ policy, quota }: Judged): string =>
+    policy === 'account' ? policyField('account', quota, windowS) : fixedFields[policy];
+
+  /** The policies this request counts against, each judged (no unit taken yet). */
+  function judge(request: FastifyRequest): Judged[] {
+    const token = request.token;
+    const judged: Judged[] = [];
+    if (token === null) {
+      if (quotas.anonymous > 0)
+        judged.push({
+          policy: 'anonymous',
+          quota: quotas.anonymous,
+          verdict: counts.judge(`a:${addressKey(request.ip)}`, quotas.anonymous),
+        });
+      return judged;
     }
-    const resetS = Math.max(1, Math.ceil((window.resetAt - now) / 1000));
-    // The fleet as the last heartbeat saw it: a change mid-window changes the share, and
-    // the units already used stay used.
-    const share = shareOf(quota, fleet);
-    const allowed = window.used < share;
-    if (allowed) window.used += 1;
-    return { allowed, local: Math.max(0, share - window.used), resetS };
+    if (quotas.token > 0)
+      judged.push({ policy: 'token', quota: quotas.token, verdict: counts.judge(`t:${token.id}`, quotas.token) });
+    const accountQuota = token.accountRateLimit ?? quotas.account;
+    if (accountQuota > 0)
+      judged.push({
+        policy: 'account',
+        quota: accountQuota,
+        verdict: counts.judge(`c:${token.accountId}`, accountQuota),
+      });
+    return judged;
   }
 
-  const identify = (tokenId: string | null, ip: string): [RateLimitPolicy, string] =>
-    tokenId !== null ? ['token', `t:${tokenId}`] : ['anonymous', `a:${addressKey(ip)}`];
+  function setHeaders(reply: FastifyReply, judged: readonly Judged[]): void {
+    reply.header('ratelimit-policy', judged.map(fieldOf).join(', '));
+    reply.header(
+      'ratelimit',
+      judged.map((j) => stateField(j.policy, j.verdict.remaining, j.verdict.resetS)).join(', '),
+    );
+  }
 
-  /** The 429 for this request, or null when it is within its budget (a unit is then taken). */
+  /** The 429 for this request, or null when it is within its budgets (a unit is then taken from each). */
   function take(request: FastifyRequest, reply: FastifyReply, revalidates: boolean): AppError | null {
-    const [policy, key] = identify(request.token?.id ?? null, request.ip);
-    const quota = quotas[policy];
-    if (quota === 0) return null;
-    const { allowed, local, resetS } = use(key, quota);
-    reply.header('ratelimit-policy', policyFields[policy]);
-    reply.header('ratelimit', stateField(policy, fleetRemaining(local, quota, fleet), resetS));
-    if (allowed) {
-      request.rateLimit = { key, policy, local, quota, resetS, held: null };
+    const judged = judge(request);
+    if (judged.length === 0) return null;
+    const refusing = judged.filter((j) => !j.verdict.allowed);
+    // Refused by one policy, the request takes no unit from the others: what they said remains.
+    if (refusing.length > 0)
+      for (const j of judged)
+        if (j.verdict.allowed) j.verdict = { ...j.verdict, remaining: Math.min(j.quota, j.verdict.remaining + 1) };
+    setHeaders(reply, judged);
+    if (refusing.length === 0) {
+      for (const j of judged) counts.take(j.verdict.counter);
+      request.rateLimit = { judged, held: null };
       return null;
     }
-    const detail = `rate limit of ${quota} requests per ${windowS} s reached; retry after ${resetS} s`;
-    const refusal = new AppError('RATE_LIMITED', detail, { headers: { 'retry-after': String(resetS) } });
+    const first = refusing[0]!;
+    const resetS = Math.max(...refusing.map((j) => j.verdict.resetS));
+    const detail =
+      `${WHOSE[first.policy]} of ${first.quota} requests per ${windowS} s reached; ` + `retry after ${resetS} s`;
+    const refusal = new AppError(CODES[first.policy], detail, { headers: { 'retry-after': String(resetS) } });
     const revalidation =
       revalidates &&
       (request.method === 'GET' || request.method === 'HEAD') &&
@@ -210,7 +232,7 @@ export function installRateLimit(app: App, options: RateLimitOptions): RateLimit
       if (request.token !== null) onTokenRefused(request.token);
       return refusal;
     }
-    request.rateLimit = { key, policy, local, quota, resetS, held: refusal };
+    request.rateLimit = { judged, held: refusal };
     return null;
   }
 
@@ -235,13 +257,14 @@ export function installRateLimit(app: App, options: RateLimitOptions): RateLimit
         return done(refusal);
       }
     } else if (reply.statusCode === 304) {
-      const window = windows.get(took.key);
-      let local = took.local + 1;
-      if (window !== undefined && window.used > 0) {
-        window.used -= 1;
-        local = Math.max(0, shareOf(took.quota, fleet) - window.used);
+      for (const j of took.judged) {
+        counts.giveBack(j.verdict.counter);
+        j.verdict = { ...j.verdict, remaining: Math.min(j.quota, j.verdict.remaining + 1) };
       }
-      reply.header('ratelimit', stateField(took.policy, fleetRemaining(local, took.quota, fleet), took.resetS));
+      reply.header(
+        'ratelimit',
+        took.judged.map((j) => stateField(j.policy, j.verdict.remaining, j.verdict.resetS)).join(', '),
+      );
     }
     done(null, payload);
   };
@@ -261,21 +284,21 @@ function hooks<T>(declared: T | T[] | undefined): T[] {
 }
 
 /**
- * The rate limits of the fleet (quotas of 0 for both policies: none), after authentication,
- * which tells a token's requests from an address's.
+ * The rate limits of the fleet (quotas of 0 for every policy: none), after authentication,
+ * which tells a token's requests from an address's. Every quota 0 turns rate limiting off,
+ * accounts' own `rate_limit` included.
  */
 export const rateLimiting = fp<Pick<RateLimitOptions, 'quotas' | 'windowS'>, RawServerDefault, TypeBoxTypeProvider>(
   (app, { quotas, windowS }, done) => {
-    const limited = quotas.token > 0 || quotas.anonymous > 0;
-    const { service } = app.infracat.tokens;
+    const limited = quotas.token > 0 || quotas.anonymous > 0 || quotas.account > 0;
     app.decorate(
       'rateLimiter',
       limited
         ? installRateLimit(app, {
             quotas,
             windowS,
-            fleet: app.infracat.fleet,
-            onTokenRefused: (token) => service.recordRefusal(token, 'rate_limited'),
+            counts: app.infracat.limits,
+            onTokenRefused: (token) => app.infracat.tokens.service.recordRefusal(token, 'rate_limited'),
           })
         : null,
     );

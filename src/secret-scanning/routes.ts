@@ -98,6 +98,10 @@ export function secretScanningRoutes(app: App, { keys, service, limiter }: Secre
           rateLimit: false,
           problems: {
             401: 'Not signed by a configured key, or the signature does not match the body (INVALID_SIGNATURE)',
+            429: {
+              description: 'Over the anonymous rate limit of the sending address (RATE_LIMITED)',
+              headers: { 'Retry-After': { description: 'Seconds to wait', type: 'integer' } },
+            },
           },
         },
         schema: {

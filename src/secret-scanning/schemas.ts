@@ -55,3 +55,6 @@ export const LeakLabel = Type.Object({
 export type LeakLabel = Static<typeof LeakLabel>;
 
 export const LeakLabels = Type.Array(LeakLabel, { description: 'One label per reported entry, in order' });
+
+/** The secret-scanning shapes by their names in the OpenAPI document's components.schemas. */
+export const SECRET_SCANNING_SCHEMAS = { LeakReport: ReportedLeaks.items, LeakLabel };

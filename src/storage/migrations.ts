@@ -273,6 +273,46 @@ const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 12,
+    name: 'catalog_revision_changes',
+    // What each catalog revision changed, counted (settings; entries added, removed and
+    // changed per kind, as JSON): the history says it without reading two documents per
+    // revision. NULL on revisions applied before this migration (not recorded then).
+    steps: [`ALTER TABLE catalog_revisions ADD COLUMN changes TEXT`],
+  },
+  {
+    version: 13,
+    name: 'fleet_rate_limits',
+    // An account's own limit for all its tokens together (NULL: RATE_LIMIT_ACCOUNT), and
+    // the fleet's shared rate-limit counters: one row per key (a token, an account, a
+    // client address) and window, to which every instance adds what it counted every
+    // RATE_LIMIT_SYNC_MS (src/fleet/counts.ts). A row is dead once its window has
+    // ended: pruned in bounded batches by window_end (its index).
+    steps: [
+      `ALTER TABLE accounts ADD COLUMN rate_limit INTEGER`,
+      `CREATE TABLE rate_limit_counters (
+     rate_key   TEXT NOT NULL,
+     window_end BIGINT NOT NULL,
+     n          BIGINT NOT NULL,
+     PRIMARY KEY (rate_key, window_end)
+   )`,
+      `CREATE INDEX rate_limit_counters_window_end ON rate_limit_counters (window_end)`,
+    ],
+  },
+  {
+    version: 14,
+    name: 'token_conditions',
+    // Conditions of a token's use, read with the token by verification (no index: never
+    // a filter). allowed_cidrs: a JSON array of canonical CIDRs, NULL for anywhere;
+    // not_before: epoch milliseconds, NULL for at once; enabled: 1 or 0, every existing
+    // token enabled.
+    steps: [
+      `ALTER TABLE api_tokens ADD COLUMN allowed_cidrs TEXT`,
+      `ALTER TABLE api_tokens ADD COLUMN not_before BIGINT`,
+      `ALTER TABLE api_tokens ADD COLUMN enabled INTEGER NOT NULL DEFAULT 1`,
+    ],
+  },
+  {
     version: 15,
     name: 'token_usage',
     // Each token's uses per hour, summed by additive upserts from every instance; the

@@ -47,10 +47,13 @@ import type {
   InstanceRecord,
   InstanceStore,
   LastUsed,
+  RateCount,
+  RateCounterStore,
   LiveInstances,
   MigrationReport,
   Store,
   CreateAccountResult,
+  TokenChanges,
   TokenRecord,
   TokenStore,
   TokenWithAccount,
@@ -240,7 +243,7 @@ export const SQL = {
   // Verification's one read: the token and its account's status together, by its current
   // or its previous (grace-period) secret (each hash column has its own UNIQUE index).
   byHash:
-    `SELECT ${API_TOKENS.qualified('t')}, a.status AS account_status` +
+    `SELECT ${API_TOKENS.qualified('t')}, a.status AS account_status, a.rate_limit AS account_rate_limit` +
     ' FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.secret_hash = ? OR t.previous_secret_hash = ?',
   deleteToken: 'DELETE FROM api_tokens WHERE id = ? AND account_id = ?',
   // The right-hand sides read the row as it was: the secret current until now becomes the
@@ -249,8 +252,13 @@ export const SQL = {
   rotateToken:
     'UPDATE api_tokens SET previous_secret_hash = CASE WHEN CAST(? AS BIGINT) IS NULL THEN NULL ELSE secret_hash END,' +
     ' previous_expires_at = ?, secret_hash = ?, expires_at = ? WHERE id = ? AND account_id = ?',
+  // COALESCE keeps what the update leaves out; a condition, which may be set to NULL, is
+  // set when its flag (the parameter before it) is 1. CASTs: PostgreSQL types each parameter.
   updateToken:
-    'UPDATE api_tokens SET name = COALESCE(?, name), scopes = COALESCE(?, scopes) WHERE id = ? AND account_id = ?',
+    'UPDATE api_tokens SET name = COALESCE(?, name), scopes = COALESCE(?, scopes),' +
+    ' allowed_cidrs = CASE WHEN CAST(? AS INTEGER) = 1 THEN CAST(? AS TEXT) ELSE allowed_cidrs END,' +
+    ' not_before = CASE WHEN CAST(? AS INTEGER) = 1 THEN CAST(? AS BIGINT) ELSE not_before END,' +
+    ' enabled = COALESCE(CAST(? AS INTEGER), enabled) WHERE id = ? AND account_id = ?',
   endGrace:
     'UPDATE api_tokens SET previous_secret_hash = NULL, previous_expires_at = NULL' +
     ' WHERE id = ? AND account_id = ? AND previous_secret_hash = ?',
@@ -262,6 +270,8 @@ export const SQL = {
   // Then the filters given, the cursor and the order (accountListQuery).
   listAccounts: `SELECT ${ACCOUNTS.columns} FROM accounts`,
   updateAccount: 'UPDATE accounts SET name = COALESCE(?, name), status = COALESCE(?, status) WHERE id = ?',
+  // Its own statement: null is a value to set (the default limit), not "unchanged".
+  setAccountRateLimit: 'UPDATE accounts SET rate_limit = ? WHERE id = ?',
   deleteAccount: 'DELETE FROM accounts WHERE id = ?',
   // Every account's tokens expired at or before the bound, earliest first: one range of the
   // (expires_at, id) index (migration 11), so a batch costs what it returns.
@@ -314,6 +324,13 @@ export const SQL = {
     'SELECT CAST(COUNT(*) AS INTEGER) AS n, CAST(COALESCE(SUM(CASE WHEN id < ? THEN 1 ELSE 0 END), 0) AS INTEGER)' +
     ' AS below FROM instances WHERE expires_at > ?',
   leaveInstance: 'DELETE FROM instances WHERE id = ?',
+  // Dead counters, a bounded batch by the window_end index, bounded twice as pruneEvents is:
+  // where the batch ends (pruneRateBoundary), and the batch itself.
+  pruneRateBoundary:
+    'SELECT window_end FROM rate_limit_counters WHERE window_end < ? ORDER BY window_end LIMIT 1 OFFSET ?',
+  pruneRateCounters:
+    'DELETE FROM rate_limit_counters WHERE window_end <= ? AND (rate_key, window_end) IN' +
+    ' (SELECT rate_key, window_end FROM rate_limit_counters WHERE window_end < ? ORDER BY window_end LIMIT ?)',
   pruneInstances: 'DELETE FROM instances WHERE expires_at < ?',
   appliedVersions: 'SELECT version FROM infracat_schema_migrations',
   schemaVersion: 'SELECT COALESCE(MAX(version), 0) AS v FROM infracat_schema_migrations',
@@ -387,6 +404,7 @@ export class SqlStore implements Store {
   readonly catalog: CatalogStore;
   readonly audit: AuditStore;
   readonly instances: InstanceStore;
+  readonly rateCounters: RateCounterStore;
   readonly stats = { queries: 0 };
   private readonly db: Counted;
 
@@ -400,6 +418,7 @@ export class SqlStore implements Store {
     this.catalog = new SqlCatalogStore(this.db, transact);
     this.audit = new SqlAuditStore(this.db);
     this.instances = new SqlInstanceStore(this.db);
+    this.rateCounters = new SqlRateCounterStore(this.db);
   }
 
   /** A transaction whose statements are counted like any other. */
@@ -565,7 +584,10 @@ class SqlTokenStore implements TokenStore {
     // The status added to the record itself: this is the entry the verification cache keeps,
     // and a spread copy (`{ ...record, accountStatus }`) takes about twice the heap (V8 lays
     // it out as a dictionary): 1,150 bytes an entry against 785 (scripts/cache-memory.ts).
-    return Object.assign(API_TOKENS.fromRow(row), { accountStatus: row.account_status as AccountStatus });
+    return Object.assign(API_TOKENS.fromRow(row), {
+      accountStatus: row.account_status as AccountStatus,
+      accountRateLimit: row.account_rate_limit === null ? null : Number(row.account_rate_limit),
+    });
   }
 
   delete(accountId: string, id: string, event: AuditEventRecord): Promise<boolean> {
@@ -593,14 +615,20 @@ class SqlTokenStore implements TokenStore {
     );
   }
 
-  update(
-    accountId: string,
-    id: string,
-    changes: { name?: string | undefined; scopes?: readonly string[] | undefined },
-    event: AuditEventRecord,
-  ): Promise<TokenRecord | null> {
-    const scopes = changes.scopes === undefined ? null : JSON.stringify(changes.scopes);
-    return this.changed(SQL.updateToken, [changes.name ?? null, scopes, id, accountId], accountId, id, event);
+  update(accountId: string, id: string, changes: TokenChanges, event: AuditEventRecord): Promise<TokenRecord | null> {
+    const { name, scopes, allowedCidrs, notBefore, enabled } = changes;
+    const params: Param[] = [
+      name ?? null,
+      scopes === undefined ? null : JSON.stringify(scopes),
+      allowedCidrs === undefined ? 0 : 1,
+      allowedCidrs === undefined || allowedCidrs === null ? null : JSON.stringify(allowedCidrs),
+      notBefore === undefined ? 0 : 1,
+      notBefore ?? null,
+      enabled === undefined ? null : enabled ? 1 : 0,
+      id,
+      accountId,
+    ];
+    return this.changed(SQL.updateToken, params, accountId, id, event);
   }
 
   /** Runs one UPDATE of a token and, when it found the token, records `event`; the token afterwards. */
@@ -734,14 +762,17 @@ class SqlAccountStore implements AccountStore {
 
   update(
     id: string,
-    changes: { name?: string | undefined; status?: AccountStatus | undefined },
+    changes: { name?: string | undefined; status?: AccountStatus | undefined; rateLimit?: number | null | undefined },
     event: AuditEventRecord,
   ): Promise<AccountRecord | null> {
     return this.transaction(async (tx) => {
       if ((await tx.run(SQL.updateAccount, [changes.name ?? null, changes.status ?? null, id])) === 0) return null;
+      if (changes.rateLimit !== undefined) await tx.run(SQL.setAccountRateLimit, [changes.rateLimit, id]);
       const row = await tx.get<Record<string, unknown>>(SQL.getAccount, [id]);
       await record(tx, event);
-      if (changes.status !== undefined) await tx.announce({ kind: 'account', accountId: id });
+      // Both travel with every cached verification of the account's tokens.
+      if (changes.status !== undefined || changes.rateLimit !== undefined)
+        await tx.announce({ kind: 'account', accountId: id });
       return row === undefined ? null : ACCOUNTS.fromRow(row);
     });
   }
@@ -836,5 +867,57 @@ class SqlInstanceStore implements InstanceStore {
 
   prune(before: number): Promise<number> {
     return this.db.run(SQL.pruneInstances, [before]);
+  }
+}
+
+/** The most counters one statement adds: 3 parameters each, well within every engine's bound. */
+const RATE_COUNT_CHUNK = 256;
+
+/**
+ * The statement adding `rows` counters: one multi-row UPSERT whose RETURNING reads the
+ * totals back. One text per row count, and only powers of two are used (addRateCounts),
+ * so at most nine texts are ever prepared.
+ */
+function addRateCountsSql(rows: number): string {
+  const values = Array.from({ length: rows }, () => '(?, ?, ?)').join(', ');
+  return (
+    `INSERT INTO rate_limit_counters (rate_key, window_end, n) VALUES ${values}` +
+    ' ON CONFLICT (rate_key, window_end) DO UPDATE SET n = rate_limit_counters.n + excluded.n' +
+    ' RETURNING rate_key, window_end, n'
+  );
+}
+const addRateCountsTexts = new Map<number, string>();
+
+class SqlRateCounterStore implements RateCounterStore {
+  constructor(private readonly db: Queries) {}
+
+  async add(counts: readonly RateCount[]): Promise<RateCount[]> {
+    // In one order on every instance: concurrent batches take the row locks in the same
+    // order and never deadlock. Each statement is its own atomic step; no transaction is
+    // needed (a counter is only ever added to).
+    const sorted = [...counts].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.windowEnd - b.windowEnd));
+    const totals: RateCount[] = [];
+    let at = 0;
+    while (at < sorted.length) {
+      // The largest power of two that fits what is left, at most RATE_COUNT_CHUNK.
+      let rows = RATE_COUNT_CHUNK;
+      while (rows > sorted.length - at) rows /= 2;
+      const chunk = sorted.slice(at, at + rows);
+      at += rows;
+      let sql = addRateCountsTexts.get(rows);
+      if (sql === undefined) addRateCountsTexts.set(rows, (sql = addRateCountsSql(rows)));
+      const found = await this.db.all<{ rate_key: string; window_end: unknown; n: unknown }>(
+        sql,
+        chunk.flatMap((c) => [c.key, c.windowEnd, c.n]),
+      );
+      for (const row of found) totals.push({ key: row.rate_key, windowEnd: Number(row.window_end), n: Number(row.n) });
+    }
+    return totals;
+  }
+
+  async prune(before: number, limit: number): Promise<number> {
+    const last = await this.db.get<{ window_end: number }>(SQL.pruneRateBoundary, [before, limit - 1]);
+    const upTo = last === undefined ? before - 1 : Number(last.window_end);
+    return this.db.run(SQL.pruneRateCounters, [upTo, before, limit]);
   }
 }

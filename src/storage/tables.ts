@@ -42,6 +42,13 @@ const json = <V>(column: string): Column<V> => ({
   read: (raw) => JSON.parse(raw as string) as V,
 });
 
+/** A boolean as 1 or 0 in an INTEGER column (SQLite has no boolean type). */
+const flag = (column: string): Column<boolean> => ({
+  column,
+  write: (v) => (v ? 1 : 0),
+  read: (raw) => toNumber(raw) === 1,
+});
+
 /** A JSON document in a nullable TEXT column. */
 const jsonOrNull = <V>(column: string): Column<V | null> => ({
   column,
@@ -108,6 +115,13 @@ export const API_TOKENS = table('api_tokens', {
    */
   previousSecretHash: textOrNull('previous_secret_hash'),
   previousExpiresAt: integerOrNull('previous_expires_at'),
+  /**
+   * The conditions of use (migration 14): the canonical CIDRs it may be used from (null:
+   * anywhere), when it starts to work (null: at once), and whether it works at all.
+   */
+  allowedCidrs: jsonOrNull<string[]>('allowed_cidrs'),
+  notBefore: integerOrNull('not_before'),
+  enabled: flag('enabled'),
 });
 
 /**
@@ -133,6 +147,8 @@ export const ACCOUNTS = table('accounts', {
   externalId: textOrNull('external_id'),
   status: text<AccountStatus>('status'),
   createdAt: integer('created_at'),
+  /** Requests per rate-limit window for all the account's tokens together; null: RATE_LIMIT_ACCOUNT (migration 13). */
+  rateLimit: integerOrNull('rate_limit'),
 });
 
 /** What a revision records besides its document (migration 6 added the last two). */
@@ -143,7 +159,13 @@ const REVISION_INFO = {
   appliedBy: jsonOrNull<{ type: ActorType; id: string | null; name: string | null }>('applied_by'),
   /** What it changed, in one line (`2 added, 1 changed, 0 removed`); null before migration 6. */
   summary: textOrNull('summary'),
+  /** What it changed, counted (catalog/diff.ts ChangeCounts); null before migration 12. */
+  changes: jsonOrNull<RevisionChanges>('changes'),
 };
+
+type KindCounts = { images: number; plans: number; regions: number };
+/** Settings changed, and catalog entries added, removed and changed per kind. */
+export type RevisionChanges = { settings: number; added: KindCounts; removed: KindCounts; changed: KindCounts };
 
 /** catalog_revisions: every applied catalog document; the highest version is live. */
 export const CATALOG_REVISIONS = table('catalog_revisions', { ...REVISION_INFO, document: text('document') });

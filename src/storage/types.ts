@@ -37,6 +37,8 @@ export type TokenRecord = RecordOfTable<typeof API_TOKENS>;
  */
 export interface TokenWithAccount extends TokenRecord {
   accountStatus: AccountStatus;
+  /** The account's own rate limit (null: the default), read and cached with the status. */
+  accountRateLimit: number | null;
 }
 
 /** A stored account (tenant) (its columns: tables.ts). */
@@ -74,7 +76,7 @@ export interface AccountStore {
   /** Sets the given fields; resolves to the account as it is afterwards, or null when no such id. */
   update(
     id: string,
-    changes: { name?: string | undefined; status?: AccountStatus | undefined },
+    changes: { name?: string | undefined; status?: AccountStatus | undefined; rateLimit?: number | null | undefined },
     event: AuditEventRecord,
   ): Promise<AccountRecord | null>;
   /**
@@ -113,6 +115,15 @@ export type CreateTokenResult = 'created' | 'limit_reached' | 'no_account';
 export interface StoredBound {
   max: number;
   eventFor: (token: TokenRecord) => AuditEventRecord;
+}
+
+/** The fields a token update sets (absent: kept); null clears a condition. */
+export interface TokenChanges {
+  name?: string | undefined;
+  scopes?: readonly string[] | undefined;
+  allowedCidrs?: readonly string[] | null | undefined;
+  notBefore?: number | null | undefined;
+  enabled?: boolean | undefined;
 }
 
 export interface TokenStore {
@@ -172,12 +183,7 @@ export interface TokenStore {
     event: AuditEventRecord,
   ): Promise<TokenRecord | null>;
   /** Sets the given fields; resolves to the token as it is afterwards, or null when there is none (in that account). */
-  update(
-    accountId: string,
-    id: string,
-    changes: { name?: string | undefined; scopes?: readonly string[] | undefined },
-    event: AuditEventRecord,
-  ): Promise<TokenRecord | null>;
+  update(accountId: string, id: string, changes: TokenChanges, event: AuditEventRecord): Promise<TokenRecord | null>;
   /**
    * Ends a grace period at once: clears the token's previous secret if its hash is still
    * `previousSecretHash`; false otherwise (rotated again, or no such token).
@@ -282,6 +288,30 @@ export interface InstanceStore {
   prune(before: number): Promise<number>;
 }
 
+/** What one instance counted for a key in one window, or (returned) the fleet's total for it. */
+export interface RateCount {
+  /** The limited subject: `t:` + a token id, `c:` + an account id, `a:` + a client address. */
+  key: string;
+  /** When the key's window ends (epoch ms): the same on every instance (aligned windows). */
+  windowEnd: number;
+  n: number;
+}
+
+/**
+ * The fleet's shared rate-limit counters (migration 13): each instance adds what it
+ * counted since its last call and learns the fleet's totals back (src/fleet/counts.ts).
+ */
+export interface RateCounterStore {
+  /**
+   * Adds each count to its (key, window) counter, creating it at that count; resolves to
+   * the totals afterwards, one per count given (in no particular order). Atomic per
+   * counter: concurrent adds from several instances all count.
+   */
+  add(counts: readonly RateCount[]): Promise<RateCount[]>;
+  /** Deletes at most `limit` counters of windows that ended before `before`; resolves to how many. */
+  prune(before: number, limit: number): Promise<number>;
+}
+
 export interface MigrationReport {
   /** Versions applied by this call (empty when the schema was current). */
   applied: number[];
@@ -357,6 +387,7 @@ export interface Store {
   readonly catalog: CatalogStore;
   readonly audit: AuditStore;
   readonly instances: InstanceStore;
+  readonly rateCounters: RateCounterStore;
   /**
    * Statements this store sent to the database since it opened (metrics; proves what
    * never touches storage): each statement counts one, inside a transaction or not,

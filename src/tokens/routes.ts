@@ -9,6 +9,7 @@ import { AppError } from '../errors.js';
 import { callerOf } from '../http/caller.js';
 import { installMergePatchParser } from '../http/json-body.js';
 import { noStore } from '../http/no-store.js';
+import { NoQuery } from '../http/no-query.js';
 import { noBodyAsEmptyObject } from '../http/optional-body.js';
 import { readPageQuery } from '../http/page-query.js';
 import type { App } from '../http/types.js';
@@ -20,6 +21,7 @@ import {
   IdParams,
   PatchTokenBody,
   RotateTokenBody,
+  RotatedToken,
   LIST_PER_PAGE_DEFAULT,
   LIST_PER_PAGE_MAX,
   pagedList,
@@ -31,7 +33,7 @@ import {
   type UsageBucketView,
 } from './schemas.js';
 import { nextPageLink } from './query.js';
-import { createdView, currentView, tokenView, usageView } from './views.js';
+import { createdView, currentView, rotatedView, tokenView, usageView } from './views.js';
 import type { TokenService } from './service.js';
 import { USAGE_SPAN_DEFAULT_DAYS, USAGE_SPAN_MAX_DAYS } from './usage.js';
 
@@ -40,7 +42,8 @@ const tags = ['tokens'];
 // The OpenAPI prose of rotate and patch, shared with their /accounts/{id}/api-tokens twins.
 export const ROTATE_DESCRIPTION =
   'Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and ' +
-  'created_at). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret ' +
+  'created_at), and in `previous_secret_expires_at` until when the secret current until now works (null: ' +
+  'no grace period). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret ' +
   `current until now keeps working (0 to ${GRACE_MAX_S}, default 0: refused at once); \`expires_at\`, a new expiry ` +
   "with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). " +
   'At most two secrets are ever live: rotating again during a grace period ends that grace period at once ' +
@@ -164,6 +167,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
           tags,
           operationId: 'getCurrentApiToken',
           summary: "The calling token's own metadata, and its account",
+          querystring: NoQuery,
           response: { 200: CurrentTokenView },
         },
       },
@@ -179,6 +183,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
           operationId: 'getApiToken',
           summary: "One live API token of the calling token's account (another account's id: 404)",
           params: IdParams,
+          querystring: NoQuery,
           response: { 200: TokenView },
         },
       },
@@ -243,7 +248,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
           description: ROTATE_DESCRIPTION,
           params: IdParams,
           body: RotateTokenBody,
-          response: { 200: CreatedToken },
+          response: { 200: RotatedToken },
         },
       },
       async (request) => {
@@ -256,7 +261,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
           auditContext(request),
         );
         if (issued === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
-        return createdView(issued);
+        return rotatedView(issued);
       },
     );
 
@@ -301,6 +306,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
           tags,
           operationId: 'listScopes',
           summary: 'The scope registry, with a description each',
+          querystring: NoQuery,
           response: { 200: ScopeList },
         },
       },

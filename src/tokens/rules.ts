@@ -2,6 +2,7 @@
 // Pure functions: no HTTP, no storage.
 import type { FieldError } from '../errors.js';
 import { SECRET_SHAPE } from '../redact.js';
+import { ALLOWED_CIDRS_MAX, cidrWithin, parseCidr } from './conditions.js';
 import { GRACE_MAX_S, NAME_MAX } from './limits.js';
 import { OPERATOR_ONLY_SCOPES, type ScopeRegistry } from './scopes.js';
 
@@ -13,9 +14,24 @@ export interface CreateTokenInput {
    * (never, for a creator that never expires and for the operator).
    */
   expires_at?: string | null | undefined;
+  /** CIDRs the token may be used from; null: anywhere; absent: the creator's (anywhere, for the operator). */
+  allowed_cidrs?: string[] | null | undefined;
+  /** RFC 3339: refused before then; null: at once; absent: the creator's (at once, for the operator). */
+  not_before?: string | null | undefined;
+  /** false: refused everywhere, kept; absent or null: true. */
+  enabled?: boolean | null | undefined;
 }
 
-export interface ValidCreate {
+/** A token's conditions of use, as stored. */
+export interface Conditions {
+  /** Canonical CIDRs; null: anywhere. */
+  allowedCidrs: string[] | null;
+  /** Epoch milliseconds; null: at once. */
+  notBefore: number | null;
+  enabled: boolean;
+}
+
+export interface ValidCreate extends Conditions {
   name: string;
   scopes: string[];
   expiresAt: number | null;
@@ -29,6 +45,13 @@ export interface Caller {
   scopes: readonly string[];
   /** Epoch milliseconds, or null for a token that never expires. */
   expiresAt: number | null;
+  /**
+   * The networks the calling token may be used from (null: anywhere): a token it creates
+   * or edits is never usable from anywhere else.
+   */
+  allowedCidrs: readonly string[] | null;
+  /** When the calling token started to work (null: at once): no token it sets starts earlier. */
+  notBefore: number | null;
 }
 
 export interface RuleContext {
@@ -256,6 +279,92 @@ function validateScopes(scopes: readonly string[], ctx: RuleContext): FieldError
   return errors;
 }
 
+/**
+ * An allowed_cidrs list (null: anywhere) as canonical CIDRs: 1 to ALLOWED_CIDRS_MAX
+ * networks, each parsed strictly (conditions.ts), no two the same once canonical, and,
+ * from a calling token that has a list, each within one of its networks.
+ */
+function validateCidrs(
+  asked: readonly string[] | null,
+  ctx: RuleContext,
+): { cidrs: string[] | null } | { errors: FieldError[] } {
+  const pointer = '/allowed_cidrs';
+  const limit = ctx.caller?.allowedCidrs ?? null;
+  if (asked === null) {
+    if (limit === null) return { cidrs: null };
+    return {
+      errors: [
+        {
+          pointer,
+          detail:
+            `must not be null: the token making this request may be used only from ${limit.join(', ')}, ` +
+            'and no token it sets may be used from anywhere else (leave allowed_cidrs out to get its networks)',
+        },
+      ],
+    };
+  }
+  const errors: FieldError[] = [];
+  if (asked.length === 0)
+    errors.push({ pointer, detail: 'must hold at least one network (null: usable from anywhere)' });
+  if (asked.length > ALLOWED_CIDRS_MAX)
+    errors.push({ pointer, detail: `must hold at most ${ALLOWED_CIDRS_MAX} networks (got ${asked.length})` });
+  const cidrs: string[] = [];
+  asked.slice(0, ALLOWED_CIDRS_MAX).forEach((text, i) => {
+    const parsed = parseCidr(text);
+    if ('error' in parsed) {
+      errors.push({ pointer: `${pointer}/${i}`, detail: parsed.error });
+      return;
+    }
+    if (cidrs.includes(parsed.cidr)) {
+      errors.push({ pointer: `${pointer}/${i}`, detail: `${parsed.cidr} is listed twice` });
+      return;
+    }
+    if (limit !== null && !limit.some((outer) => cidrWithin(parsed.cidr, outer))) {
+      errors.push({
+        pointer: `${pointer}/${i}`,
+        detail:
+          `${parsed.cidr} is not within the networks the token making this request may be used from ` +
+          `(${limit.join(', ')}): a token never gives another a wider allowed_cidrs than its own`,
+      });
+      return;
+    }
+    cidrs.push(parsed.cidr);
+  });
+  return errors.length > 0 ? { errors } : { cidrs };
+}
+
+/** A not_before (null: at once), never earlier than the calling token's. */
+function validateNotBefore(
+  asked: string | null,
+  ctx: RuleContext,
+): { notBefore: number | null } | { error: FieldError } {
+  const pointer = '/not_before';
+  const limit = ctx.caller?.notBefore ?? null;
+  const limitText = limit === null ? '' : new Date(limit).toISOString();
+  const tooEarly = (what: string) => ({
+    error: {
+      pointer,
+      detail:
+        `${what}: the token making this request works only from ${limitText}, ` +
+        'and no token it sets starts earlier (leave not_before out to get that time)',
+    },
+  });
+  if (asked === null) return limit === null ? { notBefore: null } : tooEarly('must not be null');
+  const parsed = parseTimestamp(asked);
+  if ('error' in parsed) return { error: { pointer, detail: parsed.error } };
+  if (limit !== null && parsed.at < limit) return tooEarly(`must be at or after ${limitText}`);
+  return { notBefore: parsed.at };
+}
+
+/** not_before against the expiry it would have: a token that could never work is refused. */
+export function notBeforeProblem(notBefore: number | null, expiresAt: number | null): FieldError | null {
+  if (notBefore === null || expiresAt === null || notBefore < expiresAt) return null;
+  return {
+    pointer: '/not_before',
+    detail: `must be before the token's expiry (${new Date(expiresAt).toISOString()}): it would never work`,
+  };
+}
+
 export function validateCreate(
   input: CreateTokenInput,
   ctx: RuleContext,
@@ -266,23 +375,61 @@ export function validateCreate(
   errors.push(...validateScopes(input.scopes, ctx));
   const expiry = validateExpiry(input.expires_at, ctx);
   if ('error' in expiry) errors.push(expiry.error);
-  if (errors.length > 0 || 'error' in name || 'error' in expiry) return { errors };
-  return { value: { name: name.name, scopes: input.scopes, expiresAt: expiry.expiresAt } };
+  // Left out: the creator's conditions, so a new token is never usable more widely than it.
+  const cidrs =
+    input.allowed_cidrs === undefined
+      ? { cidrs: copy(ctx.caller?.allowedCidrs ?? null) }
+      : validateCidrs(input.allowed_cidrs, ctx);
+  if ('errors' in cidrs) errors.push(...cidrs.errors);
+  const notBefore =
+    input.not_before === undefined
+      ? { notBefore: ctx.caller?.notBefore ?? null }
+      : validateNotBefore(input.not_before, ctx);
+  if ('error' in notBefore) errors.push(notBefore.error);
+  else if ('expiresAt' in expiry) {
+    const never = notBeforeProblem(notBefore.notBefore, expiry.expiresAt);
+    if (never !== null) errors.push(never);
+  }
+  if (errors.length > 0 || 'error' in name || 'error' in expiry || 'errors' in cidrs || 'error' in notBefore)
+    return { errors };
+  return {
+    value: {
+      name: name.name,
+      scopes: input.scopes,
+      expiresAt: expiry.expiresAt,
+      allowedCidrs: cidrs.cidrs,
+      notBefore: notBefore.notBefore,
+      enabled: input.enabled ?? true,
+    },
+  };
+}
+
+function copy(list: readonly string[] | null): string[] | null {
+  return list === null ? null : [...list];
 }
 
 /** A JSON merge patch of a token (RFC 7396): the fields present are set. */
 export interface PatchTokenInput {
   name?: string | undefined;
   scopes?: string[] | undefined;
+  /** null clears a condition: anywhere, at once, enabled. */
+  allowed_cidrs?: string[] | null | undefined;
+  not_before?: string | null | undefined;
+  enabled?: boolean | null | undefined;
+}
+
+export interface ValidPatch extends Partial<Conditions> {
+  name?: string;
+  scopes?: string[];
 }
 
 /** The fields of a patch, checked as creation checks them. */
 export function validatePatch(
   input: PatchTokenInput,
   ctx: RuleContext,
-): { value: { name?: string; scopes?: string[] } } | { errors: FieldError[] } {
+): { value: ValidPatch } | { errors: FieldError[] } {
   const errors: FieldError[] = [];
-  const value: { name?: string; scopes?: string[] } = {};
+  const value: ValidPatch = {};
   if (input.name !== undefined) {
     const name = validateName(input.name);
     if ('error' in name) errors.push(name.error);
@@ -292,6 +439,17 @@ export function validatePatch(
     errors.push(...validateScopes(input.scopes, ctx));
     value.scopes = input.scopes;
   }
+  if (input.allowed_cidrs !== undefined) {
+    const cidrs = validateCidrs(input.allowed_cidrs, ctx);
+    if ('errors' in cidrs) errors.push(...cidrs.errors);
+    else value.allowedCidrs = cidrs.cidrs;
+  }
+  if (input.not_before !== undefined) {
+    const notBefore = validateNotBefore(input.not_before, ctx);
+    if ('error' in notBefore) errors.push(notBefore.error);
+    else value.notBefore = notBefore.notBefore;
+  }
+  if (input.enabled !== undefined) value.enabled = input.enabled ?? true;
   return errors.length > 0 ? { errors } : { value };
 }
 

@@ -4,6 +4,8 @@
 // Fastify's serialiser drops anything else, so a secret or hash on a record can never
 // reach a list body by accident.
 import { Type, type Static, type TOptional } from 'typebox';
+import { ALLOWED_CIDRS_MAX } from './conditions.js';
+import { numericText } from '../http/documented-as.js';
 import { GRACE_MAX_S, NAME_MAX } from './limits.js';
 import { USAGE_SPAN_DEFAULT_DAYS, USAGE_SPAN_MAX_DAYS } from './usage.js';
 import { USAGE_REASONS, type UsageReason } from './usage-reasons.js';
@@ -44,6 +46,44 @@ const scopesField = (description?: string) =>
 const expiresAtField = (description: string) =>
   Type.Union([Type.String({ maxLength: 64 }), Type.Null()], { description });
 
+// The conditions of use, the same fields in creation and the merge patch.
+const conditionFields = (absent: string) => ({
+  allowed_cidrs: Type.Optional(
+    Type.Union(
+      [
+        Type.Array(Type.String({ maxLength: 64 }), {
+          minItems: 1,
+          maxItems: ALLOWED_CIDRS_MAX,
+          examples: [['203.0.113.0/24', '2001:db8::/32']],
+        }),
+        Type.Null(),
+      ],
+      {
+        description:
+          `The IPv4 and IPv6 networks (CIDR notation, at most ${ALLOWED_CIDRS_MAX}; a bare address is its /32 or ` +
+          '/128) the token may be used from; null: anywhere. Stored canonical (lowercase, compressed); a ' +
+          'malformed network, host bits set past the prefix or a duplicate is 422. A request from elsewhere is ' +
+          'refused (403 TOKEN_ADDRESS_NOT_ALLOWED). From a calling token that has allowed_cidrs, each network ' +
+          "must lie within one of the caller's (null is 422). " +
+          absent,
+      },
+    ),
+  ),
+  not_before: Type.Optional(
+    Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
+      description:
+        'RFC 3339: the token is refused (401 invalid_token) until then; null: valid at once. Before the ' +
+        "token's expiry, and never earlier than the calling token's own not_before (422). " +
+        absent,
+    }),
+  ),
+  enabled: Type.Optional(
+    Type.Union([Type.Boolean(), Type.Null()], {
+      description: 'false: the token is refused everywhere (401) but kept; true (or null) makes it work again.',
+    }),
+  ),
+});
+
 export const CreateTokenBody = Type.Object(
   {
     name: NameField,
@@ -56,6 +96,7 @@ export const CreateTokenBody = Type.Object(
           "A new token never outlives its creator: a time after the calling token's expiry is 422.",
       ),
     ),
+    ...conditionFields("Absent: the calling token's (none, if it has none)."),
   },
   // The example leaves expires_at out (an example date would go stale, then be refused).
   { additionalProperties: false, examples: [{ name: 'ci deploy', scopes: ['apps:read', 'apps:write'] }] },
@@ -75,6 +116,7 @@ export const PatchTokenBody = Type.Object(
           'as at creation',
       ),
     ),
+    ...conditionFields('Absent: kept; null clears it.'),
   },
   { additionalProperties: false, examples: [{ name: 'ci deploy (read only)', scopes: ['apps:read'] }] },
 );
@@ -105,6 +147,16 @@ export const RotateTokenBody = Type.Object(
 );
 export type RotateTokenBody = Static<typeof RotateTokenBody>;
 
+// The conditions as every token object shows them.
+const ConditionViews = {
+  allowed_cidrs: Type.Union([Type.Array(Type.String()), Type.Null()], {
+    description: 'The networks the token may be used from (canonical CIDRs); null: anywhere',
+    examples: [['203.0.113.0/24']],
+  }),
+  not_before: Type.Union([Timestamp, Type.Null()], { description: 'Refused before this time; null: valid at once' }),
+  enabled: Type.Boolean({ description: 'false: refused everywhere, kept' }),
+};
+
 /** The create (and rotate) response: the only place a secret is ever shown. No last_used_at. */
 export const CreatedToken = Type.Object({
   id: TokenId,
@@ -116,8 +168,20 @@ export const CreatedToken = Type.Object({
   scopes: Scopes,
   created_at: Timestamp,
   expires_at: NullableTimestamp,
+  ...ConditionViews,
 });
 export type CreatedToken = Static<typeof CreatedToken>;
+
+/** The rotate response: the created token's fields, and until when the secret current until now works. */
+export const RotatedToken = Type.Object({
+  ...CreatedToken.properties,
+  previous_secret_expires_at: Type.Union([Timestamp, Type.Null()], {
+    description:
+      'Until when the secret current until now keeps working (the end of the grace period, RFC 3339); ' +
+      'null when there is no grace period: it is refused from now on',
+  }),
+});
+export type RotatedToken = Static<typeof RotatedToken>;
 
 export const TokenView = Type.Object({
   id: TokenId,
@@ -128,11 +192,12 @@ export const TokenView = Type.Object({
   last_used_ip: Type.Union([Type.String(), Type.Null()], {
     description:
       'The client address of the use last_used_at records (as the API or forward auth saw it: TRUST_PROXY ' +
-      'decides whether a proxy header is read); null before the first use, and when the last use was an ' +
-      "introspection (the holder's address is not known there)",
+      'decides whether a proxy header is read; introspection: its client_address); null before the first use, ' +
+      'and when that address was not known (an introspection without client_address)',
     examples: ['203.0.113.7'],
   }),
   expires_at: NullableTimestamp,
+  ...ConditionViews,
 });
 export type TokenView = Static<typeof TokenView>;
 
@@ -148,11 +213,14 @@ export const LIST_PER_PAGE_DEFAULT = 100;
  */
 export const PageFields = {
   per_page: Type.Optional(
-    Type.String({
-      pattern: `^(?:[1-9][0-9]{0,2}|${LIST_PER_PAGE_MAX})$`,
-      default: String(LIST_PER_PAGE_DEFAULT),
-      description: `Items per page: a whole number from 1 to ${LIST_PER_PAGE_MAX}, in plain decimal digits`,
-    }),
+    numericText(
+      Type.String({
+        pattern: `^(?:[1-9][0-9]{0,2}|${LIST_PER_PAGE_MAX})$`,
+        default: String(LIST_PER_PAGE_DEFAULT),
+        description: `Items per page: a whole number from 1 to ${LIST_PER_PAGE_MAX}, in plain decimal digits`,
+      }),
+      { type: 'integer', minimum: 1, maximum: LIST_PER_PAGE_MAX, default: LIST_PER_PAGE_DEFAULT },
+    ),
   ),
   cursor: Type.Optional(
     Type.String({
@@ -266,3 +334,14 @@ export type UsageBucketView = Static<typeof UsageBucketView>;
 export const UsageList = Type.Array(UsageBucketView, {
   description: 'Hourly buckets, oldest first; an hour without any use has none',
 });
+/** The token shapes by their names in the OpenAPI document's components.schemas. */
+export const TOKEN_SCHEMAS = {
+  ApiToken: TokenView,
+  ApiTokenCreated: CreatedToken,
+  CurrentApiToken: CurrentTokenView,
+  ApiTokenCreate: CreateTokenBody,
+  ApiTokenPatch: PatchTokenBody,
+  ApiTokenRotate: RotateTokenBody,
+  Scope: ScopeView,
+  ApiTokenUsageHour: UsageBucketView,
+};

@@ -36,7 +36,9 @@ const SCOPE_PATTERN = /^([a-z][a-z0-9-]{0,39}):(read|write)$/;
 const DESCRIPTIONS: Record<string, Partial<Record<Action, string>>> = {
   'api-tokens': {
     read: 'List API tokens and see their metadata (never their secrets).',
-    write: 'Create and delete API tokens (only with scopes the caller holds).',
+    write:
+      'Create, rotate, rename, re-scope and delete API tokens ' +
+      '(only tokens whose scopes the caller holds, with scopes it holds).',
   },
   apps: {
     read: "Read apps on the platform's apps service.",

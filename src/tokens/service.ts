@@ -6,15 +6,18 @@ import { auditEvent, NO_SINK, tokenTarget, type AuditAction, type AuditSink } fr
 import { AppError } from '../errors.js';
 import { OPERATOR_ACCOUNT_ID } from '../storage/migrations.js';
 import type { AuditEventRecord, TokenRecord, TokenStore, TokenWithAccount, UsageCell } from '../storage/types.js';
+import type { BlockList } from 'node:net';
 import { inBatches } from '../periodic.js';
 import { pageOf, type ListPage, type Page } from './query.js';
 import type { VerificationCache } from './cache.js';
+import { addressAllowed, cidrWithin, compileCidrs, type ClientAddress } from './conditions.js';
 import { checkSecret, generateSecret, hashSecret } from './format.js';
 import { newTokenId } from './ids.js';
 import type { LastUsedTracker } from './last-used.js';
 import { readUsageRange, type UsageTracker } from './usage.js';
 import { isUsageReason, type UsageOutcome } from './usage-reasons.js';
 import {
+  notBeforeProblem,
   validateCreate,
   validatePatch,
   validateRotate,
@@ -72,7 +75,13 @@ const LEAK_FIELD_MAX = 2048;
 // plain ASCII). Checked before storage: PostgreSQL rejects some strings (NUL) outright.
 const PLAUSIBLE_ID = /^[A-Za-z0-9_-]{1,100}$/;
 
-export type VerifyFailure = 'format' | 'checksum' | 'unknown' | 'expired' | 'suspended';
+/**
+ * Why a secret was refused. After the token is found: `suspended` (its account),
+ * `expired`, `disabled` (enabled: false), `not_yet_valid` (before not_before), `address`
+ * (the client address is outside allowed_cidrs, or unknown).
+ */
+export type VerifyFailure =
+  'format' | 'checksum' | 'unknown' | 'expired' | 'suspended' | 'disabled' | 'not_yet_valid' | 'address';
 /** Refusals of a request whose token verified: a missing scope, the rate limit. */
 export type RefusedAfterVerification = 'scope' | 'rate_limited';
 /**
@@ -102,8 +111,12 @@ export interface VerifyOptions {
    * A refusal of a found token is counted against it either way.
    */
   recordUse?: boolean;
-  /** The client address of the request, recorded with a use (last_used_ip). */
-  ip?: string | null;
+  /**
+   * The client address the token is presented from, judged against its allowed_cidrs and
+   * recorded with a use (last_used_ip). Absent or unknown: a token with allowed_cidrs is
+   * refused (fail closed).
+   */
+  address?: ClientAddress;
 }
 
 const DEFAULT_VERIFY: VerifyOptions = {};
@@ -128,10 +141,18 @@ export class TokenService {
     unknown: 0,
     expired: 0,
     suspended: 0,
+    disabled: 0,
+    not_yet_valid: 0,
+    address: 0,
     error: 0,
     scope: 0,
     rate_limited: 0,
   };
+  /**
+   * Each cached token's allowed_cidrs as a BlockList, made on its first verification: a
+   * cache hit finds the same record, so a request compiles nothing. Dropped with the record.
+   */
+  private readonly compiledCidrs = new WeakMap<TokenRecord, BlockList>();
   private readonly now: () => number;
   private readonly audit: AuditSink;
 
@@ -188,8 +209,8 @@ export class TokenService {
   ): Promise<IssuedToken> {
     const now = this.now();
     const checked = validateCreate(input, this.rules(caller, accountId, now));
-    if ('errors' in checked) throw this.invalid('the token request is invalid; see errors', checked.errors);
-    const { name, scopes, expiresAt } = checked.value;
+    if ('errors' in checked) throw this.invalid(accountId, 'the token request is invalid; see errors', checked.errors);
+    const { name, scopes, expiresAt, allowedCidrs, notBefore, enabled } = checked.value;
     if (caller !== null) refuseUnheld(caller, scopes, 'a token cannot grant scopes it does not hold');
     const secret = generateSecret(this.prefix);
     const token: TokenRecord = {
@@ -204,8 +225,17 @@ export class TokenService {
       accountId,
       previousSecretHash: null,
       previousExpiresAt: null,
+      allowedCidrs,
+      notBefore,
+      enabled,
     };
-    const event = this.event('api_token.created', token, context, now, { scopes, expires_at: isoOrNull(expiresAt) });
+    const event = this.event('api_token.created', token, context, now, {
+      scopes,
+      expires_at: isoOrNull(expiresAt),
+      allowed_cidrs: allowedCidrs,
+      not_before: isoOrNull(notBefore),
+      enabled,
+    });
     // The expired tokens purged to keep the account within TOKEN_MAX_STORED: by infracat
     // itself, as the background purge, in the transaction of the creation that needed room.
     const purged: AuditEventRecord[] = [];
@@ -234,11 +264,13 @@ export class TokenService {
     return { token, secret };
   }
 
-  private invalid(message: string, errors: { pointer: string; detail: string }[]): AppError {
+  /** The 422 of a request about a token of `accountId`: `valid_scopes` are those its tokens may hold. */
+  private invalid(accountId: string, message: string, errors: { pointer: string; detail: string }[]): AppError {
     const scopeProblem = errors.some((e) => e.pointer.startsWith('/scopes'));
+    const validScopes = () => this.registry.namesFor(accountId === OPERATOR_ACCOUNT_ID);
     return new AppError('VALIDATION_FAILED', message, {
       errors,
-      ...(scopeProblem ? { members: { valid_scopes: this.registry.names() } } : {}),
+      ...(scopeProblem ? { members: { valid_scopes: validScopes() } } : {}),
     });
   }
 
@@ -269,6 +301,9 @@ export class TokenService {
       accountId: OPERATOR_ACCOUNT_ID,
       previousSecretHash: null,
       previousExpiresAt: null,
+      allowedCidrs: null,
+      notBefore: null,
+      enabled: true,
     };
     const event = this.event('api_token.created', token, SYSTEM_CONTEXT, now, {
       scopes: token.scopes,
@@ -424,11 +459,14 @@ export class TokenService {
     if (!PLAUSIBLE_ID.test(id)) return null;
     const now = this.now();
     const checked = validateRotate(input, this.rules(caller, accountId, now));
-    if ('errors' in checked) throw this.invalid('the rotation request is invalid; see errors', checked.errors);
+    if ('errors' in checked)
+      throw this.invalid(accountId, 'the rotation request is invalid; see errors', checked.errors);
     const target = await this.store.get(accountId, id);
     if (target === null || this.isExpired(target, this.retainedSince())) return null;
-    if (caller !== null)
+    if (caller !== null) {
       refuseUnheld(caller, target.scopes, 'a token can only rotate tokens whose scopes it holds itself; it lacks');
+      refuseWider(caller, target, target.allowedCidrs, 'rotate');
+    }
     if (this.isExpired(target, now)) {
       throw new AppError(
         'CONFLICT',
@@ -471,20 +509,40 @@ export class TokenService {
     if (!PLAUSIBLE_ID.test(id)) return null;
     const now = this.now();
     const checked = validatePatch(patch, this.rules(caller, accountId, now));
-    if ('errors' in checked) throw this.invalid('the token patch is invalid; see errors', checked.errors);
+    if ('errors' in checked) throw this.invalid(accountId, 'the token patch is invalid; see errors', checked.errors);
     const target = await this.store.get(accountId, id);
     if (target === null || this.isExpired(target, this.retainedSince())) return null;
-    const { name, scopes } = checked.value;
+    const { name, scopes, allowedCidrs, notBefore, enabled } = checked.value;
     if (caller !== null) {
       refuseUnheld(caller, target.scopes, 'a token can only edit tokens whose scopes it holds itself; it lacks');
       if (scopes !== undefined) refuseUnheld(caller, scopes, 'a token cannot grant scopes it does not hold');
+      // A list in the patch was checked against the caller's (rules.ts); a kept one is checked here.
+      if (allowedCidrs === undefined) refuseWider(caller, target, target.allowedCidrs, 'edit');
     }
+    const never = notBeforeProblem(notBefore === undefined ? target.notBefore : notBefore, target.expiresAt);
+    if (never !== null) throw this.invalid(accountId, 'the token patch is invalid; see errors', [never]);
     const changes: Record<string, unknown> = {};
     if (name !== undefined && name !== target.name) changes.name = { from: target.name, to: name };
     if (scopes !== undefined && !sameList(scopes, target.scopes)) changes.scopes = { from: target.scopes, to: scopes };
+    if (allowedCidrs !== undefined && !sameOrBothNull(allowedCidrs, target.allowedCidrs))
+      changes.allowed_cidrs = { from: target.allowedCidrs, to: allowedCidrs };
+    if (notBefore !== undefined && notBefore !== target.notBefore)
+      changes.not_before = { from: isoOrNull(target.notBefore), to: isoOrNull(notBefore) };
+    if (enabled !== undefined && enabled !== target.enabled) changes.enabled = { from: target.enabled, to: enabled };
     if (Object.keys(changes).length === 0) return this.withPendingUse(target);
     const event = this.event('api_token.updated', target, context, now, { changes });
-    const updated = await this.store.update(accountId, id, { name, scopes }, event);
+    const updated = await this.store.update(
+      accountId,
+      id,
+      {
+        name,
+        scopes,
+        ...(changes.allowed_cidrs !== undefined ? { allowedCidrs } : {}),
+        ...(changes.not_before !== undefined ? { notBefore } : {}),
+        ...(changes.enabled !== undefined ? { enabled } : {}),
+      },
+      event,
+    );
     this.forget(accountId, id, target);
     if (updated === null) return null;
     this.audit(event);
@@ -541,7 +599,7 @@ export class TokenService {
     const hash = hashSecret(secret);
     const { cache } = this.options;
     const cached = cache.get(hash);
-    if (cached !== undefined) return this.counted(this.judge(cached, hash), options, cached);
+    if (cached !== undefined) return this.counted(this.judge(cached, hash, options.address), options, cached);
     const { gate } = options;
     let token: TokenWithAccount | null;
     try {
@@ -553,7 +611,7 @@ export class TokenService {
     }
     // Judged after the lookup: a gated one may have waited its turn.
     if (token === null) return this.counted({ ok: false, reason: 'unknown' }, options);
-    return this.counted(this.judge(token, hash), options, token);
+    return this.counted(this.judge(token, hash, options.address), options, token);
   }
 
   /**
@@ -565,7 +623,8 @@ export class TokenService {
   private counted(result: VerifyResult, options: VerifyOptions, token?: TokenRecord): VerifyResult {
     this.verifications[result.ok ? 'ok' : result.reason] += 1;
     if (result.ok) {
-      if (options.recordUse !== false) this.recordUse(result.token, options.ip ?? null);
+      const { address } = options;
+      if (options.recordUse !== false) this.recordUse(result.token, address?.known === true ? address.address : null);
     } else if (token !== undefined && isUsageReason(result.reason)) this.countUse(token.id, result.reason);
     return result;
   }
@@ -573,15 +632,32 @@ export class TokenService {
   /**
    * A found token's verdict: a previous (rotated-out) secret only within its grace period
    * (after it, as unknown as any other old secret); its account's status travels with it
-   * (one read, cached together); then its expiry.
+   * (one read, cached together); then its expiry and its conditions: enabled, not_before,
+   * and the client address against allowed_cidrs (an unknown address fails them).
    */
-  private judge(token: TokenWithAccount, hash: string): VerifyResult {
+  private judge(token: TokenWithAccount, hash: string, address: ClientAddress | undefined): VerifyResult {
     const now = this.now();
     const current = token.secretHash === hash;
     if (!current && !this.inGrace(token, now)) return { ok: false, reason: 'unknown' };
     if (token.accountStatus !== 'active') return { ok: false, reason: 'suspended' };
     if (this.isExpired(token, now)) return { ok: false, reason: 'expired' };
+    if (!token.enabled) return { ok: false, reason: 'disabled' };
+    if (token.notBefore !== null && now < token.notBefore) return { ok: false, reason: 'not_yet_valid' };
+    if (
+      token.allowedCidrs !== null &&
+      (address?.known !== true || !this.fromAllowed(token, token.allowedCidrs, address.address))
+    )
+      return { ok: false, reason: 'address' };
     return { ok: true, token, secret: current ? 'current' : 'previous' };
+  }
+
+  private fromAllowed(token: TokenRecord, cidrs: readonly string[], address: string): boolean {
+    let list = this.compiledCidrs.get(token);
+    if (list === undefined) {
+      list = compileCidrs(cidrs);
+      this.compiledCidrs.set(token, list);
+    }
+    return addressAllowed(list, address);
   }
 
   /** Counts a successful authentication towards last_used_at (with the client address) and usage. */
@@ -633,6 +709,27 @@ function clip(text: string | null): string | null {
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+function sameOrBothNull(a: readonly string[] | null, b: readonly string[] | null): boolean {
+  return a === null || b === null ? a === b : sameList(a, b);
+}
+
+/**
+ * 403 CONDITIONS_NOT_HELD when a calling token limited to networks would rotate or edit a
+ * token usable from outside them (`cidrs`, null: anywhere): it would hand out, or change,
+ * a token that works where the caller does not.
+ */
+function refuseWider(caller: Caller, target: TokenRecord, cidrs: readonly string[] | null, verb: string): void {
+  const limit = caller.allowedCidrs;
+  if (limit === null) return;
+  const outside = cidrs === null ? null : cidrs.filter((c) => !limit.some((outer) => cidrWithin(c, outer)));
+  if (outside !== null && outside.length === 0) return;
+  throw new AppError(
+    'CONDITIONS_NOT_HELD',
+    `a token limited to allowed_cidrs (${limit.join(', ')}) can only ${verb} tokens limited to networks within them; ` +
+      `token ${target.id} may be used from ${outside === null ? 'anywhere' : outside.join(', ')}`,
+  );
 }
 
 /** 403 INSUFFICIENT_SCOPE unless `caller` holds every one of `scopes` (write implies read). */

@@ -1,11 +1,15 @@
 // Token records -> the JSON the API (and `infracat tokens --json`) shows. The shapes are
 // the response schemas' (schemas.ts); here only how each field is made from a record.
 import type { TokenRecord, UsageCell } from '../storage/types.js';
-import type { CreatedToken, CurrentTokenView, TokenView, UsageBucketView } from './schemas.js';
+import type { CreatedToken, CurrentTokenView, RotatedToken, TokenView, UsageBucketView } from './schemas.js';
 import { usageBucket } from './usage.js';
 import type { IssuedToken } from './service.js';
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+function conditionViews(t: TokenRecord) {
+  return { allowed_cidrs: t.allowedCidrs, not_before: iso(t.notBefore), enabled: t.enabled };
+}
 
 export function tokenView(t: TokenRecord): TokenView {
   return {
@@ -16,6 +20,7 @@ export function tokenView(t: TokenRecord): TokenView {
     last_used_at: iso(t.lastUsedAt),
     last_used_ip: t.lastUsedIp,
     expires_at: iso(t.expiresAt),
+    ...conditionViews(t),
   };
 }
 
@@ -41,5 +46,10 @@ export function createdView({ token, secret }: IssuedToken): CreatedToken {
     scopes: token.scopes,
     created_at: new Date(token.createdAt).toISOString(),
     expires_at: iso(token.expiresAt),
+    ...conditionViews(token),
   };
+}
+
+export function rotatedView(issued: IssuedToken): RotatedToken {
+  return { ...createdView(issued), previous_secret_expires_at: iso(issued.token.previousExpiresAt) };
 }

@@ -60,7 +60,7 @@ for (const backend of backends()) {
       assert.equal(res.statusCode, 201, res.body);
       assert.equal(res.headers['cache-control'], 'no-store');
       const body = res.json<AccountBody>();
-      assert.deepEqual(Object.keys(body), ['id', 'name', 'external_id', 'status', 'created_at']);
+      assert.deepEqual(Object.keys(body), ['id', 'name', 'external_id', 'status', 'rate_limit', 'created_at']);
       assert.match(body.id, ACCOUNT_ID_PATTERN);
       assert.equal(res.headers.location, `/api/v1/accounts/${body.id}`);
       assert.equal(body.name, 'Acme Corp');
@@ -248,7 +248,36 @@ for (const backend of backends()) {
       ] as const) {
         const res = await app.inject({ method, url, headers: c.auth });
         assert.equal(res.statusCode, 403, `${method} ${url}`);
+        // Told why, not sent after a scope no token of its account can hold.
+        const problem = res.json<{ code: string; detail: string; missing_scopes?: string[] }>();
+        assert.equal(problem.code, 'INSUFFICIENT_SCOPE');
+        assert.match(problem.detail, /only tokens of the operator account/);
+        assert.doesNotMatch(problem.detail, /needs the scope/);
+        assert.equal(problem.missing_scopes, undefined);
+        assert.match(String(res.headers['www-authenticate']), /error="insufficient_scope"/);
       }
+    });
+
+    it("a customer's 422 for an unknown scope lists only the scopes its account's tokens may hold", async (t) => {
+      const { app, operator } = await setup(t);
+      const c = await customer(app, operator.auth, ['api-tokens:write', 'apps:read']);
+      const operatorOnly = ['accounts:read', 'accounts:write', 'catalog:write'];
+      const valid = async (url: string, auth: Record<string, string>, method: 'POST' | 'PATCH' = 'POST') => {
+        const res = await app.inject({ method, url, headers: auth, payload: { name: 'x', scopes: ['apps:admin'] } });
+        assert.equal(res.statusCode, 422, res.body);
+        return res.json<{ valid_scopes: string[] }>().valid_scopes;
+      };
+      for (const scopes of [
+        await valid('/api/v1/api-tokens', c.auth),
+        await valid(`/api/v1/api-tokens/${c.id}`, c.auth, 'PATCH'),
+        // The operator minting into the customer's account: what that account's tokens may hold.
+        await valid(`/api/v1/accounts/${c.account.id}/api-tokens`, operator.auth),
+      ]) {
+        assert.ok(scopes.includes('apps:read') && scopes.includes('api-tokens:write'));
+        for (const s of operatorOnly) assert.ok(!scopes.includes(s), s);
+      }
+      const own = await valid('/api/v1/api-tokens', operator.auth);
+      for (const s of operatorOnly) assert.ok(own.includes(s), `the operator account's: ${s}`);
     });
 
     it('accounts:* scopes cannot be minted into a customer account (422 naming the scope)', async (t) => {
@@ -487,16 +516,22 @@ for (const backend of backends()) {
       const { app, operator, store } = await setup(t);
       const c = await customer(app, operator.auth, ['api-tokens:write', 'apps:read']);
       const base = `/api/v1/accounts/${c.account.id}/api-tokens/${c.id}`;
+      const sent = Date.now();
       const rotated = await app.inject({
         method: 'POST',
         url: `${base}/rotate`,
         headers: operator.auth,
         payload: { grace_period_s: 300 },
       });
+      const answered = Date.now();
       assert.equal(rotated.statusCode, 200, rotated.body);
       assert.equal(rotated.headers['cache-control'], 'no-store');
-      const body = rotated.json<{ id: string; token: string; scopes: string[] }>();
+      const body = rotated.json<{ id: string; token: string; scopes: string[]; previous_secret_expires_at: string }>();
       assert.equal(body.id, c.id);
+      // The grace period's end, 300 s after the rotation (made between sent and answered).
+      const graceEnds = Date.parse(body.previous_secret_expires_at);
+      assert.match(body.previous_secret_expires_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+      assert.ok(graceEnds >= sent + 300_000 && graceEnds <= answered + 300_000, body.previous_secret_expires_at);
       const fresh = { authorization: `Bearer ${body.token}` };
       const current = await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: fresh });
       assert.equal(current.json<{ account_id: string }>().account_id, c.account.id);

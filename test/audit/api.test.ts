@@ -17,6 +17,7 @@ const EVENT_KEYS = [
   'id',
   'action',
   'occurred_at',
+  'account_id',
   'actor',
   'actor_credential',
   'target',
@@ -176,6 +177,13 @@ for (const backend of backends()) {
           everything.some((x) => x.id === e.id),
           'the operator sees it too',
         );
+      }
+      // Each event names the account whose trail it is in: a customer sees its own account's id only.
+      assert.deepEqual(new Set(acmes.map((e) => e.account_id)), new Set([acme.account.id]));
+      assert.deepEqual(new Set(globexes.map((e) => e.account_id)), new Set([globex.account.id]));
+      for (const e of everything) {
+        const own = [...acmes, ...globexes].find((x) => x.id === e.id);
+        assert.equal(e.account_id, own?.account_id ?? OPERATOR_ACCOUNT_ID, `${e.action} ${e.id}`);
       }
       assert.ok(!acmes.some((e) => e.action === 'catalog.applied'), 'the catalog is in the operator trail only');
       assert.ok(everything.some((e) => e.action === 'catalog.applied'));

@@ -69,6 +69,7 @@ for (const backend of backends()) {
           id: undefined,
           action: 'api_token.created',
           occurred_at: undefined,
+          account_id: OPERATOR_ACCOUNT_ID,
           actor,
           actor_credential: 'current',
           target,
@@ -85,6 +86,7 @@ for (const backend of backends()) {
           id: undefined,
           action: 'api_token.deleted',
           occurred_at: undefined,
+          account_id: OPERATOR_ACCOUNT_ID,
           actor,
           actor_credential: 'current',
           target,
@@ -291,6 +293,12 @@ for (const backend of backends()) {
             added: { images: [], plans: [], regions: [] },
             removed: { images: [], plans: [], regions: [live.regions[0]!.slug] },
             changed: { images: [], plans: [], regions: [] },
+            counts: {
+              settings: 0,
+              added: { images: 0, plans: 0, regions: 0 },
+              removed: { images: 0, plans: 0, regions: 1 },
+              changed: { images: 0, plans: 0, regions: 0 },
+            },
           },
         },
       );
@@ -323,6 +331,7 @@ for (const backend of backends()) {
           id: undefined,
           action: 'api_token.expired_purged',
           occurred_at: undefined,
+          account_id: acme.account.id,
           actor: { type: 'system', id: null, name: 'infracat' },
           actor_credential: null,
           target: { type: 'api_token', id: short.id, name: 'short lived' },
@@ -505,6 +514,9 @@ for (const backend of backends()) {
         accountId: OPERATOR_ACCOUNT_ID,
         previousSecretHash: null,
         previousExpiresAt: null,
+        allowedCidrs: null,
+        notBefore: null,
+        enabled: true,
       };
       const created = ev({ occurredAt: old.createdAt, targetId: old.id });
       assert.equal(await seed.tokens.create(old, { maxLive: 10, now: old.createdAt }, created), 'created');

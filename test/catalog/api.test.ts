@@ -306,8 +306,8 @@ for (const backend of backends()) {
       for (const [kind, headers, policy, remaining] of [
         ['plans', {}, '"anonymous";q=1000;w=60', 999],
         ['images', {}, '"anonymous";q=1000;w=60', 998],
-        ['plans', tok.auth, '"token";q=600;w=60', 599],
-        ['plans', tok.auth, '"token";q=600;w=60', 598],
+        ['plans', tok.auth, '"token";q=600;w=60, "account";q=6000;w=60', 5999],
+        ['plans', tok.auth, '"token";q=600;w=60, "account";q=6000;w=60', 5998],
       ] as const) {
         const res = await app.inject({ method: 'GET', url: `/api/v1/${kind}`, headers });
         assert.equal(res.statusCode, 200);
@@ -364,8 +364,10 @@ describe('the catalog endpoints in the OpenAPI document', () => {
     type Responses = Record<string, { content: Record<string, { schema: Record<string, unknown> }> }>;
     const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<{
       paths: Record<string, { get: { responses: Responses } }>;
+      components: { schemas: Record<string, Record<string, unknown>> };
     }>();
     const served = (path: string) => doc.paths[path]!.get.responses['200']!.content['application/json']!.schema;
+    const NAMES = { images: 'Image', plans: 'Plan', regions: 'Region' } as const;
     for (const kind of KINDS) {
       // As JSON; @fastify/swagger writes a const as a one-value enum.
       const constAsEnum = (_key: string, v: unknown) => {
@@ -374,10 +376,12 @@ describe('the catalog endpoints in the OpenAPI document', () => {
         return { ...rest, enum: [c] };
       };
       const declared = JSON.parse(JSON.stringify(ENTITIES[kind], constAsEnum)) as unknown;
-      assert.deepEqual(served(`/api/v1/${kind}/{slug}`), { ...(declared as object), description: 'OK' }, kind);
-      assert.deepEqual(served(`/api/v1/${kind}`).items, declared, kind);
+      const ref = { $ref: `#/components/schemas/${NAMES[kind]}` };
+      assert.deepEqual(served(`/api/v1/${kind}/{slug}`), ref, kind);
+      assert.deepEqual(served(`/api/v1/${kind}`).items, ref, kind);
+      assert.deepEqual(doc.components.schemas[NAMES[kind]], { title: NAMES[kind], ...(declared as object) }, kind);
     }
-    const region = served('/api/v1/regions/{slug}') as { properties: Record<string, { pattern?: string }> };
+    const region = doc.components.schemas.Region as { properties: Record<string, { pattern?: string }> };
     const documented = region.properties.slug!.pattern;
     assert.equal(documented, REGION_SLUG_PATTERN.source, 'the documented slug is the one the file accepts');
   });

@@ -119,6 +119,9 @@ for (const backend of backends()) {
       const changed = withPrice(doc, 's-1vcpu-1gb', 7);
       const asReader = await put(app, c.auth, changed, '"1"');
       assert.equal(asReader.statusCode, 403);
+      // Told that only the operator account's tokens may, not sent after catalog:write.
+      assert.match(asReader.json<{ detail: string }>().detail, /only tokens of the operator account/);
+      assert.equal(asReader.json<{ missing_scopes?: string[] }>().missing_scopes, undefined);
       const diffAsReader = await app.inject({
         method: 'POST',
         url: '/api/v1/catalog/diff',
@@ -210,6 +213,13 @@ for (const backend of backends()) {
         applied_at: latest!.applied_at,
         applied_by: { type: 'api_token', id: writer.id, name: 'catalog operator' },
         summary: '1 added, 2 changed, 0 removed',
+        // What it changed, counted per kind.
+        changes: {
+          settings: 0,
+          added: { images: 0, plans: 0, regions: 1 },
+          removed: { images: 0, plans: 0, regions: 0 },
+          changed: { images: 1, plans: 1, regions: 0 },
+        },
       });
       const [event] = await store.audit.list({ action: 'catalog.applied', limit: 1 });
       assert.equal(event?.targetId, '2');
@@ -279,8 +289,8 @@ for (const backend of backends()) {
       assert.equal(app.infracat.catalog.snapshot.version, 1, 'nothing applied');
     });
 
-    it('PUT and POST diff take a realistic catalog (hundreds of entries, > 16 KiB); over 1 MiB is 413', async (t) => {
-      const { app, writer } = await setup(backend, t);
+    it('PUT and POST diff take a realistic catalog (hundreds of entries, > 16 KiB); past the limit: 413', async (t) => {
+      const { app, config, writer } = await setup(backend, t);
       const { doc, etag } = await getDoc(app, writer.auth);
       const taken = new Set(doc.plans.map((p) => p.slug));
       const plans = Array.from({ length: 20 * 20 }, (_, i) => [1 + (i % 20), 1 + Math.floor(i / 20)] as const)
@@ -300,10 +310,11 @@ for (const backend of backends()) {
       assert.equal(diff.json<{ diff: { added: { plans: string[] } } }>().diff.added.plans.length, 380);
       const res = await put(app, writer.auth, big, etag);
       assert.equal(res.statusCode, 200, res.body);
-      const huge = { ...doc, plans: [...doc.plans, { ...doc.plans[0]!, description: 'x'.repeat(1024 * 1024) }] };
+      const limit = config.catalogBodyLimitBytes;
+      const huge = { ...doc, plans: [...doc.plans, { ...doc.plans[0]!, description: 'x'.repeat(limit) }] };
       const tooBig = await put(app, writer.auth, huge, '"2"');
       assert.equal(tooBig.statusCode, 413);
-      assert.match(tooBig.json<{ detail: string }>().detail, /1048576 bytes/);
+      assert.match(tooBig.json<{ detail: string }>().detail, new RegExp(`${limit} bytes`));
       // Other routes keep the app's limit.
       const minter = await mintToken(app, ['api-tokens:write']);
       const token = await app.inject({

@@ -14,7 +14,7 @@ describe('infracat accounts', () => {
     const created = await cli(['accounts', 'create', '--name', 'Acme', '--external-id', 'cus_1', '--json'], { env });
     assert.equal(created.code, 0, created.stderr);
     const account = JSON.parse(created.stdout) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(account), ['id', 'name', 'external_id', 'status', 'created_at']);
+    assert.deepEqual(Object.keys(account), ['id', 'name', 'external_id', 'status', 'rate_limit', 'created_at']);
     const id = String(account.id);
 
     const dup = await cli(['accounts', 'create', '--name', 'Again', '--external-id', 'cus_1'], { env });

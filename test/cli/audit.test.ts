@@ -52,6 +52,7 @@ for (const backend of backends()) {
           'id',
           'action',
           'occurred_at',
+          'account_id',
           'actor',
           'actor_credential',
           'target',
@@ -70,6 +71,11 @@ for (const backend of backends()) {
         AuditEvent,
       ];
       assert.deepEqual(applied.target, { type: 'catalog', id: '1', name: null });
+      assert.deepEqual(
+        all.map((e) => e.account_id),
+        [OPERATOR_ACCOUNT_ID, account.id, account.id, account.id, account.id],
+        'the account whose trail each event is in',
+      );
       assert.deepEqual(created.target, { type: 'api_token', id: token.id, name: 'acme admin' });
 
       const ids = async (...args: string[]) => (await json<AuditEvent[]>(['audit', 'list', ...args])).map((e) => e.id);

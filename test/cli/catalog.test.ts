@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { DEFAULT_CATALOG_FILE } from '../../src/catalog/default.js';
+import { largeCatalog } from '../helpers/large-catalog.js';
 import { CLI, cli } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite.js';
 
@@ -118,6 +119,31 @@ describe('infracat catalog', () => {
       assert.match(again.stdout, /catalog unchanged \(version 1\)/);
     }
     assert.equal((await cli(['catalog', 'export', '--format', 'xml'], { env })).code, 2);
+  });
+
+  it('apply: a file of 20,000 plans, 1,000 images and 50 regions applies; export gives it back', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+    assert.equal((await cli(['migrate'], { env })).code, 0);
+    const big = largeCatalog({ plans: 20_000, images: 1_000, regions: 50 });
+    const file = tmp.file('large.json');
+    writeFileSync(file, JSON.stringify(big.document));
+    const applied = await cli(['catalog', 'apply', file], { env });
+    assert.equal(applied.code, 0, applied.stderr);
+    assert.match(applied.stdout, /^21050 added, 0 changed, 0 removed/m);
+    assert.match(applied.stdout, /applied as catalog version 1/);
+    const exported = await cli(['catalog', 'export', '--format', 'json'], { env });
+    assert.equal(exported.code, 0, exported.stderr);
+    const doc = JSON.parse(exported.stdout) as Record<
+      'images' | 'plans' | 'regions',
+      { slug: string; plans?: string[] }[]
+    >;
+    assert.deepEqual([doc.images.length, doc.plans.length, doc.regions.length], [1_000, 20_000, 50]);
+    assert.deepEqual(new Set(doc.regions.find((r) => r.slug === 'reg1')!.plans), big.plansIn('reg1'));
+    const again = await cli(['catalog', 'apply', file], { env });
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /catalog unchanged \(version 1\)/);
   });
 
   it(

@@ -20,7 +20,17 @@ describe('infracat tokens', () => {
     });
     assert.equal(created.code, 0, created.stderr);
     const body = JSON.parse(created.stdout) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(body).sort(), ['created_at', 'expires_at', 'id', 'name', 'scopes', 'token']);
+    assert.deepEqual(Object.keys(body).sort(), [
+      'allowed_cidrs',
+      'created_at',
+      'enabled',
+      'expires_at',
+      'id',
+      'name',
+      'not_before',
+      'scopes',
+      'token',
+    ]);
     assert.deepEqual(checkSecret(String(body.token), 'icat'), { ok: true });
 
     const listed = await cli(['tokens', 'list', '--json'], { env });
@@ -88,10 +98,25 @@ describe('infracat tokens', () => {
     const verify = async (secret: string) =>
       (await createTokenDomain(loadConfig(env), store).service.verify(secret)).ok;
 
+    const sent = Date.now();
     const graced = await cli(['tokens', 'rotate', created.id, '--grace', '1h', '--json'], { env });
+    const answered = Date.now();
     assert.equal(graced.code, 0, graced.stderr);
     const second = JSON.parse(graced.stdout) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(second).sort(), ['created_at', 'expires_at', 'id', 'name', 'scopes', 'token']);
+    assert.deepEqual(Object.keys(second).sort(), [
+      'allowed_cidrs',
+      'created_at',
+      'enabled',
+      'expires_at',
+      'id',
+      'name',
+      'not_before',
+      'previous_secret_expires_at',
+      'scopes',
+      'token',
+    ]);
+    const graceEnds = Date.parse(String(second.previous_secret_expires_at));
+    assert.ok(graceEnds >= sent + 3_600_000 && graceEnds <= answered + 3_600_000, 'an hour after the rotation');
     assert.deepEqual([second.id, second.name, second.scopes], [created.id, 'ci', ['apps:read']]);
     assert.deepEqual(checkSecret(String(second.token), 'icat'), { ok: true });
     assert.deepEqual([await verify(created.token), await verify(String(second.token))], [true, true], 'in its grace');
@@ -182,6 +207,41 @@ describe('infracat tokens', () => {
     assert.match(help.stdout, /infracat tokens update ID \[--name NAME\] \[--scopes SCOPE/);
   });
 
+  it('conditions: create and update flags, shown by list; cleared with anywhere and none', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+    assert.equal((await cli(['migrate'], { env })).code, 0);
+    const args = ['--allowed-cidrs', '10.0.0.0/8, 2001:DB8::/32', '--not-before', '2020-01-01T00:00:00Z', '--disabled'];
+    const created = await cli(['tokens', 'create', '--name', 'ci', '--scopes', 'apps:read', ...args, '--json'], {
+      env,
+    });
+    assert.equal(created.code, 0, created.stderr);
+    const view = JSON.parse(created.stdout) as Record<string, unknown>;
+    assert.deepEqual(
+      [view.allowed_cidrs, view.not_before, view.enabled],
+      [['10.0.0.0/8', '2001:db8::/32'], '2020-01-01T00:00:00.000Z', false],
+    );
+    const listed = await cli(['tokens', 'list'], { env });
+    assert.match(listed.stdout, /CONDITIONS/);
+    assert.match(listed.stdout, /disabled; from 10\.0\.0\.0\/8,2001:db8::\/32; not before 2020-01-01T00:00:00\.000Z/);
+    const id = String(view.id);
+    const narrowed = await cli(['tokens', 'update', id, '--allowed-cidrs', '10.1.0.0/16', '--enable', '--json'], {
+      env,
+    });
+    assert.equal(narrowed.code, 0, narrowed.stderr);
+    const after = JSON.parse(narrowed.stdout) as Record<string, unknown>;
+    assert.deepEqual([after.allowed_cidrs, after.enabled], [['10.1.0.0/16'], true]);
+    const cleared = await cli(
+      ['tokens', 'update', id, '--allowed-cidrs', 'anywhere', '--not-before', 'none', '--disable'],
+      {
+        env,
+      },
+    );
+    assert.equal(cleared.code, 0, cleared.stderr);
+    assert.equal(cleared.stdout.trim(), `updated ${id} "ci" with apps:read; conditions: disabled`);
+  });
+
   it('update renames and replaces scopes (--json as PATCH); the refusals', async (t) => {
     const tmp = tempDir();
     t.after(() => tmp.remove());
@@ -196,10 +256,20 @@ describe('infracat tokens', () => {
     );
     assert.equal(updated.code, 0, updated.stderr);
     const view = JSON.parse(updated.stdout) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(view).sort(), ['created_at', 'expires_at', 'id', 'last_used_at', 'name', 'scopes']);
+    assert.deepEqual(Object.keys(view).sort(), [
+      'allowed_cidrs',
+      'created_at',
+      'enabled',
+      'expires_at',
+      'id',
+      'last_used_at',
+      'name',
+      'not_before',
+      'scopes',
+    ]);
     assert.deepEqual([view.name, view.scopes], ['new', ['apps:read', 'images:read']]);
     const human = await cli(['tokens', 'update', token.id, '--scopes', 'regions:read'], { env });
-    assert.equal(human.stdout.trim(), `updated ${token.id} "new" with regions:read`);
+    assert.equal(human.stdout.trim(), `updated ${token.id} "new" with regions:read; conditions: -`);
 
     const account = JSON.parse((await cli(['accounts', 'create', '--name', 'Acme', '--json'], { env })).stdout) as {
       id: string;
@@ -212,7 +282,9 @@ describe('infracat tokens', () => {
       ).stdout,
     ) as { id: string };
     const refusals: [string[], number, RegExp][] = [
-      [['tokens', 'update', token.id], 2, /--name, --scopes or both/],
+      [['tokens', 'update', token.id], 2, /--name, --scopes, --allowed-cidrs/],
+      [['tokens', 'update', token.id, '--enable', '--disable'], 2, /not both/],
+      [['tokens', 'update', token.id, '--allowed-cidrs', '10.0.0.1/8'], 1, /allowed_cidrs\/0: has host bits set/],
       [['tokens', 'update'], 2, /exactly one token id/],
       [
         ['tokens', 'update', token.id, '--scopes', 'apps:read,nope'],

@@ -90,7 +90,7 @@ describe('real client from the OpenAPI document', () => {
     check('get', '/api/v1/api-tokens/current', 401, refused.response.headers.get('content-type')!, refused.error);
 
     const anon = createClient<paths>({ baseUrl });
-    const plans = await anon.GET('/api/v1/plans', { params: { query: { type: 'general', max_price_monthly: '24' } } });
+    const plans = await anon.GET('/api/v1/plans', { params: { query: { type: 'general', max_price_monthly: 24 } } });
     assert.ok(plans.data && plans.data.length > 0);
     check('get', '/api/v1/plans', 200, plans.response.headers.get('content-type')!, plans.data);
     for (const p of plans.data) assert.ok(p.type === 'general' && p.price_monthly <= 24);
@@ -102,7 +102,7 @@ describe('real client from the OpenAPI document', () => {
     check('get', '/api/v1/regions/{slug}', 200, region.response.headers.get('content-type')!, region.data);
     const missing = await anon.GET('/api/v1/images/{slug}', { params: { path: { slug: 'nope' } } });
     check('get', '/api/v1/images/{slug}', 404, missing.response.headers.get('content-type')!, missing.error);
-    const badQuery = await anon.GET('/api/v1/plans', { params: { query: { min_vcpus: '0' } } });
+    const badQuery = await anon.GET('/api/v1/plans', { params: { query: { min_vcpus: 0 } } });
     check('get', '/api/v1/plans', 400, badQuery.response.headers.get('content-type')!, badQuery.error);
     const scopes = await anon.GET('/api/v1/scopes');
     check('get', '/api/v1/scopes', 200, scopes.response.headers.get('content-type')!, scopes.data);
@@ -216,7 +216,7 @@ describe('real client from the OpenAPI document', () => {
     for (const name of ['a', 'b', 'c'])
       assert.equal((await client.POST('/api/v1/accounts', { body: { name } })).response.status, 201);
 
-    const first = await client.GET('/api/v1/audit-events', { params: { query: { per_page: '2' } } });
+    const first = await client.GET('/api/v1/audit-events', { params: { query: { per_page: 2 } } });
     assert.equal(first.response.status, 200);
     check('get', '/api/v1/audit-events', 200, type(first.response), first.data);
     assert.deepEqual(
@@ -228,12 +228,12 @@ describe('real client from the OpenAPI document', () => {
     assert.ok(link !== undefined && link.startsWith('/api/v1/audit-events?'), String(link));
     const next = new URL(link, first.response.url);
     const cursor = next.searchParams.get('cursor') ?? '';
-    const second = await client.GET('/api/v1/audit-events', { params: { query: { per_page: '2', cursor } } });
+    const second = await client.GET('/api/v1/audit-events', { params: { query: { per_page: 2, cursor } } });
     check('get', '/api/v1/audit-events', 200, type(second.response), second.data);
     assert.equal(second.data?.[0]?.target.name, 'a');
     const filtered = await client.GET('/api/v1/audit-events', { params: { query: { action: 'api_token.created' } } });
     assert.ok(filtered.data?.every((e) => e.action === 'api_token.created'));
-    const bad = await client.GET('/api/v1/audit-events', { params: { query: { per_page: '101' } } });
+    const bad = await client.GET('/api/v1/audit-events', { params: { query: { per_page: 101 } } });
     assert.equal(bad.response.status, 400);
     check('get', '/api/v1/audit-events', 400, type(bad.response), bad.error);
     const reader = createClient<paths>({ baseUrl, headers: (await mintToken(app, ['apps:read'])).auth });
@@ -284,14 +284,14 @@ describe('real client from the OpenAPI document', () => {
     assert.equal(put.data?.version, 2);
     assert.equal(put.response.headers.get('etag'), '"2"');
 
-    const revisions = await client.GET('/api/v1/catalog/revisions', { params: { query: { per_page: '1' } } });
+    const revisions = await client.GET('/api/v1/catalog/revisions', { params: { query: { per_page: 1 } } });
     check('get', '/api/v1/catalog/revisions', 200, type(revisions.response), revisions.data);
     assert.deepEqual(
       revisions.data?.map((r) => r.version),
       [2],
     );
     assert.equal(revisions.response.headers.get('link'), '</api/v1/catalog/revisions?before=2&per_page=1>; rel="next"');
-    const bad = await client.GET('/api/v1/catalog/revisions', { params: { query: { per_page: '0' } } });
+    const bad = await client.GET('/api/v1/catalog/revisions', { params: { query: { per_page: 0 } } });
     check('get', '/api/v1/catalog/revisions', 400, type(bad.response), bad.error);
 
     const reader = createClient<paths>({ baseUrl, headers: (await mintToken(app, ['catalog:read'])).auth });

@@ -11,7 +11,16 @@ import { actorOf, AUDIT_ACTIONS, auditPath, detailLines, targetOf } from '../../
 import { linkTargets, nextPageUrl } from '../../web/src/links.js';
 import { nextPageLink } from '../../src/tokens/query.js';
 import { GRACE_CHOICES, graceFrom, rotationNote, tokenActions } from '../../web/src/tokens.js';
-import { exactTime, expiryFrom, isExpired, memory, price, relativeTime } from '../../web/src/format.js';
+import {
+  exactTime,
+  expiryFrom,
+  isExpired,
+  memory,
+  price,
+  relativeTime,
+  revisionChanges,
+  revisionNote,
+} from '../../web/src/format.js';
 import { filterPlans, nextSort, numberOrNull, sortPlans, type Plan } from '../../web/src/plans.js';
 import { ApiError, fieldErrors, messageFor } from '../../web/src/problems.js';
 import { isRoute, parseRoute } from '../../web/src/route.js';
@@ -28,8 +37,43 @@ describe('console formatting', () => {
     assert.equal(relativeTime(ago(90), NOW), '1 minute ago');
     assert.equal(relativeTime(ago(3 * 3600), NOW), '3 hours ago');
     assert.equal(relativeTime(ago(86_400), NOW), 'yesterday');
-    assert.equal(relativeTime(ago(-30 * 86_400), NOW), 'next month');
     assert.equal(relativeTime(ago(-400 * 86_400), NOW), 'next year');
+    assert.equal(relativeTime(ago(800 * 86_400), NOW), '2 years ago');
+  });
+
+  it('whole days up to a year, never weeks or months: an expiry chosen as "90 days" reads 90 days', () => {
+    // A token created with the 90-day expiry, listed a few seconds later.
+    const in90 = expiryFrom('90', '', NOW - 5_000)!;
+    assert.equal(relativeTime(in90, NOW), 'in 90 days');
+    assert.equal(relativeTime(ago(-90 * 86_400), NOW), 'in 90 days');
+    assert.equal(relativeTime(ago(-30 * 86_400), NOW), 'in 30 days');
+    assert.equal(relativeTime(ago(-7 * 86_400 + 60), NOW), 'in 7 days');
+    assert.equal(relativeTime(ago(14 * 86_400), NOW), '14 days ago');
+    assert.equal(relativeTime(ago(-364 * 86_400), NOW), 'in 364 days');
+    assert.equal(relativeTime(ago(-365 * 86_400 + 5), NOW), 'next year');
+  });
+
+  it("a catalog revision's changes, counted per kind", () => {
+    const none = { images: 0, plans: 0, regions: 0 };
+    assert.equal(
+      revisionChanges({
+        settings: 0,
+        added: { ...none, plans: 2 },
+        removed: { ...none, images: 1 },
+        changed: { images: 1, plans: 1, regions: 1 },
+      }),
+      '+2 plans, -1 image, 3 changed',
+    );
+    assert.equal(
+      revisionChanges({ settings: 2, added: { ...none, regions: 1 }, removed: none, changed: none }),
+      '+1 region, 2 settings changed',
+    );
+    assert.equal(revisionChanges({ settings: 1, added: none, removed: none, changed: none }), '1 setting changed');
+    assert.equal(revisionChanges({ settings: 0, added: none, removed: none, changed: none }), 'no changes');
+    assert.equal(revisionNote('rollback to version 3: 1 added, 0 changed, 0 removed'), 'rollback to version 3');
+    assert.equal(revisionNote('initial catalog: 40 added, 0 changed, 0 removed'), 'initial catalog');
+    assert.equal(revisionNote('1 added, 0 changed, 0 removed'), null);
+    assert.equal(revisionNote(null), null);
   });
 
   it("exact times are UTC whatever the viewer's zone", () => {

@@ -107,6 +107,34 @@ for (const backend of backends()) {
       );
     });
 
+    it('token conditions: disabled, re-enabled, limited to networks, a later not_before', async (t) => {
+      const db = await backend.fresh(t);
+      const [a, b] = (await fleet(t, db, 2)).map((x) => x.app) as [App, App];
+      const admin = await mintToken(a, ['api-tokens:write', 'api-tokens:read', 'apps:read']);
+      const token = await mintToken(a, ['api-tokens:read'], 'conditioned');
+      const set = async (payload: object) => {
+        const res = await a.inject({
+          method: 'PATCH',
+          url: `/api/v1/api-tokens/${token.id}`,
+          headers: admin.auth,
+          payload,
+        });
+        assert.equal(res.statusCode, 200, res.body);
+      };
+      assert.equal(await status(b, token.secret), 200, 'cached on B');
+      await set({ enabled: false });
+      await within(BOUND_MS, 'the disabled token refused on B', async () => (await status(b, token.secret)) === 401);
+      await set({ enabled: true });
+      await within(BOUND_MS, 'the re-enabled token works on B', async () => (await status(b, token.secret)) === 200);
+      // inject's client address is 127.0.0.1.
+      await set({ allowed_cidrs: ['192.0.2.0/24'] });
+      await within(BOUND_MS, 'the limited token refused on B', async () => (await status(b, token.secret)) === 403);
+      await set({ allowed_cidrs: ['127.0.0.0/8'] });
+      await within(BOUND_MS, 'the widened token works on B', async () => (await status(b, token.secret)) === 200);
+      await set({ not_before: new Date(Date.now() + 3_600_000).toISOString() });
+      await within(BOUND_MS, 'the token not valid yet on B', async () => (await status(b, token.secret)) === 401);
+    });
+
     it('account suspension and deletion', async (t) => {
       const db = await backend.fresh(t);
       const [a, b] = (await fleet(t, db, 2)).map((x) => x.app) as [App, App];

@@ -124,6 +124,38 @@ describe('forward auth behind a real nginx', () => {
     },
   );
 
+  it(
+    "allowed_cidrs: judged by the address nginx reports in X-Real-IP, never the client's copy",
+    { skip: nginx === undefined ? NGINX_MISSING : false },
+    async (t) => {
+      const { app, seen, base } = await startStack(t, nginx!);
+      const admin = await mintToken(app, ['api-tokens:write', 'apps:write'], 'admin');
+      const make = async (allowed_cidrs: string[]) => {
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens',
+          headers: admin.auth,
+          payload: { name: 'limited', scopes: ['apps:read'], allowed_cidrs },
+        });
+        assert.equal(res.statusCode, 201, res.body);
+        return res.json<{ token: string }>().token;
+      };
+      const local = await make(['127.0.0.0/8']);
+      const elsewhere = await make(['192.0.2.0/24']);
+      seen.length = 0;
+      const ok = await fetch(`${base}/apps/1`, { headers: { authorization: `Bearer ${local}` } });
+      assert.equal(ok.status, 200);
+      for (const forged of [{ 'x-real-ip': '192.0.2.1' }, { 'x-forwarded-for': '192.0.2.1' }] as Record<
+        string,
+        string
+      >[]) {
+        const res = await fetch(`${base}/apps/1`, { headers: { authorization: `Bearer ${elsewhere}`, ...forged } });
+        assert.equal(res.status, 403, `${JSON.stringify(forged)} does not choose the address`);
+      }
+      assert.equal(seen.length, 1, 'the refused requests never reach the service');
+    },
+  );
+
   for (const mode of ['auto', 'nginx']) {
     it(
       `AUTH_CHECK_GATEWAY=${mode}: no header a client adds, no ?scope= and no odd path gets a denied request through`,

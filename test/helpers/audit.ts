@@ -40,5 +40,11 @@ export function ev(over: Partial<AuditEventRecord> = {}): AuditEventRecord {
 
 /** A catalog revision to hand CatalogStore.apply (who and what: a test's). */
 export function rev(document: string, appliedAt = 1_700_000_000_000): Omit<CatalogRevision, 'version'> {
-  return { document, appliedAt, appliedBy: { type: 'cli', id: null, name: 'tester' }, summary: 'test revision' };
+  return {
+    document,
+    appliedAt,
+    appliedBy: { type: 'cli', id: null, name: 'tester' },
+    summary: 'test revision',
+    changes: null,
+  };
 }

@@ -20,7 +20,11 @@ const TOKEN: TokenWithAccount = {
   accountId: OPERATOR_ACCOUNT_ID,
   previousSecretHash: null,
   previousExpiresAt: null,
+  allowedCidrs: null,
+  notBefore: null,
+  enabled: true,
   accountStatus: 'active',
+  accountRateLimit: null,
 };
 
 /** Lookups that finish only when the test says so, recording the order they started in. */

@@ -220,6 +220,9 @@ describe('hostile input: bounded work and small answers', () => {
       accountId: OPERATOR_ACCOUNT_ID,
       previousSecretHash: null,
       previousExpiresAt: null,
+      allowedCidrs: null,
+      notBefore: null,
+      enabled: true,
     }));
     const accounts: AccountRecord[] = Array.from({ length: 20_000 }, (_, i) => ({
       id: newId('acct', T0 + i),
@@ -227,6 +230,7 @@ describe('hostile input: bounded work and small answers', () => {
       externalId: `ext-${i}`,
       status: i % 2 === 0 ? 'active' : 'suspended',
       createdAt: T0 + i,
+      rateLimit: null,
     }));
     // A trail of 200,000 events over 100 days in the operator's account, one action rare.
     const events: AuditEventRecord[] = Array.from({ length: 200_000 }, (_, i) => ({

@@ -72,8 +72,10 @@ describe('rate limits', () => {
     const call = (auth: { authorization: string }, remoteAddress: string) =>
       app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: auth, remoteAddress });
     const r1 = await call(a.auth, '10.0.0.1');
-    assert.match(String(r1.headers['ratelimit-policy']), POLICY);
-    assert.equal(r1.headers['ratelimit-policy'], '"token";q=2;w=60');
+    const [tokenPolicy, accountPolicy] = String(r1.headers['ratelimit-policy']).split(', ');
+    assert.match(tokenPolicy!, POLICY);
+    assert.equal(tokenPolicy, '"token";q=2;w=60');
+    assert.equal(accountPolicy, '"account";q=20;w=60', "and the account's (RATE_LIMIT_ACCOUNT unset: 10 x RATE_LIMIT)");
     assert.equal((await call(a.auth, '10.0.0.2')).statusCode, 200);
     assert.equal((await call(a.auth, '10.0.0.3')).statusCode, 429, 'the same token from a new address');
     assert.equal((await call(b.auth, '10.0.0.1')).statusCode, 200, 'another token from the same address');
@@ -140,7 +142,7 @@ describe('rate limits', () => {
     const app = Fastify() as unknown as App;
     t.after(() => app.close());
     app.decorateRequest('token', null);
-    installRateLimit(app, { quotas: { token: 0, anonymous: 1 }, windowS: 60, maxKeys: 2 });
+    installRateLimit(app, { quotas: { token: 0, account: 0, anonymous: 1 }, windowS: 60, maxKeys: 2 });
     app.get('/x', async () => 'ok');
     const status = async (remoteAddress: string) => (await app.inject({ url: '/x', remoteAddress })).statusCode;
     assert.equal(await status('10.0.0.1'), 200);

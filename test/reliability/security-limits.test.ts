@@ -413,7 +413,7 @@ describe('revalidations over the rate limit', () => {
         headers: { ...tok.auth, 'if-none-match': etag },
       });
       assert.equal(again.statusCode, 304);
-      assert.match(String(again.headers.ratelimit), /^"token";r=0;t=\d+$/);
+      assert.match(String(again.headers.ratelimit), /^"token";r=0;t=\d+, "account";r=9;t=\d+$/);
       assert.equal((await app.inject({ method: 'GET', url: '/api/v1/regions', headers: tok.auth })).statusCode, 429);
       const queries = store.stats.queries;
       const tokens = await app.inject({

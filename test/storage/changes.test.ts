@@ -25,6 +25,9 @@ const token = (id: string): TokenRecord => ({
   accountId: OPERATOR_ACCOUNT_ID,
   previousSecretHash: null,
   previousExpiresAt: null,
+  allowedCidrs: null,
+  notBefore: null,
+  enabled: true,
 });
 
 /** Resolves with the changes heard once `until` holds for them (or fails after 5 s). */

@@ -18,13 +18,19 @@ import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 
 const ALL_VERSIONS = VERSIONED.map((m) => m.version);
 
-// api_tokens before migration 15: without last_used_ip.
-const IP_COLUMN = API_TOKENS.columns.split(', ').indexOf('last_used_ip');
-const TOKENS_BEFORE_USAGE = {
+// api_tokens before migration 14 (the token conditions) and 15 (last_used_ip): those columns are newer.
+const NEWER_TOKEN_COLUMNS = ['last_used_ip', 'allowed_cidrs', 'not_before', 'enabled'];
+const OLDER_TOKEN_COLUMN = API_TOKENS.columns.split(', ').map((c) => !NEWER_TOKEN_COLUMNS.includes(c));
+const TOKENS_BEFORE_CONDITIONS = {
   name: API_TOKENS.name,
-  columns: API_TOKENS.columns.replace(', last_used_ip', ''),
-  placeholders: API_TOKENS.placeholders.split(', ').slice(1).join(', '),
-  params: (t: TokenRecord) => API_TOKENS.params(t).filter((_, i) => i !== IP_COLUMN),
+  columns: API_TOKENS.columns
+    .split(', ')
+    .filter((c) => !NEWER_TOKEN_COLUMNS.includes(c))
+    .join(', '),
+  placeholders: OLDER_TOKEN_COLUMN.filter(Boolean)
+    .map(() => '?')
+    .join(', '),
+  params: (t: TokenRecord) => API_TOKENS.params(t).filter((_, i) => OLDER_TOKEN_COLUMN[i]),
 };
 
 let seq = 0;
@@ -42,6 +48,9 @@ function sampleToken(over: Partial<TokenRecord> = {}): TokenRecord {
     accountId: OPERATOR_ACCOUNT_ID,
     previousSecretHash: null,
     previousExpiresAt: null,
+    allowedCidrs: null,
+    notBefore: null,
+    enabled: true,
     ...over,
   };
 }
@@ -55,6 +64,7 @@ function sampleAccount(over: Partial<AccountRecord> = {}): AccountRecord {
     externalId: null,
     status: 'active',
     createdAt: 1_700_000_000_000 + accountSeq,
+    rateLimit: null,
     ...over,
   };
 }
@@ -141,7 +151,11 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       });
       assert.equal(await store.tokens.create(t, NO_LIMIT, ev()), 'created');
       assert.deepEqual(await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id), t);
-      assert.deepEqual(await store.tokens.findByHash(t.secretHash), { ...t, accountStatus: 'active' });
+      assert.deepEqual(await store.tokens.findByHash(t.secretHash), {
+        ...t,
+        accountStatus: 'active',
+        accountRateLimit: null,
+      });
       assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_unknown'), null);
       assert.equal(await store.tokens.findByHash('0'.repeat(64)), null);
     });
@@ -349,7 +363,7 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       try {
         await s.migrate({ upTo: 11 });
         const t = sampleToken({ lastUsedAt: 1234 });
-        await insertRows(backend, older, TOKENS_BEFORE_USAGE, [t]);
+        await insertRows(backend, older, TOKENS_BEFORE_CONDITIONS, [t]);
         const report = await s.migrate();
         assert.ok(report.applied.includes(15), JSON.stringify(report));
         assert.deepEqual(await s.tokens.get(OPERATOR_ACCOUNT_ID, t.id), { ...t, lastUsedIp: null });
@@ -581,7 +595,11 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       assert.deepEqual(await other.tokens.get(OPERATOR_ACCOUNT_ID, t.id), t);
       await other.close();
       const reopened = open();
-      assert.deepEqual(await reopened.tokens.findByHash(t.secretHash), { ...t, accountStatus: 'active' });
+      assert.deepEqual(await reopened.tokens.findByHash(t.secretHash), {
+        ...t,
+        accountStatus: 'active',
+        accountRateLimit: null,
+      });
     });
 
     it('accounts: migration 4 creates the operator account, active, oldest of all', async () => {
@@ -946,7 +964,11 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
         );
         for (const i of instances.slice(1)) await i.close();
         await s.migrate();
-        assert.deepEqual(await s.tokens.findByHash(legacy.secretHash), { ...legacy, accountStatus: 'active' });
+        assert.deepEqual(await s.tokens.findByHash(legacy.secretHash), {
+          ...legacy,
+          accountStatus: 'active',
+          accountRateLimit: null,
+        });
         assert.deepEqual(
           (await s.accounts.list({}, { limit: 1000 })).map((a) => a.id),
           [OPERATOR_ACCOUNT_ID],
@@ -1005,7 +1027,7 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       }
     });
 
-    it('catalog: revision(n) and revisions(limit, before) return applied_by and summary as stored', async () => {
+    it('catalog: revision(n) and revisions(limit, before) keep applied_by, summary and changes', async () => {
       const fresh = await backend.create();
       const s = fresh.open();
       try {
@@ -1023,6 +1045,16 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
             appliedAt: 1_000 * v,
             appliedBy: { ...actors[v % 3]! },
             summary: v === 7 ? `rollback to version 3: ${v} added, 0 changed, 0 removed` : `${v} added`,
+            // Counts per kind; none recorded on the first (as on revisions from before they were).
+            changes:
+              v === 1
+                ? null
+                : {
+                    settings: v % 2,
+                    added: { images: 0, plans: v, regions: 0 },
+                    removed: { images: 1, plans: 0, regions: 0 },
+                    changed: { images: 0, plans: 0, regions: v * 1000 },
+                  },
           };
           assert.equal(await s.catalog.apply(revision, v - 1, ev()), true);
         }
@@ -1032,6 +1064,12 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
           appliedAt: 3_000,
           appliedBy: { type: 'api_token', id: 'tok_abc', name: 'deploy — bot ✓' },
           summary: '3 added',
+          changes: {
+            settings: 1,
+            added: { images: 0, plans: 3, regions: 0 },
+            removed: { images: 1, plans: 0, regions: 0 },
+            changed: { images: 0, plans: 0, regions: 3000 },
+          },
         });
         assert.equal(await s.catalog.revision(8), null);
         assert.equal(await s.catalog.revision(0), null);
@@ -1050,7 +1088,14 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
           appliedAt: 7_000,
           appliedBy: { type: 'cli', id: null, name: 'alice' },
           summary: 'rollback to version 3: 7 added, 0 changed, 0 removed',
+          changes: {
+            settings: 1,
+            added: { images: 0, plans: 7, regions: 0 },
+            removed: { images: 1, plans: 0, regions: 0 },
+            changed: { images: 0, plans: 0, regions: 7000 },
+          },
         });
+        assert.equal((await s.catalog.revisions(1, 2))[0]!.changes, null);
         assert.deepEqual(
           (await s.catalog.revisions(3)).map((r) => r.version),
           [7, 6, 5],
@@ -1172,6 +1217,42 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
     /** The events of `targetId`, oldest first. */
     const trail = async (s: Store, targetId: string) =>
       (await s.audit.list({ targetId, limit: 100 })).map((e) => e.action).reverse();
+
+    it('token conditions: stored on create, set, cleared, kept by update and by rotation, read by hash', async () => {
+      const upd = (id: string) => ev({ action: 'api_token.updated', targetId: id });
+      const t = sampleToken({ allowedCidrs: ['10.0.0.0/8', '2001:db8::/32'], notBefore: NOW, enabled: false });
+      assert.equal(await store.tokens.create(t, NO_LIMIT, ev({ targetId: t.id })), 'created');
+      assert.deepEqual(await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id), t);
+      const renamed = await store.tokens.update(OPERATOR_ACCOUNT_ID, t.id, { name: 'kept' }, upd(t.id));
+      assert.deepEqual(renamed, { ...t, name: 'kept' }, 'conditions left out are kept');
+      const cleared = await store.tokens.update(
+        OPERATOR_ACCOUNT_ID,
+        t.id,
+        { allowedCidrs: null, notBefore: null, enabled: true },
+        upd(t.id),
+      );
+      assert.deepEqual(cleared, { ...t, name: 'kept', allowedCidrs: null, notBefore: null, enabled: true });
+      const set = await store.tokens.update(
+        OPERATOR_ACCOUNT_ID,
+        t.id,
+        { allowedCidrs: ['192.0.2.0/24'], notBefore: NOW + 5, enabled: false },
+        upd(t.id),
+      );
+      assert.deepEqual([set?.allowedCidrs, set?.notBefore, set?.enabled], [['192.0.2.0/24'], NOW + 5, false]);
+      const secretHash = randomBytes(32).toString('hex');
+      const rotated = await store.tokens.rotate(
+        OPERATOR_ACCOUNT_ID,
+        t.id,
+        { secretHash, previousExpiresAt: null, expiresAt: null },
+        ev({ action: 'api_token.rotated', targetId: t.id }),
+      );
+      assert.deepEqual(
+        [rotated?.allowedCidrs, rotated?.notBefore, rotated?.enabled],
+        [['192.0.2.0/24'], NOW + 5, false],
+      );
+      const found = await store.tokens.findByHash(secretHash);
+      assert.deepEqual([found?.allowedCidrs, found?.notBefore, found?.enabled], [['192.0.2.0/24'], NOW + 5, false]);
+    });
 
     it('audit: every mutation writes its event with the change, and none when nothing changed', async () => {
       const a = sampleAccount();
@@ -1529,11 +1610,11 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
         try {
           assert.deepEqual(await s.migrate({ upTo: 6 }), { applied: [1, 2, 3, 4, 5, 6], version: 6 });
           const t = sampleToken();
-          // As release 6 stored it (this release's store writes newer audit columns).
-          await insertRows(backend, older, TOKENS_BEFORE_USAGE, [t]);
+          // As release 6 stored it (this release's store writes newer columns).
+          await insertRows(backend, older, TOKENS_BEFORE_CONDITIONS, [t]);
           assert.deepEqual(await s.migrate({ upTo: 7 }), { applied: [7], version: 7 });
           assert.deepEqual(await s.instances.heartbeat(beat('ins_up', NOW)), { count: 1, rank: 0 });
-          // Read by this release's store, whose token columns are the latest schema's.
+          // The token conditions' migration reads as none: anywhere, at once, enabled.
           await s.migrate();
           assert.deepEqual(await s.tokens.get(OPERATOR_ACCOUNT_ID, t.id), t);
         } finally {

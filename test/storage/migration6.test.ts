@@ -10,7 +10,7 @@ import { loadDefaultCatalog } from '../../src/catalog/default.js';
 import { encodeCatalog } from '../../src/catalog/service.js';
 import { generateSecret, hashSecret } from '../../src/tokens/format.js';
 import { LATEST_VERSION, OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
-import { ACCOUNTS, API_TOKENS } from '../../src/storage/tables.js';
+import { API_TOKENS } from '../../src/storage/tables.js';
 import type { TokenRecord } from '../../src/storage/types.js';
 import { build } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
@@ -32,6 +32,9 @@ function token(accountId: string, scopes: string[]): TokenRecord & { secret: str
     accountId,
     previousSecretHash: null,
     previousExpiresAt: null,
+    allowedCidrs: null,
+    notBefore: null,
+    enabled: true,
     secret,
   };
 }
@@ -44,9 +47,13 @@ for (const backend of backends()) {
       const old = db.open();
       try {
         assert.deepEqual(await old.migrate({ upTo: 5 }), { applied: [1, 2, 3, 4, 5], version: 5 });
-        await insertRows(backend, db, ACCOUNTS, [
-          { id: CUSTOMER, name: 'Acme', externalId: null, status: 'active', createdAt: 1_700_000_000_000 },
-        ]);
+        // As release 5 stored an account: the columns it had then.
+        await rawSql(
+          backend,
+          db,
+          'INSERT INTO accounts (id, name, external_id, status, created_at) VALUES (?, ?, ?, ?, ?)',
+          [CUSTOMER, 'Acme', null, 'active', 1_700_000_000_000],
+        );
         // As release 5 stored a revision: without applied_by and summary.
         await rawSql(backend, db, 'INSERT INTO catalog_revisions (version, document, applied_at) VALUES (?, ?, ?)', [
           1,
@@ -108,7 +115,13 @@ for (const backend of backends()) {
       const revisions = await app.inject({ method: 'GET', url: '/api/v1/catalog/revisions', headers: operatorAuth });
       assert.equal(revisions.statusCode, 200, revisions.body);
       assert.deepEqual(revisions.json(), [
-        { version: 1, applied_at: new Date(1_700_000_000_000).toISOString(), applied_by: null, summary: null },
+        {
+          version: 1,
+          applied_at: new Date(1_700_000_000_000).toISOString(),
+          applied_by: null,
+          summary: null,
+          changes: null,
+        },
       ]);
       const doc = await app.inject({ method: 'GET', url: '/api/v1/catalog', headers: operatorAuth });
       assert.equal(doc.headers.etag, '"1"');

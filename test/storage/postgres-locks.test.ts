@@ -45,6 +45,9 @@ async function check(c: pg.Client, store: Store): Promise<void> {
     accountId: OPERATOR_ACCOUNT_ID,
     previousSecretHash: null,
     previousExpiresAt: null,
+    allowedCidrs: null,
+    notBefore: null,
+    enabled: true,
   };
   await assert.rejects(store.tokens.create(token, { maxLive: 10, now: 1 }, ev()), /lock row 'tokens' is missing/);
   assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_x'), null, 'nothing inserted without the lock');

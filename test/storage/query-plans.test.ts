@@ -87,6 +87,7 @@ function seedAccounts(): AccountRecord[] {
     externalId: `ext-${i}`,
     status: i % 50 === 0 ? ('suspended' as const) : ('active' as const),
     createdAt: T0 + i,
+    rateLimit: null,
   }));
 }
 
@@ -208,8 +209,19 @@ function seedTokens(): TokenRecord[] {
     accountId: tokenAccount(i),
     previousSecretHash: i % 10 === 0 ? hashOf('previous', i) : null,
     previousExpiresAt: i % 10 === 0 ? NOW + DAY : null,
+    allowedCidrs: null,
+    notBefore: null,
+    enabled: true,
   }));
 }
+
+/** The fleet's rate-limit counters: 3,000 keys' windows, a third of them ended. */
+const RATE_COUNTERS = {
+  name: 'rate_limit_counters',
+  columns: 'rate_key, window_end, n',
+  placeholders: '?, ?, ?',
+  params: (i: number) => [`token:${tokenId(i)}`, NOW + (i - 1000) * 1000, i],
+};
 
 function seedRevisions(): CatalogRevision[] {
   return Array.from({ length: 3000 }, (_, i) => ({
@@ -217,6 +229,7 @@ function seedRevisions(): CatalogRevision[] {
     appliedAt: T0 + i * MINUTE,
     appliedBy: { type: 'cli' as const, id: null, name: 'seed' },
     summary: '1 added, 0 changed, 0 removed',
+    changes: null,
     document: `{"revision":${i + 1}}`,
   }));
 }
@@ -315,7 +328,10 @@ const CHECKS: Record<string, StatementCheck> = {
     params: [[NOW + DAY, NOW + DAY, hashOf('new', PROBE), null, tokenId(PROBE), tokenAccount(PROBE)]],
     indexes: TOKEN_PK,
   },
-  updateToken: { params: [['renamed', null, tokenId(PROBE), tokenAccount(PROBE)]], indexes: TOKEN_PK },
+  updateToken: {
+    params: [['renamed', null, 0, null, 0, null, null, tokenId(PROBE), tokenAccount(PROBE)]],
+    indexes: TOKEN_PK,
+  },
   // Either unique index finds the one row.
   endGrace: {
     params: [[tokenId(PROBE), tokenAccount(PROBE), hashOf('previous', PROBE)]],
@@ -372,6 +388,14 @@ const CHECKS: Record<string, StatementCheck> = {
   catalogRevisionsBefore: { params: [[1500, 101]], indexes: REVISION_PK },
   liveInstances: { params: [[INSTANCE, NOW]], indexes: both('instances_expiry') },
   leaveInstance: { params: [[INSTANCE]], indexes: pk('instances') },
+  setAccountRateLimit: { params: [[100, SMALL_ACCOUNT]], indexes: ACCOUNT_PK },
+  // The ended windows, oldest first, a batch of 100 (by the window_end index), then each by the key.
+  pruneRateBoundary: { params: [[NOW, 99]], indexes: both('rate_limit_counters_window_end') },
+  pruneRateCounters: {
+    params: [[NOW - 900 * 1000, NOW, 100]],
+    indexes: and(pk('rate_limit_counters'), both('rate_limit_counters_window_end')),
+    reads: both('rate_limit_counters_window_end'),
+  },
   pruneInstances: { params: [[NOW - HOUR]], indexes: both('instances_expiry') },
 };
 
@@ -550,6 +574,12 @@ for (const backend of backends()) {
       await insertRows(backend, db, AUDIT_EVENTS, seedEvents(TOKENS));
       await insertRows(backend, db, CATALOG_REVISIONS, seedRevisions());
       await insertRows(backend, db, INSTANCES, seedInstances());
+      await insertRows(
+        backend,
+        db,
+        RATE_COUNTERS,
+        Array.from({ length: 3000 }, (_, i) => i),
+      );
       const store = db.open();
       try {
         await store.tokens.addUsage(seedUsage());

@@ -46,7 +46,17 @@ for (const backend of backends()) {
       assert.equal(res.statusCode, 201, res.body);
       assert.equal(res.headers['cache-control'], 'no-store');
       const body = res.json<Record<string, unknown>>();
-      assert.deepEqual(Object.keys(body).sort(), ['created_at', 'expires_at', 'id', 'name', 'scopes', 'token']);
+      assert.deepEqual(Object.keys(body).sort(), [
+        'allowed_cidrs',
+        'created_at',
+        'enabled',
+        'expires_at',
+        'id',
+        'name',
+        'not_before',
+        'scopes',
+        'token',
+      ]);
       assert.equal(res.headers.location, `/api/v1/api-tokens/${String(body.id)}`);
       assert.match(String(body.id), TOKEN_ID_PATTERN);
       assert.equal(body.name, 'deploy bot', 'name is trimmed');
@@ -78,44 +88,43 @@ for (const backend of backends()) {
       }
     });
 
-    it(
-      'GET lists every live token with exactly id/name/scopes/created_at/last_used_at/last_used_ip/expires_at, ' +
-        'oldest first',
-      async (t) => {
-        const { app, admin } = await setup(t);
-        for (const name of ['a', 'b', 'c']) {
-          await app.inject({
-            method: 'POST',
-            url: '/api/v1/api-tokens',
-            headers: admin.auth,
-            payload: { name, scopes: ['apps:read'] },
-          });
-        }
-        const res = await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth });
-        assert.equal(res.statusCode, 200);
-        assert.equal(res.headers['cache-control'], 'no-store');
-        const list = res.json<Record<string, unknown>[]>();
-        assert.ok(Array.isArray(list), 'a bare array');
-        assert.deepEqual(
-          list.map((x) => x.name),
-          ['admin', 'a', 'b', 'c'],
-        );
-        for (const item of list) {
-          assert.deepEqual(Object.keys(item).sort(), [
-            'created_at',
-            'expires_at',
-            'id',
-            'last_used_at',
-            'last_used_ip',
-            'name',
-            'scopes',
-          ]);
-        }
-        assert.equal(list[1]!.last_used_at, null, 'null until first use');
-        assert.equal(list[1]!.last_used_ip, null, 'null until first use');
-        assert.match(String(list[0]!.last_used_at), ISO, 'the admin token was just used');
-      },
-    );
+    it('GET lists every live token with exactly the fields of a token view (no secret), oldest first', async (t) => {
+      const { app, admin } = await setup(t);
+      for (const name of ['a', 'b', 'c']) {
+        await app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens',
+          headers: admin.auth,
+          payload: { name, scopes: ['apps:read'] },
+        });
+      }
+      const res = await app.inject({ method: 'GET', url: '/api/v1/api-tokens', headers: admin.auth });
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.headers['cache-control'], 'no-store');
+      const list = res.json<Record<string, unknown>[]>();
+      assert.ok(Array.isArray(list), 'a bare array');
+      assert.deepEqual(
+        list.map((x) => x.name),
+        ['admin', 'a', 'b', 'c'],
+      );
+      for (const item of list) {
+        assert.deepEqual(Object.keys(item).sort(), [
+          'allowed_cidrs',
+          'created_at',
+          'enabled',
+          'expires_at',
+          'id',
+          'last_used_at',
+          'last_used_ip',
+          'name',
+          'not_before',
+          'scopes',
+        ]);
+      }
+      assert.equal(list[1]!.last_used_at, null, 'null until first use');
+      assert.equal(list[1]!.last_used_ip, null, 'null until first use');
+      assert.match(String(list[0]!.last_used_at), ISO, 'the admin token was just used');
+    });
 
     it('DELETE answers 204, then 404; the deleted token is refused at once', async (t) => {
       const { app, admin } = await setup(t);
@@ -484,6 +493,9 @@ for (const backend of backends()) {
           accountId: OPERATOR_ACCOUNT_ID,
           previousSecretHash: null,
           previousExpiresAt: null,
+          allowedCidrs: null,
+          notBefore: null,
+          enabled: true,
         });
         const { app, admin, store } = await setup(
           t,
@@ -555,6 +567,9 @@ for (const backend of backends()) {
           accountId: OPERATOR_ACCOUNT_ID,
           previousSecretHash: null,
           previousExpiresAt: null,
+          allowedCidrs: null,
+          notBefore: null,
+          enabled: true,
         },
         { maxLive: 100, now },
         ev(),
@@ -586,6 +601,9 @@ for (const backend of backends()) {
           accountId: OPERATOR_ACCOUNT_ID,
           previousSecretHash: null,
           previousExpiresAt: null,
+          allowedCidrs: null,
+          notBefore: null,
+          enabled: true,
         },
         { maxLive: 100, now },
         ev(),
@@ -629,6 +647,10 @@ for (const backend of backends()) {
             'the audit trail only by the changes it records',
         );
         for (const s of scopes) assert.ok(s.description.length > 5 && !s.description.includes('\n'));
+        // api-tokens:write names everything it allows.
+        const write = scopes.find((s) => s.scope === 'api-tokens:write')!.description;
+        for (const verb of [/\bcreate\b/i, /\brotate\b/i, /\brename\b/i, /\bre-scope\b/i, /\bdelete\b/i])
+          assert.match(write, verb);
         const custom = await build(t, { env: { SCOPE_RESOURCES: 'api-tokens,apps,billing' } });
         const names = (await custom.app.inject({ method: 'GET', url: '/api/v1/scopes' }))
           .json<{ scope: string }[]>()

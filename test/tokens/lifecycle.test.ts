@@ -38,6 +38,9 @@ function bulkToken(i: number): TokenRecord {
     accountId: OPERATOR_ACCOUNT_ID,
     previousSecretHash: null,
     previousExpiresAt: null,
+    allowedCidrs: null,
+    notBefore: null,
+    enabled: true,
   };
 }
 

@@ -21,6 +21,10 @@ interface Created {
   expires_at: string | null;
 }
 
+interface Rotated extends Created {
+  previous_secret_expires_at: string | null;
+}
+
 for (const backend of backends()) {
   describe(`token rotation on ${backend.name}`, () => {
     async function setup(t: TestContext, env: Record<string, string> = {}) {
@@ -67,8 +71,20 @@ for (const backend of backends()) {
       assert.equal(res.statusCode, 200, res.body);
       assert.equal(res.headers['cache-control'], 'no-store');
       assert.equal(res.headers.location, undefined, 'not a new resource');
-      const after = res.json<Created>();
-      assert.deepEqual(Object.keys(after).sort(), ['created_at', 'expires_at', 'id', 'name', 'scopes', 'token']);
+      const { previous_secret_expires_at: previous, ...after } = res.json<Rotated>();
+      assert.deepEqual(Object.keys(res.json()).sort(), [
+        'allowed_cidrs',
+        'created_at',
+        'enabled',
+        'expires_at',
+        'id',
+        'name',
+        'not_before',
+        'previous_secret_expires_at',
+        'scopes',
+        'token',
+      ]);
+      assert.equal(previous, null, 'no grace period: the previous secret works no longer');
       assert.deepEqual({ ...after, token: 'x' }, { ...before, token: 'x' });
       assert.notEqual(after.token, before.token);
       assert.deepEqual(checkSecret(after.token, 'icat'), { ok: true });
@@ -86,8 +102,9 @@ for (const backend of backends()) {
       const first = await create(app, admin.auth, { name: 'ci', scopes: ['apps:read'] });
       const res = await rotate(app, admin.auth, first.id, { grace_period_s: 600 });
       assert.equal(res.statusCode, 200, res.body);
-      const second = res.json<Created>();
+      const second = res.json<Rotated>();
       const graceEnds = clock.now + 600_000;
+      assert.equal(second.previous_secret_expires_at, new Date(graceEnds).toISOString(), 'the answer says until when');
       assert.equal(await status(app, first.token), 200, 'in its grace period');
       assert.equal(await status(app, second.token), 200);
       const current = await app.inject({

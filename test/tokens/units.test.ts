@@ -112,6 +112,10 @@ describe('scopes', () => {
   });
 });
 
+// A caller without conditions, and the conditions of a token created without any.
+const UNCONDITIONED = { allowedCidrs: null, notBefore: null };
+const NO_CONDITIONS = { allowedCidrs: null, notBefore: null, enabled: true };
+
 describe('create rules: a new token never outlives its creator', () => {
   const now = Date.UTC(2030, 0, 1);
   const ctx = (caller: Caller | null) => ({
@@ -124,14 +128,18 @@ describe('create rules: a new token never outlives its creator', () => {
   const iso = (ms: number) => new Date(ms).toISOString();
   const ask = (expires_at: string | null | undefined, caller: Caller | null) =>
     validateCreate({ name: 'x', scopes: ['apps:read'], expires_at }, ctx(caller));
-  const expiring: Caller = { scopes: ['api-tokens:write', 'apps:read'], expiresAt: now + 5000 };
+  const expiring: Caller = { scopes: ['api-tokens:write', 'apps:read'], expiresAt: now + 5000, ...UNCONDITIONED };
 
   it("no expires_at: the creator's expiry; none for a creator that never expires and for the operator", () => {
-    assert.deepEqual(ask(undefined, expiring), { value: { name: 'x', scopes: ['apps:read'], expiresAt: now + 5000 } });
-    assert.deepEqual(ask(undefined, { scopes: ['api-tokens:write'], expiresAt: null }), {
-      value: { name: 'x', scopes: ['apps:read'], expiresAt: null },
+    assert.deepEqual(ask(undefined, expiring), {
+      value: { name: 'x', scopes: ['apps:read'], expiresAt: now + 5000, ...NO_CONDITIONS },
     });
-    assert.deepEqual(ask(undefined, null), { value: { name: 'x', scopes: ['apps:read'], expiresAt: null } });
+    assert.deepEqual(ask(undefined, { scopes: ['api-tokens:write'], expiresAt: null, ...UNCONDITIONED }), {
+      value: { name: 'x', scopes: ['apps:read'], expiresAt: null, ...NO_CONDITIONS },
+    });
+    assert.deepEqual(ask(undefined, null), {
+      value: { name: 'x', scopes: ['apps:read'], expiresAt: null, ...NO_CONDITIONS },
+    });
   });
 
   it('null or a later time from an expiring creator is refused at /expires_at, naming its expiry', () => {
@@ -150,10 +158,14 @@ describe('create rules: a new token never outlives its creator', () => {
     "up to the creator's expiry is granted as asked; the operator and never-expiring creators may ask for " + 'null',
     () => {
       for (const at of [now + 1, now + 4999, now + 5000])
-        assert.deepEqual(ask(iso(at), expiring), { value: { name: 'x', scopes: ['apps:read'], expiresAt: at } });
-      assert.deepEqual(ask(null, null), { value: { name: 'x', scopes: ['apps:read'], expiresAt: null } });
-      assert.deepEqual(ask(null, { scopes: [], expiresAt: null }), {
-        value: { name: 'x', scopes: ['apps:read'], expiresAt: null },
+        assert.deepEqual(ask(iso(at), expiring), {
+          value: { name: 'x', scopes: ['apps:read'], expiresAt: at, ...NO_CONDITIONS },
+        });
+      assert.deepEqual(ask(null, null), {
+        value: { name: 'x', scopes: ['apps:read'], expiresAt: null, ...NO_CONDITIONS },
+      });
+      assert.deepEqual(ask(null, { scopes: [], expiresAt: null, ...UNCONDITIONED }), {
+        value: { name: 'x', scopes: ['apps:read'], expiresAt: null, ...NO_CONDITIONS },
       });
     },
   );
@@ -173,6 +185,9 @@ describe('token views', () => {
     accountId: OPERATOR_ACCOUNT_ID,
     previousSecretHash: null,
     previousExpiresAt: null,
+    allowedCidrs: null,
+    notBefore: null,
+    enabled: true,
   };
 
   it('carry exactly the fields of their response schemas, in order, and no secret hash', () => {
@@ -209,7 +224,11 @@ describe('verification cache', () => {
     accountId: OPERATOR_ACCOUNT_ID,
     previousSecretHash: null,
     previousExpiresAt: null,
+    allowedCidrs: null,
+    notBefore: null,
+    enabled: true,
     accountStatus: 'active',
+    accountRateLimit: null,
   });
   /** A storage stand-in by hash: reads are counted; `hold()` makes the next reads wait for `release()`. */
   function storage(records: Record<string, TokenWithAccount | null>) {

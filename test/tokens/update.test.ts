@@ -45,12 +45,15 @@ for (const backend of backends()) {
       assert.equal(res.headers['cache-control'], 'no-store');
       const body = res.json<View>();
       assert.deepEqual(Object.keys(body).sort(), [
+        'allowed_cidrs',
         'created_at',
+        'enabled',
         'expires_at',
         'id',
         'last_used_at',
         'last_used_ip',
         'name',
+        'not_before',
         'scopes',
       ]);
       assert.equal(body.name, 'new name');

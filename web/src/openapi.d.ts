@@ -147,7 +147,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate an API token: a new secret, the old one kept for an optional grace period
-         * @description Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and created_at). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret current until now keeps working (0 to 86400, default 0: refused at once); `expires_at`, a new expiry with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). At most two secrets are ever live: rotating again during a grace period ends that grace period at once (the oldest secret is refused, the one current until now gets the new grace period). The old secret is refused at once by the instance that rotated (after its grace period), and within TOKEN_CACHE_TTL_MS by the others. A token can rotate only tokens it could delete: those whose scopes it holds (itself included); otherwise 403 INSUFFICIENT_SCOPE. An expired token: 409 CONFLICT (create a new one). Unknown id, or another account's: 404.
+         * @description Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and created_at), and in `previous_secret_expires_at` until when the secret current until now works (null: no grace period). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret current until now keeps working (0 to 86400, default 0: refused at once); `expires_at`, a new expiry with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). At most two secrets are ever live: rotating again during a grace period ends that grace period at once (the oldest secret is refused, the one current until now gets the new grace period). The old secret is refused at once by the instance that rotated (after its grace period), and within TOKEN_CACHE_TTL_MS by the others. A token can rotate only tokens it could delete: those whose scopes it holds (itself included); otherwise 403 INSUFFICIENT_SCOPE. An expired token: 409 CONFLICT (create a new one). Unknown id, or another account's: 404.
          *
          *     Needs a token with `api-tokens:write` (`write` implies `read`).
          */
@@ -227,8 +227,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Rename, suspend or resume an account (JSON merge patch)
-         * @description A JSON merge patch (RFC 7396), as `application/merge-patch+json` or `application/json`: the fields present are set (`name`, `status`), the others kept; `{}` changes nothing. null or any other field is 422. Suspending refuses every token of the account (401 invalid_token) at once on this instance and within TOKEN_CACHE_TTL_MS on the others; resuming restores them. The operator account: 409 OPERATOR_ACCOUNT.
+         * Rename, suspend or resume an account, or set its rate limit (JSON merge patch)
+         * @description A JSON merge patch (RFC 7396), as `application/merge-patch+json` or `application/json`: the fields present are set (`name`, `status`, `rate_limit`), the others kept; `{}` changes nothing. `rate_limit` null returns the account to the default (RATE_LIMIT_ACCOUNT); null for another field, or any other field, is 422. Suspending refuses every token of the account (401 invalid_token) at once on this instance and within about a second on the others; resuming restores them; a new rate limit applies the same way. The operator account: 409 OPERATOR_ACCOUNT.
          *
          *     Needs a token with `accounts:write` (`write` implies `read`).
          */
@@ -328,7 +328,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate an API token of an account: a new secret, the old one kept for an optional grace period
-         * @description As POST /api/v1/api-tokens/{id}/rotate, inside account {id}. Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and created_at). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret current until now keeps working (0 to 86400, default 0: refused at once); `expires_at`, a new expiry with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). At most two secrets are ever live: rotating again during a grace period ends that grace period at once (the oldest secret is refused, the one current until now gets the new grace period). The old secret is refused at once by the instance that rotated (after its grace period), and within TOKEN_CACHE_TTL_MS by the others. A token can rotate only tokens it could delete: those whose scopes it holds (itself included); otherwise 403 INSUFFICIENT_SCOPE. An expired token: 409 CONFLICT (create a new one). Unknown id, or another account's: 404.
+         * @description As POST /api/v1/api-tokens/{id}/rotate, inside account {id}. Gives the token a new secret and answers it once, in `token` (the token keeps its id, name, scopes and created_at), and in `previous_secret_expires_at` until when the secret current until now works (null: no grace period). Body (optional; no body at all is `{}`): `grace_period_s`, how many seconds the secret current until now keeps working (0 to 86400, default 0: refused at once); `expires_at`, a new expiry with the rules of creation (absent: the token keeps its expiry, capped at the calling token's). At most two secrets are ever live: rotating again during a grace period ends that grace period at once (the oldest secret is refused, the one current until now gets the new grace period). The old secret is refused at once by the instance that rotated (after its grace period), and within TOKEN_CACHE_TTL_MS by the others. A token can rotate only tokens it could delete: those whose scopes it holds (itself included); otherwise 403 INSUFFICIENT_SCOPE. An expired token: 409 CONFLICT (create a new one). Unknown id, or another account's: 404.
          *
          *     Needs a token with `accounts:write` (`write` implies `read`).
          */
@@ -370,17 +370,99 @@ export interface paths {
         };
         /**
          * Forward auth for nginx auth_request, Traefik ForwardAuth and Envoy ext_authz
-         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
          *
          *     Needs a valid bearer token; the scopes depend on the request (see below).
          */
         get: operations["forwardAuthCheck"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
+        /**
+         * Forward auth, as GET, for a gateway that sends the client's method (PUT)
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        put: operations["forwardAuthCheckPut"];
+        /**
+         * Forward auth, as GET, for a gateway that sends the client's method (POST)
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        post: operations["forwardAuthCheckPost"];
+        /**
+         * Forward auth, as GET, for a gateway that sends the client's method (DELETE)
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        delete: operations["forwardAuthCheckDelete"];
+        /**
+         * Forward auth, as GET, for a gateway that sends the client's method (OPTIONS)
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        options: operations["forwardAuthCheckOptions"];
         head?: never;
-        patch?: never;
+        /**
+         * Forward auth, as GET, for a gateway that sends the client's method (PATCH)
+         * @description Required scopes: the `scope` parameters, else the rule table applied to X-Original-Method/X-Original-URI (nginx) or X-Forwarded-Method/X-Forwarded-Uri (Traefik). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. Any method is answered alike, and a body of any type is read (within the body limit) and ignored. Envoy uses /api/v1/auth/check/{original path}. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        patch: operations["forwardAuthCheckPatch"];
+        trace?: never;
+    };
+    "/api/v1/auth/check/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (GET)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        get: operations["forwardAuthCheckPathGet"];
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (PUT)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        put: operations["forwardAuthCheckPathPut"];
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (POST)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        post: operations["forwardAuthCheckPathPost"];
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (DELETE)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        delete: operations["forwardAuthCheckPathDelete"];
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (OPTIONS)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        options: operations["forwardAuthCheckPathOptions"];
+        head?: never;
+        /**
+         * Forward auth for Envoy ext_authz (HTTP): the original path after the check's (PATCH)
+         * @description Envoy's ext_authz (HTTP) form: the original path (and query) follows `/api/v1/auth/check`, exactly as the client sent it, and the method is the original one; the rule table decides the scopes (the query is the client's, so `scope` is not read). Allowed: 200 with X-Token-Id, X-Token-Name, X-Token-Scopes, X-Account-Id. See docs/forward-auth.md.
+         *
+         *     Needs a valid bearer token; the scopes depend on the request (see below).
+         */
+        patch: operations["forwardAuthCheckPathPatch"];
         trace?: never;
     };
     "/api/v1/api-tokens/introspect": {
@@ -394,7 +476,7 @@ export interface paths {
         put?: never;
         /**
          * RFC 7662 token introspection
-         * @description Form-encoded (`token=...`) or JSON body. Anything but an active token gives exactly `{"active": false}`. A token of the operator account may introspect any token; any other only its own account's (`{"active": false}` for the others). A suspended account's tokens are not active.
+         * @description Form-encoded (`token=...`) or JSON body. Anything but an active token gives exactly `{"active": false}`. A token of the operator account may introspect any token; any other only its own account's (`{"active": false}` for the others). A suspended account's tokens are not active, nor are disabled tokens, tokens before their not_before, and tokens with allowed_cidrs unless `client_address` is given and lies within them.
          *
          *     Needs a token with `api-tokens:read` (`write` implies `read`).
          */
@@ -627,7 +709,7 @@ export interface components {
             /** @example the token request is invalid; see errors */
             detail: string;
             /** @description Stable error code; see docs/errors.md */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "PREVIOUS_SECRET_READ_ONLY" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "PREVIOUS_SECRET_READ_ONLY" | "TOKEN_ADDRESS_NOT_ALLOWED" | "CONDITIONS_NOT_HELD" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "ACCOUNT_RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
             /**
              * @description The request's path, at most 500 characters
              * @example /api/v1/api-tokens
@@ -647,6 +729,674 @@ export interface components {
             errors_truncated?: boolean;
         } & {
             [key: string]: unknown;
+        };
+        /** Health */
+        Health: {
+            status: string;
+        };
+        /** Readiness */
+        Readiness: {
+            status: string;
+            storage: string;
+        };
+        /** ApiToken */
+        ApiToken: {
+            /**
+             * @description Token id, `tok_` + ULID
+             * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /** @example ci deploy */
+            name: string;
+            /**
+             * @description `<resource>:<action>` scopes
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes: string[];
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            created_at: string;
+            last_used_at: string | null;
+            /**
+             * @description The client address of the use last_used_at records (as the API or forward auth saw it: TRUST_PROXY decides whether a proxy header is read; introspection: its client_address); null before the first use, and when that address was not known (an introspection without client_address)
+             * @example 203.0.113.7
+             */
+            last_used_ip: string | null;
+            expires_at: string | null;
+            /**
+             * @description The networks the token may be used from (canonical CIDRs); null: anywhere
+             * @example [
+             *       "203.0.113.0/24"
+             *     ]
+             */
+            allowed_cidrs: string[] | null;
+            /** @description Refused before this time; null: valid at once */
+            not_before: string | null;
+            /** @description false: refused everywhere, kept */
+            enabled: boolean;
+        };
+        /** ApiTokenCreated */
+        ApiTokenCreated: {
+            /**
+             * @description Token id, `tok_` + ULID
+             * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /** @example ci deploy */
+            name: string;
+            /**
+             * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
+             * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
+             */
+            token: string;
+            /**
+             * @description `<resource>:<action>` scopes
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes: string[];
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            created_at: string;
+            expires_at: string | null;
+            /**
+             * @description The networks the token may be used from (canonical CIDRs); null: anywhere
+             * @example [
+             *       "203.0.113.0/24"
+             *     ]
+             */
+            allowed_cidrs: string[] | null;
+            /** @description Refused before this time; null: valid at once */
+            not_before: string | null;
+            /** @description false: refused everywhere, kept */
+            enabled: boolean;
+        };
+        /** CurrentApiToken */
+        CurrentApiToken: {
+            /**
+             * @description Token id, `tok_` + ULID
+             * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /** @example ci deploy */
+            name: string;
+            /**
+             * @description `<resource>:<action>` scopes
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes: string[];
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            created_at: string;
+            last_used_at: string | null;
+            /**
+             * @description The client address of the use last_used_at records (as the API or forward auth saw it: TRUST_PROXY decides whether a proxy header is read; introspection: its client_address); null before the first use, and when that address was not known (an introspection without client_address)
+             * @example 203.0.113.7
+             */
+            last_used_ip: string | null;
+            expires_at: string | null;
+            /**
+             * @description The networks the token may be used from (canonical CIDRs); null: anywhere
+             * @example [
+             *       "203.0.113.0/24"
+             *     ]
+             */
+            allowed_cidrs: string[] | null;
+            /** @description Refused before this time; null: valid at once */
+            not_before: string | null;
+            /** @description false: refused everywhere, kept */
+            enabled: boolean;
+            /**
+             * @description The account the token belongs to (`acc_` + ULID)
+             * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            account_id: string;
+        };
+        /**
+         * ApiTokenCreate
+         * @example {
+         *       "name": "ci deploy",
+         *       "scopes": [
+         *         "apps:read",
+         *         "apps:write"
+         *       ]
+         *     }
+         */
+        ApiTokenCreate: {
+            /**
+             * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+             * @example ci deploy
+             */
+            name: string;
+            /**
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes: string[];
+            /** @description RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token's expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token's expiry is 422. */
+            expires_at?: string | null;
+            /** @description The IPv4 and IPv6 networks (CIDR notation, at most 50; a bare address is its /32 or /128) the token may be used from; null: anywhere. Stored canonical (lowercase, compressed); a malformed network, host bits set past the prefix or a duplicate is 422. A request from elsewhere is refused (403 TOKEN_ADDRESS_NOT_ALLOWED). From a calling token that has allowed_cidrs, each network must lie within one of the caller's (null is 422). Absent: the calling token's (none, if it has none). */
+            allowed_cidrs?: string[] | null;
+            /** @description RFC 3339: the token is refused (401 invalid_token) until then; null: valid at once. Before the token's expiry, and never earlier than the calling token's own not_before (422). Absent: the calling token's (none, if it has none). */
+            not_before?: string | null;
+            /** @description false: the token is refused everywhere (401) but kept; true (or null) makes it work again. */
+            enabled?: boolean | null;
+        };
+        /**
+         * ApiTokenPatch
+         * @example {
+         *       "name": "ci deploy (read only)",
+         *       "scopes": [
+         *         "apps:read"
+         *       ]
+         *     }
+         */
+        ApiTokenPatch: {
+            /**
+             * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+             * @example ci deploy
+             */
+            name?: string;
+            /**
+             * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes?: string[];
+            /** @description The IPv4 and IPv6 networks (CIDR notation, at most 50; a bare address is its /32 or /128) the token may be used from; null: anywhere. Stored canonical (lowercase, compressed); a malformed network, host bits set past the prefix or a duplicate is 422. A request from elsewhere is refused (403 TOKEN_ADDRESS_NOT_ALLOWED). From a calling token that has allowed_cidrs, each network must lie within one of the caller's (null is 422). Absent: kept; null clears it. */
+            allowed_cidrs?: string[] | null;
+            /** @description RFC 3339: the token is refused (401 invalid_token) until then; null: valid at once. Before the token's expiry, and never earlier than the calling token's own not_before (422). Absent: kept; null clears it. */
+            not_before?: string | null;
+            /** @description false: the token is refused everywhere (401) but kept; true (or null) makes it work again. */
+            enabled?: boolean | null;
+        };
+        /**
+         * ApiTokenRotate
+         * @example {
+         *       "grace_period_s": 3600
+         *     }
+         */
+        ApiTokenRotate: {
+            /**
+             * @description Seconds the secret current until now keeps working (0 to 86400; default 0: refused at once). At most two secrets are ever live: rotating again during a grace period ends it at once.
+             * @example 3600
+             */
+            grace_period_s?: number;
+            /** @description A new expiry for the token, with the rules of creation (RFC 3339, future, within TOKEN_MAX_LIFETIME_DAYS, never after the calling token's expiry; null: never expires, refused when the calling token expires). Absent: the token keeps its expiry, but never beyond the calling token's. */
+            expires_at?: string | null;
+        };
+        /** Scope */
+        Scope: {
+            scope: string;
+            resource: string;
+            action: "read" | "write";
+            description: string;
+            /** @description Only tokens of the operator account may hold it (elsewhere: 422) */
+            operator_only: boolean;
+        };
+        /**
+         * ApiTokenUsageHour
+         * @example {
+         *       "hour": "2026-11-27T17:00:00.000Z",
+         *       "valid": 12,
+         *       "refused": 3,
+         *       "refused_by_reason": {
+         *         "scope": 2,
+         *         "address": 1
+         *       }
+         *     }
+         */
+        ApiTokenUsageHour: {
+            /**
+             * Format: date-time
+             * @description The hour's start, RFC 3339 UTC
+             * @example 2026-11-27T17:00:00.000Z
+             */
+            hour: string;
+            /** @description Uses let through: verified, with the scopes the request needed, within the rate limit */
+            valid: number;
+            /** @description Uses refused, every reason together */
+            refused: number;
+            /** @description The refused uses by reason; only the reasons with a count are present. expired, not_yet_valid, disabled, address (outside allowed_cidrs), suspended (the account): the token was refused; scope: it lacked a scope the request needed (or a previous secret tried a change); rate_limited: over the rate limit */
+            refused_by_reason: {
+                expired?: number;
+                not_yet_valid?: number;
+                disabled?: number;
+                address?: number;
+                scope?: number;
+                rate_limited?: number;
+                suspended?: number;
+            };
+        };
+        /** Account */
+        Account: {
+            /**
+             * @description Account id, `acc_` + ULID
+             * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /** @example Acme Corp */
+            name: string;
+            /**
+             * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
+             * @example cus_8412
+             */
+            external_id: string | null;
+            /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
+            status: "active" | "suspended";
+            /**
+             * @description Requests per rate-limit window (RATE_LIMIT_WINDOW_S) for all the account's tokens together, across every instance; over it, 429 ACCOUNT_RATE_LIMITED. 0: no account limit (each token keeps its own). null: the default, RATE_LIMIT_ACCOUNT
+             * @example 6000
+             */
+            rate_limit: number | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            created_at: string;
+        };
+        /**
+         * AccountCreate
+         * @example {
+         *       "name": "Acme Corp",
+         *       "external_id": "cus_8412"
+         *     }
+         */
+        AccountCreate: {
+            /**
+             * @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
+             * @example Acme Corp
+             */
+            name: string;
+            /** @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts. Absent or null: none. */
+            external_id?: string | null;
+        };
+        /**
+         * AccountPatch
+         * @example {
+         *       "status": "suspended"
+         *     }
+         */
+        AccountPatch: {
+            /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
+            name?: string;
+            /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
+            status?: "active" | "suspended";
+            /**
+             * @description Requests per rate-limit window (RATE_LIMIT_WINDOW_S) for all the account's tokens together, across every instance; over it, 429 ACCOUNT_RATE_LIMITED. 0: no account limit (each token keeps its own). null: the default, RATE_LIMIT_ACCOUNT
+             * @example 6000
+             */
+            rate_limit?: number | null;
+        };
+        /** AuditEvent */
+        AuditEvent: {
+            /**
+             * @description `evt_` + ULID: sorts by time
+             * @example evt_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /**
+             * @description What happened
+             * @enum {unknown}
+             */
+            action: "api_token.created" | "api_token.deleted" | "api_token.rotated" | "api_token.updated" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "catalog.applied";
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            occurred_at: string;
+            /**
+             * @description The account whose trail the event is in (`acc_` + ULID): a token's event its account's, an account's event that account's, `catalog.applied` the operator account's
+             * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            account_id: string;
+            /** @description Who made the change */
+            actor: {
+                /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
+                type: "api_token" | "cli" | "secret_scanning" | "system" | "operator";
+                id: string | null;
+                name: string | null;
+            };
+            /** @description Which of the acting token's secrets made the change: `current`, or `previous` (the secret it had before its last rotation, during the grace period); null when the actor is not a token, and on events recorded before this field existed */
+            actor_credential: "current" | "previous" | null;
+            /** @description What was changed (its name as it was at the time) */
+            target: {
+                type: "api_token" | "account" | "catalog";
+                id: string | null;
+                name: string | null;
+            };
+            /** @description Client address; null off HTTP */
+            ip: string | null;
+            /** @description Client User-Agent (at most 512 characters) */
+            user_agent: string | null;
+            /** @description The `x-request-id` of the request that made the change; null off HTTP */
+            request_id: string | null;
+            /** @description What else the event records (changed fields, grace period, a leak report's url and source); never a secret */
+            details: {
+                [key: string]: unknown;
+            };
+        };
+        /** ForwardAuthAllowed */
+        ForwardAuthAllowed: {
+            id: string;
+            name: string;
+            scopes: string[];
+            account_id: string;
+        };
+        /**
+         * IntrospectionRequest
+         * @example {
+         *       "token": "icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB"
+         *     }
+         */
+        IntrospectionRequest: {
+            token: string;
+            token_type_hint?: string;
+            /**
+             * @description The IP address the token was presented from (RFC 7662 section 2.1 allows such context). A token with allowed_cidrs is active only when this is given and lies within them.
+             * @example 203.0.113.7
+             */
+            client_address?: string;
+        };
+        /** Introspection */
+        Introspection: {
+            active: boolean;
+            scope?: string;
+            token_id?: string;
+            name?: string;
+            iat?: number;
+            exp?: number;
+            /** @description The token's not_before, when it has one (seconds since the epoch) */
+            nbf?: number;
+            /** @description The networks the token may be used from, when it is limited */
+            allowed_cidrs?: string[];
+            /** @description The account the token belongs to */
+            account_id?: string;
+        };
+        /** Image */
+        Image: {
+            /** @example ubuntu-24-04 */
+            slug: string;
+            name: string;
+            distribution: string;
+            version: string;
+            /** @example base */
+            type: string;
+            min_disk_gb: number;
+        };
+        /** Plan */
+        Plan: {
+            /** @description Equal to slug */
+            id: string;
+            /** @example s-1vcpu-1gb */
+            slug: string;
+            vcpus: number;
+            memory_mb: number;
+            disk_gb: number;
+            transfer_tb: number;
+            type: "general" | "cpu-optimized" | "memory-optimized";
+            /**
+             * @description Monthly price: a number with two fraction digits, written with exactly two (6.00, 19.99); a catalog file may write fewer (6), never more
+             * @example 6
+             */
+            price_monthly: number;
+        };
+        /** Region */
+        Region: {
+            /** @example nyc3 */
+            slug: string;
+            name: string;
+            available: boolean;
+            features: string[];
+        };
+        /** CatalogDocument */
+        CatalogDocument: {
+            /**
+             * @description ISO 4217
+             * @default USD
+             */
+            currency: string;
+            /**
+             * @description Image types allowed beyond the built-in ones
+             * @default []
+             */
+            extra_image_types: string[];
+            /**
+             * @description Region features allowed beyond the built-in ones
+             * @default []
+             */
+            extra_region_features: string[];
+            /** @description At most 5000 */
+            images: {
+                /** @example ubuntu-24-04 */
+                slug: string;
+                name: string;
+                distribution: string;
+                version: string;
+                /** @example base */
+                type: string;
+                min_disk_gb: number;
+                /**
+                 * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                deprecated_at?: string;
+                /**
+                 * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                sunset_at?: string;
+                /** @description The slug of the entry of the same kind that replaces it */
+                successor?: string;
+            }[];
+            /** @description At most 25000 */
+            plans: {
+                /** @description Equal to slug */
+                id: string;
+                /** @example s-1vcpu-1gb */
+                slug: string;
+                vcpus: number;
+                memory_mb: number;
+                disk_gb: number;
+                transfer_tb: number;
+                type: "general" | "cpu-optimized" | "memory-optimized";
+                /**
+                 * @description Monthly price: a number with two fraction digits, written with exactly two (6.00, 19.99); a catalog file may write fewer (6), never more
+                 * @example 6
+                 */
+                price_monthly: number;
+                /**
+                 * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                deprecated_at?: string;
+                /**
+                 * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                sunset_at?: string;
+                /** @description The slug of the entry of the same kind that replaces it */
+                successor?: string;
+            }[];
+            /** @description At most 1000 */
+            regions: {
+                /** @example nyc3 */
+                slug: string;
+                name: string;
+                available: boolean;
+                features: string[];
+                /** @description The plans deployable in this region; left out: every plan */
+                plans?: string[];
+                /** @description The images deployable in this region; left out: every image */
+                images?: string[];
+                /**
+                 * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                deprecated_at?: string;
+                /**
+                 * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
+                 * @example 2027-01-31T00:00:00Z
+                 */
+                sunset_at?: string;
+                /** @description The slug of the entry of the same kind that replaces it */
+                successor?: string;
+            }[];
+        };
+        /**
+         * CatalogDiff
+         * @description What the document changes against the live catalog; entries are matched by slug
+         */
+        CatalogDiff: {
+            /** @description Catalog settings changed (currency, extra_image_types, ...) */
+            settings: {
+                /** @example price_monthly */
+                field: string;
+                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                from: unknown;
+                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                to: unknown;
+            }[];
+            /** @description Slugs of the entries added, per kind */
+            added: {
+                images: string[];
+                plans: string[];
+                regions: string[];
+            };
+            /** @description Slugs of the entries removed, per kind */
+            removed: {
+                images: string[];
+                plans: string[];
+                regions: string[];
+            };
+            /** @description Entries changed, per kind, field by field (the file-only fields too) */
+            changed: {
+                images: {
+                    /** @example s-1vcpu-1gb */
+                    slug: string;
+                    changes: {
+                        /** @example price_monthly */
+                        field: string;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        from: unknown;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        to: unknown;
+                    }[];
+                }[];
+                plans: {
+                    /** @example s-1vcpu-1gb */
+                    slug: string;
+                    changes: {
+                        /** @example price_monthly */
+                        field: string;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        from: unknown;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        to: unknown;
+                    }[];
+                }[];
+                regions: {
+                    /** @example s-1vcpu-1gb */
+                    slug: string;
+                    changes: {
+                        /** @example price_monthly */
+                        field: string;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        from: unknown;
+                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
+                        to: unknown;
+                    }[];
+                }[];
+            };
+        };
+        /** CatalogRevision */
+        CatalogRevision: {
+            /** @example 7 */
+            version: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            applied_at: string;
+            /** @description Who applied it (the audit actor); null for revisions applied before infracat recorded it */
+            applied_by: {
+                /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
+                type: "api_token" | "cli" | "secret_scanning" | "system" | "operator";
+                id: string | null;
+                name: string | null;
+            } | null;
+            /**
+             * @description What it changed in one line, e.g. `2 added, 1 changed, 0 removed` or `rollback to version 3: ...`; null for revisions applied before infracat recorded it
+             * @example 2 added, 1 changed, 0 removed
+             */
+            summary: string | null;
+            /** @description What it changed, counted: settings changed, and entries added, removed and changed per kind; null for revisions applied before infracat recorded it */
+            changes: {
+                /** @description Catalog settings changed */
+                settings: number;
+                /** @description Entries added, per kind */
+                added: {
+                    images: number;
+                    plans: number;
+                    regions: number;
+                };
+                /** @description Entries removed, per kind */
+                removed: {
+                    images: number;
+                    plans: number;
+                    regions: number;
+                };
+                /** @description Entries changed (any field), per kind */
+                changed: {
+                    images: number;
+                    plans: number;
+                    regions: number;
+                };
+            } | null;
+        };
+        /** CatalogApplied */
+        CatalogApplied: {
+            /**
+             * @description The live version now (unchanged when the diff is empty)
+             * @example 8
+             */
+            version: number;
+            diff: components["schemas"]["CatalogDiff"];
+        };
+        /** CatalogDiffResult */
+        CatalogDiffResult: {
+            /**
+             * @description The live version the diff is against
+             * @example 7
+             */
+            base_version: number;
+            diff: components["schemas"]["CatalogDiff"];
+            /** @description Whether a PUT of this document needs `?allow_removals=true` (it removes entries) */
+            removals_need_allow: boolean;
         };
     };
     responses: never;
@@ -669,23 +1419,19 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: string;
-                    };
+                    "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
-            429: {
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -695,9 +1441,21 @@ export interface operations {
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/healthz"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -705,7 +1463,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -726,24 +1486,19 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: string;
-                        storage: string;
-                    };
+                    "application/json": components["schemas"]["Readiness"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
-            429: {
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -753,9 +1508,21 @@ export interface operations {
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/readyz"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -763,7 +1530,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -776,7 +1545,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
-                per_page?: string;
+                per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
                 cursor?: string;
             };
@@ -791,44 +1560,23 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/api-tokens?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        /**
-                         * @description The client address of the use last_used_at records (as the API or forward auth saw it: TRUST_PROXY decides whether a proxy header is read); null before the first use, and when the last use was an introspection (the holder's address is not known there)
-                         * @example 203.0.113.7
-                         */
-                        last_used_ip: string | null;
-                        expires_at: string | null;
-                    }[];
+                    "application/json": components["schemas"]["ApiToken"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -839,7 +1587,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -850,10 +1600,22 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -861,23 +1623,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -885,7 +1671,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -912,65 +1700,32 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name: string;
-                    /**
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes: string[];
-                    /** @description RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token's expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token's expiry is 422. */
-                    expires_at?: string | null;
-                };
+                "application/json": components["schemas"]["ApiTokenCreate"];
             };
         };
         responses: {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
+                    /** @description The path of the new resource */
+                    Location?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
-                         * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
-                         */
-                        token: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiTokenCreated"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -981,7 +1736,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -992,7 +1749,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1002,36 +1761,90 @@ export interface operations {
             /** @description The cap on live tokens is reached (TOKEN_LIMIT_REACHED) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:token-limit-reached",
+                     *       "title": "Token limit reached",
+                     *       "status": 409,
+                     *       "detail": "token limit reached",
+                     *       "code": "TOKEN_LIMIT_REACHED",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/api-tokens",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1039,23 +1852,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1063,7 +1900,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1084,51 +1923,36 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        /**
-                         * @description The client address of the use last_used_at records (as the API or forward auth saw it: TRUST_PROXY decides whether a proxy header is read); null before the first use, and when the last use was an introspection (the holder's address is not known there)
-                         * @example 203.0.113.7
-                         */
-                        last_used_ip: string | null;
-                        expires_at: string | null;
-                        /**
-                         * @description The account the token belongs to (`acc_` + ULID)
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        account_id: string;
-                    };
+                    "application/json": components["schemas"]["CurrentApiToken"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1139,23 +1963,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/current"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/current"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1163,7 +2011,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1186,46 +2036,36 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        /**
-                         * @description The client address of the use last_used_at records (as the API or forward auth saw it: TRUST_PROXY decides whether a proxy header is read); null before the first use, and when the last use was an introspection (the holder's address is not known there)
-                         * @example 203.0.113.7
-                         */
-                        last_used_ip: string | null;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiToken"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1236,19 +2076,43 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1256,23 +2120,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1280,7 +2168,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1303,15 +2193,34 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1322,7 +2231,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1332,9 +2243,21 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1342,23 +2265,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1366,7 +2313,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1394,21 +2343,7 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/merge-patch+json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name?: string;
-                    /**
-                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes?: string[];
-                };
+                "application/merge-patch+json": components["schemas"]["ApiTokenPatch"];
                 /**
                  * @example {
                  *       "name": "ci deploy (read only)",
@@ -1417,65 +2352,30 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name?: string;
-                    /**
-                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes?: string[];
-                };
+                "application/json": components["schemas"]["ApiTokenPatch"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        /**
-                         * @description The client address of the use last_used_at records (as the API or forward auth saw it: TRUST_PROXY decides whether a proxy header is read); null before the first use, and when the last use was an introspection (the holder's address is not known there)
-                         * @example 203.0.113.7
-                         */
-                        last_used_ip: string | null;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiToken"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1486,7 +2386,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1497,7 +2399,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1507,36 +2411,90 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/api-tokens/{id}",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1544,23 +2502,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1568,7 +2550,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1596,36 +2580,23 @@ export interface operations {
             /** @description Hourly buckets, oldest first; an hour without any use has none */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * Format: date-time
-                         * @description The hour's start, RFC 3339 UTC
-                         * @example 2026-11-27T17:00:00.000Z
-                         */
-                        hour: string;
-                        /** @description Uses let through: verified, with the scopes the request needed, within the rate limit */
-                        valid: number;
-                        /** @description Uses refused, every reason together */
-                        refused: number;
-                        /** @description The refused uses by reason; only the reasons with a count are present. expired, not_yet_valid, disabled, address (outside allowed_cidrs), suspended (the account): the token was refused; scope: it lacked a scope the request needed (or a previous secret tried a change); rate_limited: over the rate limit */
-                        refused_by_reason: {
-                            expired?: number;
-                            not_yet_valid?: number;
-                            disabled?: number;
-                            address?: number;
-                            scope?: number;
-                            rate_limited?: number;
-                            suspended?: number;
-                        };
-                    }[];
+                    "application/json": components["schemas"]["ApiTokenUsageHour"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1636,7 +2607,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1647,19 +2620,43 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/api-tokens/{id}/usage"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/api-tokens/{id}/usage"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1667,23 +2664,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/{id}/usage"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/{id}/usage"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1691,7 +2712,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1716,21 +2739,19 @@ export interface operations {
                  *       "grace_period_s": 3600
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Seconds the secret current until now keeps working (0 to 86400; default 0: refused at once). At most two secrets are ever live: rotating again during a grace period ends it at once.
-                     * @example 3600
-                     */
-                    grace_period_s?: number;
-                    /** @description A new expiry for the token, with the rules of creation (RFC 3339, future, within TOKEN_MAX_LIFETIME_DAYS, never after the calling token's expiry; null: never expires, refused when the calling token expires). Absent: the token keeps its expiry, but never beyond the calling token's. */
-                    expires_at?: string | null;
-                };
+                "application/json": components["schemas"]["ApiTokenRotate"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1762,12 +2783,27 @@ export interface operations {
                          */
                         created_at: string;
                         expires_at: string | null;
+                        /**
+                         * @description The networks the token may be used from (canonical CIDRs); null: anywhere
+                         * @example [
+                         *       "203.0.113.0/24"
+                         *     ]
+                         */
+                        allowed_cidrs: string[] | null;
+                        /** @description Refused before this time; null: valid at once */
+                        not_before: string | null;
+                        /** @description false: refused everywhere, kept */
+                        enabled: boolean;
+                        /** @description Until when the secret current until now keeps working (the end of the grace period, RFC 3339); null when there is no grace period: it is refused from now on */
+                        previous_secret_expires_at: string | null;
                     };
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1778,7 +2814,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1789,7 +2827,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1799,45 +2839,111 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The token has expired and cannot be rotated (CONFLICT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "conflict",
+                     *       "code": "CONFLICT",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1845,23 +2951,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1869,7 +2999,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1890,40 +3022,74 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        scope: string;
-                        resource: string;
-                        action: "read" | "write";
-                        description: string;
-                        /** @description Only tokens of the operator account may hold it (elsewhere: 422) */
-                        operator_only: boolean;
-                    }[];
+                    "application/json": components["schemas"]["Scope"][];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
-            429: {
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
-            500: {
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
                 headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/scopes"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/scopes"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1931,7 +3097,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1948,7 +3116,7 @@ export interface operations {
                 /** @description Exactly this external_id */
                 external_id?: string;
                 /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
-                per_page?: string;
+                per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
                 cursor?: string;
             };
@@ -1963,36 +3131,23 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/accounts?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Account id, `acc_` + ULID
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example Acme Corp */
-                        name: string;
-                        /**
-                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
-                         * @example cus_8412
-                         */
-                        external_id: string | null;
-                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                        status: "active" | "suspended";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                    }[];
+                    "application/json": components["schemas"]["Account"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2003,7 +3158,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2014,10 +3171,22 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2025,23 +3194,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2049,7 +3242,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2073,51 +3268,32 @@ export interface operations {
                  *       "external_id": "cus_8412"
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example Acme Corp
-                     */
-                    name: string;
-                    /** @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts. Absent or null: none. */
-                    external_id?: string | null;
-                };
+                "application/json": components["schemas"]["AccountCreate"];
             };
         };
         responses: {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
+                    /** @description The path of the new resource */
+                    Location?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Account id, `acc_` + ULID
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example Acme Corp */
-                        name: string;
-                        /**
-                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
-                         * @example cus_8412
-                         */
-                        external_id: string | null;
-                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                        status: "active" | "suspended";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                    };
+                    "application/json": components["schemas"]["Account"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2128,7 +3304,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2139,7 +3317,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2149,36 +3329,90 @@ export interface operations {
             /** @description The external_id is already taken (CONFLICT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "conflict",
+                     *       "code": "CONFLICT",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/accounts",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2186,23 +3420,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2210,7 +3468,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2233,38 +3493,36 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Account id, `acc_` + ULID
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example Acme Corp */
-                        name: string;
-                        /**
-                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
-                         * @example cus_8412
-                         */
-                        external_id: string | null;
-                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                        status: "active" | "suspended";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                    };
+                    "application/json": components["schemas"]["Account"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2275,19 +3533,43 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2295,23 +3577,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2319,7 +3625,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2342,15 +3650,34 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2361,7 +3688,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2371,18 +3700,42 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The operator account cannot be deleted (OPERATOR_ACCOUNT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:operator-account",
+                     *       "title": "The operator account cannot be suspended or deleted",
+                     *       "status": 409,
+                     *       "detail": "the operator account cannot be suspended or deleted",
+                     *       "code": "OPERATOR_ACCOUNT",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2390,23 +3743,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2414,7 +3791,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2439,59 +3818,36 @@ export interface operations {
                  *       "status": "suspended"
                  *     }
                  */
-                "application/merge-patch+json": {
-                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
-                    name?: string;
-                    /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                    status?: "active" | "suspended";
-                };
+                "application/merge-patch+json": components["schemas"]["AccountPatch"];
                 /**
                  * @example {
                  *       "status": "suspended"
                  *     }
                  */
-                "application/json": {
-                    /** @description Label, at most 100 characters (surrounding spaces are trimmed); the rules of a token name: no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end */
-                    name?: string;
-                    /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                    status?: "active" | "suspended";
-                };
+                "application/json": components["schemas"]["AccountPatch"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Account id, `acc_` + ULID
-                         * @example acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example Acme Corp */
-                        name: string;
-                        /**
-                         * @description The platform's own id of this customer: 1 to 200 printable characters (letters, marks, digits, punctuation, symbols and inner spaces; no control, format, invisible or other whitespace characters, no space at either end), compared exactly; unique across accounts
-                         * @example cus_8412
-                         */
-                        external_id: string | null;
-                        /** @description `suspended`: the account's tokens are refused everywhere until it is `active` again */
-                        status: "active" | "suspended";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                    };
+                    "application/json": components["schemas"]["Account"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2502,7 +3858,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2513,7 +3871,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2523,45 +3883,111 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The operator account cannot be suspended (OPERATOR_ACCOUNT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:operator-account",
+                     *       "title": "The operator account cannot be suspended or deleted",
+                     *       "status": 409,
+                     *       "detail": "the operator account cannot be suspended or deleted",
+                     *       "code": "OPERATOR_ACCOUNT",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/accounts/{id}",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2569,23 +3995,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2593,7 +4043,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2606,7 +4058,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
-                per_page?: string;
+                per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
                 cursor?: string;
             };
@@ -2623,44 +4075,23 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/accounts/{id}/api-tokens?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        /**
-                         * @description The client address of the use last_used_at records (as the API or forward auth saw it: TRUST_PROXY decides whether a proxy header is read); null before the first use, and when the last use was an introspection (the holder's address is not known there)
-                         * @example 203.0.113.7
-                         */
-                        last_used_ip: string | null;
-                        expires_at: string | null;
-                    }[];
+                    "application/json": components["schemas"]["ApiToken"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2671,7 +4102,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2682,19 +4115,43 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2702,23 +4159,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2726,7 +4207,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2755,65 +4238,32 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name: string;
-                    /**
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes: string[];
-                    /** @description RFC 3339 (a real calendar date and time; no leap second). Absent: the calling token's expiry (never, if it never expires). null: never expires, refused (422) when the calling token expires. A new token never outlives its creator: a time after the calling token's expiry is 422. */
-                    expires_at?: string | null;
-                };
+                "application/json": components["schemas"]["ApiTokenCreate"];
             };
         };
         responses: {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
+                    /** @description The path of the new resource */
+                    Location?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
-                         * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
-                         */
-                        token: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiTokenCreated"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2824,7 +4274,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2835,7 +4287,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2845,45 +4299,111 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The cap on live tokens of the account is reached (TOKEN_LIMIT_REACHED) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:token-limit-reached",
+                     *       "title": "Token limit reached",
+                     *       "status": 409,
+                     *       "detail": "token limit reached",
+                     *       "code": "TOKEN_LIMIT_REACHED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2891,23 +4411,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -2915,7 +4459,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2939,46 +4485,36 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        /**
-                         * @description The client address of the use last_used_at records (as the API or forward auth saw it: TRUST_PROXY decides whether a proxy header is read); null before the first use, and when the last use was an introspection (the holder's address is not known there)
-                         * @example 203.0.113.7
-                         */
-                        last_used_ip: string | null;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiToken"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2989,19 +4525,43 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3009,23 +4569,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3033,7 +4617,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3057,15 +4643,34 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3076,7 +4681,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3086,9 +4693,21 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3096,23 +4715,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3120,7 +4763,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3149,21 +4794,7 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/merge-patch+json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name?: string;
-                    /**
-                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes?: string[];
-                };
+                "application/merge-patch+json": components["schemas"]["ApiTokenPatch"];
                 /**
                  * @example {
                  *       "name": "ci deploy (read only)",
@@ -3172,65 +4803,30 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Label, at most 100 characters (surrounding spaces are trimmed); no control, format (invisible, bidi), default-ignorable or line/paragraph separator characters; at least one visible character, and none that shows nothing at either end
-                     * @example ci deploy
-                     */
-                    name?: string;
-                    /**
-                     * @description The whole new scope list (it replaces the old one); the calling token must hold every scope in it, as at creation
-                     * @example [
-                     *       "apps:read",
-                     *       "apps:write"
-                     *     ]
-                     */
-                    scopes?: string[];
-                };
+                "application/json": components["schemas"]["ApiTokenPatch"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        last_used_at: string | null;
-                        /**
-                         * @description The client address of the use last_used_at records (as the API or forward auth saw it: TRUST_PROXY decides whether a proxy header is read); null before the first use, and when the last use was an introspection (the holder's address is not known there)
-                         * @example 203.0.113.7
-                         */
-                        last_used_ip: string | null;
-                        expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiToken"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3241,7 +4837,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3252,7 +4850,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3262,36 +4862,90 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3299,23 +4953,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3323,7 +5001,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3352,36 +5032,23 @@ export interface operations {
             /** @description Hourly buckets, oldest first; an hour without any use has none */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * Format: date-time
-                         * @description The hour's start, RFC 3339 UTC
-                         * @example 2026-11-27T17:00:00.000Z
-                         */
-                        hour: string;
-                        /** @description Uses let through: verified, with the scopes the request needed, within the rate limit */
-                        valid: number;
-                        /** @description Uses refused, every reason together */
-                        refused: number;
-                        /** @description The refused uses by reason; only the reasons with a count are present. expired, not_yet_valid, disabled, address (outside allowed_cidrs), suspended (the account): the token was refused; scope: it lacked a scope the request needed (or a previous secret tried a change); rate_limited: over the rate limit */
-                        refused_by_reason: {
-                            expired?: number;
-                            not_yet_valid?: number;
-                            disabled?: number;
-                            address?: number;
-                            scope?: number;
-                            rate_limited?: number;
-                            suspended?: number;
-                        };
-                    }[];
+                    "application/json": components["schemas"]["ApiTokenUsageHour"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3392,7 +5059,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3403,19 +5072,43 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/usage"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/usage"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3423,23 +5116,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/usage"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/usage"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3447,7 +5164,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3473,21 +5192,19 @@ export interface operations {
                  *       "grace_period_s": 3600
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description Seconds the secret current until now keeps working (0 to 86400; default 0: refused at once). At most two secrets are ever live: rotating again during a grace period ends it at once.
-                     * @example 3600
-                     */
-                    grace_period_s?: number;
-                    /** @description A new expiry for the token, with the rules of creation (RFC 3339, future, within TOKEN_MAX_LIFETIME_DAYS, never after the calling token's expiry; null: never expires, refused when the calling token expires). Absent: the token keeps its expiry, but never beyond the calling token's. */
-                    expires_at?: string | null;
-                };
+                "application/json": components["schemas"]["ApiTokenRotate"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3519,12 +5236,27 @@ export interface operations {
                          */
                         created_at: string;
                         expires_at: string | null;
+                        /**
+                         * @description The networks the token may be used from (canonical CIDRs); null: anywhere
+                         * @example [
+                         *       "203.0.113.0/24"
+                         *     ]
+                         */
+                        allowed_cidrs: string[] | null;
+                        /** @description Refused before this time; null: valid at once */
+                        not_before: string | null;
+                        /** @description false: refused everywhere, kept */
+                        enabled: boolean;
+                        /** @description Until when the secret current until now keeps working (the end of the grace period, RFC 3339); null when there is no grace period: it is refused from now on */
+                        previous_secret_expires_at: string | null;
                     };
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3535,7 +5267,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3546,7 +5280,9 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3556,45 +5292,111 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The token has expired and cannot be rotated (CONFLICT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "conflict",
+                     *       "code": "CONFLICT",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3602,23 +5404,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3626,7 +5452,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3649,7 +5477,7 @@ export interface operations {
                 /** @description Only events that occurred before this time: an RFC 3339 timestamp naming a real date and time, e.g. 2026-11-21T19:00:00Z */
                 until?: string;
                 /** @description Events per page: a whole number from 1 to 100, in plain decimal digits */
-                per_page?: string;
+                per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
                 cursor?: string;
             };
@@ -3664,57 +5492,23 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/audit-events?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
                     link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description `evt_` + ULID: sorts by time
-                         * @example evt_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /**
-                         * @description What happened
-                         * @enum {unknown}
-                         */
-                        action: "api_token.created" | "api_token.deleted" | "api_token.rotated" | "api_token.updated" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "catalog.applied";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        occurred_at: string;
-                        /** @description Who made the change */
-                        actor: {
-                            /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
-                            type: "api_token" | "cli" | "secret_scanning" | "system" | "operator";
-                            id: string | null;
-                            name: string | null;
-                        };
-                        /** @description Which of the acting token's secrets made the change: `current`, or `previous` (the secret it had before its last rotation, during the grace period); null when the actor is not a token, and on events recorded before this field existed */
-                        actor_credential: "current" | "previous" | null;
-                        /** @description What was changed (its name as it was at the time) */
-                        target: {
-                            type: "api_token" | "account" | "catalog";
-                            id: string | null;
-                            name: string | null;
-                        };
-                        /** @description Client address; null off HTTP */
-                        ip: string | null;
-                        /** @description Client User-Agent (at most 512 characters) */
-                        user_agent: string | null;
-                        /** @description The `x-request-id` of the request that made the change; null off HTTP */
-                        request_id: string | null;
-                        /** @description What else the event records (changed fields, grace period, a leak report's url and source); never a secret */
-                        details: {
-                            [key: string]: unknown;
-                        };
-                    }[];
+                    "application/json": components["schemas"]["AuditEvent"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3725,7 +5519,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3735,9 +5531,21 @@ export interface operations {
             /** @description The token lacks audit-events:read, or names another account in `account_id` without being the operator account's (INSUFFICIENT_SCOPE) */
             403: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/audit-events"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3745,23 +5553,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/audit-events"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/audit-events"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3769,7 +5601,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3793,20 +5627,27 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        id: string;
-                        name: string;
-                        scopes: string[];
-                        account_id: string;
-                    };
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3817,7 +5658,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3828,10 +5671,22 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3839,23 +5694,43 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3863,7 +5738,1516 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPut: {
+        parameters: {
+            query?: {
+                /** @description Required scopes; repeat or space-separate */
+                scope?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPost: {
+        parameters: {
+            query?: {
+                /** @description Required scopes; repeat or space-separate */
+                scope?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckDelete: {
+        parameters: {
+            query?: {
+                /** @description Required scopes; repeat or space-separate */
+                scope?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckOptions: {
+        parameters: {
+            query?: {
+                /** @description Required scopes; repeat or space-separate */
+                scope?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPatch: {
+        parameters: {
+            query?: {
+                /** @description Required scopes; repeat or space-separate */
+                scope?: string[];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathPut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    forwardAuthCheckPathPatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rest of the path, as the client sent it */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description The token's id */
+                    "X-Token-Id"?: string;
+                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+                    "X-Token-Name"?: string;
+                    /** @description The token's scopes, space-separated */
+                    "X-Token-Scopes"?: string;
+                    /** @description The account the token belongs to */
+                    "X-Account-Id"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForwardAuthAllowed"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/auth/check/*"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3886,34 +7270,36 @@ export interface operations {
                  *       "token": "icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB"
                  *     }
                  */
-                "application/json": {
-                    token: string;
-                    token_type_hint?: string;
-                };
+                "application/x-www-form-urlencoded": components["schemas"]["IntrospectionRequest"];
+                /**
+                 * @example {
+                 *       "token": "icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB"
+                 *     }
+                 */
+                "application/json": components["schemas"]["IntrospectionRequest"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        active: boolean;
-                        scope?: string;
-                        token_id?: string;
-                        name?: string;
-                        iat?: number;
-                        exp?: number;
-                        /** @description The account the token belongs to */
-                        account_id?: string;
-                    };
+                    "application/json": components["schemas"]["Introspection"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3924,7 +7310,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3935,37 +7323,91 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/api-tokens/introspect"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/api-tokens/introspect"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            /** @description Body is not application/x-www-form-urlencoded or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/api-tokens/introspect"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/api-tokens/introspect",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3973,23 +7415,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/introspect"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/introspect"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3997,7 +7463,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4027,31 +7495,44 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example ubuntu-24-04 */
-                        slug: string;
-                        name: string;
-                        distribution: string;
-                        version: string;
-                        /** @example base */
-                        type: string;
-                        min_disk_gb: number;
-                    }[];
+                    "application/json": components["schemas"]["Image"][];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4062,10 +7543,22 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/images"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4073,23 +7566,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/images"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/images"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4097,7 +7614,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4120,54 +7639,130 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example ubuntu-24-04 */
-                        slug: string;
-                        name: string;
-                        distribution: string;
-                        version: string;
-                        /** @example base */
-                        type: string;
-                        min_disk_gb: number;
-                    };
+                    "application/json": components["schemas"]["Image"];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/images/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/images/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The image is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:gone",
+                     *       "title": "Gone",
+                     *       "status": 410,
+                     *       "detail": "gone",
+                     *       "code": "GONE",
+                     *       "instance": "/api/v1/images/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4175,23 +7770,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/images/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/images/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4199,7 +7818,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4216,14 +7837,17 @@ export interface operations {
                  * @description At least this many vCPUs: a whole number from 1, in plain decimal digits
                  * @example 4
                  */
-                min_vcpus?: string;
+                min_vcpus?: number;
                 /**
                  * @description At least this much memory, in MB: a whole number from 1, in plain decimal digits
                  * @example 8192
                  */
-                min_memory_mb?: string;
-                /** @description e.g. 24 or 24.50 */
-                max_price_monthly?: string;
+                min_memory_mb?: number;
+                /**
+                 * @description At most this monthly price: a number with at most two fraction digits, e.g. 24 or 24.50
+                 * @example 24.5
+                 */
+                max_price_monthly?: number;
                 /**
                  * @description Only plans offered in this region (a region slug; unknown or sunset: 400)
                  * @example fra1
@@ -4244,37 +7868,44 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Equal to slug */
-                        id: string;
-                        /** @example s-1vcpu-1gb */
-                        slug: string;
-                        vcpus: number;
-                        memory_mb: number;
-                        disk_gb: number;
-                        transfer_tb: number;
-                        type: "general" | "cpu-optimized" | "memory-optimized";
-                        /**
-                         * @description Monthly price, written with exactly two fraction digits (6.00)
-                         * @example 6
-                         */
-                        price_monthly: number;
-                    }[];
+                    "application/json": components["schemas"]["Plan"][];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4285,10 +7916,22 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/plans"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4296,23 +7939,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/plans"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/plans"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4320,7 +7987,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4343,60 +8012,130 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Equal to slug */
-                        id: string;
-                        /** @example s-1vcpu-1gb */
-                        slug: string;
-                        vcpus: number;
-                        memory_mb: number;
-                        disk_gb: number;
-                        transfer_tb: number;
-                        type: "general" | "cpu-optimized" | "memory-optimized";
-                        /**
-                         * @description Monthly price, written with exactly two fraction digits (6.00)
-                         * @example 6
-                         */
-                        price_monthly: number;
-                    };
+                    "application/json": components["schemas"]["Plan"];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/plans/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/plans/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The plan is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:gone",
+                     *       "title": "Gone",
+                     *       "status": 410,
+                     *       "detail": "gone",
+                     *       "code": "GONE",
+                     *       "instance": "/api/v1/plans/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4404,23 +8143,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/plans/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/plans/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4428,7 +8191,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4463,28 +8228,44 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example nyc3 */
-                        slug: string;
-                        name: string;
-                        available: boolean;
-                        features: string[];
-                    }[];
+                    "application/json": components["schemas"]["Region"][];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4495,10 +8276,22 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/regions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4506,23 +8299,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/regions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/regions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4530,7 +8347,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4553,51 +8372,130 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example nyc3 */
-                        slug: string;
-                        name: string;
-                        available: boolean;
-                        features: string[];
-                    };
+                    "application/json": components["schemas"]["Region"];
                 };
             };
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
+                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+                    ETag?: string;
+                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
+                    "Cache-Control"?: string;
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:invalid-token",
+                     *       "title": "Invalid token",
+                     *       "status": 401,
+                     *       "detail": "the token is unknown, deleted or expired",
+                     *       "code": "INVALID_TOKEN",
+                     *       "instance": "/api/v1/regions/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/regions/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The region is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
+                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+                    Deprecation?: string;
+                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+                    Sunset?: string;
+                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+                    Link?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:gone",
+                     *       "title": "Gone",
+                     *       "status": 410,
+                     *       "detail": "gone",
+                     *       "code": "GONE",
+                     *       "instance": "/api/v1/regions/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4605,23 +8503,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/regions/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/regions/{slug}"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4629,7 +8551,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4652,116 +8576,49 @@ export interface operations {
                 headers: {
                     /** @description The version, e.g. `"7"` */
                     etag?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description ISO 4217
-                         * @default USD
-                         */
-                        currency: string;
-                        /**
-                         * @description Image types allowed beyond the built-in ones
-                         * @default []
-                         */
-                        extra_image_types: string[];
-                        /**
-                         * @description Region features allowed beyond the built-in ones
-                         * @default []
-                         */
-                        extra_region_features: string[];
-                        /** @description At most 5000 */
-                        images: {
-                            /** @example ubuntu-24-04 */
-                            slug: string;
-                            name: string;
-                            distribution: string;
-                            version: string;
-                            /** @example base */
-                            type: string;
-                            min_disk_gb: number;
-                            /**
-                             * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            deprecated_at?: string;
-                            /**
-                             * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            sunset_at?: string;
-                            /** @description The slug of the entry of the same kind that replaces it */
-                            successor?: string;
-                        }[];
-                        /** @description At most 5000 */
-                        plans: {
-                            /** @description Equal to slug */
-                            id: string;
-                            /** @example s-1vcpu-1gb */
-                            slug: string;
-                            vcpus: number;
-                            memory_mb: number;
-                            disk_gb: number;
-                            transfer_tb: number;
-                            type: "general" | "cpu-optimized" | "memory-optimized";
-                            /**
-                             * @description Monthly price, written with exactly two fraction digits (6.00)
-                             * @example 6
-                             */
-                            price_monthly: number;
-                            /**
-                             * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            deprecated_at?: string;
-                            /**
-                             * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            sunset_at?: string;
-                            /** @description The slug of the entry of the same kind that replaces it */
-                            successor?: string;
-                        }[];
-                        /** @description At most 1000 */
-                        regions: {
-                            /** @example nyc3 */
-                            slug: string;
-                            name: string;
-                            available: boolean;
-                            features: string[];
-                            /** @description The plans deployable in this region; left out: every plan */
-                            plans?: string[];
-                            /** @description The images deployable in this region; left out: every image */
-                            images?: string[];
-                            /**
-                             * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            deprecated_at?: string;
-                            /**
-                             * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                             * @example 2027-01-31T00:00:00Z
-                             */
-                            sunset_at?: string;
-                            /** @description The slug of the entry of the same kind that replaces it */
-                            successor?: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["CatalogDocument"];
                 };
             };
             /** @description Not modified (If-None-Match matched) */
             304: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4772,10 +8629,22 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4783,23 +8652,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -4807,7 +8700,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4869,99 +8764,7 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description ISO 4217
-                     * @default USD
-                     */
-                    currency?: string;
-                    /**
-                     * @description Image types allowed beyond the built-in ones
-                     * @default []
-                     */
-                    extra_image_types?: string[];
-                    /**
-                     * @description Region features allowed beyond the built-in ones
-                     * @default []
-                     */
-                    extra_region_features?: string[];
-                    /** @description At most 5000 */
-                    images: {
-                        /** @example ubuntu-24-04 */
-                        slug: string;
-                        name: string;
-                        distribution: string;
-                        version: string;
-                        /** @example base */
-                        type: string;
-                        min_disk_gb: number;
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                    /** @description At most 5000 */
-                    plans: {
-                        /** @description Equal to slug */
-                        id: string;
-                        /** @example s-1vcpu-1gb */
-                        slug: string;
-                        vcpus: number;
-                        memory_mb: number;
-                        disk_gb: number;
-                        transfer_tb: number;
-                        type: "general" | "cpu-optimized" | "memory-optimized";
-                        /**
-                         * @description Monthly price, written with exactly two fraction digits (6.00)
-                         * @example 6
-                         */
-                        price_monthly: number;
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                    /** @description At most 1000 */
-                    regions: {
-                        /** @example nyc3 */
-                        slug: string;
-                        name: string;
-                        available: boolean;
-                        features: string[];
-                        /** @description The plans deployable in this region; left out: every plan */
-                        plans?: string[];
-                        /** @description The images deployable in this region; left out: every image */
-                        images?: string[];
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["CatalogDocument"];
             };
         };
         responses: {
@@ -4970,84 +8773,23 @@ export interface operations {
                 headers: {
                     /** @description The live version */
                     etag?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description The live version now (unchanged when the diff is empty)
-                         * @example 8
-                         */
-                        version: number;
-                        /** @description What the document changes against the live catalog; entries are matched by slug */
-                        diff: {
-                            /** @description Catalog settings changed (currency, extra_image_types, ...) */
-                            settings: {
-                                /** @example price_monthly */
-                                field: string;
-                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                from: unknown;
-                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                to: unknown;
-                            }[];
-                            /** @description Slugs of the entries added, per kind */
-                            added: {
-                                images: string[];
-                                plans: string[];
-                                regions: string[];
-                            };
-                            /** @description Slugs of the entries removed, per kind */
-                            removed: {
-                                images: string[];
-                                plans: string[];
-                                regions: string[];
-                            };
-                            /** @description Entries changed, per kind, field by field (the file-only fields too) */
-                            changed: {
-                                images: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                                plans: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                                regions: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                            };
-                        };
-                    };
+                    "application/json": components["schemas"]["CatalogApplied"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5058,7 +8800,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5068,6 +8812,8 @@ export interface operations {
             /** @description The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE); or the token's previous secret, in its grace period after a rotation, was presented (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5077,54 +8823,132 @@ export interface operations {
             /** @description The document removes entries and `allow_removals=true` is absent; `removals` names them (CONFLICT) */
             409: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "conflict",
+                     *       "code": "CONFLICT",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The If-Match ETag is not the live version: the catalog changed meanwhile (PRECONDITION_FAILED) */
             412: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:precondition-failed",
+                     *       "title": "Precondition failed",
+                     *       "status": 412,
+                     *       "detail": "precondition failed",
+                     *       "code": "PRECONDITION_FAILED",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body over 1 MiB (PAYLOAD_TOO_LARGE) */
+            /** @description Body over 16 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED). Validation stops after 20 problems: `errors_truncated: true` says more were cut */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/catalog",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description No If-Match header (PRECONDITION_REQUIRED) */
             428: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:precondition-required",
+                     *       "title": "Precondition required",
+                     *       "status": 428,
+                     *       "detail": "precondition required",
+                     *       "code": "PRECONDITION_REQUIRED",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -5132,23 +8956,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/catalog"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -5156,7 +9004,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5212,185 +9062,30 @@ export interface operations {
                  *       ]
                  *     }
                  */
-                "application/json": {
-                    /**
-                     * @description ISO 4217
-                     * @default USD
-                     */
-                    currency?: string;
-                    /**
-                     * @description Image types allowed beyond the built-in ones
-                     * @default []
-                     */
-                    extra_image_types?: string[];
-                    /**
-                     * @description Region features allowed beyond the built-in ones
-                     * @default []
-                     */
-                    extra_region_features?: string[];
-                    /** @description At most 5000 */
-                    images: {
-                        /** @example ubuntu-24-04 */
-                        slug: string;
-                        name: string;
-                        distribution: string;
-                        version: string;
-                        /** @example base */
-                        type: string;
-                        min_disk_gb: number;
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                    /** @description At most 5000 */
-                    plans: {
-                        /** @description Equal to slug */
-                        id: string;
-                        /** @example s-1vcpu-1gb */
-                        slug: string;
-                        vcpus: number;
-                        memory_mb: number;
-                        disk_gb: number;
-                        transfer_tb: number;
-                        type: "general" | "cpu-optimized" | "memory-optimized";
-                        /**
-                         * @description Monthly price, written with exactly two fraction digits (6.00)
-                         * @example 6
-                         */
-                        price_monthly: number;
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                    /** @description At most 1000 */
-                    regions: {
-                        /** @example nyc3 */
-                        slug: string;
-                        name: string;
-                        available: boolean;
-                        features: string[];
-                        /** @description The plans deployable in this region; left out: every plan */
-                        plans?: string[];
-                        /** @description The images deployable in this region; left out: every image */
-                        images?: string[];
-                        /**
-                         * @description When the entry is (or will be) deprecated: its single-item GET answers a Deprecation header
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        deprecated_at?: string;
-                        /**
-                         * @description When the entry goes: it leaves the lists and its single-item GET answers 410 Gone
-                         * @example 2027-01-31T00:00:00Z
-                         */
-                        sunset_at?: string;
-                        /** @description The slug of the entry of the same kind that replaces it */
-                        successor?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["CatalogDocument"];
             };
         };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description The live version the diff is against
-                         * @example 7
-                         */
-                        base_version: number;
-                        /** @description What the document changes against the live catalog; entries are matched by slug */
-                        diff: {
-                            /** @description Catalog settings changed (currency, extra_image_types, ...) */
-                            settings: {
-                                /** @example price_monthly */
-                                field: string;
-                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                from: unknown;
-                                /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                to: unknown;
-                            }[];
-                            /** @description Slugs of the entries added, per kind */
-                            added: {
-                                images: string[];
-                                plans: string[];
-                                regions: string[];
-                            };
-                            /** @description Slugs of the entries removed, per kind */
-                            removed: {
-                                images: string[];
-                                plans: string[];
-                                regions: string[];
-                            };
-                            /** @description Entries changed, per kind, field by field (the file-only fields too) */
-                            changed: {
-                                images: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                                plans: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                                regions: {
-                                    /** @example s-1vcpu-1gb */
-                                    slug: string;
-                                    changes: {
-                                        /** @example price_monthly */
-                                        field: string;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        from: unknown;
-                                        /** @description The value as the catalog file shows it (prices as "6.00" strings, lists as arrays); null when absent */
-                                        to: unknown;
-                                    }[];
-                                }[];
-                            };
-                        };
-                        /** @description Whether a PUT of this document needs `?allow_removals=true` (it removes entries) */
-                        removals_need_allow: boolean;
-                    };
+                    "application/json": components["schemas"]["CatalogDiffResult"];
                 };
             };
-            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST) */
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5401,7 +9096,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5411,36 +9108,90 @@ export interface operations {
             /** @description The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE) */
             403: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/catalog/diff"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Body over 1 MiB (PAYLOAD_TOO_LARGE) */
+            /** @description Body over 16 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/catalog/diff"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/catalog/diff"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED). Validation stops after 20 problems: `errors_truncated: true` says more were cut */
             422: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:validation-failed",
+                     *       "title": "Validation failed",
+                     *       "status": 422,
+                     *       "detail": "the request body is invalid; see errors",
+                     *       "code": "VALIDATION_FAILED",
+                     *       "instance": "/api/v1/catalog/diff",
+                     *       "errors": [
+                     *         {
+                     *           "pointer": "/name",
+                     *           "detail": "is required"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -5448,23 +9199,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/catalog/diff"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/catalog/diff"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -5472,7 +9247,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5488,12 +9265,12 @@ export interface operations {
                  * @description Revisions per page: 1 to 100 (default 100)
                  * @example 20
                  */
-                per_page?: string;
+                per_page?: number;
                 /**
                  * @description Only versions below this one (the cursor of the `Link: rel="next"` header)
                  * @example 42
                  */
-                before?: string;
+                before?: number;
             };
             header?: never;
             path?: never;
@@ -5506,36 +9283,23 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `<...?before=N&per_page=M>; rel="next"` */
                     link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @example 7 */
-                        version: number;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        applied_at: string;
-                        /** @description Who applied it (the audit actor); null for revisions applied before infracat recorded it */
-                        applied_by: {
-                            /** @description `api_token`: a token over the API; `cli`: the operator with the `infracat` command (name: the OS user); `secret_scanning`: GitHub's secret scanning (id: its signing key); `system`: infracat itself (the purge of expired tokens); `operator`: the platform's operator, as customer accounts see it (id and name null: its token or command; the event then shows no ip, user_agent or request_id) */
-                            type: "api_token" | "cli" | "secret_scanning" | "system" | "operator";
-                            id: string | null;
-                            name: string | null;
-                        } | null;
-                        /**
-                         * @description What it changed in one line, e.g. `2 added, 1 changed, 0 removed` or `rollback to version 3: ...`; null for revisions applied before infracat recorded it
-                         * @example 2 added, 1 changed, 0 removed
-                         */
-                        summary: string | null;
-                    }[];
+                    "application/json": components["schemas"]["CatalogRevision"][];
                 };
             };
-            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY) */
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5546,7 +9310,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5557,10 +9323,22 @@ export interface operations {
             403: {
                 headers: {
                     /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: unknown;
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/catalog/revisions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -5568,23 +9346,47 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
-                    /** @description Requests this client can still expect in the window across all instances (the remaining share of the instance that answered times the live instances, at most the quota; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers): `"token";r=599;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: unknown;
-                    /** @description Quota of requests per window of seconds, for all instances together (each enforces its share): `"token";q=600;w=60` (per token, for authenticated requests); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/catalog/revisions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error; quote the request_id (INTERNAL) */
             500: {
                 headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/catalog/revisions"
+                     *     }
+                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -5592,7 +9394,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Seconds to wait */
-                    "Retry-After"?: unknown;
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -84,21 +84,25 @@ async function loadEvents(section: HTMLElement, shell: Shell, filter: AuditFilte
     replace(body, h('p', { class: 'muted' }, filter.action === '' ? 'No events.' : 'No events of this action.'));
     return;
   }
-  const rows = h('tbody', {}, page.items.map(eventRow));
+  // Every account's trail names each event's account; one account's needs no such column.
+  const everyAccount = filter.accountId === null;
+  const row = (e: AuditEvent): HTMLTableRowElement => eventRow(e, everyAccount);
+  const rows = h('tbody', {}, page.items.map(row));
   const [moreNotice, moreBox] = loadMore({
     id: 'audit-more',
     next: page.next,
     rows,
-    row: eventRow,
+    row,
     noun: 'event',
     shell,
     section,
     current: () => mine === generation,
   });
-  replace(body, eventTable(rows), moreNotice, moreBox);
+  replace(body, eventTable(rows, everyAccount), moreNotice, moreBox);
 }
 
-function eventTable(rows: HTMLTableSectionElement): HTMLElement {
+function eventTable(rows: HTMLTableSectionElement, everyAccount: boolean): HTMLElement {
+  const columns = ['Time', 'Action', ...(everyAccount ? ['Account'] : []), 'Actor', 'Target', 'IP', 'More'];
   return h(
     'div',
     { class: 'table-wrap' },
@@ -112,7 +116,7 @@ function eventTable(rows: HTMLTableSectionElement): HTMLElement {
         h(
           'tr',
           {},
-          ['Time', 'Action', 'Actor', 'Target', 'IP', 'More'].map((c) => h('th', { scope: 'col' }, c)),
+          columns.map((c) => h('th', { scope: 'col' }, c)),
         ),
       ),
       rows,
@@ -120,7 +124,7 @@ function eventTable(rows: HTMLTableSectionElement): HTMLElement {
   );
 }
 
-function eventRow(e: AuditEvent): HTMLTableRowElement {
+function eventRow(e: AuditEvent, everyAccount: boolean): HTMLTableRowElement {
   const more: [string, string | null][] = [
     ['Event', e.id],
     ['Request', e.request_id],
@@ -138,6 +142,7 @@ function eventRow(e: AuditEvent): HTMLTableRowElement {
     ),
     // A narrow column may break the action after its dot ("api_token." / "rotated"), nowhere else.
     cell('Action', h('code', { class: 'audit-action' }, e.action.slice(0, dot), h('wbr'), e.action.slice(dot))),
+    everyAccount ? cell('Account', h('code', { class: 'account-id' }, e.account_id)) : null,
     cell('Actor', party(actorOf(e), 'actor')),
     cell('Target', party(targetOf(e), 'target')),
     cell('IP', e.ip === null ? h('span', { class: 'muted' }, 'None') : h('code', { class: 'ip' }, e.ip)),

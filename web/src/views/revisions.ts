@@ -4,8 +4,8 @@
 import { actorOf } from '../audit.js';
 import { apiPage } from '../api.js';
 import type { CatalogRevision } from '../catalog-wire.js';
-import { h, replace } from '../dom.js';
-import { exactTime, relativeTime } from '../format.js';
+import { h, replace, type Child } from '../dom.js';
+import { exactTime, relativeTime, revisionChanges, revisionNote } from '../format.js';
 import { party } from './audit.js';
 import { cell, loading, noticeArea, reportError, type Shell, refusePage } from './common.js';
 import { loadMore } from './load-more.js';
@@ -63,7 +63,7 @@ export async function catalogView(root: HTMLElement, shell: Shell): Promise<void
           h(
             'tr',
             {},
-            ['Version', 'Applied', 'Applied by', 'Summary'].map((c) => h('th', { scope: 'col' }, c)),
+            ['Version', 'Applied', 'Applied by', 'Changes'].map((c) => h('th', { scope: 'col' }, c)),
           ),
         ),
         rows,
@@ -90,6 +90,23 @@ function revisionRow(r: CatalogRevision): HTMLTableRowElement {
         ? h('span', { class: 'muted' }, 'not recorded')
         : party(actorOf({ actor: r.applied_by }), 'actor'),
     ),
-    cell('Summary', r.summary === null ? h('span', { class: 'muted' }, 'not recorded') : r.summary),
+    cell('Changes', changesOf(r)),
   );
+}
+
+/**
+ * What the revision changed, counted ("+2 plans, -1 image, 3 changed"), after what else its
+ * summary says ("rollback to version 3"); older revisions have their summary alone, or
+ * nothing recorded.
+ */
+function changesOf(r: CatalogRevision): Child {
+  if (r.changes === null)
+    return r.summary === null
+      ? h('span', { class: 'muted' }, 'not recorded')
+      : h('span', { class: 'summary' }, r.summary);
+  const note = revisionNote(r.summary);
+  return [
+    note === null ? null : [h('span', { class: 'muted revision-note' }, note), ' · '],
+    h('span', { class: 'revision-changes' }, revisionChanges(r.changes)),
+  ];
 }
