@@ -117,6 +117,44 @@ for (const backend of backends()) {
       },
     );
 
+    it('the conditions refuse and count: disabled, not_yet_valid, address (outside allowed_cidrs)', async (t) => {
+      const { app, admin } = await setup(t);
+      const mint = async (payload: object) => {
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens',
+          headers: admin.auth,
+          payload: { scopes: ['api-tokens:read'], ...payload },
+        });
+        assert.equal(res.statusCode, 201, res.body);
+        return res.json<{ id: string; token: string }>();
+      };
+      const cases = [
+        [await mint({ name: 'off', enabled: false }), 'disabled'],
+        [await mint({ name: 'later', not_before: iso(Date.now() + 30 * DAY) }), 'not_yet_valid'],
+        [await mint({ name: 'fenced', allowed_cidrs: ['192.0.2.0/24'] }), 'address'],
+      ] as const;
+      for (const [token] of cases) {
+        for (let i = 0; i < 2; i++) {
+          const res = await app.inject({
+            method: 'GET',
+            url: '/api/v1/api-tokens/current',
+            headers: bearer(token.token),
+            remoteAddress: '198.51.100.7',
+          });
+          assert.ok(res.statusCode === 401 || res.statusCode === 403, res.body);
+        }
+      }
+      for (const [token, reason] of cases) {
+        const buckets = await usage(app, admin.auth, `/api/v1/api-tokens/${token.id}/usage`);
+        assert.deepEqual(
+          buckets.map((b) => [b.valid, b.refused, b.refused_by_reason]),
+          [[0, 2, { [reason]: 2 }]],
+          reason,
+        );
+      }
+    });
+
     it("a suspended account's token: its uses counted as refused (suspended)", async (t) => {
       const { app, admin } = await setup(t);
       const account = await app.inject({
