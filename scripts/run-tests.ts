@@ -1,8 +1,10 @@
 // `npm test`: starts a throwaway PostgreSQL (unless TEST_DATABASE_URL is set), runs every
-// test/**/*.test.ts with node:test through tsx, then removes the server. The PostgreSQL
-// half of the suite therefore always runs; if the server cannot start, the run fails.
+// test/**/*.test.ts and packages/client/test/**/*.test.ts with node:test through tsx, then
+// removes the server. The PostgreSQL half of the suite therefore always runs; if the server
+// cannot start, the run fails.
 //   npm test                          all tests
 //   npm test -- test/config.test.ts   some files (or directories)
+//   npm test -- packages/client/test  the @infracat/client package's tests (also in a full run)
 //   npm run test:reliability          test/reliability/ with long settings
 //   npm run test:container            test/container/: the image, built and run with podman as root
 //                                     (minutes; left out of a run that names no files)
@@ -28,7 +30,10 @@ const flags = args.filter((a) => a.startsWith('-'));
 const tests =
   files.length > 0
     ? files.flatMap((f) => (statSync(f).isDirectory() ? findTests(f) : [f]))
-    : findTests('test').filter((f) => !f.startsWith(path.join('test', 'container') + path.sep));
+    : [
+        ...findTests('test').filter((f) => !f.startsWith(path.join('test', 'container') + path.sep)),
+        ...findTests(path.join('packages', 'client', 'test')),
+      ];
 
 // The console's assets, fresh from web/ (the browser tests and the / route serve them).
 const web = spawnSync(process.execPath, ['scripts/build-web.mjs'], { stdio: 'inherit' });

@@ -428,6 +428,8 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
 function registerDocs(app: App): void {
   let docs: Promise<FastifyInstance> | undefined;
   const forward = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    if (request.url.split('?')[0] === INITIALIZER)
+      return reply.type('application/javascript; charset=utf-8').header('cache-control', 'no-cache').send(START_SCRIPT);
     docs ??= loadDocs(app).catch((err: unknown) => {
       docs = undefined; // try again on the next request
       throw err;
@@ -436,14 +438,11 @@ function registerDocs(app: App): void {
     const res = await (await docs).inject({ method: 'GET', url: request.url, headers: request.headers });
     // Our problem+json 404, as when the plugin's routes were the app's own.
     if (res.statusCode === 404) throw new AppError('NOT_FOUND', `no resource at ${request.url.split('?')[0] ?? '/'}`);
-    // The start script is changed on its way (its ETag is the plugin's bytes', not these).
-    const patched = request.url.split('?')[0] === INITIALIZER && res.statusCode === 200;
     for (const [name, value] of Object.entries(res.headers)) {
-      if (value !== undefined && !HOP_HEADERS.has(name) && !(patched && name === 'etag'))
-        void reply.header(name, value);
+      if (value !== undefined && !HOP_HEADERS.has(name)) void reply.header(name, value);
     }
-    const body = patched ? pointAtDocument(res.payload) : res.rawPayload;
     // No body (redirect, 304): send none, rather than an empty application/octet-stream.
+    const body = res.rawPayload;
     return reply.code(res.statusCode).send(body.length > 0 ? body : undefined);
   };
   void app.register(async (plugin) => {
@@ -456,18 +455,25 @@ function registerDocs(app: App): void {
   });
 }
 
-// Swagger UI's start script, which names the document to load.
+// Swagger UI's start script, which the plugin's page loads from this path: infracat's own,
+// so the page loads the document clients are told about (/api/v1/openapi.json, not the
+// plugin's copy at /docs/json) with these settings. BaseLayout: no top bar, whose logo SVG
+// carries an inline <style> (a CSP violation under style-src 'self') and whose URL box
+// would let the page explore other documents.
 const INITIALIZER = `${DOCS_PREFIX}/static/swagger-initializer.js`;
-// What the plugin's script loads (its own copy, /docs/json), and what it loads instead: the
-// document clients are told about, so that the page links to /api/v1/openapi.json. The
-// plugin overrides a configured `url`, so the script is changed as it is served.
-const PLUGIN_DOCUMENT = "resolveUrl('./json')";
-
-/** The start script, loading /api/v1/openapi.json; a 500 when the plugin's script no longer says what it replaces. */
-function pointAtDocument(script: string): string {
-  if (!script.includes(PLUGIN_DOCUMENT)) throw new Error(`${INITIALIZER} no longer loads ${PLUGIN_DOCUMENT}`);
-  return script.replace(PLUGIN_DOCUMENT, JSON.stringify(OPENAPI_PATH));
-}
+const START_SCRIPT = `window.onload = function () {
+  window.ui = SwaggerUIBundle({
+    url: ${JSON.stringify(OPENAPI_PATH)},
+    dom_id: '#swagger-ui',
+    presets: [SwaggerUIBundle.presets.apis],
+    layout: 'BaseLayout',
+    validatorUrl: null,
+    deepLinking: true,
+    persistAuthorization: false,
+    tryItOutEnabled: true,
+  });
+};
+`;
 
 // Set by the server for the outer answer, not copied from the inner one.
 const HOP_HEADERS = new Set(['connection', 'content-length', 'date', 'keep-alive', 'transfer-encoding']);
@@ -488,15 +494,6 @@ async function loadDocs(app: App): Promise<FastifyInstance> {
     transformStaticCSP: () =>
       "default-src 'self'; base-uri 'self'; connect-src 'self'; font-src 'self' data:; form-action 'self'; " +
       "frame-ancestors 'none'; img-src 'self' data:; object-src 'none'; script-src 'self'; style-src 'self'",
-    // BaseLayout: no top bar, whose logo SVG carries an inline <style> (a CSP violation under
-    // style-src 'self') and whose URL box would let the page explore other documents.
-    uiConfig: {
-      layout: 'BaseLayout',
-      validatorUrl: null,
-      deepLinking: true,
-      persistAuthorization: false,
-      tryItOutEnabled: true,
-    },
   });
   await docs.ready();
   return docs;

@@ -76,7 +76,7 @@ for (const backend of backends()) {
           ip: '203.0.113.7',
           user_agent: 'terraform-provider-infracat/1.2',
           request_id: 'req-create-1',
-          details: { scopes: ['apps:read'], expires_at: expiry },
+          details: { scopes: ['apps:read'], expires_at: expiry, allowed_cidrs: null, not_before: null, enabled: true },
         },
       );
       assert.equal(res.headers['x-request-id'], 'req-create-1');

@@ -6,6 +6,45 @@ import { cli } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite.js';
 
 describe('infracat accounts', () => {
+  it('update: --name and --rate-limit (a number, 0 for none, default for the setting), as PATCH', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+    assert.equal((await cli(['migrate'], { env })).code, 0);
+    const created = await cli(['accounts', 'create', '--name', 'Acme', '--json'], { env });
+    const id = String((JSON.parse(created.stdout) as { id: string }).id);
+    const update = async (...flags: string[]) => cli(['accounts', 'update', id, ...flags, '--json'], { env });
+
+    const limited = await update('--rate-limit', '30');
+    assert.equal(limited.code, 0, limited.stderr);
+    assert.equal((JSON.parse(limited.stdout) as { rate_limit: unknown }).rate_limit, 30);
+    const off = await update('--rate-limit', '0', '--name', 'Acme Corp');
+    assert.deepEqual(
+      (({ name, rate_limit }) => ({ name, rate_limit }))(
+        JSON.parse(off.stdout) as { name: string; rate_limit: unknown },
+      ),
+      { name: 'Acme Corp', rate_limit: 0 },
+    );
+    const back = await cli(['accounts', 'update', id, '--rate-limit', 'default'], { env });
+    assert.equal(back.code, 0, back.stderr);
+    assert.match(back.stdout, /the default rate limit/);
+    const listed = JSON.parse((await cli(['accounts', 'list', '--json'], { env })).stdout) as {
+      id: string;
+      rate_limit: unknown;
+    }[];
+    assert.equal(listed.find((a) => a.id === id)?.rate_limit, null);
+    // The change is audited as the API's is.
+    const trail = await cli(['audit', 'list', '--action', 'account.updated', '--json'], { env });
+    assert.equal(trail.code, 0, trail.stderr);
+    assert.ok((JSON.parse(trail.stdout) as unknown[]).length >= 3, trail.stdout);
+
+    for (const bad of [['--rate-limit', '-1'], ['--rate-limit', '1.5'], ['--rate-limit', '99999999999'], []]) {
+      const refused = await cli(['accounts', 'update', id, ...bad], { env });
+      assert.equal(refused.code, 2, `${bad.join(' ')}: ${refused.stderr}`);
+    }
+    assert.equal((await cli(['accounts', 'update', 'acc_nope', '--rate-limit', '5'], { env })).code, 1);
+  });
+
   it('create, list, suspend, resume, delete with --json; tokens --account; the operator account refused', async (t) => {
     const tmp = tempDir();
     t.after(() => tmp.remove());

@@ -49,7 +49,7 @@ describe('infracat tokens list and accounts list, past one page', () => {
     const table = await cli(['tokens', 'list', '--account', account1], { env });
     assert.equal(table.code, 0, table.stderr);
     const lines = table.stdout.trimEnd().split('\n');
-    assert.match(lines[0]!, /^ID\s+NAME\s+SCOPES\s+CREATED\s+LAST USED\s+EXPIRES$/);
+    assert.match(lines[0]!, /^ID\s+NAME\s+SCOPES\s+CREATED\s+LAST USED\s+EXPIRES\s+CONDITIONS$/);
     assert.equal(lines.length, TOKENS + 1, 'one header, then a line per token');
     assert.deepEqual(
       lines.slice(1).map((l) => l.split(/\s+/)[0]),

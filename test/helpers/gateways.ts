@@ -52,7 +52,7 @@ export function viaNginx(client: ClientRequest): CheckRequest {
     const v = value.replace(/^"(.*)"$/, '$1');
     if (v === '$request_uri') return client.target;
     if (v === '$request_method') return client.method;
-    if (v === '$proxy_add_x_forwarded_for') return CLIENT_ADDRESS;
+    if (v === '$proxy_add_x_forwarded_for' || v === '$remote_addr') return CLIENT_ADDRESS;
     if (v.startsWith('$')) throw new Error(`the nginx model does not know ${v}`);
     return v;
   };
