@@ -1263,6 +1263,154 @@ describe('web console in headless Chromium', () => {
     },
   );
 
+  it(
+    'token conditions: set at creation, shown in the list, Disable and Enable in one click, edited in a dialog',
+    { skip, timeout: 180_000 },
+    async (t) => {
+      const browser = await launchChromium(executable!);
+      t.after(() => browser.close());
+      const { base, app } = await listening(t);
+      const admin = await mintToken(app, ALL_SCOPES, 'admin');
+      const view = async (id: string) =>
+        (await (await fetch(`${base}/api/v1/api-tokens/${id}`, { headers: admin.auth })).json()) as {
+          allowed_cidrs: string[] | null;
+          not_before: string | null;
+          enabled: boolean;
+        };
+      const conditions = (page: Page, name: string) => row(page, name).locator('td[data-label="Conditions"]');
+      // Ten days ahead, to the minute (a datetime-local value, read as UTC).
+      const soonLocal = new Date(Date.now() + 10 * 86_400_000).toISOString().slice(0, 16);
+      const soon = `${soonLocal}:00Z`;
+      const { page } = await open(t, browser, base);
+      await signIn(page, base, admin.secret);
+      assert.equal(await conditions(page, 'admin').textContent(), 'None');
+      // The session's own token is not disabled in one click.
+      assert.equal(await page.getByRole('button', { name: 'Disable token admin' }).count(), 0);
+      assert.equal(await page.getByRole('button', { name: 'Conditions token admin' }).count(), 1);
+
+      let id = '';
+      await t.test(
+        'create: networks, not before (UTC) and enabled are sent; a bad network lands on its field',
+        async () => {
+          await page.getByLabel('Name', { exact: true }).fill('edge');
+          await page.locator('#scope-plans-read').check();
+          assert.equal(await page.getByLabel('Enabled', { exact: true }).isChecked(), true, 'enabled by default');
+          await page.getByLabel('Allowed networks').fill('10.0.0.0/8\nnot-a-network');
+          await page.getByRole('button', { name: 'Create token' }).click();
+          await page.locator('#new-cidrs-error:not(:empty)').waitFor();
+          assert.equal(await page.getByLabel('Allowed networks').getAttribute('aria-invalid'), 'true');
+          assert.equal(await page.evaluate(() => document.activeElement?.id), 'new-cidrs');
+
+          await page.getByLabel('Allowed networks').fill('10.0.0.0/8\n192.0.2.0/24, 2001:db8::/32');
+          // After the expiry (the form's default, 90 days): the server's 422 lands on the field.
+          await page.getByLabel('Not before (UTC)').fill('2030-01-01T09:30');
+          await page.getByRole('button', { name: 'Create token' }).click();
+          await page.locator('#new-not-before-error:not(:empty)').waitFor();
+          assert.equal(await page.getByLabel('Not before (UTC)').getAttribute('aria-invalid'), 'true');
+          assert.equal(await page.locator('#new-cidrs-error').textContent(), '', 'the networks are fine now');
+          await page.getByLabel('Not before (UTC)').fill(soonLocal);
+          const [post] = await Promise.all([
+            page.waitForRequest((r) => r.method() === 'POST'),
+            page.getByRole('button', { name: 'Create token' }).click(),
+          ]);
+          // The expiry is the form's default (90 days); enabled, the default, is left out.
+          const { expires_at: _expiry, ...body } = post.postDataJSON() as Record<string, unknown>;
+          assert.deepEqual(body, {
+            name: 'edge',
+            scopes: ['plans:read'],
+            allowed_cidrs: ['10.0.0.0/8', '192.0.2.0/24', '2001:db8::/32'],
+            not_before: soon,
+          });
+          await page.getByRole('heading', { name: 'Copy the token “edge” now' }).waitFor();
+          id = (await row(page, 'edge').getAttribute('data-token-id')) ?? '';
+          assert.equal(await conditions(page, 'edge').locator('li').count(), 2);
+          assert.deepEqual(await conditions(page, 'edge').locator('li').allTextContents(), [
+            'from 10.0.0.0/8 +2',
+            `not before ${shortDate(soon)}`,
+          ]);
+          assert.equal(
+            await conditions(page, 'edge').locator('li').first().getAttribute('title'),
+            'Only from 10.0.0.0/8, 192.0.2.0/24, 2001:db8::/32',
+          );
+          assert.equal(await page.getByLabel('Allowed networks').inputValue(), '', 'the form is reset');
+          assert.equal(await page.getByLabel('Enabled', { exact: true }).isChecked(), true);
+          await page.getByRole('button', { name: 'Done, I have stored it' }).click();
+        },
+      );
+
+      await t.test('Disable, then Enable: one click each, a merge patch of enabled, the list shows it', async () => {
+        const [patch] = await Promise.all([
+          page.waitForRequest((r) => r.method() === 'PATCH'),
+          page.getByRole('button', { name: 'Disable token edge' }).click(),
+        ]);
+        assert.equal(patch.url(), `${base}/api/v1/api-tokens/${id}`);
+        assert.equal(patch.headers()['content-type'], 'application/merge-patch+json');
+        assert.deepEqual(patch.postDataJSON(), { enabled: false });
+        await conditions(page, 'edge').locator('li.disabled', { hasText: 'Disabled' }).waitFor();
+        await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Enable token edge');
+        assert.equal((await view(id)).enabled, false);
+        await page.screenshot({ path: artifactPath('token-conditions.png'), fullPage: true });
+
+        const [again] = await Promise.all([
+          page.waitForRequest((r) => r.method() === 'PATCH'),
+          page.getByRole('button', { name: 'Enable token edge' }).click(),
+        ]);
+        assert.deepEqual(again.postDataJSON(), { enabled: true });
+        await page.getByRole('button', { name: 'Disable token edge' }).waitFor();
+        assert.equal(await conditions(page, 'edge').locator('li.disabled').count(), 0);
+        assert.equal((await view(id)).enabled, true);
+      });
+
+      await t.test("Conditions: only what changed is sent, null clears, a bad network's 422 on the field", async () => {
+        await page.getByRole('button', { name: 'Conditions token edge' }).click();
+        const dialog = page.getByRole('dialog', { name: 'Conditions of the token “edge”' });
+        await dialog.waitFor();
+        assert.equal(
+          await dialog.getByLabel('Allowed networks').inputValue(),
+          '10.0.0.0/8\n192.0.2.0/24\n2001:db8::/32',
+        );
+        assert.equal(await dialog.getByLabel('Not before (UTC)').inputValue(), soonLocal);
+        assert.equal(await dialog.getByLabel('Enabled', { exact: true }).isChecked(), true);
+        await dialog.getByLabel('Allowed networks').fill('10.0.0.1/8');
+        await dialog.getByRole('button', { name: 'Save' }).click();
+        const error = dialog.locator('#cond-cidrs-error');
+        await dialog.locator('#cond-cidrs-error:not(:empty)').waitFor();
+        assert.match((await error.textContent()) ?? '', /10\.0\.0\.0\/8/, 'the detail names the network meant');
+        assert.equal(await dialog.getByLabel('Allowed networks').getAttribute('aria-invalid'), 'true');
+        await page.screenshot({ path: artifactPath('token-conditions-dialog.png') });
+
+        await dialog.getByLabel('Allowed networks').fill('203.0.113.0/24');
+        await dialog.getByLabel('Not before (UTC)').fill('');
+        const [patch] = await Promise.all([
+          page.waitForRequest((r) => r.method() === 'PATCH'),
+          dialog.getByRole('button', { name: 'Save' }).click(),
+        ]);
+        assert.equal(patch.headers()['content-type'], 'application/merge-patch+json');
+        assert.deepEqual(patch.postDataJSON(), { allowed_cidrs: ['203.0.113.0/24'], not_before: null });
+        await conditions(page, 'edge').getByText('from 203.0.113.0/24', { exact: true }).waitFor();
+        assert.deepEqual(await conditions(page, 'edge').locator('li').allTextContents(), ['from 203.0.113.0/24']);
+        await page.waitForFunction(
+          () => document.activeElement?.getAttribute('aria-label') === 'Conditions token edge',
+        );
+        const after = await view(id);
+        assert.deepEqual(after.allowed_cidrs, ['203.0.113.0/24']);
+        assert.equal(after.not_before, null);
+
+        // Emptying the networks clears them (anywhere).
+        await page.getByRole('button', { name: 'Conditions token edge' }).click();
+        await dialog.waitFor();
+        await dialog.getByLabel('Allowed networks').fill('');
+        const [clear] = await Promise.all([
+          page.waitForRequest((r) => r.method() === 'PATCH'),
+          dialog.getByRole('button', { name: 'Save' }).click(),
+        ]);
+        assert.deepEqual(clear.postDataJSON(), { allowed_cidrs: null });
+        await conditions(page, 'edge').getByText('None', { exact: true }).waitFor();
+        assert.equal((await view(id)).allowed_cidrs, null);
+      });
+    },
+  );
+
   // The region filter (GET /plans?region=) and the catalog routes (GET /catalog,
   // GET /catalog/revisions), as the console uses them.
   it(

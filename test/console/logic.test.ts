@@ -10,7 +10,18 @@ import { accountActions, scopeOffer, statusLabel } from '../../web/src/accounts.
 import { actorOf, AUDIT_ACTIONS, auditPath, detailLines, targetOf } from '../../web/src/audit.js';
 import { linkTargets, nextPageUrl } from '../../web/src/links.js';
 import { nextPageLink } from '../../src/tokens/query.js';
-import { GRACE_CHOICES, graceFrom, rotationNote, tokenActions } from '../../web/src/tokens.js';
+import {
+  cidrsText,
+  conditionLabels,
+  conditionsPatch,
+  GRACE_CHOICES,
+  graceFrom,
+  notBeforeFrom,
+  notBeforeLocal,
+  parseCidrs,
+  rotationNote,
+  tokenActions,
+} from '../../web/src/tokens.js';
 import {
   exactTime,
   expiryFrom,
@@ -297,28 +308,67 @@ describe('console token regeneration', () => {
     (...held: string[]) =>
     (scope: string) =>
       held.includes(scope);
-  const live = { expires_at: null };
-  const expired = { expires_at: new Date(NOW - 1000).toISOString() };
+  const live = { id: 'tok_a', expires_at: null, enabled: true };
+  const expired = { ...live, expires_at: new Date(NOW - 1000).toISOString() };
 
-  it('Regenerate and Rename only with the write scope of the page; no Regenerate on an expired token', () => {
+  it('the write actions only with the write scope of the page; no Regenerate on an expired token', () => {
     assert.deepEqual(tokenActions(live, 'api-tokens:write', holding('api-tokens:write'), NOW), [
       'rename',
+      'conditions',
+      'disable',
       'regenerate',
     ]);
     assert.deepEqual(tokenActions(live, 'api-tokens:write', holding('api-tokens:read'), NOW), []);
     // An account's page needs accounts:write, whatever the token holds on its own tokens.
     assert.deepEqual(tokenActions(live, 'accounts:write', holding('api-tokens:write', 'accounts:read'), NOW), []);
-    assert.deepEqual(tokenActions(live, 'accounts:write', holding('accounts:write'), NOW), ['rename', 'regenerate']);
-    assert.deepEqual(tokenActions(expired, 'api-tokens:write', holding('api-tokens:write'), NOW), ['rename']);
+    assert.deepEqual(tokenActions(live, 'accounts:write', holding('accounts:write'), NOW), [
+      'rename',
+      'conditions',
+      'disable',
+      'regenerate',
+    ]);
+    assert.deepEqual(tokenActions(expired, 'api-tokens:write', holding('api-tokens:write'), NOW), [
+      'rename',
+      'conditions',
+      'disable',
+    ]);
     assert.deepEqual(
       tokenActions(
-        { expires_at: new Date(NOW + 60_000).toISOString() },
+        { ...live, expires_at: new Date(NOW + 60_000).toISOString() },
         'api-tokens:write',
         holding('api-tokens:write'),
         NOW,
       ),
-      ['rename', 'regenerate'],
+      ['rename', 'conditions', 'disable', 'regenerate'],
     );
+  });
+
+  it("a disabled token offers Enable; the session's own token is not disabled in one click", () => {
+    const write = holding('api-tokens:write');
+    assert.deepEqual(tokenActions({ ...live, enabled: false }, 'api-tokens:write', write, NOW), [
+      'rename',
+      'conditions',
+      'enable',
+      'regenerate',
+    ]);
+    assert.deepEqual(tokenActions(live, 'api-tokens:write', write, NOW, 'tok_a'), [
+      'rename',
+      'conditions',
+      'regenerate',
+    ]);
+    assert.deepEqual(tokenActions(live, 'api-tokens:write', write, NOW, 'tok_b'), [
+      'rename',
+      'conditions',
+      'disable',
+      'regenerate',
+    ]);
+    // Disabled meanwhile (the CLI, another console): enabling it again is offered.
+    assert.deepEqual(tokenActions({ ...live, enabled: false }, 'api-tokens:write', write, NOW, 'tok_a'), [
+      'rename',
+      'conditions',
+      'enable',
+      'regenerate',
+    ]);
   });
 
   it('the grace choices are none (first, the default), 1 hour and 1 day, all within what the server takes', () => {
@@ -346,6 +396,85 @@ describe('console token regeneration', () => {
       'The old secret no longer works. This session signs in with this token: it now uses the new secret.',
     );
     assert.match(rotationNote(86_400, true, NOW), /until 22 Nov 2026, 12:00:00 UTC, then is refused\. This session/);
+  });
+});
+
+describe('console token conditions', () => {
+  const open = { allowed_cidrs: null, not_before: null, enabled: true };
+
+  it('labels a token by what limits it: disabled, networks (the first and how many more), a future not_before', () => {
+    assert.deepEqual(conditionLabels(open, NOW), []);
+    assert.deepEqual(
+      conditionLabels(
+        {
+          allowed_cidrs: ['10.0.0.0/8', '192.0.2.0/24', '2001:db8::/32'],
+          not_before: '2027-01-01T09:30:00Z',
+          enabled: false,
+        },
+        Date.parse('2026-11-21T00:00:00Z'),
+      ),
+      [
+        { kind: 'disabled', text: 'Disabled' },
+        { kind: 'networks', text: 'from 10.0.0.0/8 +2', title: 'Only from 10.0.0.0/8, 192.0.2.0/24, 2001:db8::/32' },
+        { kind: 'not-before', text: 'not before 1 Jan 2027', title: 'Refused until 1 Jan 2027, 09:30:00 UTC' },
+      ],
+    );
+    assert.deepEqual(conditionLabels({ ...open, allowed_cidrs: ['203.0.113.7/32'] }, NOW), [
+      { kind: 'networks', text: 'from 203.0.113.7/32', title: 'Only from 203.0.113.7/32' },
+    ]);
+    // A not_before already past limits nothing.
+    assert.deepEqual(conditionLabels({ ...open, not_before: new Date(NOW - 1000).toISOString() }, NOW), []);
+  });
+
+  it('reads networks one per line or comma-separated; nothing typed is null (anywhere)', () => {
+    assert.deepEqual(parseCidrs('10.0.0.0/8\n 192.0.2.0/24 ,2001:db8::/32,\n\n'), [
+      '10.0.0.0/8',
+      '192.0.2.0/24',
+      '2001:db8::/32',
+    ]);
+    assert.deepEqual(parseCidrs('10.0.0.1/8'), ['10.0.0.1/8'], 'judging it is the server’s');
+    assert.equal(parseCidrs(''), null);
+    assert.equal(parseCidrs(' \n , '), null);
+    assert.equal(cidrsText(['10.0.0.0/8', '::1/128']), '10.0.0.0/8\n::1/128');
+    assert.equal(cidrsText(null), '');
+    fc.assert(
+      fc.property(fc.array(fc.stringMatching(/^[0-9a-f.:/]+$/), { maxLength: 5 }), (cidrs) => {
+        assert.deepEqual(parseCidrs(cidrsText(cidrs)), cidrs.length === 0 ? null : cidrs);
+      }),
+    );
+  });
+
+  it('a datetime-local value is UTC, and back', () => {
+    assert.equal(notBeforeFrom(''), null);
+    assert.equal(notBeforeFrom('2027-01-01T09:30'), '2027-01-01T09:30:00Z');
+    assert.equal(notBeforeFrom('2027-01-01T09:30:15'), '2027-01-01T09:30:15Z');
+    assert.equal(notBeforeFrom('2027-01-01T09:30:15.250'), '2027-01-01T09:30:15Z');
+    assert.equal(notBeforeFrom('tomorrow'), 'tomorrow', 'sent as typed, for the server to refuse');
+    assert.equal(notBeforeLocal(null), '');
+    assert.equal(notBeforeLocal('2027-01-01T09:30:00Z'), '2027-01-01T09:30');
+    assert.equal(notBeforeLocal('2027-01-01T10:30:15+01:00'), '2027-01-01T09:30:15');
+    for (const iso of ['2027-01-01T09:30:00Z', '2030-06-15T23:59:59Z']) {
+      assert.equal(notBeforeFrom(notBeforeLocal(iso)), iso);
+    }
+  });
+
+  it('the merge patch holds only what changed, null to clear', () => {
+    const token = { allowed_cidrs: ['10.0.0.0/8'], not_before: '2027-01-01T09:30:00Z', enabled: true };
+    assert.deepEqual(conditionsPatch(token, token), {});
+    // The same instant written otherwise is no change.
+    assert.deepEqual(conditionsPatch(token, { ...token, not_before: '2027-01-01T10:30:00+01:00' }), {});
+    assert.deepEqual(conditionsPatch(token, { allowed_cidrs: null, not_before: null, enabled: false }), {
+      allowed_cidrs: null,
+      not_before: null,
+      enabled: false,
+    });
+    assert.deepEqual(conditionsPatch(token, { ...token, allowed_cidrs: ['10.0.0.0/8', '192.0.2.0/24'] }), {
+      allowed_cidrs: ['10.0.0.0/8', '192.0.2.0/24'],
+    });
+    assert.deepEqual(conditionsPatch(open, { ...open, not_before: '2027-02-01T00:00:00Z' }), {
+      not_before: '2027-02-01T00:00:00Z',
+    });
+    assert.deepEqual(conditionsPatch(token, { ...token, not_before: 'soon' }), { not_before: 'soon' });
   });
 });
 

@@ -15,23 +15,9 @@ import { insertRows, rawSql } from '../helpers/raw-sql.js';
 import { API_TOKENS } from '../../src/storage/tables.js';
 import { TOUCH_CHUNK_ROWS, USAGE_CHUNK_ROWS } from '../../src/storage/sql-store.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
+import { TOKENS_BEFORE_CONDITIONS } from '../helpers/older-tables.js';
 
 const ALL_VERSIONS = VERSIONED.map((m) => m.version);
-
-// api_tokens before migration 14 (the token conditions) and 15 (last_used_ip): those columns are newer.
-const NEWER_TOKEN_COLUMNS = ['last_used_ip', 'allowed_cidrs', 'not_before', 'enabled'];
-const OLDER_TOKEN_COLUMN = API_TOKENS.columns.split(', ').map((c) => !NEWER_TOKEN_COLUMNS.includes(c));
-const TOKENS_BEFORE_CONDITIONS = {
-  name: API_TOKENS.name,
-  columns: API_TOKENS.columns
-    .split(', ')
-    .filter((c) => !NEWER_TOKEN_COLUMNS.includes(c))
-    .join(', '),
-  placeholders: OLDER_TOKEN_COLUMN.filter(Boolean)
-    .map(() => '?')
-    .join(', '),
-  params: (t: TokenRecord) => API_TOKENS.params(t).filter((_, i) => OLDER_TOKEN_COLUMN[i]),
-};
 
 let seq = 0;
 function sampleToken(over: Partial<TokenRecord> = {}): TokenRecord {

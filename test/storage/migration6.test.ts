@@ -10,10 +10,10 @@ import { loadDefaultCatalog } from '../../src/catalog/default.js';
 import { encodeCatalog } from '../../src/catalog/service.js';
 import { generateSecret, hashSecret } from '../../src/tokens/format.js';
 import { LATEST_VERSION, OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
-import { API_TOKENS } from '../../src/storage/tables.js';
 import type { TokenRecord } from '../../src/storage/types.js';
 import { build } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
+import { TOKENS_BEFORE_CONDITIONS } from '../helpers/older-tables.js';
 import { insertRows, rawSql } from '../helpers/raw-sql.js';
 
 const CUSTOMER = 'acc_01JCUSTOMER000000000000000';
@@ -98,7 +98,7 @@ for (const backend of backends()) {
       await insertRows(
         backend,
         db,
-        API_TOKENS,
+        TOKENS_BEFORE_CONDITIONS,
         tokens.map(({ secret: _, ...record }) => record),
       );
 

@@ -313,7 +313,10 @@ const CHECKS: Record<string, StatementCheck> = {
       [BIG_ACCOUNT, NOW - 30 * DAY, Number.MIN_SAFE_INTEGER, '', 101],
       [BIG_ACCOUNT, NOW - 30 * DAY, T0 + 10_000 * MINUTE, tokenId(10_000), 101],
     ],
-    indexes: both('api_tokens_account'),
+    // PostgreSQL may read an account holding a twentieth of the table in the table's own
+    // created order, skipping the others' rows: a page then reads about twenty pages'
+    // entries of one index range, which its statistics price below the account's range.
+    indexes: { sqlite: ['api_tokens_account'], postgres: ['api_tokens_account', 'api_tokens_created'] },
   },
   getToken: { params: [[tokenId(PROBE), tokenAccount(PROBE)]], indexes: TOKEN_PK },
   byHash: {
@@ -328,8 +331,9 @@ const CHECKS: Record<string, StatementCheck> = {
     params: [[NOW + DAY, NOW + DAY, hashOf('new', PROBE), null, tokenId(PROBE), tokenAccount(PROBE)]],
     indexes: TOKEN_PK,
   },
+  // Renamed, the networks set, not_before and enabled kept.
   updateToken: {
-    params: [['renamed', null, 0, null, 0, null, null, tokenId(PROBE), tokenAccount(PROBE)]],
+    params: [['renamed', null, 1, '["10.0.0.0/8"]', 0, null, null, tokenId(PROBE), tokenAccount(PROBE)]],
     indexes: TOKEN_PK,
   },
   // Either unique index finds the one row.

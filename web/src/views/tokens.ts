@@ -1,6 +1,8 @@
 // The API tokens page: the live tokens, a form to create one (its secret shown once),
 // regeneration (a new secret, shown once the same way, the old one kept for a chosen
-// grace period), renaming, and deletion behind a confirmation that names the token. The
+// grace period), renaming, the token's conditions (networks, not before, enabled: shown in
+// the list, set at creation, edited in a dialog, Enable/Disable in one click), and
+// deletion behind a confirmation that names the token. The
 // operator's page of one account (views/accounts.ts) shows the same list and form on
 // that account's tokens.
 import { scopeOffer } from '../accounts.js';
@@ -9,7 +11,20 @@ import { announce, focusOn, h, replace } from '../dom.js';
 import { exactTime, expiryFrom, isExpired, shortDate } from '../format.js';
 import { ApiError, fieldErrors } from '../problems.js';
 import { session } from '../session.js';
-import { GRACE_CHOICES, graceFrom, rotationNote, tokenActions } from '../tokens.js';
+import {
+  cidrsText,
+  conditionLabels,
+  conditionsPatch,
+  GRACE_CHOICES,
+  graceFrom,
+  notBeforeFrom,
+  notBeforeLocal,
+  parseCidrs,
+  rotationNote,
+  tokenActions,
+  type Conditions,
+  type TokenAction,
+} from '../tokens.js';
 import { cell, errorText, loading, noticeArea, reportError, showNotice, tags, timeAgo, type Shell } from './common.js';
 import { confirmDialog } from './confirm.js';
 import { loadMore } from './load-more.js';
@@ -96,7 +111,7 @@ async function loadList(section: HTMLElement, shell: Shell, space: TokenSpace, s
   const shown: TokenView[] = [];
   const row = (t: TokenView): HTMLTableRowElement => {
     shown.push(t);
-    return tokenRow(t, shell, space, secretSlot, reload);
+    return tokenRow(t, shell, space, secretSlot, notice, reload);
   };
   const rows = h('tbody', {}, page.items.map(row));
   // The list comes in pages (oldest first): "Load more" follows the Link header to the next.
@@ -142,7 +157,7 @@ function toggleUsage(button: HTMLButtonElement, t: TokenView, space: TokenSpace)
     { class: 'usage-row', 'data-usage-of': t.id, id },
     h(
       'td',
-      { colspan: 6, 'data-label': `Usage of ${t.name}` },
+      { colspan: 7, 'data-label': `Usage of ${t.name}` },
       usagePanel(`${space.path}/${encodeURIComponent(t.id)}`, t.name),
     ),
   );
@@ -156,10 +171,39 @@ function tokenRow(
   shell: Shell,
   space: TokenSpace,
   secretSlot: HTMLElement,
+  notice: HTMLElement,
   reload: () => Promise<void>,
 ): HTMLTableRowElement {
   const now = Date.now();
   const me = session.identity()?.id;
+  const conditions = conditionLabels(t, now);
+  const button = (action: TokenAction, label: string, onclick: (trigger: HTMLButtonElement) => void) =>
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'secondary small',
+        'data-action': action,
+        'aria-label': `${label} token ${t.name}`,
+        onclick: (e: Event) => onclick(e.currentTarget as HTMLButtonElement),
+      },
+      label,
+    );
+  const actionButton = (action: TokenAction): HTMLButtonElement => {
+    switch (action) {
+      case 'rename':
+        return button(action, 'Rename', (b) => renameDialog(t, b, shell, space, reload));
+      case 'conditions':
+        return button(action, 'Conditions', (b) => conditionsDialog(t, b, shell, space, reload));
+      case 'disable':
+      case 'enable':
+        return button(action, action === 'enable' ? 'Enable' : 'Disable', (b) =>
+          setEnabled(t, action === 'enable', b, shell, space, notice, reload),
+        );
+      case 'regenerate':
+        return button(action, 'Regenerate', (b) => confirmRegenerate(t, b, shell, space, secretSlot, reload));
+    }
+  };
   return h(
     'tr',
     { 'data-token-id': t.id },
@@ -170,6 +214,18 @@ function tokenRow(
       t.id === me ? h('span', { class: 'badge' }, 'this session') : null,
     ),
     cell('Scopes', tags(t.scopes, `Scopes of ${t.name}`)),
+    cell(
+      'Conditions',
+      conditions.length === 0
+        ? h('span', { class: 'muted' }, 'None')
+        : h(
+            'ul',
+            { class: 'conditions', 'aria-label': `Conditions of ${t.name}` },
+            conditions.map((c) =>
+              h('li', { class: `condition ${c.kind}`, ...(c.title === undefined ? {} : { title: c.title }) }, c.text),
+            ),
+          ),
+    ),
     cell('Created', h('time', { datetime: t.created_at, title: exactTime(t.created_at) }, shortDate(t.created_at))),
     cell(
       'Last used',
@@ -198,32 +254,7 @@ function tokenRow(
           },
           'Usage',
         ),
-        tokenActions(t, space.writeScope, (scope) => session.holds(scope), now).map((action) =>
-          action === 'rename'
-            ? h(
-                'button',
-                {
-                  type: 'button',
-                  class: 'secondary small',
-                  'data-action': 'rename',
-                  'aria-label': `Rename token ${t.name}`,
-                  onclick: (e: Event) => renameDialog(t, e.currentTarget as HTMLButtonElement, shell, space, reload),
-                },
-                'Rename',
-              )
-            : h(
-                'button',
-                {
-                  type: 'button',
-                  class: 'secondary small',
-                  'data-action': 'regenerate',
-                  'aria-label': `Regenerate token ${t.name}`,
-                  onclick: (e: Event) =>
-                    confirmRegenerate(t, e.currentTarget as HTMLButtonElement, shell, space, secretSlot, reload),
-                },
-                'Regenerate',
-              ),
-        ),
+        tokenActions(t, space.writeScope, (scope) => session.holds(scope), now, me).map(actionButton),
         h(
           'button',
           {
@@ -272,7 +303,7 @@ function tokenTable(rows: HTMLTableSectionElement, tokens: readonly TokenView[])
         h(
           'tr',
           {},
-          ['Name', 'Scopes', 'Created'].map((c) => h('th', { scope: 'col' }, c)),
+          ['Name', 'Scopes', 'Conditions', 'Created'].map((c) => h('th', { scope: 'col' }, c)),
           lastUsed,
           h('th', { scope: 'col' }, 'Expires'),
           h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')),
@@ -523,6 +554,225 @@ function renameDialog(
   input.select();
 }
 
+// ---- conditions ----------------------------------------------------------------------
+
+/** The three conditions' inputs, shared by the create form and the conditions dialog. */
+interface ConditionFields {
+  cidrs: HTMLTextAreaElement;
+  cidrsError: HTMLParagraphElement;
+  notBefore: HTMLInputElement;
+  notBeforeError: HTMLParagraphElement;
+  enabled: HTMLInputElement;
+  fieldset: HTMLFieldSetElement;
+  /** What the inputs say, as the API's fields (empty: null). */
+  read(): Conditions;
+}
+
+function conditionFields(prefix: string, initial: Conditions, creating: boolean): ConditionFields {
+  const id = (name: string): string => `${prefix}-${name}`;
+  const cidrs = h('textarea', {
+    id: id('cidrs'),
+    name: 'allowed_cidrs',
+    rows: 3,
+    spellcheck: 'false',
+    autocomplete: 'off',
+    'aria-describedby': `${id('cidrs-hint')} ${id('cidrs-error')}`,
+  });
+  cidrs.value = cidrsText(initial.allowed_cidrs);
+  const notBefore = h('input', {
+    id: id('not-before'),
+    name: 'not_before',
+    type: 'datetime-local',
+    step: 1,
+    value: notBeforeLocal(initial.not_before),
+    'aria-describedby': `${id('not-before-hint')} ${id('not-before-error')}`,
+  });
+  const enabled = h('input', {
+    id: id('enabled'),
+    name: 'enabled',
+    type: 'checkbox',
+    checked: initial.enabled,
+    'aria-describedby': id('enabled-hint'),
+  });
+  const cidrsError = fieldError(id('cidrs-error'));
+  const notBeforeError = fieldError(id('not-before-error'));
+  // Left empty at creation, a limited calling token hands down its own (the server's rule).
+  const inherited = creating ? ', or the networks of the token you are signed in with, when it has some' : '';
+  const fieldset = h(
+    'fieldset',
+    { class: 'conditions-fields' },
+    h('legend', {}, creating ? 'Conditions (optional)' : 'Conditions'),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: id('cidrs') }, 'Allowed networks'),
+      cidrs,
+      h(
+        'p',
+        { id: id('cidrs-hint'), class: 'hint' },
+        `One CIDR per line or comma-separated, e.g. 203.0.113.0/24 or 2001:db8::/32. Empty: anywhere${inherited}.`,
+      ),
+      cidrsError,
+    ),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: id('not-before') }, 'Not before (UTC)'),
+      notBefore,
+      h(
+        'p',
+        { id: id('not-before-hint'), class: 'hint' },
+        'The token is refused until this time, read as UTC. Empty: valid at once.',
+      ),
+      notBeforeError,
+    ),
+    h(
+      'div',
+      { class: 'check' },
+      enabled,
+      h('label', { for: id('enabled') }, 'Enabled'),
+      h('span', { id: id('enabled-hint'), class: 'hint' }, 'Unchecked: refused everywhere, kept.'),
+    ),
+  );
+  return {
+    cidrs,
+    cidrsError,
+    notBefore,
+    notBeforeError,
+    enabled,
+    fieldset,
+    read: () => ({
+      allowed_cidrs: parseCidrs(cidrs.value),
+      not_before: notBeforeFrom(notBefore.value),
+      enabled: enabled.checked,
+    }),
+  };
+}
+
+/**
+ * A merge patch of the conditions that changed, in a small dialog; emptying a field sends
+ * null (anywhere, valid at once). A 422 (a bad network, a time past the expiry) shows its
+ * detail next to the field.
+ */
+function conditionsDialog(
+  token: TokenView,
+  trigger: HTMLButtonElement,
+  shell: Shell,
+  space: TokenSpace,
+  reload: () => Promise<void>,
+): void {
+  const notice = noticeArea();
+  const fields = conditionFields('cond', token, false);
+  const save = h('button', { type: 'submit', class: 'primary' }, 'Save');
+  const cancel = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
+  const form = h('form', { novalidate: true }, fields.fieldset, notice, h('div', { class: 'actions' }, save, cancel));
+  const dialog = h(
+    'dialog',
+    { 'aria-labelledby': 'cond-heading' },
+    h('h2', { id: 'cond-heading' }, `Conditions of the token “${token.name}”`),
+    form,
+  );
+  let saved = false;
+  dialog.addEventListener('close', () => {
+    dialog.remove();
+    if (!saved) {
+      if (trigger.isConnected) trigger.focus();
+      return;
+    }
+    announce(`Saved the conditions of the token “${token.name}”`);
+    void reload().then(() => {
+      const again = document.querySelector<HTMLElement>(
+        `tr[data-token-id="${token.id}"] button[data-action="conditions"]`,
+      );
+      focusOn(again ?? document.getElementById('list-heading') ?? document.body);
+    });
+  });
+  cancel.addEventListener('click', () => dialog.close());
+  const errorsFor: Record<string, [HTMLParagraphElement, HTMLElement]> = {
+    allowed_cidrs: [fields.cidrsError, fields.cidrs],
+    not_before: [fields.notBeforeError, fields.notBefore],
+  };
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    notice.replaceChildren();
+    for (const [p, input] of Object.values(errorsFor)) {
+      p.textContent = '';
+      input.removeAttribute('aria-invalid');
+    }
+    const patch = conditionsPatch(token, fields.read());
+    if (Object.keys(patch).length === 0) {
+      dialog.close();
+      return;
+    }
+    save.disabled = true;
+    api<TokenView>('PATCH', `${space.path}/${encodeURIComponent(token.id)}`, patch)
+      .then(() => {
+        saved = true;
+        dialog.close();
+      })
+      .catch((err: unknown) => {
+        save.disabled = false;
+        if (err instanceof ApiError && err.status === 422) {
+          let first: HTMLElement | null = null;
+          for (const [field, details] of fieldErrors(err)) {
+            const entry = errorsFor[field];
+            if (entry === undefined) continue;
+            entry[0].textContent = details.join('; ');
+            entry[1].setAttribute('aria-invalid', 'true');
+            first ??= entry[1];
+          }
+          if (first !== null) {
+            first.focus();
+            return;
+          }
+        }
+        if (err instanceof ApiError && err.status === 401) {
+          dialog.close();
+          reportError(shell, notice, err);
+          return;
+        }
+        showNotice(
+          notice,
+          err instanceof ApiError && err.status === 404
+            ? 'This token no longer exists (it was deleted meanwhile).'
+            : errorText(err),
+        );
+        fields.cidrs.focus();
+      });
+  });
+  document.body.append(dialog);
+  dialog.showModal();
+  fields.cidrs.focus();
+}
+
+/** Enable or Disable in one click (a merge patch of `enabled`); the list then shows the result. */
+function setEnabled(
+  token: TokenView,
+  enabled: boolean,
+  trigger: HTMLButtonElement,
+  shell: Shell,
+  space: TokenSpace,
+  notice: HTMLElement,
+  reload: () => Promise<void>,
+): void {
+  trigger.disabled = true;
+  notice.replaceChildren();
+  api<TokenView>('PATCH', `${space.path}/${encodeURIComponent(token.id)}`, { enabled })
+    .then(async () => {
+      announce(`${enabled ? 'Enabled' : 'Disabled'} the token “${token.name}”`);
+      await reload();
+      // Focus stays on the row's toggle, now saying the opposite.
+      const again = document.querySelector<HTMLElement>(
+        `tr[data-token-id="${token.id}"] button[data-action="${enabled ? 'disable' : 'enable'}"]`,
+      );
+      focusOn(again ?? document.getElementById('list-heading') ?? document.body);
+    })
+    .catch((err: unknown) => {
+      trigger.disabled = false;
+      if (!reportError(shell, notice, err)) trigger.focus();
+    });
+}
+
 // ---- create --------------------------------------------------------------------------
 
 const EXPIRY_CHOICES: [value: string, label: string][] = [
@@ -573,6 +823,7 @@ function createSection(
     date,
   );
   const expiryError = fieldError('new-expiry-error');
+  const conditions = conditionFields('new', { allowed_cidrs: null, not_before: null, enabled: true }, true);
   const notice = noticeArea();
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Create token');
   expiry.addEventListener('change', () => {
@@ -612,6 +863,7 @@ function createSection(
     ),
     dateField,
     expiryError,
+    conditions.fieldset,
     notice,
     submit,
   );
@@ -627,6 +879,8 @@ function createSection(
     name: [nameError, name],
     scopes: [scopesError, scopeBox],
     expires_at: [expiryError, expiry.value === 'custom' ? date : expiry],
+    allowed_cidrs: [conditions.cidrsError, conditions.cidrs],
+    not_before: [conditions.notBeforeError, conditions.notBefore],
   };
   const clearErrors = (): void => {
     for (const [p, input] of Object.values(errorsFor)) {
@@ -666,11 +920,17 @@ function createSection(
     if (focusFirstInvalid()) return;
     submit.disabled = true;
     // "Never" sends no expires_at: the new token then lives as long as the signed-in one
-    // (forever, if that never expires), since a token never outlives its creator.
+    // (forever, if that never expires), since a token never outlives its creator. Empty
+    // conditions are left out too: the server's defaults (or the signed-in token's own
+    // networks and not_before, when it has them).
+    const { allowed_cidrs, not_before, enabled } = conditions.read();
     api<CreatedToken>('POST', space.path, {
       name: name.value,
       scopes,
       ...(expires === null ? {} : { expires_at: expires }),
+      ...(allowed_cidrs === null ? {} : { allowed_cidrs }),
+      ...(not_before === null ? {} : { not_before }),
+      ...(enabled ? {} : { enabled }),
     })
       .then(async (created) => {
         form.reset();
