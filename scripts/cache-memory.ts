@@ -52,6 +52,7 @@ try {
         createdAt: now - i,
         expiresAt: i % 2 === 0 ? null : now + 86_400_000,
         lastUsedAt: i % 3 === 0 ? null : now - 1000,
+        lastUsedIp: null,
         accountId: OPERATOR_ACCOUNT_ID,
         previousSecretHash: null,
         previousExpiresAt: null,

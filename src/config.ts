@@ -253,6 +253,17 @@ export const SettingsSchema = Type.Object({
         '(which does not wait for it) and hourly. 0 keeps them forever.',
     }),
   ),
+  tokenUsageRetentionDays: setting(
+    'TOKEN_USAGE_RETENTION_DAYS',
+    Type.Integer({
+      minimum: 1,
+      maximum: 3650,
+      default: 90,
+      description:
+        "How long each token's hourly usage counts are kept, in days; older hours are deleted in the " +
+        'background, at start (which does not wait for it) and hourly.',
+    }),
+  ),
   tokenCacheTtlMs: setting(
     'TOKEN_CACHE_TTL_MS',
     Type.Integer({

@@ -23,7 +23,7 @@ export interface LifecycleOptions {
 
 export const lifecycle = fp<LifecycleOptions, RawServerDefault, TypeBoxTypeProvider>(
   (app, { store, onStorageError }, done) => {
-    const { tokens, catalog, purger, auditPruner, fleet, limits } = app.infracat;
+    const { tokens, catalog, purger, auditPruner, usagePruner, fleet, limits } = app.infracat;
     const changes = new ChangeFollower({
       cache: tokens.cache,
       catalog,
@@ -52,11 +52,13 @@ export const lifecycle = fp<LifecycleOptions, RawServerDefault, TypeBoxTypeProvi
     });
     app.addHook('onReady', async () => {
       tokens.lastUsed.start();
+      tokens.usage.start();
       // The purges' first runs, not awaited: a start never waits for them. Each batch waits
       // for a later turn of the event loop (src/periodic.ts): the start goes on to listen
       // meanwhile, and a backlog is worked off while requests are served.
       purger.start();
       auditPruner.start();
+      usagePruner.start();
       // First start of an empty database gets the shipped catalog; then load what is live.
       // If storage is down now, catalogs start empty and fill in at the next refresh.
       try {
@@ -83,7 +85,9 @@ export const lifecycle = fp<LifecycleOptions, RawServerDefault, TypeBoxTypeProvi
       catalog.stop();
       await purger.stop();
       await auditPruner.stop();
+      await usagePruner.stop();
       await tokens.lastUsed.stop();
+      await tokens.usage.stop();
       await store.close();
     });
     done();

@@ -32,6 +32,8 @@ declare module 'fastify' {
       purger: PeriodicPurge;
       /** Deletes audit events older than AUDIT_RETENTION_DAYS. */
       auditPruner: PeriodicPurge;
+      /** Deletes hourly token usage older than TOKEN_USAGE_RETENTION_DAYS. */
+      usagePruner: PeriodicPurge;
       /** This instance's heartbeat, and the live instances that share the rate limits. */
       fleet: FleetRegistry;
       /** The rate limiter's counts, shared with the other instances through storage. */
@@ -69,7 +71,7 @@ export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvide
         flushWarnedAt = Date.now();
         app.log.warn(
           { err, failures: flushFailures },
-          'last_used_at flush failed; will retry (this warning repeats at most once a minute)',
+          'last_used_at or usage flush failed; will retry (this warning repeats at most once a minute)',
         );
       },
       now,
@@ -106,6 +108,15 @@ export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvide
       onError: (err) => {
         countStorageError();
         app.log.warn({ err }, 'pruning audit events failed; will retry');
+      },
+    });
+    const usagePruner = new PeriodicPurge({
+      intervalMs: PURGE_INTERVAL_MS,
+      purge: () => tokens.service.pruneUsage(),
+      onPurged: (count) => app.log.info({ count }, 'pruned token usage older than TOKEN_USAGE_RETENTION_DAYS'),
+      onError: (err) => {
+        countStorageError();
+        app.log.warn({ err }, 'pruning token usage failed; will retry');
       },
     });
     const accounts = createAccountService(store, tokens.cache, now, audit);
@@ -150,7 +161,17 @@ export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvide
         );
       },
     });
-    app.decorate('infracat', { tokens, accounts, catalog, audit: auditService, purger, auditPruner, fleet, limits });
+    app.decorate('infracat', {
+      tokens,
+      accounts,
+      catalog,
+      audit: auditService,
+      purger,
+      auditPruner,
+      usagePruner,
+      fleet,
+      limits,
+    });
     done();
   },
   { name: 'infracat-services' },

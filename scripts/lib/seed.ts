@@ -196,6 +196,7 @@ export class ScaleLayout {
       // Expired five days ago: within TOKEN_EXPIRED_RETENTION_DAYS, so still listed.
       expiresAt: expired ? this.now - 5 * DAY_MS : k % 2 === 0 ? null : this.now + 200 * DAY_MS,
       lastUsedAt: null,
+      lastUsedIp: null,
       accountId: OPERATOR_ACCOUNT_ID,
       previousSecretHash: null,
       previousExpiresAt: null,

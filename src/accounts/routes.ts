@@ -16,7 +16,14 @@ import { callerOf } from '../http/caller.js';
 import { readPageQuery } from '../http/page-query.js';
 import type { App } from '../http/types.js';
 import { nextPageLink } from '../tokens/query.js';
-import { PATCH_DESCRIPTION, ROTATE_CONFLICT, ROTATE_DESCRIPTION, TOKEN_LIST_DESCRIPTION } from '../tokens/routes.js';
+import {
+  PATCH_DESCRIPTION,
+  ROTATE_CONFLICT,
+  ROTATE_DESCRIPTION,
+  TOKEN_LIST_DESCRIPTION,
+  USAGE_DESCRIPTION,
+  usageAnswer,
+} from '../tokens/routes.js';
 import {
   CreatedToken,
   RotatedToken,
@@ -28,6 +35,8 @@ import {
   PatchTokenBody,
   RotateTokenBody,
   TokenView,
+  UsageList,
+  UsageQuery,
 } from '../tokens/schemas.js';
 import type { TokenService } from '../tokens/service.js';
 import { createdView, rotatedView, tokenView } from '../tokens/views.js';
@@ -304,6 +313,23 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
         if (token === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.token_id}`);
         return tokenView(token);
       },
+    );
+
+    api.get(
+      '/api/v1/accounts/:id/api-tokens/:token_id/usage',
+      {
+        config: { auth: { scopes: ['accounts:read'] } },
+        schema: {
+          tags,
+          operationId: 'getAccountApiTokenUsage',
+          summary: "A token's uses per hour, in an account",
+          description: `As GET /api/v1/api-tokens/{id}/usage, inside account {id}. ${USAGE_DESCRIPTION}`,
+          params: AccountTokenParams,
+          querystring: UsageQuery,
+          response: { 200: UsageList },
+        },
+      },
+      async (request) => usageAnswer(tokens, await existing(request.params.id), request.params.token_id, request.query),
     );
 
     api.post(

@@ -344,8 +344,8 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
         const caller = request.token!;
         // Another account's token is answered exactly as an unknown one, and not counted as a use.
         if (!isOperatorAccount(caller.accountId) && t.accountId !== caller.accountId) return { active: false };
-        // The holder presented it to a resource server: that is a use.
-        service.recordUse(t);
+        // The holder presented it to a resource server: that is a use, from the address it reports.
+        service.recordUse(t, reported ?? null);
         return {
           active: true,
           scope: t.scopes.join(' '),

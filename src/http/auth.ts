@@ -203,6 +203,7 @@ export function createAuth(options: AuthOptions): Auth {
       // naming it as missing would send the caller after something it can never get.
       if (!isOperatorAccount(result.token.accountId) && required.some((s) => OPERATOR_ONLY_SCOPES.includes(s))) {
         const detail = "only tokens of the operator account may make this request; this token's account is not it";
+        service.recordRefusal(result.token, 'scope');
         throw new AppError('INSUFFICIENT_SCOPE', detail, {
           headers: { 'www-authenticate': bearerChallenge({ error: 'insufficient_scope', error_description: detail }) },
           members: { required_scopes: required },
@@ -210,6 +211,7 @@ export function createAuth(options: AuthOptions): Auth {
       }
       const missing = missingScopes(result.token.scopes, required);
       if (missing.length > 0) {
+        service.recordRefusal(result.token, 'scope');
         throw new AppError('INSUFFICIENT_SCOPE', `this request needs the scope ${missing.join(', ')}`, {
           headers: { 'www-authenticate': bearerChallenge({ error: 'insufficient_scope', scope: required.join(' ') }) },
           members: { required_scopes: required, missing_scopes: missing },
@@ -217,6 +219,8 @@ export function createAuth(options: AuthOptions): Auth {
       }
     }
     if (changes && result.secret === 'previous') {
+      // An insufficient_scope refusal (the secret lacks the right to change), counted as one.
+      service.recordRefusal(result.token, 'scope');
       const detail =
         "this is the token's previous secret, which keeps working only for reads during the grace period " +
         'after a rotation; make changes with the current secret';

@@ -96,12 +96,13 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
   const registry = Registry.merge([new Registry(), sources.traffic.registry]);
   collectDefaultMetrics({ register: registry });
 
-  const { service, cache, lastUsed } = sources.tokens;
+  const { service, cache, lastUsed, usage } = sources.tokens;
   new Counter({
     name: 'infracat_token_verifications_total',
     help:
-      'Token verifications by outcome ' +
-      '(ok, format, checksum, unknown, expired, suspended, disabled, not_yet_valid, address, error)',
+      'Token verifications by outcome (ok, format, checksum, unknown, expired, suspended, disabled, ' +
+      'not_yet_valid, address, error), and requests of verified tokens refused afterwards (scope, rate_limited; ' +
+      'also counted under ok)',
     labelNames: ['outcome'] as const,
     registers: [registry],
     collect() {
@@ -138,6 +139,25 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
     'infracat_last_used_flush_failures_total',
     'last_used_at batches that failed (retried later)',
     () => lastUsed.stats.failures,
+  );
+  totalCounter(registry, 'infracat_token_usage_flushes_total', 'Batched token usage writes', () => usage.stats.flushes);
+  totalCounter(
+    registry,
+    'infracat_token_usage_cells_total',
+    'Token-hour rows added to by token usage batches',
+    () => usage.stats.cells,
+  );
+  totalCounter(
+    registry,
+    'infracat_token_usage_flush_failures_total',
+    'Token usage batches that failed (retried later)',
+    () => usage.stats.failures,
+  );
+  totalCounter(
+    registry,
+    'infracat_token_usage_dropped_total',
+    'Token uses not counted: the pending token-hour cells were at their bound',
+    () => usage.stats.dropped,
   );
   totalCounter(
     registry,

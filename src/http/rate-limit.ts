@@ -41,6 +41,7 @@ import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHan
 import fp from 'fastify-plugin';
 import { AppError } from '../errors.js';
 import { FleetCounts, type Verdict } from '../fleet/counts.js';
+import type { TokenRecord } from '../storage/types.js';
 import { addressKey } from './client-key.js';
 import type { App } from './types.js';
 
@@ -67,6 +68,8 @@ export interface RateLimitOptions {
   counts?: FleetCounts;
   /** Without `counts`: most keys tracked at once (RATE_LIMIT_MAX_KEYS); the least recently used go first. */
   maxKeys?: number;
+  /** Told of each request of a token refused over a limit (its usage counts it). */
+  onTokenRefused?: (token: TokenRecord) => void;
 }
 
 /** Most keys (tokens, accounts, addresses) a limiter tracks at once when not given its counts. */
@@ -149,6 +152,7 @@ const WHOSE: Record<RateLimitPolicy, string> = {
  */
 export function installRateLimit(app: App, options: RateLimitOptions): RateLimiter {
   const { quotas, windowS } = options;
+  const onTokenRefused = options.onTokenRefused ?? (() => undefined);
   const counts =
     options.counts ??
     new FleetCounts({
@@ -224,7 +228,10 @@ export function installRateLimit(app: App, options: RateLimitOptions): RateLimit
       revalidates &&
       (request.method === 'GET' || request.method === 'HEAD') &&
       request.headers['if-none-match'] !== undefined;
-    if (!revalidation) return refusal;
+    if (!revalidation) {
+      if (request.token !== null) onTokenRefused(request.token);
+      return refusal;
+    }
     request.rateLimit = { judged, held: refusal };
     return null;
   }
@@ -239,6 +246,8 @@ export function installRateLimit(app: App, options: RateLimitOptions): RateLimit
     const took = request.rateLimit;
     if (took === null) return done(null, payload);
     if (took.held !== null) {
+      // A revalidation over the limit that is not answered 304 is refused after all.
+      if (reply.statusCode !== 304 && request.token !== null) onTokenRefused(request.token);
       if (reply.statusCode !== 304 && reply.statusCode !== 429) {
         // The route answered something else over the limit without refusing: fail closed.
         // (Passed from onSend, the error goes to the problem handler; this hook sees its 429.)
@@ -284,7 +293,14 @@ export const rateLimiting = fp<Pick<RateLimitOptions, 'quotas' | 'windowS'>, Raw
     const limited = quotas.token > 0 || quotas.anonymous > 0 || quotas.account > 0;
     app.decorate(
       'rateLimiter',
-      limited ? installRateLimit(app, { quotas, windowS, counts: app.infracat.limits }) : null,
+      limited
+        ? installRateLimit(app, {
+            quotas,
+            windowS,
+            counts: app.infracat.limits,
+            onTokenRefused: (token) => app.infracat.tokens.service.recordRefusal(token, 'rate_limited'),
+          })
+        : null,
     );
     done();
   },

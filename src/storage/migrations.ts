@@ -312,6 +312,29 @@ const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE api_tokens ADD COLUMN enabled INTEGER NOT NULL DEFAULT 1`,
     ],
   },
+  {
+    version: 15,
+    name: 'token_usage',
+    // Each token's uses per hour, summed by additive upserts from every instance; the
+    // (hour, token_id) index serves the pruning of old hours, the primary key a token's range.
+    // And the client address of a token's last use, written with last_used_at.
+    steps: [
+      'ALTER TABLE api_tokens ADD COLUMN last_used_ip TEXT',
+      `CREATE TABLE token_usage (
+         token_id              TEXT   NOT NULL,
+         hour                  BIGINT NOT NULL,
+         verified              BIGINT NOT NULL DEFAULT 0,
+         refused_expired       BIGINT NOT NULL DEFAULT 0,
+         refused_not_yet_valid BIGINT NOT NULL DEFAULT 0,
+         refused_disabled      BIGINT NOT NULL DEFAULT 0,
+         refused_address       BIGINT NOT NULL DEFAULT 0,
+         refused_scope         BIGINT NOT NULL DEFAULT 0,
+         refused_rate_limited  BIGINT NOT NULL DEFAULT 0,
+         refused_suspended     BIGINT NOT NULL DEFAULT 0,
+         PRIMARY KEY (token_id, hour))`,
+      'CREATE INDEX token_usage_hour ON token_usage (hour, token_id)',
+    ],
+  },
 ];
 
 /**

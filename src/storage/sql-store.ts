@@ -17,7 +17,7 @@ import { encodeChange } from './changes.js';
 import type { Driver, LockName, Queries } from './driver.js';
 import { BOOKKEEPING, BOOTSTRAP_KEY, pendingMigrations, schemaVersion, stepSql } from './migrations.js';
 import { firstIdAt } from '../tokens/ids.js';
-import { bootstrapOutcome, latestPerId } from './rows.js';
+import { bootstrapOutcome, inKeyOrder, latestPerId } from './rows.js';
 import {
   ACCOUNTS,
   API_TOKENS,
@@ -25,6 +25,7 @@ import {
   CATALOG_REVISION_INFO,
   CATALOG_REVISIONS,
   INSTANCES,
+  TOKEN_USAGE,
   type Param,
 } from './tables.js';
 import type {
@@ -59,7 +60,9 @@ import type {
   ListPosition,
   PageRequest,
   StoredBound,
+  UsageCell,
 } from './types.js';
+import { UsageWriteError } from './types.js';
 
 /**
  * A WHERE clause of the filters given, each a plain comparison an index can serve:
@@ -127,7 +130,7 @@ function pageParams(page: PageRequest): Param[] {
  * about 155 ms (260 ms at worst, past the 200 ms a health check may wait); PostgreSQL:
  * 1,000 rows about 210 ms, 5,000 about 460 ms. A flush of 10,000 tokens takes about
  * 0.3 s on SQLite and 0.7 s on PostgreSQL, inside the default LAST_USED_FLUSH_MS (1 s).
- * Far below both engines' parameter limits (SQLite 32,766, PostgreSQL 65,535; two per row).
+ * Far below both engines' parameter limits (SQLite 32,766, PostgreSQL 65,535; three per row).
  */
 export const TOUCH_CHUNK_ROWS = 1000;
 
@@ -144,19 +147,20 @@ const TOUCH_SIZES = [
 const touchTexts = new Map<number, string>();
 
 /**
- * The last_used_at statement of `size` (id, time) rows (exported for the tests and the
- * measurement that run it on both engines): one UPDATE from a VALUES list, written once
- * for both dialects (both name a VALUES list's columns column1, column2; SQLite has
+ * The last_used_at statement of `size` (id, time, address) rows (exported for the tests and
+ * the measurement that run it on both engines): one UPDATE from a VALUES list, written once
+ * for both dialects (both name a VALUES list's columns column1, column2, ...; SQLite has
  * UPDATE ... FROM since 3.33). last_used_at = max(stored, time), portably: only a later
- * time is written, a row already as recent is not written at all, and an unknown id
- * joins nothing. CAST: PostgreSQL types a bare parameter in VALUES as text.
+ * time is written (with the address of that use), a row already as recent is not written
+ * at all, and an unknown id joins nothing. CAST: PostgreSQL types a bare parameter in
+ * VALUES as text (the address is text).
  */
 export function touchQuery(size: number): string {
   let sql = touchTexts.get(size);
   if (sql === undefined) {
-    const values = Array.from({ length: size }, () => '(?, CAST(? AS BIGINT))').join(', ');
+    const values = Array.from({ length: size }, () => '(?, CAST(? AS BIGINT), ?)').join(', ');
     sql =
-      `UPDATE api_tokens SET last_used_at = v.column2 FROM (VALUES ${values}) AS v` +
+      `UPDATE api_tokens SET last_used_at = v.column2, last_used_ip = v.column3 FROM (VALUES ${values}) AS v` +
       ' WHERE api_tokens.id = v.column1 AND (api_tokens.last_used_at IS NULL OR api_tokens.last_used_at < v.column2)';
     touchTexts.set(size, sql);
   }
@@ -164,11 +168,48 @@ export function touchQuery(size: number): string {
 }
 
 /** A VALUES row of touchQuery that matches no token: ids are never empty (`tok_` + ULID). */
-const TOUCH_FILLER: readonly Param[] = ['', 0];
+const TOUCH_FILLER: readonly Param[] = ['', 0, null];
+
+/**
+ * Rows per usage statement (usageQuery), as for last_used_at: each row is a (token, hour)
+ * cell of ten values, so a full statement binds 10,000 parameters, within SQLite's 32,766.
+ */
+export const USAGE_CHUNK_ROWS = TOUCH_CHUNK_ROWS;
+const usageTexts = new Map<number, string>();
+const USAGE_COLUMNS = ['token_id', 'hour', ...TOKEN_USAGE.counts];
+
+/**
+ * The usage statement of `size` cells (exported for the tests that plan and run it): one
+ * multi-row upsert, written once for both dialects, that adds each cell's counts to its
+ * (token_id, hour) row or inserts the row. Sized like touchQuery (powers of two, filled
+ * with rows of an empty token id that the WHERE drops), so a dozen texts serve every
+ * batch. INSERT ... SELECT rather than INSERT ... VALUES for the WHERE; SQLite needs a
+ * WHERE there anyway to read ON CONFLICT as the upsert clause. Additive (`token_usage.n +
+ * excluded.n`): instances flushing the same row each add their own counts.
+ */
+export function usageQuery(size: number): string {
+  let sql = usageTexts.get(size);
+  if (sql === undefined) {
+    const row = `(?, ${USAGE_COLUMNS.slice(1)
+      .map(() => 'CAST(? AS BIGINT)')
+      .join(', ')})`;
+    const values = Array.from({ length: size }, () => row).join(', ');
+    const selected = USAGE_COLUMNS.map((_, i) => `v.column${i + 1}`).join(', ');
+    const add = TOKEN_USAGE.counts.map((c) => `${c} = token_usage.${c} + excluded.${c}`).join(', ');
+    sql =
+      `INSERT INTO token_usage (${USAGE_COLUMNS.join(', ')}) SELECT ${selected} FROM (VALUES ${values}) AS v` +
+      ` WHERE v.column1 <> '' ON CONFLICT (token_id, hour) DO UPDATE SET ${add}`;
+    usageTexts.set(size, sql);
+  }
+  return sql;
+}
+
+/** A VALUES row of usageQuery that the WHERE drops (token ids are never empty). */
+const USAGE_FILLER: readonly Param[] = USAGE_COLUMNS.map((_, i) => (i === 0 ? '' : 0));
 
 /**
  * Every statement of the store but those built per call (auditListQuery,
- * accountListQuery on listAccounts, touchQuery). Exported for test/storage/query-plans.test.ts,
+ * accountListQuery on listAccounts, touchQuery, usageQuery). Exported for test/storage/query-plans.test.ts,
  * which reads each one's plan on both engines (an index, never a scan of a growing table)
  * or names why it needs none: a statement added here without either fails it.
  */
@@ -249,6 +290,18 @@ export const SQL = {
   pruneEvents:
     'DELETE FROM audit_events WHERE occurred_at <= ? AND id IN' +
     ' (SELECT id FROM audit_events WHERE occurred_at < ? ORDER BY occurred_at LIMIT ?)',
+  // A token's hours in a range, oldest first: one range of the primary key (token_id, hour),
+  // at most one row per hour of the range (the limit says so to the planner).
+  tokenUsage:
+    `SELECT hour, ${TOKEN_USAGE.counts.join(', ')} FROM token_usage` +
+    ' WHERE token_id = ? AND hour >= ? AND hour < ? ORDER BY hour LIMIT ?',
+  // The pruning of old hours, as the audit trail's: the (hour, token_id) of the batch's
+  // last row (the limit-th oldest before the bound), from the (hour, token_id) index alone;
+  // then every row up to it, one range of that index, however many tokens an hour holds.
+  pruneUsageBoundary: 'SELECT hour, token_id FROM token_usage WHERE hour < ? ORDER BY hour, token_id LIMIT 1 OFFSET ?',
+  pruneUsage: 'DELETE FROM token_usage WHERE hour < ? AND (hour, token_id) <= (?, ?)',
+  // Fewer than a batch before the bound: all of them.
+  pruneUsageRest: 'DELETE FROM token_usage WHERE hour < ?',
   markBootstrap: 'INSERT INTO infracat_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING',
   latestCatalog: 'SELECT COALESCE(MAX(version), 0) AS v FROM catalog_revisions',
   currentCatalog: `SELECT ${CATALOG_REVISIONS.columns} FROM catalog_revisions ORDER BY version DESC LIMIT 1`,
@@ -620,6 +673,41 @@ class SqlTokenStore implements TokenStore {
       for (let n = rows.length; n < size; n++) params.push(...TOUCH_FILLER);
       await this.db.run(touchQuery(size), params);
     }
+  }
+
+  async addUsage(cells: readonly UsageCell[]): Promise<void> {
+    // As touch: one statement per USAGE_CHUNK_ROWS cells, each committed on its own with a
+    // turn of the event loop between them. A failure leaves the earlier chunks added; the
+    // caller keeps only the cells of the chunks that failed or did not run (UsageWriteError).
+    for (let at = 0; at < cells.length; at += USAGE_CHUNK_ROWS) {
+      if (at > 0) await yieldToLoop();
+      const chunk = inKeyOrder(cells.slice(at, at + USAGE_CHUNK_ROWS));
+      const size = TOUCH_SIZES.find((n) => n >= chunk.length) ?? USAGE_CHUNK_ROWS;
+      const params: Param[] = [];
+      for (const cell of chunk) params.push(cell.tokenId, cell.hour, ...cell.counts);
+      for (let n = chunk.length; n < size; n++) params.push(...USAGE_FILLER);
+      try {
+        await this.db.run(usageQuery(size), params);
+      } catch (err) {
+        throw new UsageWriteError(at, err);
+      }
+    }
+  }
+
+  async usage(tokenId: string, from: number, to: number): Promise<UsageCell[]> {
+    const hours = Math.max(1, Math.ceil((to - from) / 3_600_000));
+    const rows = await this.db.all<Record<string, unknown>>(SQL.tokenUsage, [tokenId, from, to, hours]);
+    return rows.map((row) => ({
+      tokenId,
+      hour: Number(row.hour),
+      counts: TOKEN_USAGE.counts.map((c) => Number(row[c])),
+    }));
+  }
+
+  async pruneUsage(before: number, limit: number): Promise<number> {
+    const last = await this.db.get<{ hour: number; token_id: string }>(SQL.pruneUsageBoundary, [before, limit - 1]);
+    if (last === undefined) return this.db.run(SQL.pruneUsageRest, [before]);
+    return this.db.run(SQL.pruneUsage, [before, Number(last.hour), last.token_id]);
   }
 
   async count(): Promise<number> {

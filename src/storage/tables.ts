@@ -1,3 +1,5 @@
+import { USAGE_OUTCOMES } from '../tokens/usage-reasons.js';
+
 // The stored tables, each declared once: its columns, in order, and how each record
 // field is written to and read from a column. Record types (types.ts), the column lists
 // and placeholders of the SQL (sql-store.ts) and the row <-> record mapping all come
@@ -103,6 +105,8 @@ export const API_TOKENS = table('api_tokens', {
   createdAt: integer('created_at'),
   expiresAt: integerOrNull('expires_at'),
   lastUsedAt: integerOrNull('last_used_at'),
+  /** The client address of the use last_used_at records (migration 15); null before the first use. */
+  lastUsedIp: textOrNull('last_used_ip'),
   /** The account (tenant) the token belongs to (migration 4). */
   accountId: text('account_id'),
   /**
@@ -119,6 +123,18 @@ export const API_TOKENS = table('api_tokens', {
   notBefore: integerOrNull('not_before'),
   enabled: flag('enabled'),
 });
+
+/**
+ * token_usage: each token's uses counted per hour (migration 15), primary key (token_id,
+ * hour). `hour` is the epoch milliseconds of the hour's start; then one count column per
+ * usage outcome, in USAGE_OUTCOMES order: `verified`, then `refused_<reason>`. Rows are
+ * added to (never replaced) by every instance's flush, and pruned after
+ * TOKEN_USAGE_RETENTION_DAYS.
+ */
+export const TOKEN_USAGE = {
+  name: 'token_usage',
+  counts: USAGE_OUTCOMES.map((o) => (o === 'verified' ? o : `refused_${o}`)),
+} as const;
 
 /** `active` accounts' tokens work; a `suspended` account's tokens are refused everywhere. */
 export type AccountStatus = 'active' | 'suspended';

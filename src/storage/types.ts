@@ -89,6 +89,19 @@ export interface AccountStore {
 export interface LastUsed {
   id: string;
   at: number;
+  /** The client address of the use; null or absent when not known. */
+  ip?: string | null;
+}
+
+/**
+ * One token's uses in one hour (a token_usage row, or what an instance adds to it): `hour`
+ * is the epoch milliseconds of the hour's start; `counts` one per outcome, in
+ * USAGE_OUTCOMES order (src/tokens/usage-reasons.ts).
+ */
+export interface UsageCell {
+  tokenId: string;
+  hour: number;
+  counts: number[];
 }
 
 /** limit_reached: the account holds maxLive live tokens; no_account: the account does not exist. */
@@ -176,8 +189,23 @@ export interface TokenStore {
    * `previousSecretHash`; false otherwise (rotated again, or no such token).
    */
   endGrace(accountId: string, id: string, previousSecretHash: string, event: AuditEventRecord): Promise<boolean>;
-  /** Sets last_used_at = max(stored, at) for each entry; unknown ids are ignored. */
+  /**
+   * Sets last_used_at = max(stored, at) for each entry, and last_used_ip to the address of
+   * that use; unknown ids are ignored.
+   */
   touch(entries: readonly LastUsed[]): Promise<void>;
+  /**
+   * Adds each cell's counts to its (token, hour) row, creating it when absent: additive, so
+   * the flushes of every instance sum. At most one cell per (token, hour) in a call.
+   */
+  addUsage(cells: readonly UsageCell[]): Promise<void>;
+  /** A token's usage rows of the hours from `from` (inclusive) to `to` (exclusive), oldest first. */
+  usage(tokenId: string, from: number, to: number): Promise<UsageCell[]>;
+  /**
+   * Deletes usage rows of hours before `before`, the oldest first, at most `limit` per
+   * call; resolves to how many.
+   */
+  pruneUsage(before: number, limit: number): Promise<number>;
   /** Number of stored tokens, expired included. */
   count(): Promise<number>;
 }
@@ -395,5 +423,20 @@ export class StorageUnavailableError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'StorageUnavailableError';
+  }
+}
+
+/**
+ * addUsage failed part-way: the first `added` cells (in the order given) are stored, the
+ * rest are not, so a retry sends only the rest and counts nothing twice. The cause is the
+ * storage error (a StorageUnavailableError when storage was unreachable).
+ */
+export class UsageWriteError extends Error {
+  constructor(
+    readonly added: number,
+    cause: unknown,
+  ) {
+    super(`adding token usage failed after ${added} cells`, { cause });
+    this.name = 'UsageWriteError';
   }
 }

@@ -7,11 +7,13 @@ import { LastUsedTracker } from './last-used.js';
 import { maxStoredTokens } from './limits.js';
 import { ScopeRegistry } from './scopes.js';
 import { TokenService } from './service.js';
+import { UsageTracker } from './usage.js';
 
 export interface TokenDomain {
   service: TokenService;
   cache: VerificationCache;
   lastUsed: LastUsedTracker;
+  usage: UsageTracker;
 }
 
 /** What the token domain is made with; each field is the setting of the same name (src/config.ts). */
@@ -22,6 +24,7 @@ export interface TokenSettings {
   tokenMaxStored: number | null;
   tokenMaxLifetimeDays: number;
   tokenExpiredRetentionDays: number;
+  tokenUsageRetentionDays: number;
   tokenCacheTtlMs: number;
   tokenCacheMax: number;
   lastUsedFlushMs: number;
@@ -43,6 +46,11 @@ export function createTokenDomain(
     intervalMs: settings.lastUsedFlushMs,
     ...(onFlushError ? { onError: onFlushError } : {}),
   });
+  // Counted uses are flushed with last_used_at's cadence.
+  const usage = new UsageTracker(store.tokens, {
+    intervalMs: settings.lastUsedFlushMs,
+    ...(onFlushError ? { onError: onFlushError } : {}),
+  });
   const service = new TokenService(store.tokens, {
     prefix: settings.tokenPrefix,
     registry: new ScopeRegistry(settings.scopeResources),
@@ -50,10 +58,12 @@ export function createTokenDomain(
     maxStored: maxStoredTokens(settings),
     maxLifetimeMs: settings.tokenMaxLifetimeDays * 86_400_000,
     expiredRetentionMs: settings.tokenExpiredRetentionDays * 86_400_000,
+    usageRetentionMs: settings.tokenUsageRetentionDays * 86_400_000,
     cache,
     tracker: lastUsed,
+    usage,
     ...(now !== undefined ? { now } : {}),
     ...(audit !== undefined ? { audit } : {}),
   });
-  return { service, cache, lastUsed };
+  return { service, cache, lastUsed, usage };
 }

@@ -1,12 +1,12 @@
 // last_used_at bookkeeping off the request path: uses are recorded in memory
-// (latest time per token) and written in one batch per interval, so a token used a
+// (latest time per token, with the client address of that use) and written in one batch per interval, so a token used a
 // thousand times a second costs one row update per interval, and a batch is one
 // statement per 1,000 tokens (storage's touch, which yields to the event loop between
 // them). Storage keeps the max, so batches from several instances never move the time
 // backwards. A failed flush keeps its entries for the next one; stop() flushes what is
 // left. A use is in storage within an interval plus a flush's time: a flush of 10,000
 // tokens takes well under one interval (scripts/bench-touch.ts).
-import type { TokenStore } from '../storage/types.js';
+import type { LastUsed, TokenStore } from '../storage/types.js';
 
 export interface LastUsedOptions {
   intervalMs: number;
@@ -14,7 +14,7 @@ export interface LastUsedOptions {
 }
 
 export class LastUsedTracker {
-  private pendingUses = new Map<string, number>();
+  private pendingUses = new Map<string, LastUsed>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
   /** Batches written and rows in them, for tests and metrics. */
@@ -25,13 +25,13 @@ export class LastUsedTracker {
     private readonly options: LastUsedOptions,
   ) {}
 
-  record(id: string, at: number): void {
+  record(id: string, at: number, ip: string | null = null): void {
     const prev = this.pendingUses.get(id);
-    if (prev === undefined || at > prev) this.pendingUses.set(id, at);
+    if (prev === undefined || at > prev.at) this.pendingUses.set(id, { id, at, ip });
   }
 
   /** A use not yet written, so reads on this instance can show it straight away. */
-  pending(id: string): number | undefined {
+  pending(id: string): LastUsed | undefined {
     return this.pendingUses.get(id);
   }
 
@@ -58,12 +58,12 @@ export class LastUsedTracker {
     const batch = this.pendingUses;
     this.pendingUses = new Map();
     try {
-      await this.store.touch([...batch].map(([id, at]) => ({ id, at })));
+      await this.store.touch([...batch.values()]);
       this.stats.flushes += 1;
       this.stats.rows += batch.size;
     } catch (err) {
       this.stats.failures += 1;
-      for (const [id, at] of batch) this.record(id, at);
+      for (const use of batch.values()) this.record(use.id, use.at, use.ip ?? null);
       this.options.onError?.(err);
     }
   }

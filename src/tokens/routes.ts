@@ -28,10 +28,14 @@ import {
   PageParams,
   ScopeList,
   TokenView,
+  UsageList,
+  UsageQuery,
+  type UsageBucketView,
 } from './schemas.js';
 import { nextPageLink } from './query.js';
-import { createdView, currentView, rotatedView, tokenView } from './views.js';
+import { createdView, currentView, rotatedView, tokenView, usageView } from './views.js';
 import type { TokenService } from './service.js';
+import { USAGE_SPAN_DEFAULT_DAYS, USAGE_SPAN_MAX_DAYS } from './usage.js';
 
 const tags = ['tokens'];
 
@@ -63,6 +67,31 @@ export const TOKEN_LIST_DESCRIPTION =
   `at most ${LIST_PER_PAGE_MAX}); when more follow, a \`Link: <...>; rel="next"\` header names the next page ` +
   '(follow it as it is): keyset pages, so tokens created meanwhile never make a page skip or repeat one. ' +
   'The body stays a bare array.';
+
+// The OpenAPI prose of the usage, shared with its /accounts/{id}/api-tokens twin.
+export const USAGE_DESCRIPTION =
+  "The token's uses counted per hour: a bare array of hourly buckets, oldest first, each with `valid` (uses " +
+  'let through), `refused` and `refused_by_reason` (only the reasons with a count). Hours without any use ' +
+  `are absent. \`since\` and \`until\` (RFC 3339) choose the hours: from the hour holding since (default: ` +
+  `${USAGE_SPAN_DEFAULT_DAYS} days before until) to until (exclusive; default: now), at most ` +
+  `${USAGE_SPAN_MAX_DAYS} days apart (400 INVALID_QUERY otherwise). Uses are counted in memory and written ` +
+  'every LAST_USED_FLUSH_MS (1 s by default): a use shows here within that interval plus the time its batch ' +
+  "takes. Kept TOKEN_USAGE_RETENTION_DAYS (90 by default). Unknown id, or another account's: 404.";
+
+/**
+ * The usage answer of a token of `accountId`, or 404: shared by /api/v1/api-tokens/{id}/usage
+ * and its operator twin.
+ */
+export async function usageAnswer(
+  service: TokenService,
+  accountId: string,
+  id: string,
+  query: UsageQuery,
+): Promise<UsageBucketView[]> {
+  const cells = await service.usage(accountId, id, query);
+  if (cells === null) throw new AppError('NOT_FOUND', `no token with id ${id}`);
+  return cells.map(usageView);
+}
 
 const LIST_PATH = '/api/v1/api-tokens';
 
@@ -163,6 +192,23 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
         if (token === null) throw new AppError('NOT_FOUND', `no token with id ${request.params.id}`);
         return tokenView(token);
       },
+    );
+
+    api.get(
+      '/api/v1/api-tokens/:id/usage',
+      {
+        config: { auth: { scopes: ['api-tokens:read'] } },
+        schema: {
+          tags,
+          operationId: 'getApiTokenUsage',
+          summary: "A token's uses per hour, valid and refused by reason",
+          description: USAGE_DESCRIPTION,
+          params: IdParams,
+          querystring: UsageQuery,
+          response: { 200: UsageList },
+        },
+      },
+      async (request) => usageAnswer(service, callerOf(request.token).accountId, request.params.id, request.query),
     );
 
     api.delete(

@@ -3,10 +3,12 @@
 // document shows it. Response schemas list every field that may leave the service:
 // Fastify's serialiser drops anything else, so a secret or hash on a record can never
 // reach a list body by accident.
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TOptional } from 'typebox';
 import { ALLOWED_CIDRS_MAX } from './conditions.js';
 import { numericText } from '../http/documented-as.js';
 import { GRACE_MAX_S, NAME_MAX } from './limits.js';
+import { USAGE_SPAN_DEFAULT_DAYS, USAGE_SPAN_MAX_DAYS } from './usage.js';
+import { USAGE_REASONS, type UsageReason } from './usage-reasons.js';
 
 export const Timestamp = Type.String({
   format: 'date-time',
@@ -187,6 +189,13 @@ export const TokenView = Type.Object({
   scopes: Scopes,
   created_at: Timestamp,
   last_used_at: NullableTimestamp,
+  last_used_ip: Type.Union([Type.String(), Type.Null()], {
+    description:
+      'The client address of the use last_used_at records (as the API or forward auth saw it: TRUST_PROXY ' +
+      'decides whether a proxy header is read; introspection: its client_address); null before the first use, ' +
+      'and when that address was not known (an introspection without client_address)',
+    examples: ['203.0.113.7'],
+  }),
   expires_at: NullableTimestamp,
   ...ConditionViews,
 });
@@ -264,6 +273,67 @@ export const ScopeList = Type.Array(ScopeView);
 
 export const IdParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
 
+const UsageInstant = (description: string) =>
+  Type.String({
+    maxLength: 64,
+    description: `${description}: an RFC 3339 timestamp naming a real date and time, e.g. 2026-11-21T19:00:00Z`,
+  });
+
+/** GET .../api-tokens/{id}/usage: the range of hours; unknown parameters are refused. */
+export const UsageQuery = Type.Object(
+  {
+    since: Type.Optional(
+      UsageInstant(
+        `From the hour holding this time (default: ${USAGE_SPAN_DEFAULT_DAYS} days before until); at most ` +
+          `${USAGE_SPAN_MAX_DAYS} days before until`,
+      ),
+    ),
+    until: Type.Optional(UsageInstant('Hours starting before this time (default: now)')),
+  },
+  { additionalProperties: false },
+);
+export type UsageQuery = Static<typeof UsageQuery>;
+
+const Count = Type.Integer({ minimum: 0 });
+
+/** One hour of a token's usage. */
+export const UsageBucketView = Type.Object(
+  {
+    hour: Type.String({
+      format: 'date-time',
+      description: "The hour's start, RFC 3339 UTC",
+      examples: ['2026-11-27T17:00:00.000Z'],
+    }),
+    valid: {
+      ...Count,
+      description: 'Uses let through: verified, with the scopes the request needed, within the rate limit',
+    },
+    refused: { ...Count, description: 'Uses refused, every reason together' },
+    refused_by_reason: Type.Object(
+      Object.fromEntries(USAGE_REASONS.map((r) => [r, Type.Optional(Count)])) as Record<
+        UsageReason,
+        TOptional<typeof Count>
+      >,
+      {
+        additionalProperties: false,
+        description:
+          'The refused uses by reason; only the reasons with a count are present. expired, not_yet_valid, ' +
+          'disabled, address (outside allowed_cidrs), suspended (the account): the token was refused; scope: it ' +
+          'lacked a scope the request needed (or a previous secret tried a change); rate_limited: over the rate limit',
+      },
+    ),
+  },
+  {
+    examples: [
+      { hour: '2026-11-27T17:00:00.000Z', valid: 12, refused: 3, refused_by_reason: { scope: 2, address: 1 } },
+    ],
+  },
+);
+export type UsageBucketView = Static<typeof UsageBucketView>;
+
+export const UsageList = Type.Array(UsageBucketView, {
+  description: 'Hourly buckets, oldest first; an hour without any use has none',
+});
 /** The token shapes by their names in the OpenAPI document's components.schemas. */
 export const TOKEN_SCHEMAS = {
   ApiToken: TokenView,
@@ -273,4 +343,5 @@ export const TOKEN_SCHEMAS = {
   ApiTokenPatch: PatchTokenBody,
   ApiTokenRotate: RotateTokenBody,
   Scope: ScopeView,
+  ApiTokenUsageHour: UsageBucketView,
 };

@@ -5,7 +5,7 @@ import { SYSTEM_CONTEXT } from '../audit/context.js';
 import { auditEvent, NO_SINK, tokenTarget, type AuditAction, type AuditSink } from '../audit/events.js';
 import { AppError } from '../errors.js';
 import { OPERATOR_ACCOUNT_ID } from '../storage/migrations.js';
-import type { AuditEventRecord, TokenRecord, TokenStore, TokenWithAccount } from '../storage/types.js';
+import type { AuditEventRecord, TokenRecord, TokenStore, TokenWithAccount, UsageCell } from '../storage/types.js';
 import type { BlockList } from 'node:net';
 import { inBatches } from '../periodic.js';
 import { pageOf, type ListPage, type Page } from './query.js';
@@ -14,6 +14,8 @@ import { addressAllowed, cidrWithin, compileCidrs, type ClientAddress } from './
 import { checkSecret, generateSecret, hashSecret } from './format.js';
 import { newTokenId } from './ids.js';
 import type { LastUsedTracker } from './last-used.js';
+import { readUsageRange, type UsageTracker } from './usage.js';
+import { isUsageReason, type UsageOutcome } from './usage-reasons.js';
 import {
   notBeforeProblem,
   validateCreate,
@@ -41,8 +43,12 @@ export interface TokenServiceOptions {
   maxLifetimeMs: number;
   /** How long expired tokens stay listed before they are purged. */
   expiredRetentionMs: number;
+  /** How long hourly usage counts are kept (TOKEN_USAGE_RETENTION_DAYS); 0 or absent: forever. */
+  usageRetentionMs?: number;
   cache: VerificationCache;
   tracker: LastUsedTracker;
+  /** Each token's uses per hour (written in batches). */
+  usage: UsageTracker;
   /** Told of each audit event once written (the audit log line). */
   audit?: AuditSink;
   now?: () => number;
@@ -60,6 +66,8 @@ export interface LeakReport {
 // (a delete and an event per token, several indexes each) holds the event loop while it
 // runs, measured at about 15 ms for 50 on a loaded machine.
 const PURGE_BATCH = 50;
+// Usage rows pruned per statement: one range of the (hour, token_id) index.
+const USAGE_PRUNE_BATCH = 1000;
 // A leak report's free-text fields, as kept in the event.
 const LEAK_FIELD_MAX = 2048;
 
@@ -74,6 +82,8 @@ const PLAUSIBLE_ID = /^[A-Za-z0-9_-]{1,100}$/;
  */
 export type VerifyFailure =
   'format' | 'checksum' | 'unknown' | 'expired' | 'suspended' | 'disabled' | 'not_yet_valid' | 'address';
+/** Refusals of a request whose token verified: a missing scope, the rate limit. */
+export type RefusedAfterVerification = 'scope' | 'rate_limited';
 /**
  * Which of a token's secrets was presented: its current one, or the one it had before its
  * last rotation, still in its grace period. A previous secret reads, but makes no change to
@@ -98,11 +108,13 @@ export interface VerifyOptions {
   /**
    * false: a success is not recorded as a use here; the caller records it (introspection,
    * where another account's token is answered as unknown and is no use). Default true.
+   * A refusal of a found token is counted against it either way.
    */
   recordUse?: boolean;
   /**
-   * The client address the token is presented from, judged against its allowed_cidrs.
-   * Absent or unknown: a token with allowed_cidrs is refused (fail closed).
+   * The client address the token is presented from, judged against its allowed_cidrs and
+   * recorded with a use (last_used_ip). Absent or unknown: a token with allowed_cidrs is
+   * refused (fail closed).
    */
   address?: ClientAddress;
 }
@@ -118,8 +130,11 @@ export interface IssuedToken {
 export class TokenService {
   readonly registry: ScopeRegistry;
   readonly prefix: string;
-  /** Verification outcomes since start (metrics). */
-  readonly verifications: Record<VerifyFailure | 'ok' | 'error', number> = {
+  /**
+   * Verification outcomes since start (metrics), and the requests of verified tokens refused
+   * afterwards: for a missing scope (auth) or over the rate limit (the rate limiter).
+   */
+  readonly verifications: Record<VerifyFailure | 'ok' | 'error' | RefusedAfterVerification, number> = {
     ok: 0,
     format: 0,
     checksum: 0,
@@ -130,6 +145,8 @@ export class TokenService {
     not_yet_valid: 0,
     address: 0,
     error: 0,
+    scope: 0,
+    rate_limited: 0,
   };
   /**
    * Each cached token's allowed_cidrs as a BlockList, made on its first verification: a
@@ -204,6 +221,7 @@ export class TokenService {
       createdAt: now,
       expiresAt,
       lastUsedAt: null,
+      lastUsedIp: null,
       accountId,
       previousSecretHash: null,
       previousExpiresAt: null,
@@ -278,6 +296,7 @@ export class TokenService {
       createdAt: now,
       expiresAt: null,
       lastUsedAt: null,
+      lastUsedIp: null,
       // The first-start admin belongs to the operator account.
       accountId: OPERATOR_ACCOUNT_ID,
       previousSecretHash: null,
@@ -316,6 +335,38 @@ export class TokenService {
     if (!PLAUSIBLE_ID.test(id)) return null;
     const token = await this.store.get(accountId, id);
     return token === null || this.isExpired(token, this.retainedSince()) ? null : this.withPendingUse(token);
+  }
+
+  /**
+   * A token's hourly usage in the range a query asks for (usage.ts readUsageRange; a bad
+   * one is INVALID_QUERY), oldest first, or null when the account has no such
+   * token (as get(): another account's token is answered as an unknown one). Hours with no
+   * use have no row. What this and the other instances counted but have not flushed yet
+   * (at most a flush interval's uses) is not in it yet.
+   */
+  async usage(
+    accountId: string,
+    id: string,
+    query: { since?: string | undefined; until?: string | undefined },
+  ): Promise<UsageCell[] | null> {
+    const read = readUsageRange(query, this.now());
+    if ('errors' in read) {
+      const names = [...new Set(read.errors.map((e) => e.pointer.replace('querystring:/', '')))].join(', ');
+      throw new AppError('INVALID_QUERY', `invalid query parameter ${names}`, { errors: read.errors });
+    }
+    if ((await this.get(accountId, id)) === null) return null;
+    return this.store.usage(id, read.range.from, read.range.to);
+  }
+
+  /**
+   * Deletes hourly usage older than TOKEN_USAGE_RETENTION_DAYS, in batches; resolves to how
+   * many rows. A deleted token's rows go the same way: nothing reads them (ids are never
+   * reused), and rows another instance flushes after the delete would outlive any delete.
+   */
+  pruneUsage(): Promise<number> {
+    const retention = this.options.usageRetentionMs ?? 0;
+    if (retention === 0) return Promise.resolve(0);
+    return inBatches(USAGE_PRUNE_BATCH, () => this.store.pruneUsage(this.now() - retention, USAGE_PRUNE_BATCH));
   }
 
   /**
@@ -548,7 +599,7 @@ export class TokenService {
     const hash = hashSecret(secret);
     const { cache } = this.options;
     const cached = cache.get(hash);
-    if (cached !== undefined) return this.counted(this.judge(cached, hash, options.address), options);
+    if (cached !== undefined) return this.counted(this.judge(cached, hash, options.address), options, cached);
     const { gate } = options;
     let token: TokenWithAccount | null;
     try {
@@ -559,15 +610,22 @@ export class TokenService {
       throw err;
     }
     // Judged after the lookup: a gated one may have waited its turn.
-    return this.counted(
-      token === null ? { ok: false, reason: 'unknown' } : this.judge(token, hash, options.address),
-      options,
-    );
+    if (token === null) return this.counted({ ok: false, reason: 'unknown' }, options);
+    return this.counted(this.judge(token, hash, options.address), options, token);
   }
 
-  private counted(result: VerifyResult, options: VerifyOptions): VerifyResult {
+  /**
+   * Counts a verification's outcome (metrics) and, for a found token, its use: a success
+   * as a use (last_used_at and usage) unless the caller records it, a refusal for one of
+   * the usage reasons (usage-reasons.ts) against the token. A secret of no token (or a
+   * previous secret past its grace period) has no token to count against.
+   */
+  private counted(result: VerifyResult, options: VerifyOptions, token?: TokenRecord): VerifyResult {
     this.verifications[result.ok ? 'ok' : result.reason] += 1;
-    if (result.ok && options.recordUse !== false) this.recordUse(result.token);
+    if (result.ok) {
+      const { address } = options;
+      if (options.recordUse !== false) this.recordUse(result.token, address?.known === true ? address.address : null);
+    } else if (token !== undefined && isUsageReason(result.reason)) this.countUse(token.id, result.reason);
     return result;
   }
 
@@ -602,15 +660,32 @@ export class TokenService {
     return addressAllowed(list, address);
   }
 
-  /** Counts a successful authentication towards last_used_at (written in batches). */
-  recordUse(token: TokenRecord): void {
-    this.options.tracker.record(token.id, this.now());
+  /** Counts a successful authentication towards last_used_at (with the client address) and usage. */
+  recordUse(token: TokenRecord, ip: string | null = null): void {
+    const now = this.now();
+    this.options.tracker.record(token.id, now, ip);
+    this.options.usage.record(token.id, 'verified', now);
+  }
+
+  /**
+   * Counts a request of a verified token that was refused afterwards: for a scope it lacks
+   * (or a change made with a previous secret: auth) or over the rate limit. Such a request
+   * is also among the token's verified uses; the usage view subtracts it.
+   */
+  recordRefusal(token: TokenRecord, reason: RefusedAfterVerification): void {
+    this.verifications[reason] += 1;
+    this.countUse(token.id, reason);
+  }
+
+  /** The one place a use is counted into a token's hourly usage. */
+  private countUse(tokenId: string, outcome: UsageOutcome): void {
+    this.options.usage.record(tokenId, outcome, this.now());
   }
 
   withPendingUse(token: TokenRecord): TokenRecord {
     const pending = this.options.tracker.pending(token.id);
-    if (pending === undefined || (token.lastUsedAt !== null && token.lastUsedAt >= pending)) return token;
-    return { ...token, lastUsedAt: pending };
+    if (pending === undefined || (token.lastUsedAt !== null && token.lastUsedAt >= pending.at)) return token;
+    return { ...token, lastUsedAt: pending.at, lastUsedIp: pending.ip ?? null };
   }
 
   private isExpired(token: TokenRecord, now = this.now()): boolean {

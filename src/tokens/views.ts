@@ -1,7 +1,8 @@
 // Token records -> the JSON the API (and `infracat tokens --json`) shows. The shapes are
 // the response schemas' (schemas.ts); here only how each field is made from a record.
-import type { TokenRecord } from '../storage/types.js';
-import type { CreatedToken, CurrentTokenView, RotatedToken, TokenView } from './schemas.js';
+import type { TokenRecord, UsageCell } from '../storage/types.js';
+import type { CreatedToken, CurrentTokenView, RotatedToken, TokenView, UsageBucketView } from './schemas.js';
+import { usageBucket } from './usage.js';
 import type { IssuedToken } from './service.js';
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
@@ -17,8 +18,19 @@ export function tokenView(t: TokenRecord): TokenView {
     scopes: t.scopes,
     created_at: new Date(t.createdAt).toISOString(),
     last_used_at: iso(t.lastUsedAt),
+    last_used_ip: t.lastUsedIp,
     expires_at: iso(t.expiresAt),
     ...conditionViews(t),
+  };
+}
+
+export function usageView(cell: UsageCell): UsageBucketView {
+  const bucket = usageBucket(cell);
+  return {
+    hour: new Date(bucket.hour).toISOString(),
+    valid: bucket.valid,
+    refused: bucket.refused,
+    refused_by_reason: bucket.refusedByReason,
   };
 }
 

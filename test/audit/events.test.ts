@@ -510,6 +510,7 @@ for (const backend of backends()) {
         createdAt: T0 - 31 * DAY,
         expiresAt: null,
         lastUsedAt: null,
+        lastUsedIp: null,
         accountId: OPERATOR_ACCOUNT_ID,
         previousSecretHash: null,
         previousExpiresAt: null,

@@ -263,6 +263,7 @@ describe('infracat tokens', () => {
       'expires_at',
       'id',
       'last_used_at',
+      'last_used_ip',
       'name',
       'not_before',
       'scopes',

@@ -389,6 +389,7 @@ describe('web console in headless Chromium', () => {
           createdAt: now - 86_400_000,
           expiresAt: now - 60_000,
           lastUsedAt: null,
+          lastUsedIp: null,
           accountId: OPERATOR_ACCOUNT_ID,
           previousSecretHash: null,
           previousExpiresAt: null,
@@ -1545,6 +1546,66 @@ describe('web console in headless Chromium', () => {
           [],
         );
       });
+    },
+  );
+
+  it(
+    "a token's usage chart (7 days, valid and refused, counts on hover); the list ordered by last use",
+    { skip, timeout: 180_000 },
+    async (t) => {
+      const browser = await launchChromium(executable!);
+      t.after(() => browser.close());
+      const { base, app } = await listening(t);
+      const operator = await mintToken(app, ALL_SCOPES, 'operator');
+      await mintToken(app, ['apps:read'], 'idle');
+      const busy = await mintToken(app, ['api-tokens:read'], 'busy');
+      // Uses of "busy": valid ones and refusals for a scope it lacks.
+      for (let i = 0; i < 6; i++)
+        await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: busy.auth });
+      for (let i = 0; i < 2; i++) await app.inject({ method: 'GET', url: '/api/v1/audit-events', headers: busy.auth });
+      await app.infracat.tokens.usage.flush();
+
+      const { page } = await open(t, browser, base);
+      await signIn(page, base, operator.secret);
+      const names = async () => page.locator('tbody tr[data-token-id] .token-name').allTextContents();
+      assert.deepEqual(await names(), ['operator', 'idle', 'busy'], 'oldest first');
+      assert.match(
+        (await row(page, 'busy').locator('td[data-label="Last used"]').textContent()) ?? '',
+        /from 127\.0\.0\.1/,
+      );
+
+      const toggle = row(page, 'busy').getByRole('button', { name: 'Usage of token busy' });
+      await toggle.click();
+      const chart = page.locator('tr[data-usage-of] svg.usage-chart');
+      await chart.waitFor();
+      assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
+      assert.equal(await chart.getAttribute('aria-label'), 'Uses of busy in the last 7 days: 6 valid, 2 refused');
+      const titles = await chart.locator('g.bar > title').allTextContents();
+      assert.equal(titles.length, 1, 'one hour with uses');
+      assert.match(titles[0]!, /^[A-Z][a-z]{2} \d{1,2}, \d{2}:00 UTC: 6 valid, 2 refused \(missing scope 2\)$/);
+      assert.equal(await chart.locator('g.bar rect.valid').count(), 1);
+      assert.ok(Number(await chart.locator('g.bar rect.refused').getAttribute('height')) > 0);
+      assert.equal(await chart.locator('text.day-label').count(), 7, 'a date at each midnight');
+      assert.equal(await chart.locator('image, use, foreignObject, [href]').count(), 0, 'drawn inline, nothing loaded');
+      await chart.locator('g.bar').hover();
+      await page.screenshot({ path: artifactPath('token-usage.png'), fullPage: true });
+
+      // Ordered by last use: the operator (this session), then busy; never-used idle last.
+      const sort = page.getByRole('button', { name: 'Last used' });
+      await sort.click();
+      assert.deepEqual(await names(), ['operator', 'busy', 'idle']);
+      assert.equal(await page.locator('th[aria-sort="descending"]').count(), 1);
+      const order = await page
+        .locator('tbody tr')
+        .evaluateAll((rows) =>
+          rows.map((r) => (r as HTMLElement).dataset.tokenId ?? `usage of ${(r as HTMLElement).dataset.usageOf ?? ''}`),
+        );
+      assert.equal(order.indexOf(`usage of ${busy.id}`), order.indexOf(busy.id) + 1, 'the chart stays under its token');
+      await sort.click();
+      assert.deepEqual(await names(), ['operator', 'idle', 'busy'], 'back to creation order');
+      await toggle.click();
+      assert.equal(await chart.count(), 0, 'closed');
+      assert.equal(await toggle.getAttribute('aria-expanded'), 'false');
     },
   );
 });

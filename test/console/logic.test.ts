@@ -35,6 +35,8 @@ import {
 import { filterPlans, nextSort, numberOrNull, sortPlans, type Plan } from '../../web/src/plans.js';
 import { ApiError, fieldErrors, messageFor } from '../../web/src/problems.js';
 import { isRoute, parseRoute } from '../../web/src/route.js';
+import { USAGE_REASONS } from '../../src/tokens/usage-reasons.js';
+import { barLabel, CHART_HOURS, orderTokens, usageChart } from '../../web/src/usage.js';
 
 const NOW = Date.parse('2026-11-21T12:00:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
@@ -663,5 +665,76 @@ describe('console Link header of the token and account lists (Load more)', () =>
     assert.equal(nextPageUrl(nextPageLink(`/api/v1/accounts/${ACCOUNT}/api-tokens`, {}, 100, at), own), null);
     const theirs = `${ORIGIN}/api/v1/accounts/${ACCOUNT}/api-tokens`;
     assert.equal(nextPageUrl(nextPageLink('/api/v1/accounts/acc_other/api-tokens', {}, 100, at), theirs), null);
+  });
+});
+
+describe('console token usage', () => {
+  const H = 3_600_000;
+  const NOW = Date.UTC(2026, 10, 27, 17, 42);
+  const bucket = (hour: number, valid: number, byReason: Record<string, number> = {}) => ({
+    hour: new Date(hour).toISOString(),
+    valid,
+    refused: Object.values(byReason).reduce((a, b) => a + b, 0),
+    refused_by_reason: byReason,
+  });
+
+  it("the chart covers 7 days to now's hour: a bar per hour with a use, its slot, the tallest bar, the totals", () => {
+    const thisHour = Date.UTC(2026, 10, 27, 17);
+    const chart = usageChart(
+      [
+        bucket(thisHour - CHART_HOURS * H, 99), // eight days ago: outside
+        bucket(thisHour - (CHART_HOURS - 1) * H, 1),
+        bucket(thisHour - 30 * H, 12, { scope: 2, address: 1 }),
+        bucket(thisHour, 4),
+      ],
+      NOW,
+    );
+    assert.equal(chart.from, thisHour - (CHART_HOURS - 1) * H);
+    assert.deepEqual(
+      chart.bars.map((b) => [b.slot, b.valid, b.refused]),
+      [
+        [0, 1, 0],
+        [CHART_HOURS - 31, 12, 3],
+        [CHART_HOURS - 1, 4, 0],
+      ],
+    );
+    assert.equal(chart.max, 15);
+    assert.deepEqual(chart.totals, { valid: 17, refused: 3 });
+    assert.deepEqual(
+      chart.days.map((d) => d.label),
+      ['Nov 21', 'Nov 22', 'Nov 23', 'Nov 24', 'Nov 25', 'Nov 26', 'Nov 27'],
+    );
+    assert.equal(chart.days[0]!.slot, 6, 'midnight of Nov 21 is 6 hours after the first hour, 18:00 on Nov 20');
+    assert.equal(usageChart([], NOW).max, 1, 'an empty chart');
+  });
+
+  it('a bar says its hour and counts, each reason in words', () => {
+    assert.equal(
+      barLabel(bucket(Date.UTC(2026, 10, 27, 17), 12, { scope: 2, address: 1 })),
+      'Nov 27, 17:00 UTC: 12 valid, 3 refused (missing scope 2, address not allowed 1)',
+    );
+    assert.equal(barLabel(bucket(Date.UTC(2026, 0, 2, 3), 1)), 'Jan 2, 03:00 UTC: 1 valid, 0 refused');
+    for (const reason of USAGE_REASONS) {
+      assert.match(barLabel(bucket(0, 0, { [reason]: 1 })), /\(([a-z]+ )+1\)$/, `${reason} in words`);
+    }
+  });
+
+  it('ordered by last use: the most recent first, never-used last, ties in creation order', () => {
+    const t = (id: string, last: string | null) => ({ id, last_used_at: last });
+    const tokens = [
+      t('a', null),
+      t('b', '2026-11-27T10:00:00.000Z'),
+      t('c', '2026-11-27T12:00:00.000Z'),
+      t('d', null),
+      t('e', '2026-11-27T10:00:00.000Z'),
+    ];
+    assert.deepEqual(
+      orderTokens(tokens, 'last_used').map((x) => x.id),
+      ['c', 'b', 'e', 'a', 'd'],
+    );
+    assert.deepEqual(
+      orderTokens(tokens, 'created').map((x) => x.id),
+      ['a', 'b', 'c', 'd', 'e'],
+    );
   });
 });

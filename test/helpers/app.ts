@@ -82,6 +82,7 @@ export async function build(t: TestContext, options: BuildOptions = {}): Promise
   // they are done, so the storage work it counts or sees is its own.
   await app.infracat.purger.idle();
   await app.infracat.auditPruner.idle();
+  await app.infracat.usagePruner.idle();
   t.after(async () => {
     await app.close();
     tmp.remove();

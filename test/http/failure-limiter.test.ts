@@ -16,6 +16,7 @@ const TOKEN: TokenWithAccount = {
   createdAt: 0,
   expiresAt: null,
   lastUsedAt: null,
+  lastUsedIp: null,
   accountId: OPERATOR_ACCOUNT_ID,
   previousSecretHash: null,
   previousExpiresAt: null,

@@ -216,6 +216,7 @@ describe('hostile input: bounded work and small answers', () => {
       createdAt: T0 + i,
       expiresAt: i < stored - 10 ? T0 + i + 2000 : null,
       lastUsedAt: null,
+      lastUsedIp: null,
       accountId: OPERATOR_ACCOUNT_ID,
       previousSecretHash: null,
       previousExpiresAt: null,

@@ -61,16 +61,18 @@ describe('storage turning read-only while running', () => {
         'reads still work',
       );
 
-      // last_used_at flushes keep failing meanwhile: one warning (with a count), not one per retry.
+      // last_used_at and usage flushes keep failing meanwhile: one warning (with a count), not one per retry.
       for (let i = 0; i < 4; i++) {
         assert.equal(
           (await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: writer.auth })).statusCode,
           200,
         );
         await app.infracat.tokens.lastUsed.flush();
+        await app.infracat.tokens.usage.flush();
       }
-      const warnings = logs.records().filter((r) => String(r.msg).startsWith('last_used_at flush failed'));
+      const warnings = logs.records().filter((r) => String(r.msg).startsWith('last_used_at or usage flush failed'));
       assert.equal(app.infracat.tokens.lastUsed.stats.failures, 4);
+      assert.equal(app.infracat.tokens.usage.stats.failures, 4);
       assert.equal(warnings.length, 1, 'four failed flushes, one warning');
 
       await admin(adminUrl, `ALTER DATABASE ${name} RESET default_transaction_read_only`);

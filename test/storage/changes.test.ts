@@ -21,6 +21,7 @@ const token = (id: string): TokenRecord => ({
   createdAt: Date.now(),
   expiresAt: null,
   lastUsedAt: null,
+  lastUsedIp: null,
   accountId: OPERATOR_ACCOUNT_ID,
   previousSecretHash: null,
   previousExpiresAt: null,

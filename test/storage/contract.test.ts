@@ -13,7 +13,7 @@ import { ev, rev } from '../helpers/audit.js';
 import { backends, debianPostgres, type Backend, type BackendDb } from '../helpers/backends.js';
 import { insertRows, rawSql } from '../helpers/raw-sql.js';
 import { API_TOKENS } from '../../src/storage/tables.js';
-import { TOUCH_CHUNK_ROWS } from '../../src/storage/sql-store.js';
+import { TOUCH_CHUNK_ROWS, USAGE_CHUNK_ROWS } from '../../src/storage/sql-store.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 import { TOKENS_BEFORE_CONDITIONS } from '../helpers/older-tables.js';
 
@@ -30,6 +30,7 @@ function sampleToken(over: Partial<TokenRecord> = {}): TokenRecord {
     createdAt: 1_700_000_000_000 + seq,
     expiresAt: null,
     lastUsedAt: null,
+    lastUsedIp: null,
     accountId: OPERATOR_ACCOUNT_ID,
     previousSecretHash: null,
     previousExpiresAt: null,
@@ -243,6 +244,120 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       ]);
       assert.equal((await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id))?.lastUsedAt, 7000);
       await store.tokens.touch([]);
+    });
+
+    it('touch records the address of the use it keeps: the latest one, never an older one', async () => {
+      const t = sampleToken();
+      await store.tokens.create(t, NO_LIMIT, ev());
+      await store.tokens.touch([
+        { id: t.id, at: 5000, ip: '203.0.113.5' },
+        { id: t.id, at: 4000, ip: '198.51.100.4' },
+      ]);
+      let got = await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id);
+      assert.deepEqual([got?.lastUsedAt, got?.lastUsedIp], [5000, '203.0.113.5']);
+      await store.tokens.touch([{ id: t.id, at: 4500, ip: '198.51.100.4' }]);
+      got = await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id);
+      assert.equal(got?.lastUsedIp, '203.0.113.5', 'an older use does not change it');
+      await store.tokens.touch([{ id: t.id, at: 6000, ip: null }]);
+      got = await store.tokens.get(OPERATOR_ACCOUNT_ID, t.id);
+      assert.deepEqual([got?.lastUsedAt, got?.lastUsedIp], [6000, null], 'a use from an unknown address');
+    });
+
+    it('addUsage adds to each (token, hour) row, whoever adds; usage reads a range oldest first', async () => {
+      const H = 3_600_000;
+      const cell = (tokenId: string, hour: number, counts: number[]) => ({ tokenId, hour, counts });
+      const zeros = [0, 0, 0, 0, 0, 0, 0, 0];
+      await store.tokens.addUsage([
+        cell('tok_u1', 10 * H, [3, 1, 0, 0, 0, 2, 0, 0]),
+        cell('tok_u1', 11 * H, [1, ...zeros.slice(1)]),
+      ]);
+      const other = open();
+      try {
+        // Another instance adds to the same rows (and to a token's hour nobody had yet).
+        await other.tokens.addUsage([
+          cell('tok_u1', 10 * H, [2, 0, 0, 0, 0, 1, 4, 0]),
+          cell('tok_u2', 10 * H, [9, ...zeros.slice(1)]),
+        ]);
+      } finally {
+        await other.close();
+      }
+      assert.deepEqual(await store.tokens.usage('tok_u1', 10 * H, 12 * H), [
+        cell('tok_u1', 10 * H, [5, 1, 0, 0, 0, 3, 4, 0]),
+        cell('tok_u1', 11 * H, [1, ...zeros.slice(1)]),
+      ]);
+      assert.deepEqual(await store.tokens.usage('tok_u1', 11 * H, 12 * H), [
+        cell('tok_u1', 11 * H, [1, ...zeros.slice(1)]),
+      ]);
+      assert.deepEqual(await store.tokens.usage('tok_u1', 12 * H, 20 * H), [], 'no row: no use');
+      assert.deepEqual(await store.tokens.usage('tok_u2', 0, 20 * H), [cell('tok_u2', 10 * H, [9, ...zeros.slice(1)])]);
+      await store.tokens.addUsage([]);
+    });
+
+    it('addUsage sends one statement per USAGE_CHUNK_ROWS cells, and every count arrives', async () => {
+      const H = 3_600_000;
+      const n = USAGE_CHUNK_ROWS * 2 + 7;
+      const cells = Array.from({ length: n }, (_, i) => ({
+        tokenId: `tok_chunk${String(i % 300).padStart(4, '0')}`,
+        hour: (100 + Math.floor(i / 300)) * H,
+        counts: [i, 1, 0, 0, 0, 0, 0, 2],
+      }));
+      const s = open();
+      try {
+        const before = s.stats.queries;
+        await s.tokens.addUsage(cells);
+        assert.equal(s.stats.queries - before, 3, 'one statement per chunk');
+        await s.tokens.addUsage(cells);
+      } finally {
+        await s.close();
+      }
+      for (const id of ['tok_chunk0000', 'tok_chunk0299']) {
+        const mine = cells.filter((c) => c.tokenId === id);
+        assert.deepEqual(
+          await store.tokens.usage(id, 0, 1000 * H),
+          mine.map((c) => ({ ...c, counts: c.counts.map((x) => 2 * x) })),
+          id,
+        );
+      }
+    });
+
+    it('pruneUsage deletes the hours before the bound, oldest first, at most a batch per call', async () => {
+      const H = 3_600_000;
+      const base = 0; // before every other hour of this suite: the bound prunes only these
+      const cells = Array.from({ length: 60 }, (_, i) => ({
+        tokenId: `tok_prune${i % 12}`,
+        hour: base + Math.floor(i / 12) * H,
+        counts: [1, 0, 0, 0, 0, 0, 0, 0],
+      }));
+      await store.tokens.addUsage(cells);
+      const bound = base + 3 * H; // three hours of 12 rows before it: 36 rows
+      assert.equal(await store.tokens.pruneUsage(bound, 20), 20, 'one batch');
+      assert.equal(await store.tokens.pruneUsage(bound, 20), 16, 'the rest');
+      assert.equal(await store.tokens.pruneUsage(bound, 20), 0, 'idempotent');
+      for (let i = 0; i < 12; i++) {
+        const left = await store.tokens.usage(`tok_prune${i}`, 0, base + 10 * H);
+        assert.deepEqual(
+          left.map((c) => c.hour),
+          [base + 3 * H, base + 4 * H],
+          'hours from the bound on are kept',
+        );
+      }
+    });
+
+    it('upgrade to schema 15: tokens keep every field, last_used_ip null; usage starts empty', async () => {
+      const older = await backend.create();
+      const s = older.open();
+      try {
+        await s.migrate({ upTo: 11 });
+        const t = sampleToken({ lastUsedAt: 1234 });
+        await insertRows(backend, older, TOKENS_BEFORE_CONDITIONS, [t]);
+        const report = await s.migrate();
+        assert.ok(report.applied.includes(15), JSON.stringify(report));
+        assert.deepEqual(await s.tokens.get(OPERATOR_ACCOUNT_ID, t.id), { ...t, lastUsedIp: null });
+        assert.deepEqual(await s.tokens.usage(t.id, 0, Number.MAX_SAFE_INTEGER), []);
+      } finally {
+        await s.close();
+        await older.drop();
+      }
     });
 
     it('touch updates many tokens in one batch', async () => {

@@ -28,6 +28,7 @@ function token(accountId: string, scopes: string[]): TokenRecord & { secret: str
     createdAt: 1_700_000_000_000,
     expiresAt: null,
     lastUsedAt: null,
+    lastUsedIp: null,
     accountId,
     previousSecretHash: null,
     previousExpiresAt: null,

@@ -41,6 +41,7 @@ async function check(c: pg.Client, store: Store): Promise<void> {
     createdAt: 1,
     expiresAt: null,
     lastUsedAt: null,
+    lastUsedIp: null,
     accountId: OPERATOR_ACCOUNT_ID,
     previousSecretHash: null,
     previousExpiresAt: null,

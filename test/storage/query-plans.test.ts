@@ -9,7 +9,13 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { accountListQuery, auditListQuery, SQL as CATALOG, touchQuery } from '../../src/storage/sql-store.js';
+import {
+  accountListQuery,
+  auditListQuery,
+  SQL as CATALOG,
+  touchQuery,
+  usageQuery,
+} from '../../src/storage/sql-store.js';
 import {
   ACCOUNTS,
   API_TOKENS,
@@ -26,6 +32,7 @@ import type {
   CatalogRevision,
   InstanceRecord,
   TokenRecord,
+  UsageCell,
 } from '../../src/storage/types.js';
 import { newId } from '../../src/tokens/ids.js';
 import { AUDIT_ACTIONS } from '../../src/audit/events.js';
@@ -198,6 +205,7 @@ function seedTokens(): TokenRecord[] {
     createdAt: T0 + i * MINUTE,
     expiresAt: i % 3 === 0 ? null : i % 3 === 1 ? T0 + i * MINUTE : NOW + i * MINUTE,
     lastUsedAt: null,
+    lastUsedIp: null,
     accountId: tokenAccount(i),
     previousSecretHash: i % 10 === 0 ? hashOf('previous', i) : null,
     previousExpiresAt: i % 10 === 0 ? NOW + DAY : null,
@@ -273,8 +281,22 @@ const TOKEN_PK = pk('api_tokens');
 const REVISION_PK: Indexes = { sqlite: ['PRIMARY KEY'], postgres: ['catalog_revisions_pkey'] };
 const ACCOUNT_PK = pk('accounts');
 
-// The catalog's statements and the one built per batch size (last_used_at), as 4 rows.
-const SQL = { ...CATALOG, touch: touchQuery(4) };
+// The catalog's statements and those built per batch size (last_used_at, usage), as 4 rows.
+const SQL = { ...CATALOG, touch: touchQuery(4), addUsage: usageQuery(4) };
+
+// Hourly usage as a busy database holds it: 500 tokens over 40 hours, the oldest 10 past
+// the retention bound (USAGE_BEFORE).
+const USAGE_TOKENS = 500;
+const USAGE_HOURS = 40;
+const USAGE_BEFORE = NOW - 30 * HOUR;
+function seedUsage(): UsageCell[] {
+  return Array.from({ length: USAGE_TOKENS * USAGE_HOURS }, (_, i) => ({
+    tokenId: tokenId(i % USAGE_TOKENS),
+    hour: NOW - (USAGE_HOURS - Math.floor(i / USAGE_TOKENS)) * HOUR,
+    counts: [3, 1, 0, 0, 0, 1, 0, 0],
+  }));
+}
+const USAGE_PK = pk('token_usage');
 
 /** Every statement of the store's SQL catalog that reads rows, with what must serve it. */
 const CHECKS: Record<string, StatementCheck> = {
@@ -346,9 +368,22 @@ const CHECKS: Record<string, StatementCheck> = {
     reads: both('audit_events_occurred'),
   },
   touch: {
-    params: [[tokenId(PROBE), NOW, tokenId(PROBE + 1), NOW, tokenId(PROBE + 2), NOW, '', 0]],
+    params: [
+      [tokenId(PROBE), NOW, '10.0.0.1', tokenId(PROBE + 1), NOW, null, tokenId(PROBE + 2), NOW, null, '', 0, null],
+    ],
     indexes: TOKEN_PK,
   },
+  // A token's week of hours: one range of the primary key.
+  tokenUsage: { params: [[tokenId(77), NOW - 7 * DAY, NOW, 7 * 24]], indexes: USAGE_PK },
+  // The usage pruner, a batch of 1000 of the 5000 rows past the bound: where it ends, then
+  // the rows up to there, each a range of (hour, token_id); a short remainder likewise.
+  pruneUsageBoundary: { params: [[USAGE_BEFORE, 999]], indexes: both('token_usage_hour') },
+  pruneUsage: {
+    params: [[USAGE_BEFORE, NOW - (USAGE_HOURS - 1) * HOUR, tokenId(499)]],
+    indexes: and(both('token_usage_hour'), USAGE_PK),
+    reads: both('token_usage_hour'),
+  },
+  pruneUsageRest: { params: [[NOW - (USAGE_HOURS - 1) * HOUR]], indexes: and(both('token_usage_hour'), USAGE_PK) },
   // MAX: the last entry of the primary key (a walk that stops at once).
   latestCatalog: { params: [[]], indexes: REVISION_PK, walks: true },
   currentCatalog: { params: [[]], indexes: REVISION_PK, walks: true },
@@ -379,6 +414,7 @@ const NO_INDEX: Record<string, string> = {
   markBootstrap: INSERT,
   applyCatalog: INSERT,
   heartbeat: INSERT,
+  addUsage: `${INSERT}; its rows come from a VALUES list`,
   recordMigration: INSERT,
   count: 'counts every token by definition: tests and tools call it, never the server',
   listAccounts: "the accounts list's first words: its statements (accountListQuery) are planned above",
@@ -548,6 +584,12 @@ for (const backend of backends()) {
         RATE_COUNTERS,
         Array.from({ length: 3000 }, (_, i) => i),
       );
+      const store = db.open();
+      try {
+        await store.tokens.addUsage(seedUsage());
+      } finally {
+        await store.close();
+      }
       const check = async (when: string) => {
         for (const [key, c] of Object.entries(CHECKS)) {
           const sql = SQL[key as keyof typeof SQL];

@@ -115,12 +115,14 @@ for (const backend of backends()) {
           'expires_at',
           'id',
           'last_used_at',
+          'last_used_ip',
           'name',
           'not_before',
           'scopes',
         ]);
       }
       assert.equal(list[1]!.last_used_at, null, 'null until first use');
+      assert.equal(list[1]!.last_used_ip, null, 'null until first use');
       assert.match(String(list[0]!.last_used_at), ISO, 'the admin token was just used');
     });
 
@@ -487,6 +489,7 @@ for (const backend of backends()) {
           createdAt: now - 40 * DAY,
           expiresAt,
           lastUsedAt: null,
+          lastUsedIp: null,
           accountId: OPERATOR_ACCOUNT_ID,
           previousSecretHash: null,
           previousExpiresAt: null,
@@ -560,6 +563,7 @@ for (const backend of backends()) {
           createdAt: now - 10_000,
           expiresAt: now - 1,
           lastUsedAt: null,
+          lastUsedIp: null,
           accountId: OPERATOR_ACCOUNT_ID,
           previousSecretHash: null,
           previousExpiresAt: null,
@@ -593,6 +597,7 @@ for (const backend of backends()) {
           createdAt: now,
           expiresAt: now + 400,
           lastUsedAt: null,
+          lastUsedIp: null,
           accountId: OPERATOR_ACCOUNT_ID,
           previousSecretHash: null,
           previousExpiresAt: null,

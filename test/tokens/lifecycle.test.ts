@@ -34,6 +34,7 @@ function bulkToken(i: number): TokenRecord {
     createdAt: 1_700_000_000_000 + i,
     expiresAt: null,
     lastUsedAt: null,
+    lastUsedIp: null,
     accountId: OPERATOR_ACCOUNT_ID,
     previousSecretHash: null,
     previousExpiresAt: null,

@@ -51,6 +51,7 @@ for (const backend of backends()) {
         'expires_at',
         'id',
         'last_used_at',
+        'last_used_ip',
         'name',
         'not_before',
         'scopes',

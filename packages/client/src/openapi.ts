@@ -114,6 +114,28 @@ export interface paths {
         patch: operations["updateApiToken"];
         trace?: never;
     };
+    "/api/v1/api-tokens/{id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A token's uses per hour, valid and refused by reason
+         * @description The token's uses counted per hour: a bare array of hourly buckets, oldest first, each with `valid` (uses let through), `refused` and `refused_by_reason` (only the reasons with a count). Hours without any use are absent. `since` and `until` (RFC 3339) choose the hours: from the hour holding since (default: 7 days before until) to until (exclusive; default: now), at most 90 days apart (400 INVALID_QUERY otherwise). Uses are counted in memory and written every LAST_USED_FLUSH_MS (1 s by default): a use shows here within that interval plus the time its batch takes. Kept TOKEN_USAGE_RETENTION_DAYS (90 by default). Unknown id, or another account's: 404.
+         *
+         *     Needs a token with `api-tokens:read` (`write` implies `read`).
+         */
+        get: operations["getApiTokenUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/api-tokens/{id}/rotate": {
         parameters: {
             query?: never;
@@ -271,6 +293,28 @@ export interface paths {
          *     Needs a token with `accounts:write` (`write` implies `read`).
          */
         patch: operations["updateAccountApiToken"];
+        trace?: never;
+    };
+    "/api/v1/accounts/{id}/api-tokens/{token_id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A token's uses per hour, in an account
+         * @description As GET /api/v1/api-tokens/{id}/usage, inside account {id}. The token's uses counted per hour: a bare array of hourly buckets, oldest first, each with `valid` (uses let through), `refused` and `refused_by_reason` (only the reasons with a count). Hours without any use are absent. `since` and `until` (RFC 3339) choose the hours: from the hour holding since (default: 7 days before until) to until (exclusive; default: now), at most 90 days apart (400 INVALID_QUERY otherwise). Uses are counted in memory and written every LAST_USED_FLUSH_MS (1 s by default): a use shows here within that interval plus the time its batch takes. Kept TOKEN_USAGE_RETENTION_DAYS (90 by default). Unknown id, or another account's: 404.
+         *
+         *     Needs a token with `accounts:read` (`write` implies `read`).
+         */
+        get: operations["getAccountApiTokenUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate": {
@@ -719,6 +763,11 @@ export interface components {
              */
             created_at: string;
             last_used_at: string | null;
+            /**
+             * @description The client address of the use last_used_at records (as the API or forward auth saw it: TRUST_PROXY decides whether a proxy header is read; introspection: its client_address); null before the first use, and when that address was not known (an introspection without client_address)
+             * @example 203.0.113.7
+             */
+            last_used_ip: string | null;
             expires_at: string | null;
             /**
              * @description The networks the token may be used from (canonical CIDRs); null: anywhere
@@ -797,6 +846,11 @@ export interface components {
              */
             created_at: string;
             last_used_at: string | null;
+            /**
+             * @description The client address of the use last_used_at records (as the API or forward auth saw it: TRUST_PROXY decides whether a proxy header is read; introspection: its client_address); null before the first use, and when that address was not known (an introspection without client_address)
+             * @example 203.0.113.7
+             */
+            last_used_ip: string | null;
             expires_at: string | null;
             /**
              * @description The networks the token may be used from (canonical CIDRs); null: anywhere
@@ -900,6 +954,40 @@ export interface components {
             description: string;
             /** @description Only tokens of the operator account may hold it (elsewhere: 422) */
             operator_only: boolean;
+        };
+        /**
+         * ApiTokenUsageHour
+         * @example {
+         *       "hour": "2026-11-27T17:00:00.000Z",
+         *       "valid": 12,
+         *       "refused": 3,
+         *       "refused_by_reason": {
+         *         "scope": 2,
+         *         "address": 1
+         *       }
+         *     }
+         */
+        ApiTokenUsageHour: {
+            /**
+             * Format: date-time
+             * @description The hour's start, RFC 3339 UTC
+             * @example 2026-11-27T17:00:00.000Z
+             */
+            hour: string;
+            /** @description Uses let through: verified, with the scopes the request needed, within the rate limit */
+            valid: number;
+            /** @description Uses refused, every reason together */
+            refused: number;
+            /** @description The refused uses by reason; only the reasons with a count are present. expired, not_yet_valid, disabled, address (outside allowed_cidrs), suspended (the account): the token was refused; scope: it lacked a scope the request needed (or a previous secret tried a change); rate_limited: over the rate limit */
+            refused_by_reason: {
+                expired?: number;
+                not_yet_valid?: number;
+                disabled?: number;
+                address?: number;
+                scope?: number;
+                rate_limited?: number;
+                suspended?: number;
+            };
         };
         /** Account */
         Account: {
@@ -2453,6 +2541,168 @@ export interface operations {
                      *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
                      *       "code": "INTERNAL",
                      *       "instance": "/api/v1/api-tokens/{id}"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getApiTokenUsage: {
+        parameters: {
+            query?: {
+                /** @description From the hour holding this time (default: 7 days before until); at most 90 days before until: an RFC 3339 timestamp naming a real date and time, e.g. 2026-11-21T19:00:00Z */
+                since?: string;
+                /** @description Hours starting before this time (default: now): an RFC 3339 timestamp naming a real date and time, e.g. 2026-11-21T19:00:00Z */
+                until?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Hourly buckets, oldest first; an hour without any use has none */
+            200: {
+                headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiTokenUsageHour"][];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/api-tokens/{id}/usage"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/api-tokens/{id}/usage"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/api-tokens/{id}/usage"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/api-tokens/{id}/usage"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
@@ -4742,6 +4992,169 @@ export interface operations {
                      *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
                      *       "code": "INTERNAL",
                      *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAccountApiTokenUsage: {
+        parameters: {
+            query?: {
+                /** @description From the hour holding this time (default: 7 days before until); at most 90 days before until: an RFC 3339 timestamp naming a real date and time, e.g. 2026-11-21T19:00:00Z */
+                since?: string;
+                /** @description Hours starting before this time (default: now): an RFC 3339 timestamp naming a real date and time, e.g. 2026-11-21T19:00:00Z */
+                until?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Hourly buckets, oldest first; an hour without any use has none */
+            200: {
+                headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiTokenUsageHour"][];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/usage"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/usage"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/usage"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/usage"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];

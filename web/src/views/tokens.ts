@@ -29,6 +29,8 @@ import { cell, errorText, loading, noticeArea, reportError, showNotice, tags, ti
 import { confirmDialog } from './confirm.js';
 import { loadMore } from './load-more.js';
 import { signInForm } from './signin.js';
+import { usagePanel } from './usage.js';
+import { orderTokens, type TokenOrder } from '../usage.js';
 
 /** Where a token list and form act: the signed-in token's own account, or one account. */
 export interface TokenSpace {
@@ -105,7 +107,12 @@ async function loadList(section: HTMLElement, shell: Shell, space: TokenSpace, s
     return;
   }
   const reload = (): Promise<void> => loadList(section, shell, space, secretSlot);
-  const row = (t: TokenView): HTMLTableRowElement => tokenRow(t, shell, space, secretSlot, notice, reload);
+  // Every token shown (Load more adds to it), for ordering the rows.
+  const shown: TokenView[] = [];
+  const row = (t: TokenView): HTMLTableRowElement => {
+    shown.push(t);
+    return tokenRow(t, shell, space, secretSlot, notice, reload);
+  };
   const rows = h('tbody', {}, page.items.map(row));
   // The list comes in pages (oldest first): "Load more" follows the Link header to the next.
   const [moreNotice, moreBox] = loadMore({
@@ -117,7 +124,46 @@ async function loadList(section: HTMLElement, shell: Shell, space: TokenSpace, s
     shell,
     section,
   });
-  replace(body, tokenTable(rows), moreNotice, moreBox);
+  replace(body, tokenTable(rows, shown), moreNotice, moreBox);
+}
+
+/**
+ * Puts the rows in `order` (each token's usage row, when open, stays under it). The tokens
+ * loaded so far are ordered; Load more adds the next ones at the end.
+ */
+function orderRows(rows: HTMLTableSectionElement, tokens: readonly TokenView[], order: TokenOrder): void {
+  for (const t of orderTokens(tokens, order)) {
+    const tr = rows.querySelector<HTMLTableRowElement>(`tr[data-token-id="${CSS.escape(t.id)}"]`);
+    if (tr === null) continue;
+    const detail = rows.querySelector<HTMLTableRowElement>(`tr[data-usage-of="${CSS.escape(t.id)}"]`);
+    rows.append(tr);
+    if (detail !== null) rows.append(detail);
+  }
+}
+
+/** Shows or hides the usage chart of a token, in a row under its own. */
+function toggleUsage(button: HTMLButtonElement, t: TokenView, space: TokenSpace): void {
+  const tr = button.closest('tr');
+  if (tr === null) return;
+  const open = tr.nextElementSibling;
+  if (open instanceof HTMLTableRowElement && open.dataset.usageOf === t.id) {
+    open.remove();
+    button.setAttribute('aria-expanded', 'false');
+    return;
+  }
+  const id = `usage-${t.id}`;
+  const detail = h(
+    'tr',
+    { class: 'usage-row', 'data-usage-of': t.id, id },
+    h(
+      'td',
+      { colspan: 7, 'data-label': `Usage of ${t.name}` },
+      usagePanel(`${space.path}/${encodeURIComponent(t.id)}`, t.name),
+    ),
+  );
+  tr.after(detail);
+  button.setAttribute('aria-expanded', 'true');
+  button.setAttribute('aria-controls', id);
 }
 
 function tokenRow(
@@ -181,7 +227,11 @@ function tokenRow(
           ),
     ),
     cell('Created', h('time', { datetime: t.created_at, title: exactTime(t.created_at) }, shortDate(t.created_at))),
-    cell('Last used', timeAgo(t.last_used_at, now)),
+    cell(
+      'Last used',
+      timeAgo(t.last_used_at, now),
+      t.last_used_ip === null ? null : h('span', { class: 'last-ip' }, `from ${t.last_used_ip}`),
+    ),
     cell(
       'Expires',
       timeAgo(t.expires_at, now, 'Never'),
@@ -192,6 +242,18 @@ function tokenRow(
       h(
         'div',
         { class: 'row-actions' },
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'secondary small',
+            'data-action': 'usage',
+            'aria-expanded': 'false',
+            'aria-label': `Usage of token ${t.name}`,
+            onclick: (e: Event) => toggleUsage(e.currentTarget as HTMLButtonElement, t, space),
+          },
+          'Usage',
+        ),
         tokenActions(t, space.writeScope, (scope) => session.holds(scope), now, me).map(actionButton),
         h(
           'button',
@@ -210,21 +272,40 @@ function tokenRow(
   );
 }
 
-function tokenTable(rows: HTMLTableSectionElement): HTMLElement {
+function tokenTable(rows: HTMLTableSectionElement, tokens: readonly TokenView[]): HTMLElement {
+  // The Last used header orders the list: by last use (most recent first), or back to oldest first.
+  const lastUsed = h('th', { scope: 'col' });
+  const sort = h('button', { type: 'button', class: 'sort', 'data-sort': 'last_used' }, 'Last used');
+  lastUsed.append(sort);
+  let order: TokenOrder = 'created';
+  sort.addEventListener('click', () => {
+    order = order === 'created' ? 'last_used' : 'created';
+    orderRows(rows, tokens, order);
+    if (order === 'last_used') lastUsed.setAttribute('aria-sort', 'descending');
+    else lastUsed.removeAttribute('aria-sort');
+    announce(order === 'last_used' ? 'Tokens ordered by last use, most recent first' : 'Tokens in creation order');
+  });
   return h(
     'div',
     { class: 'table-wrap' },
     h(
       'table',
       { class: 'responsive' },
-      h('caption', { class: 'visually-hidden' }, 'Tokens, oldest first; hover or focus a time for the exact value'),
+      h(
+        'caption',
+        { class: 'visually-hidden' },
+        'Tokens, oldest first (the Last used header orders them by last use); ' +
+          'hover or focus a time for the exact value',
+      ),
       h(
         'thead',
         {},
         h(
           'tr',
           {},
-          ['Name', 'Scopes', 'Conditions', 'Created', 'Last used', 'Expires'].map((c) => h('th', { scope: 'col' }, c)),
+          ['Name', 'Scopes', 'Conditions', 'Created'].map((c) => h('th', { scope: 'col' }, c)),
+          lastUsed,
+          h('th', { scope: 'col' }, 'Expires'),
           h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')),
         ),
       ),
