@@ -132,6 +132,7 @@ describe('Prism validation proxy', () => {
     await send('GET', '/api/v1/api-tokens?per_page=1', { auth: A });
     await send('GET', '/api/v1/api-tokens/current', { auth: A });
     await send('GET', `/api/v1/api-tokens/${created.id}`, { auth: A });
+    await send('GET', `/api/v1/api-tokens/${created.id}/usage`, { auth: A });
     await send('PATCH', `/api/v1/api-tokens/${created.id}`, { auth: A, body: { name: 'ci 2' } });
     await send('PATCH', `/api/v1/api-tokens/${created.id}`, {
       auth: A,
@@ -185,6 +186,7 @@ describe('Prism validation proxy', () => {
     const tokenPath = `/api/v1/accounts/${account.id}/api-tokens/${accountToken.id}`;
     await send('GET', `/api/v1/accounts/${account.id}/api-tokens`, { auth: A });
     await send('GET', tokenPath, { auth: A });
+    await send('GET', `${tokenPath}/usage`, { auth: A });
     await send('PATCH', tokenPath, { auth: A, body: { name: 'deploy 2' } });
     await send('POST', `${tokenPath}/rotate`, { auth: A });
     const soonInAccount = (await (
