@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import createClient from 'openapi-fetch';
-import type { paths } from '../../web/src/openapi.js';
+import type { paths } from '../../packages/client/src/openapi.js';
 import { build } from '../helpers/app.js';
 
 describe('catalog reads through openapi-fetch', () => {

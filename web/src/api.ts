@@ -1,6 +1,6 @@
 // The console's only way to the server: the public JSON API under /api/v1, same origin,
 // with the signed-in token in the Authorization header (never in a URL).
-import type { operations } from './openapi.js';
+import type { operations } from '../../packages/client/src/openapi.js';
 import { nextPageUrl } from './links.js';
 import { ApiError, type Problem } from './problems.js';
 import { session } from './session.js';
