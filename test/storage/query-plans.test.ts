@@ -100,6 +100,24 @@ interface Plan {
   text: string;
 }
 
+/** Every node of PostgreSQL's plan of `sql`, depth first. */
+async function postgresPlanNodes(
+  backend: Backend,
+  db: BackendDb,
+  sql: string,
+  params: Param[],
+): Promise<Record<string, unknown>[]> {
+  const rows = (await rawSql(backend, db, `EXPLAIN (FORMAT JSON) ${sql}`, params)) as { 'QUERY PLAN': unknown }[];
+  const nodes: Record<string, unknown>[] = [];
+  const walk = (node: Record<string, unknown>) => {
+    nodes.push(node);
+    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
+  };
+  const top = rows[0]!['QUERY PLAN'] as { Plan: Record<string, unknown> }[];
+  walk(top[0]!.Plan);
+  return nodes;
+}
+
 async function plan(backend: Backend, db: BackendDb, table: string, sql: string, params: Param[]): Promise<Plan> {
   if (backend.name === 'sqlite') {
     const rows = (await rawSql(backend, db, `EXPLAIN QUERY PLAN ${sql}`, params)) as { detail: string }[];
@@ -114,21 +132,14 @@ async function plan(backend: Backend, db: BackendDb, table: string, sql: string,
       text: details.join('\n'),
     };
   }
-  const rows = (await rawSql(backend, db, `EXPLAIN (FORMAT JSON) ${sql}`, params)) as { 'QUERY PLAN': unknown }[];
-  const nodes: Record<string, unknown>[] = [];
-  const walk = (node: Record<string, unknown>) => {
-    nodes.push(node);
-    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-  };
-  const top = rows[0]!['QUERY PLAN'] as { Plan: Record<string, unknown> }[];
-  walk(top[0]!.Plan);
+  const nodes = await postgresPlanNodes(backend, db, sql, params);
   return {
     indexes: nodes
       .filter((n) => ['Index Scan', 'Index Only Scan', 'Bitmap Index Scan'].includes(n['Node Type'] as string))
       .map((n) => n['Index Name'] as string),
     tableScan: nodes.some((n) => n['Node Type'] === 'Seq Scan'),
     sorts: nodes.some((n) => n['Node Type'] === 'Sort'),
-    text: JSON.stringify(top, null, 1),
+    text: JSON.stringify(nodes[0], null, 1),
   };
 }
 
@@ -459,14 +470,7 @@ async function statementPlan(backend: Backend, db: BackendDb, sql: string, param
       text: details.join('\n'),
     };
   }
-  const rows = (await rawSql(backend, db, `EXPLAIN (FORMAT JSON) ${sql}`, params)) as { 'QUERY PLAN': unknown }[];
-  const nodes: Record<string, unknown>[] = [];
-  const walk = (node: Record<string, unknown>) => {
-    nodes.push(node);
-    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-  };
-  const top = rows[0]!['QUERY PLAN'] as { Plan: Record<string, unknown> }[];
-  walk(top[0]!.Plan);
+  const nodes = await postgresPlanNodes(backend, db, sql, params);
   return {
     indexes: nodes
       .filter((n) => ['Index Scan', 'Index Only Scan', 'Bitmap Index Scan'].includes(n['Node Type'] as string))
@@ -485,7 +489,7 @@ async function statementPlan(backend: Backend, db: BackendDb, sql: string, param
       const limit = nodes.find((l) => l['Node Type'] === 'Limit');
       return limit === undefined || (n['Plan Rows'] as number) > 2 * (limit['Plan Rows'] as number);
     }),
-    text: JSON.stringify(top, null, 1),
+    text: JSON.stringify(nodes[0], null, 1),
   };
 }
 
