@@ -451,6 +451,31 @@ function confirmRegenerate(
 // ---- rename --------------------------------------------------------------------------
 
 /** A PATCH of the name alone (a JSON merge patch), in a small dialog; Escape cancels. */
+/**
+ * A token dialog's save that failed other than on a field: a lost session signs out (the
+ * dialog closes); otherwise the dialog says why and focus goes back to `focus`.
+ */
+function dialogFailed(
+  shell: Shell,
+  notice: HTMLElement,
+  dialog: HTMLDialogElement,
+  err: unknown,
+  focus: HTMLElement,
+): void {
+  if (err instanceof ApiError && err.status === 401) {
+    dialog.close();
+    reportError(shell, notice, err);
+    return;
+  }
+  showNotice(
+    notice,
+    err instanceof ApiError && err.status === 404
+      ? 'This token no longer exists (it was deleted meanwhile).'
+      : errorText(err),
+  );
+  focus.focus();
+}
+
 function renameDialog(
   token: TokenView,
   trigger: HTMLButtonElement,
@@ -535,18 +560,7 @@ function renameDialog(
             return;
           }
         }
-        if (err instanceof ApiError && err.status === 401) {
-          dialog.close();
-          reportError(shell, notice, err);
-          return;
-        }
-        showNotice(
-          notice,
-          err instanceof ApiError && err.status === 404
-            ? 'This token no longer exists (it was deleted meanwhile).'
-            : errorText(err),
-        );
-        input.focus();
+        dialogFailed(shell, notice, dialog, err, input);
       });
   });
   document.body.append(dialog);
@@ -726,18 +740,7 @@ function conditionsDialog(
             return;
           }
         }
-        if (err instanceof ApiError && err.status === 401) {
-          dialog.close();
-          reportError(shell, notice, err);
-          return;
-        }
-        showNotice(
-          notice,
-          err instanceof ApiError && err.status === 404
-            ? 'This token no longer exists (it was deleted meanwhile).'
-            : errorText(err),
-        );
-        fields.cidrs.focus();
+        dialogFailed(shell, notice, dialog, err, fields.cidrs);
       });
   });
   document.body.append(dialog);
