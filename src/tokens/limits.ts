@@ -6,6 +6,10 @@
 /** Longest token (and account) name, in characters. */
 export const NAME_MAX = 100;
 
+/** The longest range one usage query may ask for, and the default one (the last week). */
+export const USAGE_SPAN_MAX_DAYS = 90;
+export const USAGE_SPAN_DEFAULT_DAYS = 7;
+
 /** Longest grace period of a rotation: a day (GitHub's and Unkey's rotations offer no more). */
 export const GRACE_MAX_S = 86_400;
 

@@ -13,7 +13,7 @@ import { NoQuery } from '../http/no-query.js';
 import { noBodyAsEmptyObject } from '../http/optional-body.js';
 import { readPageQuery } from '../http/page-query.js';
 import type { App } from '../http/types.js';
-import { GRACE_MAX_S } from './limits.js';
+import { GRACE_MAX_S, USAGE_SPAN_DEFAULT_DAYS, USAGE_SPAN_MAX_DAYS } from './limits.js';
 import {
   CreatedToken,
   CreateTokenBody,
@@ -35,7 +35,6 @@ import {
 import { nextPageLink } from './query.js';
 import { createdView, currentView, rotatedView, tokenView, usageView } from './views.js';
 import type { TokenService } from './service.js';
-import { USAGE_SPAN_DEFAULT_DAYS, USAGE_SPAN_MAX_DAYS } from './usage.js';
 
 const tags = ['tokens'];
 

@@ -6,8 +6,7 @@
 import { Type, type Static, type TOptional } from 'typebox';
 import { ALLOWED_CIDRS_MAX } from './conditions.js';
 import { numericText } from '../http/documented-as.js';
-import { GRACE_MAX_S, NAME_MAX } from './limits.js';
-import { USAGE_SPAN_DEFAULT_DAYS, USAGE_SPAN_MAX_DAYS } from './usage.js';
+import { GRACE_MAX_S, NAME_MAX, USAGE_SPAN_DEFAULT_DAYS, USAGE_SPAN_MAX_DAYS } from './limits.js';
 import { USAGE_REASONS, type UsageReason } from './usage-reasons.js';
 
 export const Timestamp = Type.String({

@@ -7,6 +7,7 @@
 // A failed flush keeps the cells it did not store for the next one; stop() flushes what is left.
 import type { FieldError } from '../errors.js';
 import { UsageWriteError, type TokenStore, type UsageCell } from '../storage/types.js';
+import { USAGE_SPAN_DEFAULT_DAYS, USAGE_SPAN_MAX_DAYS } from './limits.js';
 import { parseTimestamp } from './rules.js';
 import { AFTER_VERIFICATION, USAGE_OUTCOMES, type UsageOutcome, type UsageReason } from './usage-reasons.js';
 
@@ -139,9 +140,6 @@ function merged(cells: readonly UsageCell[]): UsageCell[] {
   return [...byKey.values()];
 }
 
-/** The longest range one usage query may ask for, and the default one (the last week). */
-export const USAGE_SPAN_MAX_DAYS = 90;
-export const USAGE_SPAN_DEFAULT_DAYS = 7;
 const DAY_MS = 86_400_000;
 
 /** The hours a usage query asks for: those starting from `from` (an hour's start) and before `to`. */
