@@ -36,6 +36,9 @@ import type { Logger } from 'pino';
 import type { Store } from './storage/types.js';
 import { tokenRoutes } from './tokens/routes.js';
 import { VERSION } from './version.js';
+import { webhookRoutes } from './webhooks/routes.js';
+import { WEBHOOK_SCHEMAS } from './webhooks/schemas.js';
+import type { Resolver } from './webhooks/targets.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024;
 
@@ -47,6 +50,8 @@ export interface AppDeps {
   now?: () => number;
   /** The drain before a stop (src/http/drain.ts), which src/server.ts starts; none by default. */
   drain?: Drain;
+  /** How webhook target host names resolve (tests point names where they like); the system resolver by default. */
+  webhookResolver?: Resolver;
 }
 
 export function buildApp(deps: AppDeps): App {
@@ -68,7 +73,13 @@ export function buildApp(deps: AppDeps): App {
   void app.register(jsonBody);
   void app.register(problems, { bodyLimit: BODY_LIMIT_BYTES, onStorageError: storageErrors.add });
   void app.register(expectations);
-  void app.register(services, { config, store, now, onStorageError: storageErrors.add });
+  void app.register(services, {
+    config,
+    store,
+    now,
+    onStorageError: storageErrors.add,
+    webhookResolver: deps.webhookResolver,
+  });
   void app.register(routeAuth, {
     failureLimit: config.authFailureLimit,
     failureWindowS: config.authFailureWindowS,
@@ -95,6 +106,7 @@ export function buildApp(deps: AppDeps): App {
       ...TOKEN_SCHEMAS,
       ...ACCOUNT_SCHEMAS,
       ...AUDIT_SCHEMAS,
+      ...WEBHOOK_SCHEMAS,
       ...GATEWAY_SCHEMAS,
       ...CATALOG_SCHEMAS,
       ...CATALOG_MANAGE_SCHEMAS,
@@ -117,6 +129,9 @@ export function buildApp(deps: AppDeps): App {
     tokens: root.infracat.tokens.service,
   }));
   void app.register(routeGroup('infracat-audit-routes', auditRoutes), (root) => ({ audit: root.infracat.audit }));
+  void app.register(routeGroup('infracat-webhook-routes', webhookRoutes), (root) => ({
+    service: root.infracat.webhooks.service,
+  }));
   void app.register(routeGroup('infracat-gateway-routes', gatewayRoutes), (root) => ({
     service: root.infracat.tokens.service,
     auth: root.tokenAuth,

@@ -18,6 +18,7 @@ import { PREFIX_PATTERN } from './tokens/format.js';
 import { ACCOUNT_RATE_LIMIT_MAX } from './accounts/schemas.js';
 import { STORED_PER_LIVE } from './tokens/limits.js';
 import { DEFAULT_RESOURCES, READ_ONLY_RESOURCES, RESOURCE_PATTERN, ScopeRegistry } from './tokens/scopes.js';
+import { parseEncryptionKey } from './webhooks/secrets.js';
 
 /**
  * What a setting adds to its JSON Schema. The variable's text is read by the schema's type:
@@ -534,6 +535,106 @@ export const SettingsSchema = Type.Object({
       description: "How long an idle keep-alive connection stays open (longer than a typical load balancer's 60 s).",
     }),
   ),
+  webhookEncryptionKeys: setting(
+    'WEBHOOK_ENCRYPTION_KEYS',
+    Type.Decode(
+      Type.String({
+        default: '',
+        description:
+          'Comma-separated keys that seal webhook signing secrets in storage (AES-256-GCM), each 32 bytes in ' +
+          'base64 (`openssl rand -base64 32`): the first seals new secrets, every one opens them (add a new key ' +
+          'first to rotate; drop the old one once every secret was rotated). The same on every instance. Unset: ' +
+          'webhooks cannot be created nor their secrets rotated (503 WEBHOOKS_NOT_CONFIGURED), and existing ones ' +
+          'cannot be signed for (their deliveries fail). See docs/webhooks.md.',
+      }),
+      parseEncryptionKeys,
+    ),
+    { shown: () => '(hidden)' },
+  ),
+  webhookAllowPrivateTargets: setting(
+    'WEBHOOK_ALLOW_PRIVATE_TARGETS',
+    Type.Boolean({
+      default: false,
+      description:
+        'Allow webhook URLs with http and private, loopback or other non-public targets, for development and ' +
+        'tests on one machine. Never in production: any token with `webhooks:write` could then make infracat ' +
+        'send requests into its own network (SSRF).',
+    }),
+  ),
+  webhookTimeoutMs: setting(
+    'WEBHOOK_TIMEOUT_MS',
+    Type.Integer({
+      minimum: 100,
+      maximum: 60_000,
+      default: 10_000,
+      description:
+        'Longest time of one delivery attempt, from connecting to reading the answer; past it the attempt ' +
+        'failed and is retried.',
+    }),
+  ),
+  webhookRetryDelaysS: setting(
+    'WEBHOOK_RETRY_DELAYS_S',
+    Type.Decode(
+      Type.String({
+        default: '5,30,120,600,1800,3600,7200,14400,28800',
+        description:
+          'Comma-separated seconds to wait before each retry of a failed delivery (the last one repeats), for ' +
+          'up to 24 hours from the event; a webhook whose deliveries failed for 24 hours is disabled.',
+      }),
+      parseRetryDelays,
+    ),
+  ),
+  webhookConcurrency: setting(
+    'WEBHOOK_CONCURRENCY',
+    Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      default: 16,
+      description: 'Most delivery attempts in flight at once, per instance.',
+    }),
+  ),
+  webhookConcurrencyPerHost: setting(
+    'WEBHOOK_CONCURRENCY_PER_HOST',
+    Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      default: 4,
+      description:
+        'Most delivery attempts in flight to one host at once, per instance: a slow receiver holds only this ' +
+        "many of WEBHOOK_CONCURRENCY's slots.",
+    }),
+  ),
+  webhookPollMs: setting(
+    'WEBHOOK_POLL_MS',
+    Type.Integer({
+      minimum: 50,
+      maximum: 60_000,
+      default: 1000,
+      description:
+        'How often each instance looks for deliveries that fell due (new events, retries, the claims of ' +
+        'instances that died).',
+    }),
+  ),
+  webhookMaxPerAccount: setting(
+    'WEBHOOK_MAX_PER_ACCOUNT',
+    Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      default: 20,
+      description: 'Most webhooks per account; creating one more answers 409 WEBHOOK_LIMIT_REACHED.',
+    }),
+  ),
+  webhookDeliveryRetentionDays: setting(
+    'WEBHOOK_DELIVERY_RETENTION_DAYS',
+    Type.Integer({
+      minimum: 1,
+      maximum: 3650,
+      default: 30,
+      description:
+        "How long each webhook's delivery log (one row per attempt) is kept, in days; older attempts are " +
+        'deleted in the background, at start (which does not wait for it) and hourly.',
+    }),
+  ),
   corsOrigins: setting(
     'CORS_ORIGINS',
     Type.Decode(
@@ -630,6 +731,29 @@ function parseAccountRateLimit(raw: string): number | null {
 /** The default limit of an account's tokens together: RATE_LIMIT_ACCOUNT, or ACCOUNT_PER_TOKEN times RATE_LIMIT. */
 export function accountRateLimit(config: Pick<Config, 'rateLimit' | 'rateLimitAccount'>): number {
   return config.rateLimitAccount ?? Math.min(ACCOUNT_RATE_LIMIT_MAX, ACCOUNT_PER_TOKEN * config.rateLimit);
+}
+
+/** WEBHOOK_ENCRYPTION_KEYS: '' (none) or comma-separated 32-byte keys in base64; never shown. */
+function parseEncryptionKeys(raw: string): Buffer[] {
+  const texts = raw
+    .split(',')
+    .map((k) => k.trim())
+    .filter((k) => k !== '');
+  return texts.map((text, i) => {
+    try {
+      return parseEncryptionKey(text);
+    } catch (err) {
+      throw new Error(`key ${i + 1}: ${(err as Error).message}`);
+    }
+  });
+}
+
+/** WEBHOOK_RETRY_DELAYS_S: 1 to 30 whole numbers of seconds, each from 1 to 86400. */
+function parseRetryDelays(raw: string): number[] {
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.length > 30 || parts.some((p) => !/^[1-9][0-9]{0,4}$/.test(p) || Number(p) > 86_400))
+    throw new Error('expected a comma-separated list of 1 to 30 whole numbers of seconds from 1 to 86400');
+  return parts.map(Number);
 }
 
 /** DATABASE_NOTIFY_URL: '' (use DATABASE_URL) or a postgres:// URL. */

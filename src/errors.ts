@@ -23,6 +23,7 @@ export const ERRORS = {
   REQUEST_TIMEOUT: { status: 408, title: 'Request timeout' },
   CONFLICT: { status: 409, title: 'Conflict' },
   TOKEN_LIMIT_REACHED: { status: 409, title: 'Token limit reached' },
+  WEBHOOK_LIMIT_REACHED: { status: 409, title: 'Webhook limit reached' },
   GONE: { status: 410, title: 'Gone' },
   OPERATOR_ACCOUNT: { status: 409, title: 'The operator account cannot be suspended or deleted' },
   PRECONDITION_FAILED: { status: 412, title: 'Precondition failed' },
@@ -30,6 +31,7 @@ export const ERRORS = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   EXPECTATION_FAILED: { status: 417, title: 'Expectation failed' },
   VALIDATION_FAILED: { status: 422, title: 'Validation failed' },
+  WEBHOOK_TARGET_REFUSED: { status: 422, title: 'The webhook URL is not an allowed target' },
   PRECONDITION_REQUIRED: { status: 428, title: 'Precondition required' },
   RATE_LIMITED: { status: 429, title: 'Too many requests' },
   ACCOUNT_RATE_LIMITED: { status: 429, title: "Too many requests for the token's account" },
@@ -37,6 +39,7 @@ export const ERRORS = {
   INTERNAL: { status: 500, title: 'Internal server error' },
   SERVICE_UNAVAILABLE: { status: 503, title: 'Service unavailable' },
   STORAGE_UNAVAILABLE: { status: 503, title: 'Storage unavailable' },
+  WEBHOOKS_NOT_CONFIGURED: { status: 503, title: 'Webhooks are not configured' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -23,7 +23,8 @@ export interface LifecycleOptions {
 
 export const lifecycle = fp<LifecycleOptions, RawServerDefault, TypeBoxTypeProvider>(
   (app, { store, onStorageError }, done) => {
-    const { tokens, catalog, purger, auditPruner, usagePruner, fleet, limits } = app.infracat;
+    const { tokens, catalog, purger, auditPruner, usagePruner, fleet, limits, webhooks, notices, deliveryPruner } =
+      app.infracat;
     const changes = new ChangeFollower({
       cache: tokens.cache,
       catalog,
@@ -48,6 +49,10 @@ export const lifecycle = fp<LifecycleOptions, RawServerDefault, TypeBoxTypeProvi
     app.addHook('onListen', async () => {
       await fleet.start();
       limits.start();
+      // Deliveries and expiry notices are an instance's work too: each one that serves
+      // takes its share (claims are exclusive; a notice is sent once).
+      webhooks.worker.start();
+      notices.start();
       if (fleet.stats.beats > 0) app.log.info({ instance: fleet.id, instances: fleet.count }, 'instance registered');
     });
     app.addHook('onReady', async () => {
@@ -59,6 +64,7 @@ export const lifecycle = fp<LifecycleOptions, RawServerDefault, TypeBoxTypeProvi
       purger.start();
       auditPruner.start();
       usagePruner.start();
+      deliveryPruner.start();
       // First start of an empty database gets the shipped catalog; then load what is live.
       // If storage is down now, catalogs start empty and fill in at the next refresh.
       try {
@@ -80,12 +86,15 @@ export const lifecycle = fp<LifecycleOptions, RawServerDefault, TypeBoxTypeProvi
       // In-flight requests are done by now: leave the fleet (the others take over this
       // instance's share at their next heartbeat), write the last uses, let go of storage.
       await limits.stop();
+      await webhooks.worker.stop();
+      await notices.stop();
       await fleet.stop();
       await watch?.stop();
       catalog.stop();
       await purger.stop();
       await auditPruner.stop();
       await usagePruner.stop();
+      await deliveryPruner.stop();
       await tokens.lastUsed.stop();
       await tokens.usage.stop();
       await store.close();

@@ -4,6 +4,7 @@
 // What counts as a credential (the secret part of each is replaced by [REDACTED]):
 // - anything shaped like an infracat secret, `<prefix>_<30+ base62>`: the run after the
 //   `_`, whatever precedes it (`x_icat_...` and `ICAT_...` carry the same random part);
+// - a webhook signing secret, `whsec_<base64>`;
 // - a Bearer or Basic credential (RFC 6750 / 7617 token68), but not a placeholder or the
 //   prose the service's own texts put after a scheme name (`Bearer <token>`, `the Bearer
 //   scheme`): neither is a credential, and mangling them made the 401 detail read
@@ -34,6 +35,9 @@ export const SECRET_SHAPE = /_([A-Za-z0-9]{30,})/g;
 
 const RULES: readonly Rule[] = [
   { pattern: SECRET_SHAPE },
+  // A webhook signing secret (src/webhooks/secrets.ts): base64 after `whsec_`, which holds
+  // `+` and `/`, so runs of the pattern above may be too short to catch it.
+  { pattern: /whsec_([A-Za-z0-9+/=]{20,})/g },
   {
     // '+' separates too: it is a space in a query string.
     pattern: new RegExp(`(?<![A-Za-z0-9])(?:bearer|basic)[\\s+]+(${CREDENTIAL})`, 'gi'),

@@ -1,6 +1,6 @@
 // The domain objects behind the routes, made once per app and shared as app.infracat:
-// tokens, accounts, catalog, audit, the background purges and this instance's place in
-// the fleet. Their failures in the background are logged here and counted as storage
+// tokens, accounts, catalog, audit, webhooks, the background purges and this instance's
+// place in the fleet. Their failures in the background are logged here and counted as storage
 // errors (/metrics).
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RawServerDefault } from 'fastify';
@@ -19,6 +19,9 @@ import { RATE_LIMIT_MAX_KEYS } from './http/rate-limit.js';
 import { PeriodicPurge, PURGE_INTERVAL_MS } from './periodic.js';
 import type { Store } from './storage/types.js';
 import { createTokenDomain, type TokenDomain } from './tokens/index.js';
+import { createWebhookDomain, type WebhookDomain } from './webhooks/index.js';
+import { NOTICE_SCAN_MS } from './webhooks/notices.js';
+import type { Resolver } from './webhooks/targets.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -38,6 +41,12 @@ declare module 'fastify' {
       fleet: FleetRegistry;
       /** The rate limiter's counts, shared with the other instances through storage. */
       limits: FleetCounts;
+      /** Webhooks: the service, the delivery worker. */
+      webhooks: WebhookDomain;
+      /** Sends the tokens' expiry notices that fell due (every 30 s, on a listening instance). */
+      notices: PeriodicPurge;
+      /** Deletes webhook delivery log rows older than WEBHOOK_DELIVERY_RETENTION_DAYS. */
+      deliveryPruner: PeriodicPurge;
     };
   }
 }
@@ -49,10 +58,12 @@ export interface ServicesOptions {
   now: (() => number) | undefined;
   /** Told about every background failure of storage (metrics). */
   onStorageError: () => void;
+  /** How webhook target names resolve; the system resolver when absent. */
+  webhookResolver?: Resolver | undefined;
 }
 
 export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvider>(
-  (app, { config, store, now, onStorageError: countStorageError }, done) => {
+  (app, { config, store, now, onStorageError: countStorageError, webhookResolver }, done) => {
     // A flush retries every LAST_USED_FLUSH_MS: while storage is down or read-only, one
     // warning a minute (with the count) says it all, instead of one a second.
     // Each audit event, once its transaction committed, is also one log line (`"audit": true`)
@@ -161,6 +172,47 @@ export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvide
         );
       },
     });
+    // A delivery the store could not record is retried when its claim's lease ends; like the
+    // flush, one warning a minute says it while it lasts.
+    let webhooksWarnedAt = Number.NEGATIVE_INFINITY;
+    const webhooks = createWebhookDomain(config, store, {
+      resolve: webhookResolver,
+      now,
+      audit,
+      onError: (err) => {
+        countStorageError();
+        if (Date.now() - webhooksWarnedAt < 60_000) return;
+        webhooksWarnedAt = Date.now();
+        app.log.warn(
+          { err },
+          'webhook delivery could not read or write storage; claimed deliveries are retried when their lease ends ' +
+            '(this warning repeats at most once a minute)',
+        );
+      },
+      onDisabled: (webhook) =>
+        app.log.warn(
+          { webhook_id: webhook.id, account_id: webhook.accountId },
+          'webhook disabled: its deliveries failed for 24 hours',
+        ),
+    });
+    const notices = new PeriodicPurge({
+      intervalMs: NOTICE_SCAN_MS,
+      purge: () => webhooks.sendNotices(),
+      onError: (err) => {
+        countStorageError();
+        app.log.warn({ err }, 'sending token expiry notices failed; will retry');
+      },
+    });
+    const deliveryPruner = new PeriodicPurge({
+      intervalMs: PURGE_INTERVAL_MS,
+      purge: () => webhooks.pruneDeliveries(),
+      onPurged: (count) =>
+        app.log.info({ count }, 'pruned webhook delivery log rows older than WEBHOOK_DELIVERY_RETENTION_DAYS'),
+      onError: (err) => {
+        countStorageError();
+        app.log.warn({ err }, 'pruning the webhook delivery log failed; will retry');
+      },
+    });
     app.decorate('infracat', {
       tokens,
       accounts,
@@ -171,6 +223,9 @@ export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvide
       usagePruner,
       fleet,
       limits,
+      webhooks,
+      notices,
+      deliveryPruner,
     });
     done();
   },

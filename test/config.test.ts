@@ -132,8 +132,23 @@ describe('configuration', () => {
     ['REQUEST_TIMEOUT_MS', '999', 'expected an integer from 1000 to 600000'],
     ['HEADERS_TIMEOUT_MS', '600001', 'expected an integer from 1000 to 600000'],
     ['KEEP_ALIVE_TIMEOUT_MS', '999', 'expected an integer from 1000 to 600000'],
+    ['WEBHOOK_ENCRYPTION_KEYS', 'c2hvcnQ=', 'key 1: expected 32 bytes in base64 (openssl rand -base64 32)'],
+    ['WEBHOOK_ALLOW_PRIVATE_TARGETS', 'sometimes', 'expected true or false'],
+    ['WEBHOOK_TIMEOUT_MS', '99', 'expected an integer from 100 to 60000'],
+    [
+      'WEBHOOK_RETRY_DELAYS_S',
+      '5,0',
+      'expected a comma-separated list of 1 to 30 whole numbers of seconds from 1 to 86400',
+    ],
+    ['WEBHOOK_CONCURRENCY', '0', 'expected an integer from 1 to 1000'],
+    ['WEBHOOK_CONCURRENCY_PER_HOST', '1001', 'expected an integer from 1 to 1000'],
+    ['WEBHOOK_POLL_MS', '49', 'expected an integer from 50 to 60000'],
+    ['WEBHOOK_MAX_PER_ACCOUNT', '0', 'expected an integer from 1 to 1000'],
+    ['WEBHOOK_DELIVERY_RETENTION_DAYS', '0', 'expected an integer from 1 to 3650'],
     ['CORS_ORIGINS', 'https://a.example, ftp://b', '"ftp://b" is not an origin like https://console.example.com'],
   ];
+
+  const HIDDEN = new Set(['WEBHOOK_ENCRYPTION_KEYS']);
 
   it('every setting refuses a bad value with one line: the variable, the value, what was expected', () => {
     const names = SETTINGS.map((s) => s.env);
@@ -143,17 +158,19 @@ describe('configuration', () => {
       'one bad value per setting, in the order of docs/settings.md',
     );
     for (const [name, value, expected] of BAD) {
+      // A secret setting's value is never shown, not even a bad one.
+      const shown = HIDDEN.has(name) ? '(hidden)' : value;
       assert.throws(
         () => loadConfig({ [name]: value }),
         (err: unknown) => {
           assert.ok(err instanceof ConfigError);
-          assert.equal(err.message, `invalid ${name} ${JSON.stringify(value)}: ${expected}`);
+          assert.equal(err.message, `invalid ${name} ${JSON.stringify(shown)}: ${expected}`);
           return true;
         },
         name,
       );
       // A flag is read exactly as the variable it overrides.
-      const message = `invalid ${name} ${JSON.stringify(value)}: ${expected}`;
+      const message = `invalid ${name} ${JSON.stringify(shown)}: ${expected}`;
       assert.throws(() => loadConfig({}, { [name]: value }), { message }, name);
     }
   });
@@ -315,7 +332,17 @@ describe('configuration', () => {
         lastUsedFlushMs: 1000,
         authFailureLimit: 20,
         authFailureWindowS: 60,
-        scopeResources: ['api-tokens', 'apps', 'images', 'plans', 'regions', 'catalog', 'audit-events', 'accounts'],
+        scopeResources: [
+          'api-tokens',
+          'apps',
+          'images',
+          'plans',
+          'regions',
+          'catalog',
+          'audit-events',
+          'accounts',
+          'webhooks',
+        ],
         bootstrapAdminToken: true,
         catalogAccess: 'public',
         catalogRefreshMs: 5000,
@@ -337,6 +364,15 @@ describe('configuration', () => {
         requestTimeoutMs: 30000,
         headersTimeoutMs: 10000,
         keepAliveTimeoutMs: 65000,
+        webhookEncryptionKeys: [],
+        webhookAllowPrivateTargets: false,
+        webhookTimeoutMs: 10000,
+        webhookRetryDelaysS: [5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800],
+        webhookConcurrency: 16,
+        webhookConcurrencyPerHost: 4,
+        webhookPollMs: 1000,
+        webhookMaxPerAccount: 20,
+        webhookDeliveryRetentionDays: 30,
         corsOrigins: [],
       },
     );
@@ -371,6 +407,25 @@ describe('configuration', () => {
       'postgres://app:***@db/ic',
     );
     expectError({ DATABASE_URL: 'postgres://app:hunter2@' }, /^(?!.*hunter2)/);
+  });
+
+  it('WEBHOOK_ENCRYPTION_KEYS: 32-byte keys in base64 or base64url, comma-separated; a bad one is never shown', () => {
+    const a = Buffer.alloc(32, 1);
+    const b = Buffer.alloc(32, 0xfb);
+    const keys = loadConfig({
+      WEBHOOK_ENCRYPTION_KEYS: ` ${a.toString('base64')} , ${b.toString('base64url')}`,
+    }).webhookEncryptionKeys;
+    assert.deepEqual(keys, [a, b]);
+    assert.deepEqual(loadConfig({}).webhookEncryptionKeys, []);
+    const almost = `${a.toString('base64')},${Buffer.alloc(31, 9).toString('base64')}`;
+    expectError(
+      { WEBHOOK_ENCRYPTION_KEYS: almost },
+      /^invalid WEBHOOK_ENCRYPTION_KEYS "\(hidden\)": key 2: expected 32 bytes/,
+    );
+    assert.throws(
+      () => loadConfig({ WEBHOOK_ENCRYPTION_KEYS: almost }),
+      (err: unknown) => !(err as Error).message.includes(a.toString('base64').slice(0, 10)),
+    );
   });
 
   it("docs/settings.md's table is the schema's: every setting, in order, with its default and description", () => {

@@ -1,7 +1,7 @@
 // Audit events as the domain makes them: the closed list of actions, and one function
 // that turns a change (what, to what, by whom, in whose account) into the record the
 // store writes in the same transaction as the change.
-import type { AuditEventRecord, TargetType, TokenRecord, AccountRecord } from '../storage/types.js';
+import type { AuditEventRecord, TargetType, TokenRecord, AccountRecord, WebhookRecord } from '../storage/types.js';
 import { newId } from '../tokens/ids.js';
 import { redactDeep, redactSecrets } from '../redact.js';
 import type { AuditContext } from './context.js';
@@ -19,6 +19,11 @@ export const AUDIT_ACTIONS = [
   'account.resumed',
   'account.deleted',
   'catalog.applied',
+  'webhook.created',
+  'webhook.updated',
+  'webhook.deleted',
+  'webhook.secret_rotated',
+  'webhook.disabled',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -38,6 +43,21 @@ export const accountTarget = (a: Pick<AccountRecord, 'id' | 'name'>): Target => 
   id: a.id,
   name: a.name,
 });
+/** A webhook by its id; named by its description, or by where it delivers when it has none. */
+export const webhookTarget = (w: Pick<WebhookRecord, 'id' | 'description' | 'url'>): Target => ({
+  type: 'webhook',
+  id: w.id,
+  name: w.description ?? urlOrigin(w.url),
+});
+
+/** A URL's scheme, host and port: never its path or query, which may carry the receiver's own secret. */
+export function urlOrigin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return '';
+  }
+}
 
 export interface EventFacts {
   action: AuditAction;

@@ -54,7 +54,12 @@ export const AuditEvent = Type.Object({
   }),
   target: Type.Object(
     {
-      type: Type.Union([Type.Literal('api_token'), Type.Literal('account'), Type.Literal('catalog')]),
+      type: Type.Union([
+        Type.Literal('api_token'),
+        Type.Literal('account'),
+        Type.Literal('catalog'),
+        Type.Literal('webhook'),
+      ]),
       id: NullableString,
       name: NullableString,
     },
@@ -90,7 +95,7 @@ const Instant = (description: string) =>
 export const AuditQuery = Type.Object(
   {
     action: Type.Optional(Type.Enum([...AUDIT_ACTIONS], { description: 'Only events of this action' })),
-    target_id: Type.Optional(Id('Only events about this token, account or catalog version')),
+    target_id: Type.Optional(Id('Only events about this token, account, catalog version or webhook')),
     account_id: Type.Optional(
       Id(
         "Only this account's trail. The operator account's tokens: any account (deleted ones too); " +

@@ -359,6 +359,7 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
         { name: 'tokens', description: 'Create, list and delete API tokens' },
         { name: 'accounts', description: 'Accounts (tenants) and their tokens: the operator plane' },
         { name: 'audit', description: 'The audit trail: every change to tokens, accounts and the catalog' },
+        { name: 'webhooks', description: "Events of the account POSTed to the account's URLs, signed" },
         { name: 'catalogs', description: 'OS images, instance plans and regions' },
         { name: 'gateway', description: 'Forward auth and introspection for other services' },
         { name: 'secret-scanning', description: 'Leaked secrets reported by GitHub secret scanning, revoked' },

@@ -335,7 +335,76 @@ const MIGRATIONS: readonly Migration[] = [
       'CREATE INDEX token_usage_hour ON token_usage (hour, token_id)',
     ],
   },
+  {
+    version: 17,
+    name: 'webhooks',
+    // Webhooks. Each account's endpoints, listed and counted by (account_id, created_at, id);
+    // an event's fan-out finds the webhooks watching its account (or every account: `*`) by
+    // (watch, id). The outbox holds what is still to deliver, due by next_attempt_at; the
+    // delivery log one row per attempt, a webhook's newest first by (webhook_id, id), pruned
+    // by its primary key (the id is a ULID of the attempt's time). And the expiry notices of
+    // tokens: next_notice_at is when a token's next notice falls due (7 days before its
+    // expiry, then 1 day before, then at it; NULL: none left), read by its index; existing
+    // tokens that have not expired get their first notice time.
+    steps: [
+      `CREATE TABLE webhooks (
+         id                         TEXT    PRIMARY KEY,
+         account_id                 TEXT    NOT NULL,
+         watch                      TEXT    NOT NULL,
+         url                        TEXT    NOT NULL,
+         events                     TEXT    NOT NULL,
+         description                TEXT,
+         enabled                    INTEGER NOT NULL,
+         secret                     TEXT    NOT NULL,
+         previous_secret            TEXT,
+         previous_secret_expires_at BIGINT,
+         created_at                 BIGINT  NOT NULL,
+         updated_at                 BIGINT  NOT NULL,
+         failing_since              BIGINT,
+         disabled_reason            TEXT)`,
+      'CREATE INDEX webhooks_account ON webhooks (account_id, created_at, id)',
+      'CREATE INDEX webhooks_watch ON webhooks (watch, id)',
+      `CREATE TABLE webhook_outbox (
+         webhook_id      TEXT    NOT NULL,
+         event_id        TEXT    NOT NULL,
+         event_type      TEXT    NOT NULL,
+         body            TEXT    NOT NULL,
+         created_at      BIGINT  NOT NULL,
+         attempts        INTEGER NOT NULL,
+         next_attempt_at BIGINT  NOT NULL,
+         claim           TEXT,
+         PRIMARY KEY (webhook_id, event_id))`,
+      'CREATE INDEX webhook_outbox_due ON webhook_outbox (next_attempt_at)',
+      `CREATE TABLE webhook_deliveries (
+         id              TEXT    PRIMARY KEY,
+         webhook_id      TEXT    NOT NULL,
+         event_id        TEXT    NOT NULL,
+         event_type      TEXT    NOT NULL,
+         attempt         INTEGER NOT NULL,
+         attempted_at    BIGINT  NOT NULL,
+         status_code     INTEGER,
+         duration_ms     INTEGER NOT NULL,
+         error           TEXT,
+         next_attempt_at BIGINT)`,
+      'CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (webhook_id, id)',
+      'ALTER TABLE api_tokens ADD COLUMN next_notice_at BIGINT',
+      'CREATE INDEX api_tokens_next_notice ON api_tokens (next_notice_at, id)',
+      { data: firstExpiryNotices },
+    ],
+  },
 ];
+
+/**
+ * Migration 17's notice times of the tokens that have not expired yet: 7 days before their
+ * expiry (already past for those expiring sooner: due at once). Tokens expired before the
+ * upgrade get none.
+ */
+async function firstExpiryNotices(tx: Queries): Promise<void> {
+  await tx.run(
+    'UPDATE api_tokens SET next_notice_at = expires_at - 604800000 WHERE expires_at IS NOT NULL AND expires_at > ?',
+    [Date.now()],
+  );
+}
 
 /**
  * Migration 6's scope mapping: a token holding `<kind>:write` for a catalog kind keeps

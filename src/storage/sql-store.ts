@@ -26,8 +26,13 @@ import {
   CATALOG_REVISIONS,
   INSTANCES,
   TOKEN_USAGE,
+  WEBHOOK_DELIVERIES,
+  WEBHOOK_OUTBOX,
+  WEBHOOKS,
   type Param,
 } from './tables.js';
+import { auditMessage } from '../webhooks/events.js';
+import { firstNoticeAt } from '../webhooks/notice-times.js';
 import type {
   AccountFilter,
   AccountRecord,
@@ -61,6 +66,17 @@ import type {
   PageRequest,
   StoredBound,
   UsageCell,
+  AttemptOutcome,
+  ClaimedDelivery,
+  CreateWebhookResult,
+  DeliveryRecord,
+  NoticeDecision,
+  NoticeDue,
+  OutboxRecord,
+  WebhookChanges,
+  WebhookMessage,
+  WebhookRecord,
+  WebhookStore,
 } from './types.js';
 import { UsageWriteError } from './types.js';
 
@@ -214,7 +230,10 @@ const USAGE_FILLER: readonly Param[] = USAGE_COLUMNS.map((_, i) => (i === 0 ? ''
  * or names why it needs none: a statement added here without either fails it.
  */
 export const SQL = {
-  insertToken: `INSERT INTO api_tokens (${API_TOKENS.columns}) VALUES (${API_TOKENS.placeholders})`,
+  // With its first expiry notice time (src/webhooks/notice-times.ts), not a field of the record.
+  insertToken:
+    `INSERT INTO api_tokens (${API_TOKENS.columns}, next_notice_at)` +
+    ` VALUES (${API_TOKENS.placeholders}, CAST(? AS BIGINT))`,
   // One statement: the account's live tokens, all its stored tokens and whether the account
   // exists (its status). Both counts read the (account_id, expires_at) index alone.
   // CAST: COUNT(*) is a BIGINT in PostgreSQL, which its driver returns as a string.
@@ -249,9 +268,12 @@ export const SQL = {
   // The right-hand sides read the row as it was: the secret current until now becomes the
   // previous one (or none, when the grace period is null), in one atomic step.
   // CAST: PostgreSQL cannot type a bare `? IS NULL` parameter.
+  // A new expiry starts its notices over; the same expiry keeps where they are.
   rotateToken:
     'UPDATE api_tokens SET previous_secret_hash = CASE WHEN CAST(? AS BIGINT) IS NULL THEN NULL ELSE secret_hash END,' +
-    ' previous_expires_at = ?, secret_hash = ?, expires_at = ? WHERE id = ? AND account_id = ?',
+    ' previous_expires_at = ?, secret_hash = ?, expires_at = ?,' +
+    ' next_notice_at = CASE WHEN expires_at IS NOT DISTINCT FROM CAST(? AS BIGINT) THEN next_notice_at' +
+    ' ELSE CAST(? AS BIGINT) END WHERE id = ? AND account_id = ?',
   // COALESCE keeps what the update leaves out; a condition, which may be set to NULL, is
   // set when its flag (the parameter before it) is 1. CASTs: PostgreSQL types each parameter.
   updateToken:
@@ -263,6 +285,10 @@ export const SQL = {
     'UPDATE api_tokens SET previous_secret_hash = NULL, previous_expires_at = NULL' +
     ' WHERE id = ? AND account_id = ? AND previous_secret_hash = ?',
   deleteAccountTokens: 'DELETE FROM api_tokens WHERE account_id = ?',
+  // The account's webhooks and what they still had to deliver (their delivery log, which
+  // nothing reads once they are gone, is left to the log's retention).
+  deleteAccountOutbox: 'DELETE FROM webhook_outbox WHERE webhook_id IN (SELECT id FROM webhooks WHERE account_id = ?)',
+  deleteAccountWebhooks: 'DELETE FROM webhooks WHERE account_id = ?',
   // DO NOTHING on a conflict (the id is new: the external_id's UNIQUE index): 0 rows.
   insertAccount:
     `INSERT INTO accounts (${ACCOUNTS.columns}) VALUES (${ACCOUNTS.placeholders})` + ' ON CONFLICT DO NOTHING',
@@ -280,6 +306,76 @@ export const SQL = {
     ' WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at, id LIMIT ?',
   deleteExpired: 'DELETE FROM api_tokens WHERE id = ? AND expires_at IS NOT NULL AND expires_at <= ?',
   insertEvent: `INSERT INTO audit_events (${AUDIT_EVENTS.columns}) VALUES (${AUDIT_EVENTS.placeholders})`,
+  // An event's outbox rows: one per enabled webhook that watches its account (or every
+  // account: `*`, which receives the operator's view) and subscribes to its type. The
+  // type is matched in the webhook's JSON list of types, quoted whole (LIKE's `_` escaped).
+  // Both watch values are lookups of the (watch, id) index; an account holds a bounded
+  // number of webhooks.
+  fanOut:
+    `INSERT INTO webhook_outbox (${WEBHOOK_OUTBOX.columns}) SELECT id, ?, ?, CASE WHEN watch = '*' THEN ? ELSE ? END,` +
+    " CAST(? AS BIGINT), 0, CAST(? AS BIGINT), NULL FROM webhooks WHERE watch IN (?, '*') AND enabled = 1" +
+    " AND events LIKE ? ESCAPE '\\'",
+  insertOutbox: `INSERT INTO webhook_outbox (${WEBHOOK_OUTBOX.columns}) VALUES (${WEBHOOK_OUTBOX.placeholders})`,
+  // The outbox rows due, earliest first: one range of the next_attempt_at index. On
+  // PostgreSQL the claim adds FOR UPDATE SKIP LOCKED (claimSuffix).
+  dueOutbox:
+    `SELECT ${WEBHOOK_OUTBOX.columns} FROM webhook_outbox WHERE next_attempt_at <= ?` +
+    ' ORDER BY next_attempt_at LIMIT ?',
+  leaseOutbox: 'UPDATE webhook_outbox SET next_attempt_at = ?, claim = ? WHERE webhook_id = ? AND event_id = ?',
+  deleteClaimed: 'DELETE FROM webhook_outbox WHERE webhook_id = ? AND event_id = ? AND claim = ?',
+  retryClaimed:
+    'UPDATE webhook_outbox SET attempts = ?, next_attempt_at = ?, claim = NULL' +
+    ' WHERE webhook_id = ? AND event_id = ? AND claim = ?',
+  deleteWebhookOutbox: 'DELETE FROM webhook_outbox WHERE webhook_id = ?',
+  insertDelivery:
+    `INSERT INTO webhook_deliveries (${WEBHOOK_DELIVERIES.columns})` + ` VALUES (${WEBHOOK_DELIVERIES.placeholders})`,
+  // A webhook's delivery log, newest first (by id: a ULID of the attempt's time), and the
+  // page before a cursor: one range of the (webhook_id, id) index.
+  deliveries:
+    `SELECT ${WEBHOOK_DELIVERIES.columns} FROM webhook_deliveries` + ' WHERE webhook_id = ? ORDER BY id DESC LIMIT ?',
+  deliveriesBefore:
+    `SELECT ${WEBHOOK_DELIVERIES.columns} FROM webhook_deliveries` +
+    ' WHERE webhook_id = ? AND id < ? ORDER BY id DESC LIMIT ?',
+  // The log's retention, as the usage pruning: where a batch ends by the primary key, then the rows up to it.
+  pruneDeliveriesBoundary: 'SELECT id FROM webhook_deliveries WHERE id < ? ORDER BY id LIMIT 1 OFFSET ?',
+  pruneDeliveries: 'DELETE FROM webhook_deliveries WHERE id <= ?',
+  pruneDeliveriesRest: 'DELETE FROM webhook_deliveries WHERE id < ?',
+  // One statement: how many webhooks the account holds (its index alone) and whether it exists.
+  countWebhooks:
+    'SELECT CAST((SELECT COUNT(*) FROM webhooks WHERE account_id = ?) AS INTEGER) AS n,' +
+    ' (SELECT status FROM accounts WHERE id = ?) AS status',
+  insertWebhook: `INSERT INTO webhooks (${WEBHOOKS.columns}) VALUES (${WEBHOOKS.placeholders})`,
+  getWebhook: `SELECT ${WEBHOOKS.columns} FROM webhooks WHERE id = ? AND account_id = ?`,
+  webhookById: `SELECT ${WEBHOOKS.columns} FROM webhooks WHERE id = ?`,
+  listWebhooks:
+    `SELECT ${WEBHOOKS.columns} FROM webhooks` +
+    ' WHERE account_id = ? AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?',
+  // COALESCE keeps what the update leaves out; the description (which may become NULL) is
+  // set when its flag is 1. Any change of `enabled` starts its failure record over.
+  updateWebhook:
+    'UPDATE webhooks SET url = COALESCE(?, url), events = COALESCE(?, events),' +
+    ' description = CASE WHEN CAST(? AS INTEGER) = 1 THEN CAST(? AS TEXT) ELSE description END,' +
+    ' watch = COALESCE(?, watch), enabled = COALESCE(CAST(? AS INTEGER), enabled),' +
+    ' failing_since = CASE WHEN CAST(? AS INTEGER) IS NULL THEN failing_since ELSE NULL END,' +
+    ' disabled_reason = CASE WHEN CAST(? AS INTEGER) IS NULL THEN disabled_reason ELSE NULL END,' +
+    ' updated_at = ? WHERE id = ? AND account_id = ?',
+  // The right-hand sides read the row as it was: the secret current until now becomes the previous one.
+  rotateWebhookSecret:
+    'UPDATE webhooks SET previous_secret = secret, previous_secret_expires_at = ?, secret = ?, updated_at = ?' +
+    ' WHERE id = ? AND account_id = ?',
+  deleteWebhook: 'DELETE FROM webhooks WHERE id = ? AND account_id = ?',
+  webhookDelivered: 'UPDATE webhooks SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL',
+  webhookFailed: 'UPDATE webhooks SET failing_since = ? WHERE id = ? AND failing_since IS NULL',
+  disableFailing:
+    "UPDATE webhooks SET enabled = 0, disabled_reason = 'failing', updated_at = ?" +
+    ' WHERE id = ? AND enabled = 1 AND failing_since <= ?',
+  // The tokens whose next expiry notice is due, earliest first: one range of the
+  // (next_notice_at, id) index (migration 17), whatever the table holds.
+  dueNotices:
+    'SELECT id, name, account_id, expires_at, next_notice_at FROM api_tokens' +
+    ' WHERE next_notice_at <= ? ORDER BY next_notice_at, id LIMIT ?',
+  // Only if still where it was read: of two instances handling one notice, one sends it.
+  advanceNotice: 'UPDATE api_tokens SET next_notice_at = ? WHERE id = ? AND next_notice_at = ?',
   // The occurred_at of the oldest batch's last event (the limit-th oldest before the bound),
   // read from the occurred_at index alone.
   pruneBoundary: 'SELECT occurred_at FROM audit_events WHERE occurred_at < ? ORDER BY occurred_at LIMIT 1 OFFSET ?',
@@ -405,6 +501,7 @@ export class SqlStore implements Store {
   readonly audit: AuditStore;
   readonly instances: InstanceStore;
   readonly rateCounters: RateCounterStore;
+  readonly webhooks: WebhookStore;
   readonly stats = { queries: 0 };
   private readonly db: Counted;
 
@@ -419,6 +516,7 @@ export class SqlStore implements Store {
     this.audit = new SqlAuditStore(this.db);
     this.instances = new SqlInstanceStore(this.db);
     this.rateCounters = new SqlRateCounterStore(this.db);
+    this.webhooks = new SqlWebhookStore(this.db, transact, driver.dialect);
   }
 
   /** A transaction whose statements are counted like any other. */
@@ -482,9 +580,40 @@ export class SqlStore implements Store {
 
 type Transact = <T>(body: (tx: Tx) => Promise<T>, lock?: LockName) => Promise<T>;
 
-/** Writes `event` in the transaction `tx`: the change it records is in the same one. */
+/**
+ * Writes `event` in the transaction `tx`: the change it records is in the same one. So is
+ * its message to the webhooks subscribed to it (the outbox), when webhooks may subscribe
+ * to its action: a committed change is never without its deliveries, nor a delivery
+ * without its change.
+ */
 async function record(tx: Queries, event: AuditEventRecord): Promise<void> {
   await tx.run(SQL.insertEvent, AUDIT_EVENTS.params(event));
+  const message = auditMessage(event);
+  if (message !== null) await fanOut(tx, message);
+}
+
+/** A LIKE pattern matching `type` quoted whole in a JSON list of strings (`\` escapes LIKE's wildcards). */
+function typePattern(type: string): string {
+  return `%${JSON.stringify(type).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** Puts `message` in the outbox of every enabled webhook subscribed to it, due at once, in the transaction `tx`. */
+async function fanOut(tx: Queries, message: WebhookMessage): Promise<void> {
+  await tx.run(SQL.fanOut, [
+    message.id,
+    message.type,
+    message.operatorBody,
+    message.body,
+    message.occurredAt,
+    message.occurredAt,
+    message.accountId,
+    typePattern(message.type),
+  ]);
+}
+
+/** A token's row with its first expiry notice time. */
+function tokenRow(token: TokenRecord): Param[] {
+  return [...API_TOKENS.params(token), firstNoticeAt(token.expiresAt)];
 }
 
 /**
@@ -532,7 +661,7 @@ class SqlTokenStore implements TokenStore {
         if (excess > found.stored - found.n) return 'limit_reached';
         if (excess > 0) await purgeEarliestExpired(tx, token.accountId, limits.now, excess, limits.stored.eventFor);
       }
-      await tx.run(SQL.insertToken, API_TOKENS.params(token));
+      await tx.run(SQL.insertToken, tokenRow(token));
       await record(tx, event);
       return 'created';
     }, 'tokens');
@@ -546,7 +675,7 @@ class SqlTokenStore implements TokenStore {
       const mint = token !== null && n === 0;
       if ((await tx.run(SQL.markBootstrap, [BOOTSTRAP_KEY, bootstrapOutcome(token, n)])) === 0) return false;
       if (mint) {
-        await tx.run(SQL.insertToken, API_TOKENS.params(token));
+        await tx.run(SQL.insertToken, tokenRow(token));
         if (event !== null) await record(tx, event);
       }
       return mint;
@@ -608,7 +737,7 @@ class SqlTokenStore implements TokenStore {
     const { secretHash, previousExpiresAt, expiresAt } = change;
     return this.changed(
       SQL.rotateToken,
-      [previousExpiresAt, previousExpiresAt, secretHash, expiresAt, id, accountId],
+      [previousExpiresAt, previousExpiresAt, secretHash, expiresAt, expiresAt, firstNoticeAt(expiresAt), id, accountId],
       accountId,
       id,
       event,
@@ -713,6 +842,26 @@ class SqlTokenStore implements TokenStore {
   async count(): Promise<number> {
     return (await this.db.get<{ n: number }>(SQL.count))?.n ?? 0;
   }
+
+  notices(now: number, limit: number, decide: (token: NoticeDue) => NoticeDecision): Promise<number> {
+    return this.transaction(async (tx) => {
+      const rows = await tx.all<Record<string, unknown>>(SQL.dueNotices, [now, limit]);
+      for (const row of rows) {
+        const due: NoticeDue = {
+          id: row.id as string,
+          name: row.name as string,
+          accountId: row.account_id as string,
+          expiresAt: row.expires_at === null ? null : Number(row.expires_at),
+          nextNoticeAt: Number(row.next_notice_at),
+        };
+        const { nextNoticeAt, message } = decide(due);
+        // Handled meanwhile by another instance: its notice is sent already.
+        if ((await tx.run(SQL.advanceNotice, [nextNoticeAt, due.id, due.nextNoticeAt])) === 0) continue;
+        if (message !== null) await fanOut(tx, message);
+      }
+      return rows.length;
+    });
+  }
 }
 
 /**
@@ -782,6 +931,8 @@ class SqlAccountStore implements AccountStore {
     // (and is deleted here) or runs after (and finds no account).
     return this.transaction(async (tx) => {
       await tx.run(SQL.deleteAccountTokens, [id]);
+      await tx.run(SQL.deleteAccountOutbox, [id]);
+      await tx.run(SQL.deleteAccountWebhooks, [id]);
       if ((await tx.run(SQL.deleteAccount, [id])) === 0) return false;
       await record(tx, event);
       await tx.announce({ kind: 'account', accountId: id });
@@ -919,5 +1070,187 @@ class SqlRateCounterStore implements RateCounterStore {
     const last = await this.db.get<{ window_end: number }>(SQL.pruneRateBoundary, [before, limit - 1]);
     const upTo = last === undefined ? before - 1 : Number(last.window_end);
     return this.db.run(SQL.pruneRateCounters, [upTo, before, limit]);
+  }
+}
+
+/**
+ * What the claim's SELECT adds on each engine. PostgreSQL: FOR UPDATE SKIP LOCKED, so
+ * instances claiming at the same moment take different rows and never wait for each other
+ * (a row another claims is skipped, not blocked on). SQLite needs none: one writer at a
+ * time holds the database (BEGIN IMMEDIATE).
+ */
+const CLAIM_SUFFIX = { sqlite: '', postgres: ' FOR UPDATE SKIP LOCKED' } as const;
+
+class SqlWebhookStore implements WebhookStore {
+  private readonly claimDue: string;
+
+  constructor(
+    private readonly db: Queries,
+    private readonly transaction: Transact,
+    dialect: 'sqlite' | 'postgres',
+  ) {
+    this.claimDue = SQL.dueOutbox + CLAIM_SUFFIX[dialect];
+  }
+
+  create(webhook: WebhookRecord, max: number, event: AuditEventRecord): Promise<CreateWebhookResult> {
+    // Under the tokens lock, as token creation: ordered with deleting the account (no
+    // webhook is created into a deleted account) and with other creates (the cap is exact).
+    return this.transaction(async (tx) => {
+      const found = await tx.get<{ n: number; status: string | null }>(SQL.countWebhooks, [
+        webhook.accountId,
+        webhook.accountId,
+      ]);
+      if (found === undefined || found.status === null) return 'no_account';
+      if (found.n >= max) return 'limit_reached';
+      await tx.run(SQL.insertWebhook, WEBHOOKS.params(webhook));
+      await record(tx, event);
+      return 'created';
+    }, 'tokens');
+  }
+
+  async get(accountId: string, id: string): Promise<WebhookRecord | null> {
+    const row = await this.db.get<Record<string, unknown>>(SQL.getWebhook, [id, accountId]);
+    return row === undefined ? null : WEBHOOKS.fromRow(row);
+  }
+
+  async list(accountId: string, page: PageRequest): Promise<WebhookRecord[]> {
+    const rows = await this.db.all<Record<string, unknown>>(SQL.listWebhooks, [accountId, ...pageParams(page)]);
+    return rows.map((row) => WEBHOOKS.fromRow(row));
+  }
+
+  update(
+    accountId: string,
+    id: string,
+    changes: WebhookChanges,
+    event: AuditEventRecord,
+  ): Promise<WebhookRecord | null> {
+    const { url, events, description, watch, enabled, updatedAt } = changes;
+    const enabledFlag = enabled === undefined ? null : enabled ? 1 : 0;
+    return this.transaction(async (tx) => {
+      const changed = await tx.run(SQL.updateWebhook, [
+        url ?? null,
+        events === undefined ? null : JSON.stringify(events),
+        description === undefined ? 0 : 1,
+        description ?? null,
+        watch ?? null,
+        enabledFlag,
+        enabledFlag,
+        enabledFlag,
+        updatedAt,
+        id,
+        accountId,
+      ]);
+      if (changed === 0) return null;
+      // A disabled webhook delivers nothing more: what it still had to deliver goes.
+      if (enabled === false) await tx.run(SQL.deleteWebhookOutbox, [id]);
+      const row = await tx.get<Record<string, unknown>>(SQL.getWebhook, [id, accountId]);
+      await record(tx, event);
+      return row === undefined ? null : WEBHOOKS.fromRow(row);
+    });
+  }
+
+  rotateSecret(
+    accountId: string,
+    id: string,
+    change: { secret: string; previousExpiresAt: number; updatedAt: number },
+    event: AuditEventRecord,
+  ): Promise<WebhookRecord | null> {
+    return this.transaction(async (tx) => {
+      const params = [change.previousExpiresAt, change.secret, change.updatedAt, id, accountId];
+      if ((await tx.run(SQL.rotateWebhookSecret, params)) === 0) return null;
+      const row = await tx.get<Record<string, unknown>>(SQL.getWebhook, [id, accountId]);
+      await record(tx, event);
+      return row === undefined ? null : WEBHOOKS.fromRow(row);
+    });
+  }
+
+  delete(accountId: string, id: string, event: AuditEventRecord): Promise<boolean> {
+    return this.transaction(async (tx) => {
+      if ((await tx.run(SQL.deleteWebhook, [id, accountId])) === 0) return false;
+      await tx.run(SQL.deleteWebhookOutbox, [id]);
+      await record(tx, event);
+      return true;
+    });
+  }
+
+  async enqueue(webhookId: string, message: WebhookMessage): Promise<void> {
+    const row: OutboxRecord = {
+      webhookId,
+      eventId: message.id,
+      eventType: message.type,
+      body: message.body,
+      createdAt: message.occurredAt,
+      attempts: 0,
+      nextAttemptAt: message.occurredAt,
+      claim: null,
+    };
+    await this.db.run(SQL.insertOutbox, WEBHOOK_OUTBOX.params(row));
+  }
+
+  claim(now: number, leaseUntil: number, claim: string, limit: number): Promise<ClaimedDelivery[]> {
+    return this.transaction(async (tx) => {
+      const rows = (await tx.all<Record<string, unknown>>(this.claimDue, [now, limit])).map((row) =>
+        WEBHOOK_OUTBOX.fromRow(row),
+      );
+      const webhooks = new Map<string, WebhookRecord | null>();
+      const claimed: ClaimedDelivery[] = [];
+      for (const outbox of rows) {
+        await tx.run(SQL.leaseOutbox, [leaseUntil, claim, outbox.webhookId, outbox.eventId]);
+        if (!webhooks.has(outbox.webhookId)) {
+          const row = await tx.get<Record<string, unknown>>(SQL.webhookById, [outbox.webhookId]);
+          webhooks.set(outbox.webhookId, row === undefined ? null : WEBHOOKS.fromRow(row));
+        }
+        claimed.push({
+          outbox: { ...outbox, nextAttemptAt: leaseUntil, claim },
+          webhook: webhooks.get(outbox.webhookId)!,
+        });
+      }
+      return claimed;
+    });
+  }
+
+  finish(
+    row: OutboxRecord,
+    claim: string,
+    attempt: DeliveryRecord,
+    outcome: AttemptOutcome,
+    disable: { failingSince: number; event: AuditEventRecord },
+  ): Promise<boolean> {
+    return this.transaction(async (tx) => {
+      await tx.run(SQL.insertDelivery, WEBHOOK_DELIVERIES.params(attempt));
+      const key = [row.webhookId, row.eventId, claim];
+      if (outcome.kind === 'retry') await tx.run(SQL.retryClaimed, [attempt.attempt, outcome.retryAt, ...key]);
+      else await tx.run(SQL.deleteClaimed, key);
+      if (outcome.kind === 'delivered') {
+        await tx.run(SQL.webhookDelivered, [row.webhookId]);
+        return false;
+      }
+      await tx.run(SQL.webhookFailed, [attempt.attemptedAt, row.webhookId]);
+      const disabled = await tx.run(SQL.disableFailing, [attempt.attemptedAt, row.webhookId, disable.failingSince]);
+      if (disabled === 0) return false;
+      await tx.run(SQL.deleteWebhookOutbox, [row.webhookId]);
+      await record(tx, disable.event);
+      return true;
+    });
+  }
+
+  async deliveries(webhookId: string, limit: number, before?: string): Promise<DeliveryRecord[]> {
+    const rows =
+      before === undefined
+        ? await this.db.all<Record<string, unknown>>(SQL.deliveries, [webhookId, limit])
+        : await this.db.all<Record<string, unknown>>(SQL.deliveriesBefore, [webhookId, before, limit]);
+    return rows.map((row) => WEBHOOK_DELIVERIES.fromRow(row));
+  }
+
+  async pruneDeliveries(before: number, limit: number): Promise<number> {
+    const bound = firstIdAt('dlv', before);
+    const last = await this.db.get<{ id: string }>(SQL.pruneDeliveriesBoundary, [bound, limit - 1]);
+    if (last === undefined) return this.db.run(SQL.pruneDeliveriesRest, [bound]);
+    return this.db.run(SQL.pruneDeliveries, [last.id]);
+  }
+
+  async pending(now: number, limit: number): Promise<OutboxRecord[]> {
+    const rows = await this.db.all<Record<string, unknown>>(SQL.dueOutbox, [now, limit]);
+    return rows.map((row) => WEBHOOK_OUTBOX.fromRow(row));
   }
 }

@@ -175,8 +175,8 @@ export const CATALOG_REVISION_INFO = table('catalog_revisions', REVISION_INFO);
 
 /** Who made a change: a token over the API, the operator's CLI, GitHub's secret scanning, or infracat itself. */
 export type ActorType = 'api_token' | 'cli' | 'secret_scanning' | 'system';
-/** What a change was made to. */
-export type TargetType = 'api_token' | 'account' | 'catalog';
+/** What a change was made to (or, for `webhook`, what changed by itself: a webhook disabled after failing). */
+export type TargetType = 'api_token' | 'account' | 'catalog' | 'webhook';
 /** Which of a token's secrets acted: its current one, or its previous one in a grace period. */
 export type ActorCredential = 'current' | 'previous';
 
@@ -229,4 +229,77 @@ export const INSTANCES = table('instances', {
   startedAt: integer('started_at'),
   heartbeatAt: integer('heartbeat_at'),
   expiresAt: integer('expires_at'),
+});
+
+/**
+ * webhooks: one row per webhook endpoint of an account (migration 17). The signing
+ * secrets are sealed (src/webhooks/secrets.ts: AES-256-GCM under WEBHOOK_ENCRYPTION_KEYS),
+ * never stored in plaintext.
+ */
+export const WEBHOOKS = table('webhooks', {
+  /** `whk_` + ULID. */
+  id: text('id'),
+  /** The account the webhook belongs to. */
+  accountId: text('account_id'),
+  /**
+   * Whose events it receives: its own account's id, or `*` for every account's (an operator
+   * account's webhook with all_accounts). The fan-out of an event reads this column alone.
+   */
+  watch: text('watch'),
+  url: text('url'),
+  /** The event types it subscribes to, a JSON array of strings. */
+  events: json<string[]>('events'),
+  description: textOrNull('description'),
+  enabled: flag('enabled'),
+  /** The sealed signing secret. */
+  secret: text('secret'),
+  /** After a rotation: the sealed secret that was current, which also signs until previousSecretExpiresAt. */
+  previousSecret: textOrNull('previous_secret'),
+  previousSecretExpiresAt: integerOrNull('previous_secret_expires_at'),
+  createdAt: integer('created_at'),
+  updatedAt: integer('updated_at'),
+  /** Since when every delivery has failed (null: the last one succeeded, or none failed yet). */
+  failingSince: integerOrNull('failing_since'),
+  /** Why infracat disabled it by itself (`failing`); null when enabled, or disabled by a person. */
+  disabledReason: textOrNull('disabled_reason'),
+});
+
+/**
+ * webhook_outbox: one row per event still to deliver to one webhook (migration 17), written
+ * in the transaction of the change it tells of; deleted once delivered or given up.
+ * `next_attempt_at` is when it is due, and while an instance delivers it, the end of that
+ * instance's lease (a crashed instance's claim falls due again when it passes).
+ */
+export const WEBHOOK_OUTBOX = table('webhook_outbox', {
+  webhookId: text('webhook_id'),
+  /** The event's id (`evt_` + ULID): the `webhook-id` header of every attempt. */
+  eventId: text('event_id'),
+  eventType: text('event_type'),
+  /** The exact body every attempt sends (`{type, timestamp, data}`), never holding a secret. */
+  body: text('body'),
+  createdAt: integer('created_at'),
+  /** Attempts made so far. */
+  attempts: integer('attempts'),
+  nextAttemptAt: integer('next_attempt_at'),
+  /** The claim of the instance delivering it now (random per claim); null when unclaimed. */
+  claim: textOrNull('claim'),
+});
+
+/** webhook_deliveries: the delivery log, one row per attempt (migration 17), kept WEBHOOK_DELIVERY_RETENTION_DAYS. */
+export const WEBHOOK_DELIVERIES = table('webhook_deliveries', {
+  /** `dlv_` + the ULID of attemptedAt: newest first by id, and the page cursor. */
+  id: text('id'),
+  webhookId: text('webhook_id'),
+  eventId: text('event_id'),
+  eventType: text('event_type'),
+  /** 1 for the first attempt. */
+  attempt: integer('attempt'),
+  attemptedAt: integer('attempted_at'),
+  /** The receiver's status code; null when no answer came (refused target, connection error, timeout). */
+  statusCode: integerOrNull('status_code'),
+  durationMs: integer('duration_ms'),
+  /** Why it failed; null when delivered. */
+  error: textOrNull('error'),
+  /** When the next attempt is due; null when none follows (delivered, or given up). */
+  nextAttemptAt: integerOrNull('next_attempt_at'),
 });

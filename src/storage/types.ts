@@ -17,6 +17,9 @@ import type {
   CATALOG_REVISION_INFO,
   INSTANCES,
   RecordOfTable,
+  WEBHOOK_DELIVERIES,
+  WEBHOOK_OUTBOX,
+  WEBHOOKS,
 } from './tables.js';
 
 export type { AccountStatus, ActorCredential, ActorType, TargetType } from './tables.js';
@@ -208,6 +211,14 @@ export interface TokenStore {
   pruneUsage(before: number, limit: number): Promise<number>;
   /** Number of stored tokens, expired included. */
   count(): Promise<number>;
+  /**
+   * The expiry notices due at `now`, at most `limit`, earliest first: for each token whose
+   * next notice is due, `decide` says its next notice time and the message (if any); the
+   * new time is written and the message put in the outbox in one transaction, only if no
+   * other instance handled that notice meanwhile (each notice is sent once). Resolves to
+   * how many due tokens it read.
+   */
+  notices(now: number, limit: number, decide: (token: NoticeDue) => NoticeDecision): Promise<number>;
 }
 
 /** One applied catalog: the serialised catalog document, its version, who and what (tables.ts). */
@@ -345,6 +356,135 @@ export interface ChangeWatch {
   stop(): Promise<void>;
 }
 
+/** A stored webhook (its columns: tables.ts); its secrets sealed. */
+export type WebhookRecord = RecordOfTable<typeof WEBHOOKS>;
+/** One event still to deliver to one webhook (tables.ts). */
+export type OutboxRecord = RecordOfTable<typeof WEBHOOK_OUTBOX>;
+/** One attempt of the delivery log (tables.ts). */
+export type DeliveryRecord = RecordOfTable<typeof WEBHOOK_DELIVERIES>;
+
+/**
+ * An event to deliver to the webhooks that subscribe to it: what the outbox rows of one
+ * event are made of. Written by the store in the transaction of the change it tells of
+ * (an audit event's: src/webhooks/messages.ts says which, and what), or of the expiry
+ * notice that marks it sent.
+ */
+export interface WebhookMessage {
+  /** `evt_` + ULID: every attempt's `webhook-id`. */
+  id: string;
+  type: string;
+  /** The account the event is about: its own webhooks receive `body`. */
+  accountId: string;
+  occurredAt: number;
+  /** The body as the account's own webhooks receive it. */
+  body: string;
+  /** The body as the webhooks watching every account receive it (the operator's view). */
+  operatorBody: string;
+}
+
+/** The fields a webhook update sets (absent: kept). */
+export interface WebhookChanges {
+  url?: string | undefined;
+  events?: readonly string[] | undefined;
+  /** null clears it. */
+  description?: string | null | undefined;
+  watch?: string | undefined;
+  /** Enabling clears failing_since and disabled_reason; disabling drops the webhook's pending deliveries. */
+  enabled?: boolean | undefined;
+  updatedAt: number;
+}
+
+export type CreateWebhookResult = 'created' | 'limit_reached' | 'no_account';
+
+/** An outbox row claimed for delivery, with its webhook as it is now (null: deleted meanwhile). */
+export interface ClaimedDelivery {
+  outbox: OutboxRecord;
+  webhook: WebhookRecord | null;
+}
+
+/** What became of one attempt (WebhookStore.finish). */
+export type AttemptOutcome =
+  /** Delivered: the outbox row goes, the webhook is no longer failing. */
+  | { kind: 'delivered' }
+  /** Failed, tried again at `retryAt`. */
+  | { kind: 'retry'; retryAt: number }
+  /** Failed for the last time (the event's retry window is over, or its webhook is gone or disabled): the row goes. */
+  | { kind: 'given_up' };
+
+export interface WebhookStore {
+  /**
+   * Inserts the webhook unless its account does not exist or already holds `max`
+   * webhooks; one atomic step, ordered with other creates and with deleting the account.
+   */
+  create(webhook: WebhookRecord, max: number, event: AuditEventRecord): Promise<CreateWebhookResult>;
+  /** The webhook of that id in that account; null when there is none (in that account). */
+  get(accountId: string, id: string): Promise<WebhookRecord | null>;
+  /** The account's webhooks, oldest first (created_at, then id): one page. */
+  list(accountId: string, page: PageRequest): Promise<WebhookRecord[]>;
+  /** Sets the given fields; the webhook as it is afterwards, or null when there is none (in that account). */
+  update(
+    accountId: string,
+    id: string,
+    changes: WebhookChanges,
+    event: AuditEventRecord,
+  ): Promise<WebhookRecord | null>;
+  /**
+   * Gives the webhook a new sealed secret; the one current until now becomes the previous
+   * one, signing too until `previousExpiresAt`. The webhook afterwards, or null.
+   */
+  rotateSecret(
+    accountId: string,
+    id: string,
+    change: { secret: string; previousExpiresAt: number; updatedAt: number },
+    event: AuditEventRecord,
+  ): Promise<WebhookRecord | null>;
+  /** Deletes the webhook and what it still had to deliver; false when there is none (in that account). */
+  delete(accountId: string, id: string, event: AuditEventRecord): Promise<boolean>;
+  /** Puts `message` in the outbox of that one webhook (a test event), due at its occurredAt. */
+  enqueue(webhookId: string, message: WebhookMessage): Promise<void>;
+  /**
+   * Claims at most `limit` outbox rows due at `now`, for this instance: each becomes due
+   * again at `leaseUntil` (when this instance dies before finishing it) and carries `claim`.
+   * Rows another instance is claiming at the same moment are skipped, never waited for.
+   */
+  claim(now: number, leaseUntil: number, claim: string, limit: number): Promise<ClaimedDelivery[]>;
+  /**
+   * Records one attempt in the delivery log and what became of it, in one transaction: the
+   * outbox row (only while it still carries `claim`) is deleted or rescheduled; the
+   * webhook's failing_since is cleared or set. On a failure, a webhook failing since
+   * `disableFailingSince` or earlier is disabled, its outbox emptied and `disabled` recorded.
+   * Resolves to whether it disabled the webhook.
+   */
+  finish(
+    row: OutboxRecord,
+    claim: string,
+    attempt: DeliveryRecord,
+    outcome: AttemptOutcome,
+    disable: { failingSince: number; event: AuditEventRecord },
+  ): Promise<boolean>;
+  /** A webhook's delivery log, newest first: at most `limit` attempts, before the id `before` when given. */
+  deliveries(webhookId: string, limit: number, before?: string): Promise<DeliveryRecord[]>;
+  /** Deletes delivery log rows of attempts before `before`, the oldest first, at most `limit`; resolves to how many. */
+  pruneDeliveries(before: number, limit: number): Promise<number>;
+  /** Outbox rows due at `now` (tests and the operator: what is pending). */
+  pending(now: number, limit: number): Promise<OutboxRecord[]>;
+}
+
+/** A token whose next expiry notice is due, as the notice scan reads it. */
+export interface NoticeDue {
+  id: string;
+  name: string;
+  accountId: string;
+  expiresAt: number | null;
+  nextNoticeAt: number;
+}
+
+/** What to do about a due notice: the token's next notice time (null: none left), and the message to send (if any). */
+export interface NoticeDecision {
+  nextNoticeAt: number | null;
+  message: WebhookMessage | null;
+}
+
 export interface Store {
   /**
    * Short name of the engine ('sqlite', 'postgres'), for /readyz and logs. Code outside
@@ -388,6 +528,7 @@ export interface Store {
   readonly audit: AuditStore;
   readonly instances: InstanceStore;
   readonly rateCounters: RateCounterStore;
+  readonly webhooks: WebhookStore;
   /**
    * Statements this store sent to the database since it opened (metrics; proves what
    * never touches storage): each statement counts one, inside a transaction or not,

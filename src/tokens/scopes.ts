@@ -19,6 +19,7 @@ export const DEFAULT_RESOURCES = [
   'catalog',
   'audit-events',
   'accounts',
+  'webhooks',
 ] as const;
 /**
  * Resources that grant `read` only: `<resource>:write` is not a scope (422 like any
@@ -55,6 +56,12 @@ const DESCRIPTIONS: Record<string, Partial<Record<Action, string>>> = {
   },
   'audit-events': {
     read: "Read the audit trail of the token's account (the operator account's tokens: every account's).",
+  },
+  webhooks: {
+    read: "List the account's webhooks (never their secrets) and read their delivery logs.",
+    write:
+      "Create, change, test and delete the account's webhooks and rotate their signing secrets " +
+      "(the operator account's: also webhooks of every account's events).",
   },
   accounts: {
     read: "List accounts and their tokens (operator account's tokens only).",

@@ -1122,8 +1122,8 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       };
       assert.equal(
         await sent(() => s.tokens.create(t, NO_LIMIT, ev())),
-        3,
-        'count, then insert the token and its event (the lock is not a statement)',
+        4,
+        'count, then insert the token, its event and its webhook deliveries (the lock is not a statement)',
       );
       assert.equal(await sent(() => s.tokens.bootstrap(null, null)), 2, 'count, then the marker');
       assert.equal(await sent(() => s.tokens.get(OPERATOR_ACCOUNT_ID, t.id)), 1);
@@ -1141,7 +1141,11 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
         'one statement for the batch',
       );
       assert.equal(await sent(() => s.tokens.touch([])), 0);
-      assert.equal(await sent(() => s.tokens.delete(OPERATOR_ACCOUNT_ID, t.id, ev())), 2, 'the delete, then its event');
+      assert.equal(
+        await sent(() => s.tokens.delete(OPERATOR_ACCOUNT_ID, t.id, ev({ action: 'api_token.deleted' }))),
+        3,
+        'the delete, then its event and its webhook deliveries',
+      );
       assert.equal(await sent(() => s.catalog.latestVersion()), 1);
       assert.equal(await sent(() => s.catalog.current()), 1);
       assert.equal(await sent(() => s.ping()), 1);

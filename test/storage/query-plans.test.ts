@@ -22,6 +22,9 @@ import {
   AUDIT_EVENTS,
   CATALOG_REVISIONS,
   INSTANCES,
+  WEBHOOK_DELIVERIES,
+  WEBHOOK_OUTBOX,
+  WEBHOOKS,
   type Param,
 } from '../../src/storage/tables.js';
 import type {
@@ -33,6 +36,9 @@ import type {
   InstanceRecord,
   TokenRecord,
   UsageCell,
+  DeliveryRecord,
+  OutboxRecord,
+  WebhookRecord,
 } from '../../src/storage/types.js';
 import { newId } from '../../src/tokens/ids.js';
 import { AUDIT_ACTIONS } from '../../src/audit/events.js';
@@ -258,6 +264,59 @@ function seedInstances(): InstanceRecord[] {
   }));
 }
 
+// Webhooks as a busy database holds them: a few per account, a twentieth of them watching
+// every account (`*`); an outbox with a backlog (a third due, the rest due later, some
+// claimed); a delivery log of several attempts per webhook over the last weeks.
+const webhookId = (i: number) => `whk_seed${String(i).padStart(6, '0')}`;
+const WEBHOOK_COUNT = 3000;
+function seedWebhooks(): WebhookRecord[] {
+  return Array.from({ length: WEBHOOK_COUNT }, (_, i) => ({
+    id: webhookId(i),
+    accountId: accountId(i % ACCOUNT_COUNT),
+    watch: i % 20 === 0 ? '*' : accountId(i % ACCOUNT_COUNT),
+    url: `https://hooks.example.com/${i}`,
+    events: ['api_token.created', 'api_token.deleted'],
+    description: null,
+    enabled: i % 7 !== 0,
+    secret: 'v1.sealed',
+    previousSecret: null,
+    previousSecretExpiresAt: null,
+    createdAt: T0 + i * MINUTE,
+    updatedAt: T0 + i * MINUTE,
+    failingSince: null,
+    disabledReason: null,
+  }));
+}
+function seedOutbox(): OutboxRecord[] {
+  return Array.from({ length: 6000 }, (_, i) => ({
+    webhookId: webhookId(i % WEBHOOK_COUNT),
+    eventId: newId('evt', NOW - i * 1000),
+    eventType: 'api_token.created',
+    body: '{}',
+    createdAt: NOW - i * 1000,
+    attempts: i % 4,
+    nextAttemptAt: i % 3 === 0 ? NOW - i : NOW + i * 1000,
+    claim: i % 5 === 0 ? 'claimed' : null,
+  }));
+}
+function seedDeliveries(): DeliveryRecord[] {
+  return Array.from({ length: 9000 }, (_, i) => {
+    const at = NOW - 30 * DAY + i * 5 * MINUTE;
+    return {
+      id: newId('dlv', at),
+      webhookId: webhookId(i % WEBHOOK_COUNT),
+      eventId: newId('evt', at),
+      eventType: 'api_token.created',
+      attempt: 1,
+      attemptedAt: at,
+      statusCode: 500,
+      durationMs: 12,
+      error: 'answered 500',
+      nextAttemptAt: null,
+    };
+  });
+}
+
 /** The indexes a statement may read, by name on each engine (`PRIMARY KEY`: SQLite's rowid). */
 interface Indexes {
   sqlite: string[];
@@ -289,6 +348,11 @@ interface StatementCheck {
 }
 
 const TOKEN_PK = pk('api_tokens');
+const WEBHOOK_PK = pk('webhooks');
+const OUTBOX_PK = pk('webhook_outbox');
+const DELIVERY_PK = pk('webhook_deliveries');
+// One webhook of an account: its primary key, or the account's few (the cap) by (account_id, created_at, id).
+const ONE_WEBHOOK = and(WEBHOOK_PK, both('webhooks_account'));
 const REVISION_PK: Indexes = { sqlite: ['PRIMARY KEY'], postgres: ['catalog_revisions_pkey'] };
 const ACCOUNT_PK = pk('accounts');
 
@@ -339,7 +403,7 @@ const CHECKS: Record<string, StatementCheck> = {
   },
   deleteToken: { params: [[tokenId(PROBE), tokenAccount(PROBE)]], indexes: TOKEN_PK },
   rotateToken: {
-    params: [[NOW + DAY, NOW + DAY, hashOf('new', PROBE), null, tokenId(PROBE), tokenAccount(PROBE)]],
+    params: [[NOW + DAY, NOW + DAY, hashOf('new', PROBE), null, null, null, tokenId(PROBE), tokenAccount(PROBE)]],
     indexes: TOKEN_PK,
   },
   // Renamed, the networks set, not_before and enabled kept.
@@ -412,6 +476,55 @@ const CHECKS: Record<string, StatementCheck> = {
     reads: both('rate_limit_counters_window_end'),
   },
   pruneInstances: { params: [[NOW - HOUR]], indexes: both('instances_expiry') },
+  // Deleting an account: its webhooks (by account) and their outbox rows (each webhook's by the primary key).
+  deleteAccountOutbox: { params: [[SMALL_ACCOUNT]], indexes: and(both('webhooks_account'), OUTBOX_PK) },
+  deleteAccountWebhooks: { params: [[SMALL_ACCOUNT]], indexes: both('webhooks_account') },
+  // An event's fan-out: the webhooks watching its account and those watching every account.
+  fanOut: {
+    params: [['evt_x', 'api_token.created', '{}', '{}', NOW, NOW, SMALL_ACCOUNT, '%"api\\_token.created"%']],
+    indexes: both('webhooks_watch'),
+  },
+  // The claim: the rows due, earliest first (a third of the outbox is due).
+  dueOutbox: { params: [[NOW, 16]], indexes: both('webhook_outbox_due') },
+  leaseOutbox: { params: [[NOW + MINUTE, 'c', webhookId(7), newId('evt', NOW)]], indexes: OUTBOX_PK },
+  deleteClaimed: { params: [[webhookId(7), newId('evt', NOW), 'c']], indexes: OUTBOX_PK },
+  retryClaimed: { params: [[2, NOW + MINUTE, webhookId(7), newId('evt', NOW), 'c']], indexes: OUTBOX_PK },
+  deleteWebhookOutbox: { params: [[webhookId(7)]], indexes: OUTBOX_PK },
+  deliveries: { params: [[webhookId(7), 31]], indexes: both('webhook_deliveries_webhook') },
+  deliveriesBefore: {
+    params: [[webhookId(7), newId('dlv', NOW - 10 * DAY), 31]],
+    indexes: both('webhook_deliveries_webhook'),
+  },
+  // The log's retention, a batch of 1000 of the 3000 rows past the bound.
+  pruneDeliveriesBoundary: { params: [[newId('dlv', NOW - 20 * DAY), 999]], indexes: DELIVERY_PK },
+  pruneDeliveries: { params: [[newId('dlv', NOW - 25 * DAY)]], indexes: DELIVERY_PK },
+  pruneDeliveriesRest: { params: [[newId('dlv', NOW - 29 * DAY)]], indexes: DELIVERY_PK },
+  countWebhooks: {
+    params: [[SMALL_ACCOUNT, SMALL_ACCOUNT]],
+    indexes: and(both('webhooks_account'), ACCOUNT_PK),
+    reads: both('webhooks_account'),
+  },
+  getWebhook: { params: [[webhookId(7), accountId(7)]], indexes: ONE_WEBHOOK },
+  webhookById: { params: [[webhookId(7)]], indexes: WEBHOOK_PK },
+  listWebhooks: {
+    params: [[SMALL_ACCOUNT, Number.MIN_SAFE_INTEGER, '', 101]],
+    indexes: both('webhooks_account'),
+  },
+  updateWebhook: {
+    params: [[null, '["api_token.created"]', 1, 'renamed', null, 0, 0, 0, NOW, webhookId(7), accountId(7)]],
+    indexes: ONE_WEBHOOK,
+  },
+  rotateWebhookSecret: { params: [[NOW + DAY, 'v1.new', NOW, webhookId(7), accountId(7)]], indexes: ONE_WEBHOOK },
+  deleteWebhook: { params: [[webhookId(7), accountId(7)]], indexes: ONE_WEBHOOK },
+  webhookDelivered: { params: [[webhookId(7)]], indexes: WEBHOOK_PK },
+  webhookFailed: { params: [[NOW, webhookId(7)]], indexes: WEBHOOK_PK },
+  disableFailing: { params: [[NOW, webhookId(7), NOW - DAY]], indexes: WEBHOOK_PK },
+  // The expiry notices due: a range of (next_notice_at, id), a batch of 100 where thousands are due.
+  dueNotices: { params: [[NOW, 100]], indexes: both('api_tokens_next_notice') },
+  advanceNotice: {
+    params: [[NOW + DAY, tokenId(PROBE), NOW - DAY]],
+    indexes: and(TOKEN_PK, both('api_tokens_next_notice')),
+  },
 };
 
 const INSERT = 'an INSERT: reads no row (a conflict is found by a UNIQUE index or the primary key)';
@@ -422,6 +535,9 @@ const NO_INDEX: Record<string, string> = {
   insertToken: INSERT,
   insertAccount: INSERT,
   insertEvent: INSERT,
+  insertOutbox: INSERT,
+  insertDelivery: INSERT,
+  insertWebhook: INSERT,
   markBootstrap: INSERT,
   applyCatalog: INSERT,
   heartbeat: INSERT,
@@ -582,6 +698,11 @@ for (const backend of backends()) {
       await insertRows(backend, db, AUDIT_EVENTS, seedEvents(TOKENS));
       await insertRows(backend, db, CATALOG_REVISIONS, seedRevisions());
       await insertRows(backend, db, INSTANCES, seedInstances());
+      await insertRows(backend, db, WEBHOOKS, seedWebhooks());
+      await insertRows(backend, db, WEBHOOK_OUTBOX, seedOutbox());
+      await insertRows(backend, db, WEBHOOK_DELIVERIES, seedDeliveries());
+      // Each token's next expiry notice, as the store writes it: 7 days before its expiry.
+      await rawSql(backend, db, 'UPDATE api_tokens SET next_notice_at = expires_at - ?', [7 * DAY]);
       await insertRows(
         backend,
         db,
