@@ -12,6 +12,7 @@ import { tempDir } from './sqlite.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 import { TEST_CONTEXT } from './audit.js';
 import { parseExposition, value } from './prometheus.js';
+import type { Resolver } from '../../src/webhooks/targets.js';
 
 export class LogCapture extends Writable {
   readonly lines: string[] = [];
@@ -49,6 +50,8 @@ export interface BuildOptions {
    * app's own, so they get what every route gets (authentication, the rate limit).
    */
   extend?: (app: App) => void;
+  /** How webhook target names resolve (the system resolver when absent). */
+  webhookResolver?: Resolver;
 }
 
 export async function build(t: TestContext, options: BuildOptions = {}): Promise<Built> {
@@ -69,6 +72,7 @@ export async function build(t: TestContext, options: BuildOptions = {}): Promise
     store,
     logger: createLogger(config.logLevel, logs),
     ...(options.now ? { now: options.now } : {}),
+    ...(options.webhookResolver ? { webhookResolver: options.webhookResolver } : {}),
   });
   const { extend } = options;
   if (extend !== undefined) {
@@ -83,6 +87,7 @@ export async function build(t: TestContext, options: BuildOptions = {}): Promise
   await app.infracat.purger.idle();
   await app.infracat.auditPruner.idle();
   await app.infracat.usagePruner.idle();
+  await app.infracat.deliveryPruner.idle();
   t.after(async () => {
     await app.close();
     tmp.remove();
