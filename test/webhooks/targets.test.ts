@@ -54,7 +54,7 @@ describe('addresses a webhook may be delivered to', () => {
     for (const [address, why] of cases) assert.equal(refusedAddress(address), why, address);
   });
 
-  it('send() refuses a non-public literal or resolved address without connecting; a lookup that moves is caught', async () => {
+  it('send() refuses a non-public address, literal or resolved, without connecting', async () => {
     const resolved: Record<string, string[]> = {
       'public.example.com': ['93.184.215.14'],
       'rebind.example.com': ['127.0.0.1'],
@@ -83,7 +83,7 @@ describe('addresses a webhook may be delivered to', () => {
 
 for (const backend of backends()) {
   describe(`deliveries refused where they would land, on ${backend.name}`, () => {
-    it('DNS rebinding: public at creation, loopback at delivery: a failed attempt naming why; nothing sent', async (t) => {
+    it('DNS rebinding (public at creation, loopback at delivery): a failed attempt, nothing sent', async (t) => {
       const r = await receiver(t);
       const port = new URL(r.url).port;
       let address = '93.184.215.14';
