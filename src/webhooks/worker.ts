@@ -26,6 +26,9 @@ import { SealedSecretError, signatureHeader, type SecretBox } from './secrets.js
 import { send, type AttemptResult } from './send.js';
 import { bareHost, type TargetPolicy } from './targets.js';
 
+/** What a claim's lease adds to the time its attempts may take. */
+const LEASE_MARGIN_MS = 5000;
+
 /** How long an event is retried, and how long a webhook may fail before it is disabled. */
 export const RETRY_WINDOW_MS = 24 * 3_600_000;
 
@@ -86,9 +89,11 @@ export class DeliveryWorker {
   private readonly leaseMs: number;
 
   constructor(private readonly options: WorkerOptions) {
-    // Long enough for a row to wait behind the others of its host, then be sent.
+    // Long enough for a row to wait behind the others of its host, be sent, and be recorded
+    // (storage's own time-out is 5 s by default); short, so a crashed instance's claims
+    // are soon taken up again.
     const rounds = Math.ceil(options.concurrency / options.perHost) + 1;
-    this.leaseMs = rounds * options.timeoutMs + 30_000;
+    this.leaseMs = rounds * options.timeoutMs + LEASE_MARGIN_MS;
   }
 
   start(): void {
