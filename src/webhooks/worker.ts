@@ -79,7 +79,9 @@ export class DeliveryWorker {
   readonly stats: WorkerStats = { delivered: 0, failed: 0, disabled: 0 };
   private timer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
-  private running = false;
+  /** Polling on its timer (start), and stopped for good (stop): a stopped worker claims nothing. */
+  private started = false;
+  private stopped = false;
   /** Attempts in flight, and claimed rows waiting for their host. */
   private active = 0;
   private readonly perHost = new Map<string, number>();
@@ -97,8 +99,8 @@ export class DeliveryWorker {
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
+    if (this.started || this.stopped) return;
+    this.started = true;
     this.schedule(0);
   }
 
@@ -116,7 +118,7 @@ export class DeliveryWorker {
    * receiver may see an attempt again that it had already got).
    */
   async stop(): Promise<void> {
-    this.running = false;
+    this.stopped = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     this.abort.abort();
@@ -125,7 +127,7 @@ export class DeliveryWorker {
     await this.idle();
   }
 
-  /** One claim now (tests, and the poll): resolves when it has claimed and started what was due. */
+  /** One claim now (the timer's, or a test's): resolves when it has claimed and started what was due. */
   poll(): Promise<void> {
     this.polling ??= this.claim().finally(() => {
       this.polling = undefined;
@@ -134,7 +136,7 @@ export class DeliveryWorker {
   }
 
   private schedule(ms: number): void {
-    if (!this.running) return;
+    if (this.stopped) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       void this.poll().finally(() => this.schedule(this.options.pollMs));
@@ -147,7 +149,7 @@ export class DeliveryWorker {
     // A full batch: claim again at once (a backlog is worked off at the concurrency's pace).
     for (;;) {
       const free = concurrency - this.active;
-      if (!this.running || free <= 0) return;
+      if (this.stopped || free <= 0) return;
       const at = now();
       const claim = randomBytes(12).toString('base64url');
       let claimed: ClaimedDelivery[];
@@ -170,7 +172,7 @@ export class DeliveryWorker {
         this.active -= 1;
         this.inFlight.delete(work);
         // A slot is free: what is due now need not wait for the next poll.
-        if (this.running && this.polling === undefined) void this.poll();
+        if (this.started && !this.stopped && this.polling === undefined) void this.poll();
       });
     this.inFlight.add(work);
   }
@@ -220,7 +222,7 @@ export class DeliveryWorker {
     }
     const release = await this.slot(host);
     try {
-      if (!this.running) return; // stopped while waiting: the lease brings it back
+      if (this.stopped) return; // stopped while waiting: the lease brings it back
       const result: AttemptResult = await send(
         {
           url: webhook.url,

@@ -19,6 +19,7 @@ import { backends } from '../helpers/backends.js';
 import { build } from '../helpers/app.js';
 import { ev } from '../helpers/audit.js';
 import { secretPieceIn } from '../helpers/secrets.js';
+import { RECEIVER_ENV } from '../helpers/webhooks.js';
 
 const T0 = Date.UTC(2027, 0, 1);
 const DAY = 86_400_000;
@@ -348,7 +349,7 @@ for (const backend of backends()) {
 
     it('every action infracat can record so far shows up in the trail', async (t) => {
       let clock = T0;
-      const { app, operator } = await auditApp(backend, t, { now: () => clock });
+      const { app, operator } = await auditApp(backend, t, { now: () => clock, env: RECEIVER_ENV });
       const acme = await customer(app, operator.auth, ['api-tokens:write', 'audit-events:read']);
       const { tokens, accounts, catalog } = app.infracat;
       const cli = cliAuditContext();
@@ -373,6 +374,24 @@ for (const backend of backends()) {
       await accounts.update(acme.account.id, { status: 'active' }, cli);
       const live = catalog.snapshot.catalog;
       await catalog.apply({ ...live, regions: live.regions.slice(1) }, (await catalog.plan(live)).baseVersion, cli);
+      // A webhook's life: made, changed, its secret rotated, disabled by infracat after failing for
+      // a day (nothing listens on its port), deleted.
+      const webhooks = app.infracat.webhooks;
+      const { webhook } = await webhooks.service.create(
+        acme.account.id,
+        { url: 'http://127.0.0.1:1/hook', events: ['api_token.created'] },
+        cli,
+      );
+      await webhooks.service.update(acme.account.id, webhook.id, { description: 'ops' }, cli);
+      await webhooks.service.rotateSecret(acme.account.id, webhook.id, cli);
+      await webhooks.service.test(acme.account.id, webhook.id);
+      await webhooks.worker.poll();
+      await webhooks.worker.idle();
+      clock += 25 * 3_600_000;
+      await webhooks.worker.poll();
+      await webhooks.worker.idle();
+      assert.equal((await webhooks.service.get(acme.account.id, webhook.id))?.enabled, false, 'disabled');
+      assert.ok(await webhooks.service.delete(acme.account.id, webhook.id, cli));
       clock = T0 + 400 * DAY;
       await app.infracat.purger.run();
       assert.ok((await tokens.service.get(acme.account.id, token.id)) === null);

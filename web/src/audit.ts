@@ -17,6 +17,11 @@ export const AUDIT_ACTIONS = [
   'account.resumed',
   'account.deleted',
   'catalog.applied',
+  'webhook.created',
+  'webhook.updated',
+  'webhook.deleted',
+  'webhook.secret_rotated',
+  'webhook.disabled',
 ] as const satisfies readonly AuditEvent['action'][];
 
 export interface AuditFilter {
@@ -53,6 +58,7 @@ const TARGET_TYPES: Record<AuditEvent['target']['type'], string> = {
   api_token: 'API token',
   account: 'Account',
   catalog: 'Catalog',
+  webhook: 'Webhook',
 };
 
 export interface Party {

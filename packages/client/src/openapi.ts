@@ -361,6 +361,130 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the calling token's account's webhooks (never their secrets), oldest first
+         * @description At most `per_page` webhooks (default 100, at most 1000); when more follow, a `Link: <...>; rel="next"` header names the next page. The body stays a bare array.
+         *
+         *     Needs a token with `webhooks:read` (`write` implies `read`).
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create a webhook: events of the account POSTed to a URL, signed (Standard Webhooks)
+         * @description The answer is the only one that ever shows the signing secret (`secret`). The webhook receives the events listed in `events` of the calling token's account (`all_accounts: true`, operator account only: of every account). The URL must be https and resolve to public addresses (422 WEBHOOK_TARGET_REFUSED). 409 WEBHOOK_LIMIT_REACHED past WEBHOOK_MAX_PER_ACCOUNT webhooks.
+         *
+         *     Needs a token with `webhooks:write` (`write` implies `read`).
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One webhook of the calling token's account (another account's id: 404)
+         * @description Needs a token with `webhooks:read` (`write` implies `read`).
+         */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook; what it had still to deliver is dropped
+         * @description Needs a token with `webhooks:write` (`write` implies `read`).
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook: its URL, events, description, whether it is enabled (JSON merge patch)
+         * @description A JSON merge patch (RFC 7396), as `application/merge-patch+json` or `application/json`: the fields present are set, the others kept; `{}` answers the webhook unchanged. A new URL is checked as at creation (422 WEBHOOK_TARGET_REFUSED). `enabled: false` drops what was pending. Unknown id, or another account's: 404.
+         *
+         *     Needs a token with `webhooks:write` (`write` implies `read`).
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a webhook a new signing secret; the previous one also signs for 24 hours
+         * @description Answers the webhook with its new secret, shown this once. For 24 hours every delivery carries two signatures in `webhook-signature` (the new secret's, then the previous one's), so receivers switch without missing one; rotating again within that time ends the earlier previous secret at once. No body.
+         *
+         *     Needs a token with `webhooks:write` (`write` implies `read`).
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a `webhook.test` event to the webhook
+         * @description Queues a `webhook.test` event for this webhook alone (whatever it subscribes to), delivered like any other: signed, retried, in the delivery log under the answered `event_id`. No body.
+         *
+         *     Needs a token with `webhooks:write` (`write` implies `read`).
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A webhook's delivery log: every attempt, newest first
+         * @description Each attempt with its event (id and type), attempt number, time, the receiver's status code, duration and error, and when the event is tried next. Kept WEBHOOK_DELIVERY_RETENTION_DAYS. At most `per_page` attempts (default 30, at most 100); when more follow, a `Link: <...>; rel="next"` header names the next page.
+         *
+         *     Needs a token with `webhooks:read` (`write` implies `read`).
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/check": {
         parameters: {
             query?: never;
@@ -709,7 +833,7 @@ export interface components {
             /** @example the token request is invalid; see errors */
             detail: string;
             /** @description Stable error code; see docs/errors.md */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "PREVIOUS_SECRET_READ_ONLY" | "TOKEN_ADDRESS_NOT_ALLOWED" | "CONDITIONS_NOT_HELD" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "ACCOUNT_RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "PREVIOUS_SECRET_READ_ONLY" | "TOKEN_ADDRESS_NOT_ALLOWED" | "CONDITIONS_NOT_HELD" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "WEBHOOK_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "WEBHOOK_TARGET_REFUSED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "ACCOUNT_RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE" | "WEBHOOKS_NOT_CONFIGURED";
             /**
              * @description The request's path, at most 500 characters
              * @example /api/v1/api-tokens
@@ -1061,7 +1185,7 @@ export interface components {
              * @description What happened
              * @enum {unknown}
              */
-            action: "api_token.created" | "api_token.deleted" | "api_token.rotated" | "api_token.updated" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "catalog.applied";
+            action: "api_token.created" | "api_token.deleted" | "api_token.rotated" | "api_token.updated" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "catalog.applied" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled";
             /**
              * Format: date-time
              * @description RFC 3339 UTC timestamp
@@ -1084,7 +1208,7 @@ export interface components {
             actor_credential: "current" | "previous" | null;
             /** @description What was changed (its name as it was at the time) */
             target: {
-                type: "api_token" | "account" | "catalog";
+                type: "api_token" | "account" | "catalog" | "webhook";
                 id: string | null;
                 name: string | null;
             };
@@ -1098,6 +1222,182 @@ export interface components {
             details: {
                 [key: string]: unknown;
             };
+        };
+        /** Webhook */
+        Webhook: {
+            /**
+             * @description Webhook id, `whk_` + ULID
+             * @example whk_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /** @example https://hooks.example.com/infracat */
+            url: string;
+            events: ("api_token.created" | "api_token.updated" | "api_token.rotated" | "api_token.deleted" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "api_token.expiring" | "api_token.expired")[];
+            description: string | null;
+            /** @description false: nothing is delivered */
+            enabled: boolean;
+            /** @description true: it receives every account's events (operator account only) */
+            all_accounts: boolean;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            updated_at: string;
+            /** @description Since when every delivery has failed; null after a success. A webhook failing for 24 hours is disabled */
+            failing_since: string | null;
+            /** @description `failing`: infracat disabled it after its deliveries failed for 24 hours; null otherwise */
+            disabled_reason: "failing" | null;
+            /** @description After a rotation, until when the previous secret also signs (a second signature in `webhook-signature`); null when only one secret signs */
+            previous_secret_expires_at: string | null;
+        };
+        /** WebhookCreated */
+        WebhookCreated: {
+            /**
+             * @description Webhook id, `whk_` + ULID
+             * @example whk_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /** @example https://hooks.example.com/infracat */
+            url: string;
+            events: ("api_token.created" | "api_token.updated" | "api_token.rotated" | "api_token.deleted" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "api_token.expiring" | "api_token.expired")[];
+            description: string | null;
+            /** @description false: nothing is delivered */
+            enabled: boolean;
+            /** @description true: it receives every account's events (operator account only) */
+            all_accounts: boolean;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            updated_at: string;
+            /** @description Since when every delivery has failed; null after a success. A webhook failing for 24 hours is disabled */
+            failing_since: string | null;
+            /** @description `failing`: infracat disabled it after its deliveries failed for 24 hours; null otherwise */
+            disabled_reason: "failing" | null;
+            /** @description After a rotation, until when the previous secret also signs (a second signature in `webhook-signature`); null when only one secret signs */
+            previous_secret_expires_at: string | null;
+            /**
+             * @description The signing secret (`whsec_` + base64), shown in this answer only. Verify each delivery with it (Standard Webhooks: docs/webhooks.md)
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
+            secret: string;
+        };
+        /**
+         * WebhookCreate
+         * @example {
+         *       "url": "https://hooks.example.com/infracat",
+         *       "events": [
+         *         "api_token.created",
+         *         "api_token.expiring"
+         *       ]
+         *     }
+         */
+        WebhookCreate: {
+            /**
+             * @description Where events are POSTed: an https URL (at most 2048 characters; no user name or password, no fragment) whose host resolves to public addresses only; a private, loopback, link-local or other non-public target is refused (422 WEBHOOK_TARGET_REFUSED), and checked again at every delivery on the address connected to. WEBHOOK_ALLOW_PRIVATE_TARGETS=true allows http and private targets.
+             * @example https://hooks.example.com/infracat
+             */
+            url: string;
+            /**
+             * @description The event types to receive (each once)
+             * @example [
+             *       "api_token.created",
+             *       "api_token.deleted",
+             *       "api_token.expiring"
+             *     ]
+             */
+            events: ("api_token.created" | "api_token.updated" | "api_token.rotated" | "api_token.deleted" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "api_token.expiring" | "api_token.expired")[];
+            /**
+             * @description A label, at most 100 characters, with the rules of a token's name (surrounding spaces trimmed)
+             * @example deploy notifications
+             */
+            description?: string;
+            /** @description true: the webhook receives the events of every account (each as the operator's audit trail shows it); only the operator account's webhooks may (422 elsewhere). false: its own account's events. */
+            all_accounts?: boolean;
+        };
+        /**
+         * WebhookPatch
+         * @example {
+         *       "enabled": true
+         *     }
+         */
+        WebhookPatch: {
+            /**
+             * @description Where events are POSTed: an https URL (at most 2048 characters; no user name or password, no fragment) whose host resolves to public addresses only; a private, loopback, link-local or other non-public target is refused (422 WEBHOOK_TARGET_REFUSED), and checked again at every delivery on the address connected to. WEBHOOK_ALLOW_PRIVATE_TARGETS=true allows http and private targets.
+             * @example https://hooks.example.com/infracat
+             */
+            url?: string;
+            /**
+             * @description The whole new list of event types (it replaces the old one)
+             * @example [
+             *       "api_token.created",
+             *       "api_token.deleted",
+             *       "api_token.expiring"
+             *     ]
+             */
+            events?: ("api_token.created" | "api_token.updated" | "api_token.rotated" | "api_token.deleted" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "api_token.expiring" | "api_token.expired")[];
+            /** @description null: no description */
+            description?: string | null;
+            /** @description false: nothing is delivered (what was pending is dropped); true: deliveries resume, and a webhook infracat disabled after failing starts afresh */
+            enabled?: boolean;
+            /** @description true: the webhook receives the events of every account (each as the operator's audit trail shows it); only the operator account's webhooks may (422 elsewhere). false: its own account's events. */
+            all_accounts?: boolean;
+        };
+        /** WebhookDelivery */
+        WebhookDelivery: {
+            /**
+             * @description The attempt, `dlv_` + ULID
+             * @example dlv_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /**
+             * @description The event: its `webhook-id` header, the same in every attempt
+             * @example evt_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            event_id: string;
+            /** @example api_token.created */
+            event_type: string;
+            /** @description 1 for the event's first attempt */
+            attempt: number;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            attempted_at: string;
+            /** @description The receiver's status code; null when none came (refused target, connection error, timeout) */
+            status_code: number | null;
+            duration_ms: number;
+            /** @description true: the receiver answered 2xx */
+            delivered: boolean;
+            /** @description Why the attempt failed; null when delivered */
+            error: string | null;
+            /** @description When the event is tried again; null when it is not (delivered, or given up) */
+            next_attempt_at: string | null;
+        };
+        /** WebhookTestQueued */
+        WebhookTestQueued: {
+            /**
+             * @description The test event: its `webhook-id`, and the event_id of its attempts in the delivery log
+             * @example evt_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            event_id: string;
+            /** @enum {string} */
+            type: "webhook.test";
         };
         /** ForwardAuthAllowed */
         ForwardAuthAllowed: {
@@ -5467,8 +5767,8 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only events of this action */
-                action?: "api_token.created" | "api_token.deleted" | "api_token.rotated" | "api_token.updated" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "catalog.applied";
-                /** @description Only events about this token, account or catalog version */
+                action?: "api_token.created" | "api_token.deleted" | "api_token.rotated" | "api_token.updated" | "api_token.revoked_leaked" | "api_token.expired_purged" | "account.created" | "account.updated" | "account.suspended" | "account.resumed" | "account.deleted" | "catalog.applied" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "webhook.disabled";
+                /** @description Only events about this token, account, catalog version or webhook */
                 target_id?: string;
                 /** @description Only this account's trail. The operator account's tokens: any account (deleted ones too); any other token: its own account only (403 otherwise) */
                 account_id?: string;
@@ -5592,6 +5892,1352 @@ export interface operations {
                      *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
                      *       "code": "INTERNAL",
                      *       "instance": "/api/v1/audit-events"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
+                per_page?: number;
+                /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Webhooks, oldest first (created_at, then id) */
+            200: {
+                headers: {
+                    /** @description Only when another page follows: `</api/v1/webhooks?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
+                    link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"][];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/webhooks"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/webhooks"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/webhooks"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/infracat",
+                 *       "events": [
+                 *         "api_token.created",
+                 *         "api_token.expiring"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookCreate"];
+            };
+        };
+        responses: {
+            /** @description Created; `Location` names the new resource */
+            201: {
+                headers: {
+                    /** @description The path of the new resource */
+                    Location?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreated"];
+                };
+            };
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The cap on webhooks per account (WEBHOOK_MAX_PER_ACCOUNT) is reached (WEBHOOK_LIMIT_REACHED) */
+            409: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:webhook-limit-reached",
+                     *       "title": "Webhook limit reached",
+                     *       "status": 409,
+                     *       "detail": "webhook limit reached",
+                     *       "code": "WEBHOOK_LIMIT_REACHED",
+                     *       "instance": "/api/v1/webhooks"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/webhooks"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/webhooks"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body breaks the schema or a rule (VALIDATION_FAILED), or the URL is not an allowed target: not https, or its host resolves to a private, loopback, link-local or other non-public address (WEBHOOK_TARGET_REFUSED); `errors` has a JSON pointer per field */
+            422: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/webhooks"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/webhooks"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Webhooks are not configured: the operator has not set WEBHOOK_ENCRYPTION_KEYS (WEBHOOKS_NOT_CONFIGURED); or storage unreachable (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/webhooks/{id}"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/webhooks/{id}"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/webhooks/{id}"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/webhooks/{id}"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/webhooks/{id}"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/webhooks/{id}"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/webhooks/{id}"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": true
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["WebhookPatch"];
+                /**
+                 * @example {
+                 *       "enabled": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookPatch"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/webhooks/{id}"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
+            413: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:payload-too-large",
+                     *       "title": "Request body too large",
+                     *       "status": 413,
+                     *       "detail": "request bodies are limited to 16384 bytes",
+                     *       "code": "PAYLOAD_TOO_LARGE",
+                     *       "instance": "/api/v1/webhooks/{id}"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
+            415: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "request bodies must be application/json",
+                     *       "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *       "instance": "/api/v1/webhooks/{id}"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body breaks the schema or a rule (VALIDATION_FAILED), or the URL is not an allowed target: not https, or its host resolves to a private, loopback, link-local or other non-public address (WEBHOOK_TARGET_REFUSED); `errors` has a JSON pointer per field */
+            422: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/webhooks/{id}"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/webhooks/{id}"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreated"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/webhooks/{id}/rotate-secret"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/webhooks/{id}/rotate-secret"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/webhooks/{id}/rotate-secret"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Webhooks are not configured: the operator has not set WEBHOOK_ENCRYPTION_KEYS (WEBHOOKS_NOT_CONFIGURED); or storage unreachable (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookTestQueued"];
+                };
+            };
+            /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/webhooks/{id}/test"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The webhook is disabled: enable it first (CONFLICT) */
+            409: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "conflict",
+                     *       "code": "CONFLICT",
+                     *       "instance": "/api/v1/webhooks/{id}/test"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/webhooks/{id}/test"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/webhooks/{id}/test"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Attempts per page: a whole number from 1 to 100, in decimal digits */
+                per_page?: number;
+                /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Attempts, newest first */
+            200: {
+                headers: {
+                    /** @description Only when another page follows: `</api/v1/webhooks/{id}/deliveries?per_page=...&cursor=...>; rel="next"` (a path, resolved against this request's URL) */
+                    link?: string;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"][];
+                };
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
+            401: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
+            403: {
+                headers: {
+                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+                    "WWW-Authenticate"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:insufficient-scope",
+                     *       "title": "Insufficient scope",
+                     *       "status": 403,
+                     *       "detail": "the token lacks a required scope",
+                     *       "code": "INSUFFICIENT_SCOPE",
+                     *       "instance": "/api/v1/webhooks/{id}/deliveries"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such resource (NOT_FOUND) */
+            404: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "no resource at this path",
+                     *       "code": "NOT_FOUND",
+                     *       "instance": "/api/v1/webhooks/{id}/deliveries"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+                    RateLimit?: string;
+                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+                    "RateLimit-Policy"?: string;
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
+                     *       "code": "RATE_LIMITED",
+                     *       "instance": "/api/v1/webhooks/{id}/deliveries"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/api/v1/webhooks/{id}/deliveries"
                      *     }
                      */
                     "application/problem+json": components["schemas"]["Problem"];
