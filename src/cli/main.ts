@@ -13,6 +13,7 @@ import { accountsCommand } from './accounts.js';
 import { catalogCommand } from './catalog.js';
 import { backupCommand } from './backup.js';
 import { auditCommand } from './audit.js';
+import { webhooksCommand } from './webhooks.js';
 
 const COMMANDS: readonly Command[] = [
   serveCommand,
@@ -21,6 +22,7 @@ const COMMANDS: readonly Command[] = [
   accountsCommand,
   catalogCommand,
   auditCommand,
+  webhooksCommand,
   backupCommand,
 ];
 

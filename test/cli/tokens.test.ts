@@ -319,7 +319,7 @@ describe('infracat tokens', () => {
       });
       assert.equal(res.status, 200);
       const me = (await res.json()) as { scopes: string[] };
-      assert.equal(me.scopes.length, 12);
+      assert.equal(me.scopes.length, 14);
       assert.ok(me.scopes.includes('audit-events:read'), 'the audit trail is within the admin token too');
       first.child.proc.kill('SIGTERM');
       await first.child.exited;

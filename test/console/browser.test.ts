@@ -141,8 +141,9 @@ describe('web console in headless Chromium', () => {
       await signIn(page, base, admin.secret);
       await page.getByLabel('Name', { exact: true }).fill('ci-deploy');
       // The picker comes from /api/v1/scopes: one box per scope, grouped by resource
-      // (seven resources, accounts included, each read and write but audit-events: read only).
-      assert.equal(await page.locator('input[name="scope"]').count(), 12);
+      // (eight resources, accounts and webhooks included, each read and write but audit-events:
+      // read only).
+      assert.equal(await page.locator('input[name="scope"]').count(), 14);
       await page.locator('#scope-images-read').check();
       await page.locator('#scope-plans-read').check();
       await page.getByLabel('Expires').selectOption('30');

@@ -19,6 +19,7 @@ import { build, mintToken } from '../helpers/app.js';
 import { tempDir } from '../helpers/sqlite.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 import { until } from '../helpers/until.js';
+import { TEST_ENCRYPTION_KEY } from '../helpers/webhooks.js';
 
 type Doc = { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
 
@@ -52,6 +53,10 @@ describe('Prism validation proxy', () => {
         AUTH_FAILURE_LIMIT: '1000000',
         TOKEN_MAX_LIVE: '6',
         CATALOG_BODY_LIMIT_BYTES: String(1024 * 1024),
+        // Webhooks to a local port nothing listens on (their deliveries fail, harmlessly), few of them.
+        WEBHOOK_ENCRYPTION_KEYS: TEST_ENCRYPTION_KEY,
+        WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+        WEBHOOK_MAX_PER_ACCOUNT: '2',
       },
       now: () => Date.now() + offset,
     });
@@ -216,6 +221,33 @@ describe('Prism validation proxy', () => {
 
     // The audit trail.
     await send('GET', '/api/v1/audit-events?per_page=2', { auth: A });
+
+    // Webhooks: their life, the cap, a test of a disabled one, the delivery log.
+    const webhook = (await (
+      await send('POST', '/api/v1/webhooks', {
+        auth: A,
+        body: { url: 'http://127.0.0.1:9/hook', events: ['api_token.created'], description: 'tour' },
+      })
+    ).json()) as { id: string };
+    const webhookPath = `/api/v1/webhooks/${webhook.id}`;
+    await send('POST', '/api/v1/webhooks', {
+      auth: A,
+      body: { url: 'http://127.0.0.1:9/b', events: ['account.updated'] },
+    });
+    await send('POST', '/api/v1/webhooks', {
+      auth: A,
+      body: { url: 'http://127.0.0.1:9/c', events: ['account.updated'] },
+    });
+    await send('GET', '/api/v1/webhooks?per_page=1', { auth: A });
+    await send('GET', webhookPath, { auth: A });
+    await send('PATCH', webhookPath, { auth: A, body: { description: 'tour 2', events: ['api_token.deleted'] } });
+    await send('PATCH', webhookPath, { auth: A, body: { description: null }, type: 'application/merge-patch+json' });
+    await send('POST', `${webhookPath}/rotate-secret`, { auth: A });
+    await send('POST', `${webhookPath}/test`, { auth: A });
+    await send('GET', `${webhookPath}/deliveries?per_page=1`, { auth: A });
+    await send('PATCH', webhookPath, { auth: A, body: { enabled: false } });
+    await send('POST', `${webhookPath}/test`, { auth: A });
+    await send('DELETE', webhookPath, { auth: A });
 
     // Forward auth: each method, the scope form and the rule table's (Envoy's path form).
     for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']) {

@@ -345,7 +345,7 @@ for (const backend of backends()) {
         assert.match(body.errors[2]!.detail, /duplicate/);
         assert.match(body.errors[1]!.detail, /unknown/);
         assert.ok(body.valid_scopes.includes('apps:write') && body.valid_scopes.includes('api-tokens:read'));
-        assert.equal(body.valid_scopes.length, 12);
+        assert.equal(body.valid_scopes.length, 14);
         for (const scopes of [[], 'apps:read', [1], null]) {
           const r = await app.inject({
             method: 'POST',

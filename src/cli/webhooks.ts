@@ -1,0 +1,217 @@
+// `infracat webhooks list|create|delete|test|deliveries`: the operator's path, straight to
+// the configured store (no HTTP, no token needed), in one account: --account ID, the
+// operator account by default. The command delivers nothing itself: the running instances
+// deliver what it queues (a test event) within WEBHOOK_POLL_MS.
+import { OPERATOR_ACCOUNT_ID } from '../accounts/ids.js';
+import { cliAuditContext } from '../audit/context.js';
+import { AppError } from '../errors.js';
+import { WEBHOOK_EVENT_TYPES } from '../webhooks/events.js';
+import { createWebhookDomain } from '../webhooks/index.js';
+import { DELIVERIES_PER_PAGE_MAX } from '../webhooks/schemas.js';
+import { createdWebhookView, deliveryView, webhookView } from '../webhooks/views.js';
+import { UsageError, type Command } from './command.js';
+import { parseFlags } from './options.js';
+import { CLI_PAGE, printList } from './pages.js';
+import { withStore } from './store.js';
+import { table } from './table.js';
+import { fail } from './tokens.js';
+
+const LIMIT_DEFAULT = 30;
+
+const help = `Usage: infracat webhooks <list|create|delete|test|deliveries> [options]
+
+Manage webhooks directly in the configured store (DATABASE_URL or --database-url).
+
+  infracat webhooks list [--json]
+      Lists the account's webhooks (never their secrets), oldest first. --json prints
+      one array of what GET /api/v1/webhooks pages.
+  infracat webhooks create --url URL --events TYPE[,TYPE...] [--description TEXT]
+                           [--all-accounts] [--json]
+      Creates a webhook and prints its signing secret, shown this once. The URL must
+      be https and resolve to public addresses (WEBHOOK_ALLOW_PRIVATE_TARGETS=true
+      allows http and private ones). --all-accounts (operator account only): it gets
+      every account's events. Needs WEBHOOK_ENCRYPTION_KEYS, as the server does.
+      Event types: ${WEBHOOK_EVENT_TYPES.join(', ')}.
+  infracat webhooks delete ID [--json]
+      Deletes a webhook and what it had still to deliver.
+  infracat webhooks test ID [--json]
+      Queues a webhook.test event to the webhook; a running infracat delivers it.
+  infracat webhooks deliveries ID [--limit N] [--json]
+      The webhook's delivery log, newest first: the latest N attempts (default
+      ${LIMIT_DEFAULT}, at most ${DELIVERIES_PER_PAGE_MAX}).
+
+Options:
+  --account ID          the account to act in (default: the operator account,
+                        ${OPERATOR_ACCOUNT_ID})
+  --database-url URL    DATABASE_URL
+  -h, --help            show this help
+`;
+
+const COMMON = { json: { type: 'boolean' }, account: { type: 'string' }, 'database-url': { type: 'string' } } as const;
+
+function noWebhook(id: string, account: string): AppError {
+  return new AppError('NOT_FOUND', `no webhook with id ${id} in account ${account}`);
+}
+
+function noAccount(id: string): AppError {
+  return new AppError('NOT_FOUND', `no account with id ${id} (see infracat accounts list)`);
+}
+
+/** `--events a,b`: the comma-separated types, trimmed, empty entries dropped. */
+function typeList(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+const write = (value: unknown): void => void process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+
+export const webhooksCommand: Command = {
+  name: 'webhooks',
+  summary: 'list, create, delete and test webhooks, and read their delivery logs',
+  help,
+  async run(args) {
+    const [sub, ...rest] = args;
+    if (sub === 'list') {
+      const { values } = parseFlags(rest, COMMON);
+      return withStore(values['database-url'], async (store, config) => {
+        const account = values.account ?? OPERATOR_ACCOUNT_ID;
+        if ((await store.accounts.get(account)) === null) return fail(noAccount(account), 'webhooks');
+        const { service } = createWebhookDomain(config, store);
+        await printList({
+          json: values.json === true,
+          read: (after) => service.list(account, { after, perPage: CLI_PAGE }),
+          view: webhookView,
+          header: ['ID', 'URL', 'EVENTS', 'ENABLED', 'FAILING SINCE', 'DESCRIPTION'],
+          cells: (webhook) => {
+            const v = webhookView(webhook);
+            return [
+              v.id,
+              v.url,
+              v.all_accounts ? `${v.events.join(',')} (every account)` : v.events.join(','),
+              v.enabled ? 'yes' : v.disabled_reason === 'failing' ? 'no (failing)' : 'no',
+              v.failing_since ?? '-',
+              v.description ?? '-',
+            ];
+          },
+          empty: 'no webhooks',
+        });
+        return 0;
+      });
+    }
+    if (sub === 'create') {
+      const { values } = parseFlags(rest, {
+        ...COMMON,
+        url: { type: 'string' },
+        events: { type: 'string' },
+        description: { type: 'string' },
+        'all-accounts': { type: 'boolean' },
+      });
+      if (values.url === undefined || values.events === undefined)
+        throw new UsageError('create needs --url and --events');
+      const events = typeList(values.events);
+      const unknown = events.filter((e) => !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(e));
+      if (unknown.length > 0)
+        throw new UsageError(`unknown event type ${unknown.join(', ')}; one of ${WEBHOOK_EVENT_TYPES.join(', ')}`);
+      return withStore(values['database-url'], async (store, config) => {
+        const account = values.account ?? OPERATOR_ACCOUNT_ID;
+        const { service } = createWebhookDomain(config, store);
+        try {
+          const issued = await service.create(
+            account,
+            {
+              url: values.url!,
+              events,
+              description: values.description,
+              all_accounts: values['all-accounts'] === true,
+            },
+            cliAuditContext(),
+          );
+          const view = createdWebhookView(issued);
+          if (values.json === true) write(view);
+          else {
+            process.stdout.write(`created ${view.id} posting ${view.events.join(', ')} to ${view.url}\n`);
+            process.stdout.write(`secret: ${view.secret}\n(shown this once: store it now)\n`);
+          }
+          return 0;
+        } catch (err) {
+          return fail(err, 'webhooks');
+        }
+      });
+    }
+    if (sub === 'delete' || sub === 'test') {
+      const { values, positionals } = parseFlags(rest, COMMON, true);
+      if (positionals.length !== 1) throw new UsageError(`${sub} needs exactly one webhook id`);
+      const id = positionals[0]!;
+      return withStore(values['database-url'], async (store, config) => {
+        const account = values.account ?? OPERATOR_ACCOUNT_ID;
+        if ((await store.accounts.get(account)) === null) return fail(noAccount(account), 'webhooks');
+        const { service } = createWebhookDomain(config, store);
+        try {
+          if (sub === 'delete') {
+            if (!(await service.delete(account, id, cliAuditContext())))
+              return fail(noWebhook(id, account), 'webhooks');
+            if (values.json === true) write({ deleted: id, account_id: account });
+            else process.stdout.write(`deleted ${id}\n`);
+            return 0;
+          }
+          const queued = await service.test(account, id);
+          if (queued === null) return fail(noWebhook(id, account), 'webhooks');
+          if (values.json === true) write({ event_id: queued.eventId, type: 'webhook.test' });
+          else
+            process.stdout.write(
+              `queued webhook.test ${queued.eventId} for ${id}: a running infracat delivers it ` +
+                `(infracat webhooks deliveries ${id})\n`,
+            );
+          return 0;
+        } catch (err) {
+          return fail(err, 'webhooks');
+        }
+      });
+    }
+    if (sub === 'deliveries') {
+      const { values, positionals } = parseFlags(rest, { ...COMMON, limit: { type: 'string' } }, true);
+      if (positionals.length !== 1) throw new UsageError('deliveries needs exactly one webhook id');
+      const limit = values.limit === undefined ? LIMIT_DEFAULT : Number(values.limit);
+      // Plain decimal digits only (no 1e3, 0x10, +5): Number() reads them exactly.
+      if (values.limit !== undefined && (!/^[1-9][0-9]*$/.test(values.limit) || limit > DELIVERIES_PER_PAGE_MAX))
+        throw new UsageError(`--limit must be a whole number from 1 to ${DELIVERIES_PER_PAGE_MAX}`);
+      const id = positionals[0]!;
+      return withStore(values['database-url'], async (store, config) => {
+        const account = values.account ?? OPERATOR_ACCOUNT_ID;
+        if ((await store.accounts.get(account)) === null) return fail(noAccount(account), 'webhooks');
+        const page = await createWebhookDomain(config, store).service.deliveries(account, id, { perPage: limit });
+        if (page === null) return fail(noWebhook(id, account), 'webhooks');
+        const views = page.items.map(deliveryView);
+        if (values.json === true) write(views);
+        else if (views.length === 0) process.stdout.write('no deliveries\n');
+        else
+          process.stdout.write(
+            table([
+              ['ATTEMPTED', 'EVENT', 'TYPE', 'ATTEMPT', 'STATUS', 'MS', 'RESULT'],
+              ...views.map((d) => [
+                d.attempted_at,
+                d.event_id,
+                d.event_type,
+                String(d.attempt),
+                d.status_code === null ? '-' : String(d.status_code),
+                String(d.duration_ms),
+                d.delivered
+                  ? 'delivered'
+                  : `${d.error ?? 'failed'}${d.next_attempt_at === null ? '' : `; next ${d.next_attempt_at}`}`,
+              ]),
+            ]),
+          );
+        if (page.next !== null)
+          process.stderr.write(`infracat webhooks: older attempts not shown: raise --limit (${limit})\n`);
+        return 0;
+      });
+    }
+    throw new UsageError(
+      sub === undefined
+        ? 'missing sub-command: list, create, delete, test or deliveries'
+        : `unknown sub-command '${sub}'`,
+    );
+  },
+};
