@@ -344,6 +344,34 @@ for (const backend of backends()) {
       assert.equal((await app.inject({ url: '/api/v1/webhooks', headers: acme.auth })).statusCode, 200);
     });
 
+    it("deleting an account deletes its webhooks and what they had queued; the operator's hear of it", async (t) => {
+      const { app, store, operator, acme } = await setup(t);
+      const theirs = (await create(app, acme.auth, { url: URL_A, events: ['api_token.created'] })).json<WebhookBody>();
+      const all = await create(app, operator.auth, { url: URL_A, events: ['account.deleted'], all_accounts: true });
+      await app.inject({
+        method: 'POST',
+        url: `/api/v1/webhooks/${theirs.id}/test`,
+        headers: acme.auth,
+      });
+      const later = Date.now() + 86_400_000;
+      assert.deepEqual(
+        (await store.webhooks.pending(later, 10)).map((r) => r.webhookId),
+        [theirs.id],
+      );
+      const deleted = await app.inject({
+        method: 'DELETE',
+        url: `/api/v1/accounts/${acme.account.id}`,
+        headers: operator.auth,
+      });
+      assert.equal(deleted.statusCode, 204);
+      assert.equal(await store.webhooks.get(acme.account.id, theirs.id), null);
+      const pending = await store.webhooks.pending(later, 10);
+      assert.deepEqual(
+        pending.map((r) => [r.webhookId, r.eventType]),
+        [[all.json<WebhookBody>().id, 'account.deleted']],
+      );
+    });
+
     it('audit: created, updated, secret_rotated, deleted in the trail; no secret in events or logs', async (t) => {
       const { app, acme, logs } = await setup(t);
       const made = (
