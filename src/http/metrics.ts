@@ -12,6 +12,7 @@ import type { ChangeFollower } from '../fleet/changes.js';
 import type { FleetRegistry } from '../fleet/registry.js';
 import { AppError } from '../errors.js';
 import type { TokenDomain } from '../tokens/index.js';
+import type { WebhookDomain } from '../webhooks/index.js';
 import { noStore } from './no-store.js';
 import type { App } from './types.js';
 
@@ -25,6 +26,7 @@ export interface MetricsSources {
   /** What this instance heard of other instances' changes. */
   changes: ChangeFollower;
   fleet: FleetRegistry;
+  webhooks: WebhookDomain;
   /** The HTTP requests answered, as the request log counts them. */
   traffic: HttpTraffic;
 }
@@ -237,6 +239,24 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
     'Heartbeats that failed (the last count of instances is kept)',
     () => fleet.stats.failures,
   );
+  const { worker } = sources.webhooks;
+  new Counter({
+    name: 'infracat_webhook_attempts_total',
+    help: 'Webhook delivery attempts this instance made, by outcome (delivered: a 2xx; failed: anything else)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ outcome: 'delivered' }, worker.stats.delivered);
+      this.inc({ outcome: 'failed' }, worker.stats.failed);
+    },
+  });
+  totalCounter(
+    registry,
+    'infracat_webhooks_disabled_total',
+    'Webhooks this instance disabled because their deliveries failed for 24 hours',
+    () => worker.stats.disabled,
+  );
   new Gauge({
     name: 'infracat_fleet_heartbeat_age_seconds',
     help: 'Seconds since the last successful heartbeat (grows while storage is down; -1 before the first)',
@@ -276,8 +296,8 @@ export interface MetricsOptions extends Pick<MetricsSources, 'storageQueries' | 
 /** The metrics of the app's domain objects and of the change feed, at /metrics. */
 export const metrics = fp<MetricsOptions, RawServerDefault, TypeBoxTypeProvider>(
   (app, { access, ...sources }, done) => {
-    const { tokens, catalog, fleet } = app.infracat;
-    installMetrics(app, access, { ...sources, tokens, catalog, fleet, changes: app.changeFeed });
+    const { tokens, catalog, fleet, webhooks } = app.infracat;
+    installMetrics(app, access, { ...sources, tokens, catalog, fleet, webhooks, changes: app.changeFeed });
     done();
   },
   { name: 'infracat-metrics', dependencies: ['infracat-services', 'infracat-lifecycle'] },

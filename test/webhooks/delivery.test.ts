@@ -11,6 +11,7 @@ import type { App } from '../../src/http/types.js';
 import { allEvents, customer, OPERATOR_SCOPES, type Auth } from '../helpers/audit-http.js';
 import { backends } from '../helpers/backends.js';
 import { build, mintToken } from '../helpers/app.js';
+import { parseExposition, value } from '../helpers/prometheus.js';
 import { until } from '../helpers/until.js';
 import { receiver, RECEIVER_ENV, verified, type Receiver } from '../helpers/webhooks.js';
 
@@ -203,6 +204,9 @@ for (const backend of backends()) {
       assert.ok(log[2]!.next_attempt_at !== null && log[0]!.next_attempt_at === null);
       const webhook = await app.inject({ url: `/api/v1/webhooks/${id}`, headers: operator.auth });
       assert.equal(webhook.json<{ failing_since: string | null }>().failing_since, null, 'a success clears it');
+      const metrics = parseExposition((await app.inject({ url: '/metrics' })).body);
+      assert.equal(value(metrics, 'infracat_webhook_attempts_total', { outcome: 'delivered' }), 1);
+      assert.equal(value(metrics, 'infracat_webhook_attempts_total', { outcome: 'failed' }), 2);
     });
 
     it('a receiver down for a while, then back: delivered once it answers', async (t) => {
@@ -323,6 +327,8 @@ for (const backend of backends()) {
       }>();
       assert.equal(disabled.enabled, false);
       assert.equal(disabled.disabled_reason, 'failing');
+      const metrics = parseExposition((await app.inject({ url: '/metrics' })).body);
+      assert.equal(value(metrics, 'infracat_webhooks_disabled_total'), 1);
       const [event] = await allEvents(app, operator.auth, '?action=webhook.disabled');
       assert.equal(event!.target.id, id);
       assert.equal(event!.actor.type, 'system');
