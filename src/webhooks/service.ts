@@ -133,8 +133,9 @@ export class WebhookService {
 
   /** Creates an enabled webhook in the account; its secret is shown once. 409 WEBHOOK_LIMIT_REACHED past the cap. */
   async create(accountId: string, input: WebhookInput, context: AuditContext): Promise<IssuedWebhook> {
-    const { description } = await this.check(accountId, input);
+    // First: without the keys nothing can be created, and the URL's name is not even looked up.
     const box = this.box();
+    const { description } = await this.check(accountId, input);
     const now = this.now();
     const id = newId('whk', now);
     const secret = generateSecret();

@@ -80,6 +80,10 @@ function arbitraries(secrets: { admin: string; reader: string; id: string }) {
     ),
     tokenId.map((id) => `/api/v1/api-tokens/${id}`),
     tokenId.map((id) => `/api/v1/api-tokens/${id}/rotate`),
+    fc.constant('/api/v1/webhooks'),
+    fc
+      .tuple(tokenId, fc.constantFrom('', '/test', '/rotate-secret', '/deliveries'))
+      .map(([id, tail]) => `/api/v1/webhooks/${id}${tail}`),
     fc
       .tuple(
         fc.constantFrom('images', 'plans', 'regions'),
