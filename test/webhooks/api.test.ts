@@ -10,6 +10,7 @@ import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 import { allEvents, customer, nextLink, OPERATOR_SCOPES } from '../helpers/audit-http.js';
 import { backends, type Backend } from '../helpers/backends.js';
 import { build, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
+import { rawSql } from '../helpers/raw-sql.js';
 import { RECEIVER_ENV } from '../helpers/webhooks.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -53,7 +54,7 @@ for (const backend of backends()) {
         'api-tokens:write',
         'audit-events:read',
       ]);
-      return { ...built, operator, acme };
+      return { ...built, db, operator, acme };
     }
 
     const create = (app: App, auth: Record<string, string>, payload: object) =>
@@ -89,6 +90,23 @@ for (const backend of backends()) {
         [body.id],
       );
       for (const answer of [got.body, listed.body]) assert.ok(!answer.includes(body.secret!), 'no secret');
+    });
+
+    it('the secret is stored sealed: neither it nor its key bytes are in the database', async (t) => {
+      const { app, db, acme } = await setup(t);
+      const made = (await create(app, acme.auth, { url: URL_A, events: ['api_token.created'] })).json<WebhookBody>();
+      const rotated = (
+        await app.inject({ method: 'POST', url: `/api/v1/webhooks/${made.id}/rotate-secret`, headers: acme.auth })
+      ).json<WebhookBody>();
+      const rows = await rawSql(backend, db, 'SELECT * FROM webhooks');
+      const stored = JSON.stringify(rows);
+      for (const secret of [made.secret!, rotated.secret!]) {
+        assert.ok(!stored.includes(secret.slice(6)), 'not the base64 of the key');
+        assert.ok(!stored.includes(Buffer.from(secret.slice(6), 'base64').toString('hex')), 'nor its hex');
+      }
+      const row = rows[0] as { secret: string; previous_secret: string };
+      assert.match(row.secret, /^v1\.[0-9a-f]{8}\./);
+      assert.match(row.previous_secret, /^v1\.[0-9a-f]{8}\./);
     });
 
     it('list: oldest first, paged with per_page and Link', async (t) => {
