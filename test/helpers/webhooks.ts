@@ -31,6 +31,8 @@ export type Answer =
 export interface Receiver {
   url: string;
   received: Received[];
+  /** The most requests it held at once (received, not yet answered). */
+  readonly maxInFlight: number;
   /** Sets how each later request is answered. */
   answer(how: (request: Received, index: number) => Answer): void;
   /** Stops listening (connections refused) until listen() again on the same port. */
@@ -42,6 +44,7 @@ export async function receiver(t: TestContext, path = '/hook'): Promise<Receiver
   let how: (request: Received, index: number) => Answer = () => 204;
   const received: Received[] = [];
   const hanging = new Set<ServerResponse>();
+  const flight = { now: 0, max: 0 };
   let server: Server | undefined;
   let port = 0;
   const start = async () => {
@@ -49,6 +52,9 @@ export async function receiver(t: TestContext, path = '/hook'): Promise<Receiver
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
+        flight.now += 1;
+        flight.max = Math.max(flight.max, flight.now);
+        res.once('close', () => (flight.now -= 1));
         const request = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
         received.push(request);
         const answer = how(request, received.length - 1);
@@ -86,6 +92,9 @@ export async function receiver(t: TestContext, path = '/hook'): Promise<Receiver
   return {
     url: `http://127.0.0.1:${port}${path}`,
     received,
+    get maxInFlight() {
+      return flight.max;
+    },
     answer: (fn) => {
       how = fn;
     },

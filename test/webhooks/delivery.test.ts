@@ -261,6 +261,16 @@ for (const backend of backends()) {
       assert.match(headerAttempt!.error!, /HPE_HEADER_OVERFLOW|header/i);
     });
 
+    it('bounded concurrency: at most WEBHOOK_CONCURRENCY_PER_HOST at once to one host', async (t) => {
+      const { app, operator } = await setup(t, { WEBHOOK_CONCURRENCY: '4', WEBHOOK_CONCURRENCY_PER_HOST: '2' });
+      const r = await receiver(t);
+      r.answer(() => ({ status: 204, delayMs: 400 }));
+      await hook(app, operator.auth, { url: r.url, events: ['api_token.created'] });
+      for (let i = 0; i < 8; i++) await makeToken(app, operator.auth, `t${i}`);
+      await until(() => r.received.length === 8, 'every delivery');
+      assert.equal(r.maxInFlight, 2);
+    });
+
     it('after rotate-secret both secrets verify for 24 h: two signatures, the new one first', async (t) => {
       const { app, operator } = await setup(t);
       const r = await receiver(t);
