@@ -47,12 +47,12 @@ export const lifecycle = fp<LifecycleOptions, RawServerDefault, TypeBoxTypeProvi
     // tested through inject()) is no instance. startServer() awaits the same first heartbeat
     // before it says it is listening (src/server.ts); onClose deregisters.
     app.addHook('onListen', async () => {
-      await fleet.start();
-      limits.start();
       // Deliveries and expiry notices are an instance's work too: each one that serves
       // takes its share (claims are exclusive; a notice is sent once).
       webhooks.worker.start();
       notices.start();
+      await fleet.start();
+      limits.start();
       if (fleet.stats.beats > 0) app.log.info({ instance: fleet.id, instances: fleet.count }, 'instance registered');
     });
     app.addHook('onReady', async () => {

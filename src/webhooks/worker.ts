@@ -98,10 +98,16 @@ export class DeliveryWorker {
     this.leaseMs = rounds * options.timeoutMs + LEASE_MARGIN_MS;
   }
 
+  /** Whether start() was called: this instance listens and delivers. */
+  get running(): boolean {
+    return this.started && !this.stopped;
+  }
+
+  /** Claims what is due now (idle() waits for it), then every pollMs. */
   start(): void {
     if (this.started || this.stopped) return;
     this.started = true;
-    this.schedule(0);
+    void this.poll().finally(() => this.schedule(this.options.pollMs));
   }
 
   /** Resolves once no claim runs and every attempt in flight has settled. */

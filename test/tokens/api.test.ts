@@ -642,6 +642,8 @@ for (const backend of backends()) {
             'audit-events:read',
             'accounts:read',
             'accounts:write',
+            'webhooks:read',
+            'webhooks:write',
           ],
           'read-only resources: the catalog kinds change through catalog:write; ' +
             'the audit trail only by the changes it records',
