@@ -25,6 +25,7 @@ import { policyField, RATE_LIMIT_POLICIES, stateField, type RateLimitOptions } f
 import {
   ACCEPT_ENCODING,
   CORS,
+  HEADER_ALWAYS,
   HEADER_COMPONENT,
   LOCATION,
   NO_STORE,
@@ -325,16 +326,20 @@ function documentRoute(
 
 /**
  * A response's headers, each named one (a header declared with responseHeader(), which
- * @fastify/swagger writes as `{ description, schema: { type, x-infracat-header } }`) as a
+ * @fastify/swagger writes as `{ description, schema: { type, x-infracat-header, ... } }`) as a
  * reference to components.headers, which `named` collects. Two different headers under one
  * name are a mistake in the declarations: the document is not made.
  */
 function referHeaders(headers: Record<string, unknown>, named: Map<string, unknown>): Record<string, unknown> {
   const referred = Object.entries(headers).map(([name, header]): [string, unknown] => {
     const { description, schema = {} } = header as { description?: string; schema?: Record<string, unknown> };
-    const { [HEADER_COMPONENT]: component, ...plain } = schema;
+    const { [HEADER_COMPONENT]: component, [HEADER_ALWAYS]: always, ...plain } = schema;
     if (typeof component !== 'string') return [name, header];
-    const described = { ...(description !== undefined ? { description } : {}), schema: plain };
+    const described = {
+      ...(description !== undefined ? { description } : {}),
+      ...(always === true ? { required: true } : {}),
+      schema: plain,
+    };
     const known = named.get(component);
     if (known === undefined) named.set(component, described);
     else if (JSON.stringify(known) !== JSON.stringify(described))

@@ -6,48 +6,60 @@
 import { SECURITY_HEADERS } from './security.js';
 
 /**
- * Carries a header's component name through @fastify/swagger (which copies a response
- * header's keys into its `schema`) to the whole-document pass, which removes it.
+ * Carry a header's component name, and that every answer given it carries it, through
+ * @fastify/swagger (which copies a response header's keys into its `schema`) to the
+ * whole-document pass, which removes them.
  */
 export const HEADER_COMPONENT = 'x-infracat-header';
+export const HEADER_ALWAYS = 'x-infracat-header-always';
 
 /** A response header as a route's response schema states it (`headers: { Name: doc }`). */
 export interface HeaderDoc {
   description: string;
   type: 'string' | 'integer';
   [HEADER_COMPONENT]: string;
+  [HEADER_ALWAYS]?: true;
 }
 
-/** A response header known in the document as components.headers.<component>. */
+/**
+ * A response header known in the document as components.headers.<component>. `always`: every
+ * answer it is given to carries it (documented as required), not only some.
+ */
 export function responseHeader(
   component: string,
   description: string,
   type: 'string' | 'integer' = 'string',
+  always = false,
 ): HeaderDoc {
-  return { description, type, [HEADER_COMPONENT]: component };
+  return { description, type, [HEADER_COMPONENT]: component, ...(always ? { [HEADER_ALWAYS]: true as const } : {}) };
 }
 
+/** On every answer, errors included: set by the request guard, or by the problem handler when it did not run. */
 export const REQUEST_ID = responseHeader(
   'RequestId',
   'The id of this request, also in the log line and in a problem body (`request_id`)',
+  'string',
+  true,
 );
 
 const value = (name: string): string => `\`${SECURITY_HEADERS[name]}\``;
+const always = (component: string, description: string): HeaderDoc =>
+  responseHeader(component, description, 'string', true);
 
-/** Set by the request guard on every answer, errors included (src/http/security.ts). */
+/** Set with X-Request-Id on every answer, errors included (src/http/security.ts). */
 export const SECURITY = {
-  'X-Content-Type-Options': responseHeader(
+  'X-Content-Type-Options': always(
     'ContentTypeOptions',
     `${value('x-content-type-options')}: the body is what Content-Type says`,
   ),
-  'X-Frame-Options': responseHeader('FrameOptions', `${value('x-frame-options')}: never shown in a frame`),
-  'Referrer-Policy': responseHeader('ReferrerPolicy', value('referrer-policy')),
-  'Cross-Origin-Resource-Policy': responseHeader(
+  'X-Frame-Options': always('FrameOptions', `${value('x-frame-options')}: never shown in a frame`),
+  'Referrer-Policy': always('ReferrerPolicy', value('referrer-policy')),
+  'Cross-Origin-Resource-Policy': always(
     'CrossOriginResourcePolicy',
     `${value('cross-origin-resource-policy')}: other origins' pages cannot embed the answer`,
   ),
-  'Strict-Transport-Security': responseHeader('StrictTransportSecurity', value('strict-transport-security')),
-  'Content-Security-Policy': responseHeader(
+  'Strict-Transport-Security': always('StrictTransportSecurity', value('strict-transport-security')),
+  'Content-Security-Policy': always(
     'ContentSecurityPolicy',
     `${value('content-security-policy')}: a JSON answer loads nothing`,
   ),

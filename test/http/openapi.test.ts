@@ -21,7 +21,7 @@ type Doc = {
   components: {
     securitySchemes: Record<string, { type: string; scheme: string }>;
     schemas: Record<string, unknown>;
-    headers: Record<string, { description?: string; schema: Record<string, unknown> }>;
+    headers: Record<string, { description?: string; required?: boolean; schema: Record<string, unknown> }>;
   };
 };
 
@@ -134,6 +134,11 @@ describe('OpenAPI document', () => {
       assert.ok(['string', 'integer'].includes(String(header.schema.type)), name);
       assert.deepEqual(Object.keys(header.schema), ['type'], `${name}: a plain schema, no internal marker`);
     }
+    // Required where every answer given it carries it, not where only some do.
+    assert.equal(doc.components.headers.RequestId!.required, true);
+    assert.equal(doc.components.headers.ContentSecurityPolicy!.required, true);
+    assert.equal(doc.components.headers.NextPage!.required, undefined);
+    assert.equal(doc.components.headers.NoStore!.required, undefined);
     assert.ok(headerOf(doc, doc.paths['/api/v1/plans']!.get!.responses['200']!, 'Vary'), 'CORS: Vary: Origin');
     assert.ok(!headerOf(doc, doc.paths['/api/v1/auth/check']!.get!.responses['200']!, 'Vary'), 'no CORS on the check');
   });
