@@ -90,6 +90,7 @@ export function buildApp(deps: AppDeps): App {
     bodyLimit: BODY_LIMIT_BYTES,
     tokenPrefix: config.tokenPrefix,
     rateLimit,
+    corsOrigins: config.corsOrigins,
     schemas: {
       ...HEALTH_SCHEMAS,
       ...TOKEN_SCHEMAS,

@@ -9,7 +9,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 import { installMergePatchParser } from '../http/json-body.js';
-import { noStore } from '../http/no-store.js';
+import { noStoreAnswers } from '../http/no-store.js';
 import { NoQuery } from '../http/no-query.js';
 import { noBodyAsEmptyObject } from '../http/optional-body.js';
 import { callerOf } from '../http/caller.js';
@@ -78,7 +78,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
 
   void app.register(async (plugin) => {
     const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
-    api.addHook('onRequest', noStore);
+    noStoreAnswers(api);
     // After authentication (the routes' own onRequest hooks), before the body is validated.
     api.addHook('preValidation', operatorOnly);
 
@@ -119,7 +119,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
             'the next page with the same filters (follow it as it is): keyset pages, so accounts ' +
             'created meanwhile never make a page skip or repeat one.',
           querystring: AccountQuery,
-          response: { 200: pagedList(Account, 'Accounts', '/api/v1/accounts') },
+          response: { 200: pagedList(Account, 'Accounts') },
         },
       },
       async (request, reply) => {
@@ -282,7 +282,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           description: `As GET /api/v1/api-tokens, inside account {id}. ${TOKEN_LIST_DESCRIPTION}`,
           params: AccountIdParams,
           querystring: PageParams,
-          response: { 200: pagedList(TokenView, 'API tokens', '/api/v1/accounts/{id}/api-tokens') },
+          response: { 200: pagedList(TokenView, 'API tokens') },
         },
       },
       async (request, reply) => {

@@ -22,7 +22,8 @@ import { AppError } from '../errors.js';
 import { bearerChallenge, type Auth } from '../http/auth.js';
 import { readTextBody } from '../http/body-encoding.js';
 import { ROUTED_METHODS } from '../http/methods.js';
-import { noStore } from '../http/no-store.js';
+import { noStoreAnswers } from '../http/no-store.js';
+import { responseHeader } from '../http/response-headers.js';
 import type { App } from '../http/types.js';
 import type { TokenRecord } from '../storage/types.js';
 import type { TokenService } from '../tokens/service.js';
@@ -52,7 +53,8 @@ declare module 'fastify' {
 // Access-Control-Request-Method) with 204 before any authentication, and a gateway that
 // forwards an OPTIONS request to the check would take that 2xx for an approval.
 // No rate limit: the gateway calls it once per request it forwards (limit at the gateway).
-const CHECK_CONFIG = { auth: 'custom', cors: false, rateLimit: false } as const;
+// Every answer is no-store, errors included (the check's own onRequest hook sets it).
+const CHECK_CONFIG = { auth: 'custom', cors: false, rateLimit: false, noStore: true } as const;
 
 const CHECK_PATH = '/api/v1/auth/check';
 
@@ -78,12 +80,13 @@ const CheckAllowed = Type.Object({
 const Allowed = {
   ...CheckAllowed,
   headers: {
-    'X-Token-Id': Type.String({ description: "The token's id" }),
-    'X-Token-Name': Type.String({
-      description: "The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8)",
-    }),
-    'X-Token-Scopes': Type.String({ description: "The token's scopes, space-separated" }),
-    'X-Account-Id': Type.String({ description: 'The account the token belongs to' }),
+    'X-Token-Id': responseHeader('TokenId', "The token's id"),
+    'X-Token-Name': responseHeader(
+      'TokenName',
+      "The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8)",
+    ),
+    'X-Token-Scopes': responseHeader('TokenScopes', "The token's scopes, space-separated"),
+    'X-Account-Id': responseHeader('AccountId', 'The account the token belongs to'),
   },
 };
 
@@ -304,7 +307,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
         done(null, Object.fromEntries(new URLSearchParams(readTextBody(request, body, 'BAD_REQUEST'))));
       },
     );
-    api.addHook('onRequest', noStore);
+    noStoreAnswers(api);
 
     api.post(
       '/api/v1/api-tokens/introspect',

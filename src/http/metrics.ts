@@ -12,7 +12,7 @@ import type { ChangeFollower } from '../fleet/changes.js';
 import type { FleetRegistry } from '../fleet/registry.js';
 import { AppError } from '../errors.js';
 import type { TokenDomain } from '../tokens/index.js';
-import { noStore } from './no-store.js';
+import { noStoreAnswers } from './no-store.js';
 import type { App } from './types.js';
 
 export interface MetricsSources {
@@ -248,7 +248,7 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
   });
 
   void app.register(async (plugin) => {
-    plugin.addHook('onRequest', noStore);
+    noStoreAnswers(plugin);
     plugin.get('/metrics', { config: { rateLimit: false }, schema: { hide: true } }, async (request, reply) => {
       // The socket's peer, never request.ip: with TRUST_PROXY a header could claim loopback.
       if (access === 'off' || (access === 'loopback' && !isLoopback(request.socket.remoteAddress))) {

@@ -8,7 +8,7 @@ import { auditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
 import { callerOf } from '../http/caller.js';
 import { installMergePatchParser } from '../http/json-body.js';
-import { noStore } from '../http/no-store.js';
+import { noStoreAnswers } from '../http/no-store.js';
 import { NoQuery } from '../http/no-query.js';
 import { noBodyAsEmptyObject } from '../http/optional-body.js';
 import { readPageQuery } from '../http/page-query.js';
@@ -101,7 +101,7 @@ export interface TokenRouteOptions {
 export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
   void app.register(async (plugin) => {
     const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
-    api.addHook('onRequest', noStore);
+    noStoreAnswers(api);
 
     api.post(
       '/api/v1/api-tokens',
@@ -147,7 +147,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
           summary: "List the calling token's account's live API tokens (never their secrets), oldest first",
           description: TOKEN_LIST_DESCRIPTION,
           querystring: PageParams,
-          response: { 200: pagedList(TokenView, 'API tokens', LIST_PATH) },
+          response: { 200: pagedList(TokenView, 'API tokens') },
         },
       },
       async (request, reply) => {
@@ -301,6 +301,8 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
     api.get(
       '/api/v1/scopes',
       {
+        // From memory, anonymous: no storage fault reaches it; only a server shutting down refuses it.
+        config: { problems: { 500: null, 503: 'The server is shutting down (SERVICE_UNAVAILABLE)' } },
         schema: {
           tags,
           operationId: 'listScopes',

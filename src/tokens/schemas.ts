@@ -6,6 +6,7 @@
 import { Type, type Static, type TOptional } from 'typebox';
 import { ALLOWED_CIDRS_MAX } from './conditions.js';
 import { numericText } from '../http/documented-as.js';
+import { NEXT_PAGE } from '../http/response-headers.js';
 import { GRACE_MAX_S, NAME_MAX, USAGE_SPAN_DEFAULT_DAYS, USAGE_SPAN_MAX_DAYS } from './limits.js';
 import { USAGE_REASONS, type UsageReason } from './usage-reasons.js';
 
@@ -234,16 +235,10 @@ export const PageParams = Type.Object(PageFields, { additionalProperties: false 
 export type PageParams = Static<typeof PageParams>;
 
 /** A paged list's wire shape with the header that pages it, for the OpenAPI document. */
-export function pagedList<T extends Parameters<typeof Type.Array>[0]>(items: T, what: string, path: string) {
+export function pagedList<T extends Parameters<typeof Type.Array>[0]>(items: T, what: string) {
   return Type.Array(items, {
     description: `${what}, oldest first (created_at, then id)`,
-    headers: {
-      link: Type.String({
-        description:
-          `Only when another page follows: \`<${path}?...&cursor=...>; rel="next"\` ` +
-          "(a path, resolved against this request's URL), with the same filters and page size",
-      }),
-    },
+    headers: { Link: NEXT_PAGE },
   });
 }
 

@@ -1402,7 +1402,58 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description `identity`: request bodies must not be compressed (sent when the refused body had a Content-Encoding) */
+        AcceptEncoding: string;
+        /** @description The account the token belongs to */
+        AccountId: string;
+        /** @description `Bearer realm="infracat"`, with `error="invalid_request"` (a credential in the query string), `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+        BearerChallenge: string;
+        /** @description CATALOG_CACHE_CONTROL; by default `public, max-age=60` (`private, max-age=60` with CATALOG_ACCESS=token) */
+        CatalogCacheControl: string;
+        /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+        CatalogETag: string;
+        /** @description The version of the catalog document, e.g. `"7"`: send it as If-Match with a PUT, or as If-None-Match */
+        CatalogVersion: string;
+        /** @description `default-src 'none'; frame-ancestors 'none'`: a JSON answer loads nothing */
+        ContentSecurityPolicy: string;
+        /** @description `nosniff`: the body is what Content-Type says */
+        ContentTypeOptions: string;
+        /** @description `same-origin`: other origins' pages cannot embed the answer */
+        CrossOriginResourcePolicy: string;
+        /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+        Deprecation: string;
+        /** @description `DENY`: never shown in a frame */
+        FrameOptions: string;
+        /** @description The path of the new resource */
+        Location: string;
+        /** @description Only when another page follows: `<path?...>; rel="next"`, the next page with the same filters and page size (a path, resolved against this request's URL) */
+        NextPage: string;
+        /** @description `no-store`: no cache keeps the answer */
+        NoStore: string;
+        /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+        RateLimit: string;
+        /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+        RateLimitPolicy: string;
+        /** @description `no-referrer` */
+        ReferrerPolicy: string;
+        /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+        RequestId: string;
+        /** @description Seconds to wait before retrying */
+        RetryAfter: number;
+        /** @description `max-age=31536000; includeSubDomains` */
+        StrictTransportSecurity: string;
+        /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+        SuccessorLink: string;
+        /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+        Sunset: string;
+        /** @description The token's id */
+        TokenId: string;
+        /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+        TokenName: string;
+        /** @description The token's scopes, space-separated */
+        TokenScopes: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1419,8 +1470,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1430,45 +1487,46 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
-            500: {
+            /** @description The server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "urn:problem-type:infracat:internal",
-                     *       "title": "Internal server error",
-                     *       "status": 500,
-                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
-                     *       "code": "INTERNAL",
+                     *       "type": "urn:problem-type:infracat:service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "the server is shutting down",
+                     *       "code": "SERVICE_UNAVAILABLE",
                      *       "instance": "/healthz"
                      *     }
                      */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
-            503: {
-                headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1486,8 +1544,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1497,42 +1561,33 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
-            500: {
-                headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:internal",
-                     *       "title": "Internal server error",
-                     *       "status": 500,
-                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
-                     *       "code": "INTERNAL",
-                     *       "instance": "/readyz"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Draining before a stop, or shutting down (SERVICE_UNAVAILABLE); or storage unreachable or not writable (STORAGE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1558,14 +1613,17 @@ export interface operations {
             /** @description API tokens, oldest first (created_at, then id) */
             200: {
                 headers: {
-                    /** @description Only when another page follows: `</api/v1/api-tokens?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
-                    link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Link?: components["headers"]["NextPage"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1575,8 +1633,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1586,10 +1653,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1599,10 +1671,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1619,38 +1698,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1670,10 +1750,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1707,14 +1794,17 @@ export interface operations {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
-                    /** @description The path of the new resource */
-                    Location?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Location?: components["headers"]["Location"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1724,8 +1814,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1735,10 +1834,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1748,10 +1852,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1761,8 +1872,16 @@ export interface operations {
             /** @description The cap on live tokens is reached (TOKEN_LIMIT_REACHED) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1782,8 +1901,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1803,8 +1928,15 @@ export interface operations {
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1824,8 +1956,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1848,38 +1988,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1899,10 +2040,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1923,12 +2071,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1938,8 +2090,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1949,48 +2110,54 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens/current"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2010,10 +2177,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2036,12 +2210,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2051,8 +2229,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2062,10 +2249,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2075,10 +2267,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2098,8 +2297,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2116,38 +2323,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens/{id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2167,10 +2375,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2193,12 +2408,16 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2206,8 +2425,17 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2217,10 +2445,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2230,10 +2463,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2243,8 +2483,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2261,38 +2509,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens/{id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2312,10 +2561,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2359,12 +2615,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2374,8 +2634,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2385,10 +2654,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2398,10 +2672,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2411,8 +2692,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2432,8 +2721,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2453,8 +2748,15 @@ export interface operations {
             /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2474,8 +2776,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2498,38 +2808,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens/{id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2549,10 +2860,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2580,12 +2898,16 @@ export interface operations {
             /** @description Hourly buckets, oldest first; an hour without any use has none */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2595,8 +2917,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2606,10 +2937,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2619,10 +2955,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2642,8 +2985,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2660,38 +3011,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens/{id}/usage"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2711,10 +3063,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2746,12 +3105,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2802,8 +3165,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2813,10 +3185,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2826,10 +3203,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2839,8 +3223,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2860,8 +3252,16 @@ export interface operations {
             /** @description The token has expired and cannot be rotated (CONFLICT) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2881,8 +3281,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2902,8 +3308,15 @@ export interface operations {
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2923,8 +3336,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2947,38 +3368,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2998,10 +3420,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3022,12 +3451,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3037,25 +3470,37 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the rate limit of the client's address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3072,37 +3517,33 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
-            500: {
+            /** @description The server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "urn:problem-type:infracat:internal",
-                     *       "title": "Internal server error",
-                     *       "status": 500,
-                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
-                     *       "code": "INTERNAL",
+                     *       "type": "urn:problem-type:infracat:service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "the server is shutting down",
+                     *       "code": "SERVICE_UNAVAILABLE",
                      *       "instance": "/api/v1/scopes"
                      *     }
                      */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
-            503: {
-                headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3129,14 +3570,17 @@ export interface operations {
             /** @description Accounts, oldest first (created_at, then id) */
             200: {
                 headers: {
-                    /** @description Only when another page follows: `</api/v1/accounts?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
-                    link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Link?: components["headers"]["NextPage"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3146,8 +3590,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3157,10 +3610,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3170,10 +3628,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3190,38 +3655,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3241,10 +3707,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3275,14 +3748,17 @@ export interface operations {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
-                    /** @description The path of the new resource */
-                    Location?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Location?: components["headers"]["Location"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3292,8 +3768,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3303,10 +3788,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3316,10 +3806,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3329,8 +3826,16 @@ export interface operations {
             /** @description The external_id is already taken (CONFLICT) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3350,8 +3855,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3371,8 +3882,15 @@ export interface operations {
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3392,8 +3910,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3416,38 +3942,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3467,10 +3994,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3493,12 +4027,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3508,8 +4046,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3519,10 +4066,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3532,10 +4084,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3555,8 +4114,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3573,38 +4140,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3624,10 +4192,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3650,12 +4225,16 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3663,8 +4242,17 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3674,10 +4262,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3687,10 +4280,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3700,8 +4300,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3721,8 +4329,16 @@ export interface operations {
             /** @description The operator account cannot be deleted (OPERATOR_ACCOUNT) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3739,38 +4355,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3790,10 +4407,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3831,12 +4455,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3846,8 +4474,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3857,10 +4494,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3870,10 +4512,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3883,8 +4532,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3904,8 +4561,16 @@ export interface operations {
             /** @description The operator account cannot be suspended (OPERATOR_ACCOUNT) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3925,8 +4590,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3946,8 +4617,15 @@ export interface operations {
             /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3967,8 +4645,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3991,38 +4677,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4042,10 +4729,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4073,14 +4767,17 @@ export interface operations {
             /** @description API tokens, oldest first (created_at, then id) */
             200: {
                 headers: {
-                    /** @description Only when another page follows: `</api/v1/accounts/{id}/api-tokens?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
-                    link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Link?: components["headers"]["NextPage"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4090,8 +4787,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4101,10 +4807,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4114,10 +4825,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4137,8 +4855,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4155,38 +4881,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4206,10 +4933,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4245,14 +4979,17 @@ export interface operations {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
-                    /** @description The path of the new resource */
-                    Location?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Location?: components["headers"]["Location"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4262,8 +4999,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4273,10 +5019,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4286,10 +5037,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4299,8 +5057,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4320,8 +5086,16 @@ export interface operations {
             /** @description The cap on live tokens of the account is reached (TOKEN_LIMIT_REACHED) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4341,8 +5115,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4362,8 +5142,15 @@ export interface operations {
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4383,8 +5170,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4407,38 +5202,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4458,10 +5254,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4485,12 +5288,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4500,8 +5307,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4511,10 +5327,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4524,10 +5345,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4547,8 +5375,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4565,38 +5401,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4616,10 +5453,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4643,12 +5487,16 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4656,8 +5504,17 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4667,10 +5524,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4680,10 +5542,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4693,8 +5562,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4711,38 +5588,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4762,10 +5640,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4810,12 +5695,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4825,8 +5714,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4836,10 +5734,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4849,10 +5752,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4862,8 +5772,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4883,8 +5801,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4904,8 +5828,15 @@ export interface operations {
             /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4925,8 +5856,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4949,38 +5888,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5000,10 +5940,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5032,12 +5979,16 @@ export interface operations {
             /** @description Hourly buckets, oldest first; an hour without any use has none */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5047,8 +5998,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5058,10 +6018,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5071,10 +6036,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5094,8 +6066,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5112,38 +6092,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/usage"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5163,10 +6144,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5199,12 +6187,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5255,8 +6247,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5266,10 +6267,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5279,10 +6285,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5292,8 +6305,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5313,8 +6334,16 @@ export interface operations {
             /** @description The token has expired and cannot be rotated (CONFLICT) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5334,8 +6363,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5355,8 +6390,15 @@ export interface operations {
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5376,8 +6418,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5400,38 +6450,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5451,10 +6502,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5490,14 +6548,17 @@ export interface operations {
             /** @description Audit events, newest first */
             200: {
                 headers: {
-                    /** @description Only when another page follows: `</api/v1/audit-events?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
-                    link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Link?: components["headers"]["NextPage"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5507,8 +6568,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5518,10 +6588,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5531,8 +6606,17 @@ export interface operations {
             /** @description The token lacks audit-events:read, or names another account in `account_id` without being the operator account's (INSUFFICIENT_SCOPE) */
             403: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5549,38 +6633,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/audit-events"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5600,10 +6685,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5627,16 +6719,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5646,8 +6740,15 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5657,10 +6758,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5670,10 +6776,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5690,13 +6801,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5713,11 +6829,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5737,10 +6859,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5764,16 +6891,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5783,8 +6912,15 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5794,10 +6930,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5807,10 +6948,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5827,13 +6973,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5850,11 +7001,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5874,10 +7031,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5901,16 +7063,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5920,8 +7084,15 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5931,10 +7102,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5944,10 +7120,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5964,13 +7145,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5987,11 +7173,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6011,10 +7203,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6038,16 +7235,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6057,8 +7256,15 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6068,10 +7274,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6081,10 +7292,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6101,13 +7317,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6124,11 +7345,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6148,10 +7375,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6175,16 +7407,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6194,8 +7428,15 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6205,10 +7446,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6218,10 +7464,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6238,13 +7489,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6261,11 +7517,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6285,10 +7547,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6312,16 +7579,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6331,8 +7600,15 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6342,10 +7618,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6355,10 +7636,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6375,13 +7661,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6398,11 +7689,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6422,10 +7719,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6449,16 +7751,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6468,8 +7772,15 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6479,10 +7790,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6492,10 +7808,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6512,13 +7833,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6535,11 +7861,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6559,10 +7891,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6586,16 +7923,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6605,8 +7944,15 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6616,10 +7962,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6629,10 +7980,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6649,13 +8005,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6672,11 +8033,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6696,10 +8063,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6723,16 +8095,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6742,8 +8116,15 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6753,10 +8134,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6766,10 +8152,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6786,13 +8177,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6809,11 +8205,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6833,10 +8235,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6860,16 +8267,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6879,8 +8288,15 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6890,10 +8306,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6903,10 +8324,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6923,13 +8349,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6946,11 +8377,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6970,10 +8407,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6997,16 +8439,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7016,8 +8460,15 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7027,10 +8478,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7040,10 +8496,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7060,13 +8521,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7083,11 +8549,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7107,10 +8579,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7134,16 +8611,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7153,8 +8632,15 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7164,10 +8650,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7177,10 +8668,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7197,13 +8693,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7220,11 +8721,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7244,10 +8751,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7283,12 +8795,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7298,8 +8814,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7309,10 +8834,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7322,10 +8852,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7345,8 +8882,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7366,8 +8909,15 @@ export interface operations {
             /** @description Body is not application/x-www-form-urlencoded or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7387,8 +8937,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7411,38 +8969,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens/introspect"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7462,10 +9021,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7495,16 +9061,17 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7514,16 +9081,17 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7531,8 +9099,16 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7542,10 +9118,14 @@ export interface operations {
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7562,38 +9142,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); without a token, over the address's (RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/images"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7613,10 +9192,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7639,22 +9224,20 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7664,22 +9247,20 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7687,8 +9268,16 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7698,10 +9287,14 @@ export interface operations {
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7721,8 +9314,15 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7742,14 +9342,18 @@ export interface operations {
             /** @description The image is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7766,38 +9370,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); without a token, over the address's (RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/images/{slug}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7817,10 +9420,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7868,16 +9477,17 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7887,16 +9497,17 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -7904,8 +9515,16 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7915,10 +9534,14 @@ export interface operations {
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7935,38 +9558,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); without a token, over the address's (RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/plans"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7986,10 +9608,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8012,22 +9640,20 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8037,22 +9663,20 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -8060,8 +9684,16 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8071,10 +9703,14 @@ export interface operations {
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8094,8 +9730,15 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8115,14 +9758,18 @@ export interface operations {
             /** @description The plan is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8139,38 +9786,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); without a token, over the address's (RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/plans/{slug}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8190,10 +9836,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8228,16 +9880,17 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8247,16 +9900,17 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -8264,8 +9918,16 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8275,10 +9937,14 @@ export interface operations {
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8295,38 +9961,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); without a token, over the address's (RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/regions"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8346,10 +10011,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8372,22 +10043,20 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8397,22 +10066,20 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -8420,8 +10087,16 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8431,10 +10106,14 @@ export interface operations {
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8454,8 +10133,15 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8475,14 +10161,18 @@ export interface operations {
             /** @description The region is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8499,38 +10189,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); without a token, over the address's (RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/regions/{slug}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8550,10 +10239,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8574,14 +10269,17 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The version, e.g. `"7"` */
-                    etag?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogVersion"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8591,12 +10289,17 @@ export interface operations {
             /** @description Not modified (If-None-Match matched) */
             304: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogVersion"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -8604,8 +10307,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8615,10 +10327,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8628,10 +10345,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8648,38 +10372,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/catalog"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8699,10 +10424,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8771,14 +10503,17 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The live version */
-                    etag?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogVersion"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8788,8 +10523,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8799,10 +10543,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8812,8 +10561,17 @@ export interface operations {
             /** @description The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE); or the token's previous secret, in its grace period after a rotation, was presented (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8823,8 +10581,16 @@ export interface operations {
             /** @description The document removes entries and `allow_removals=true` is absent; `removals` names them (CONFLICT) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8844,8 +10610,16 @@ export interface operations {
             /** @description The If-Match ETag is not the live version: the catalog changed meanwhile (PRECONDITION_FAILED) */
             412: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8865,8 +10639,14 @@ export interface operations {
             /** @description Body over 16 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8886,8 +10666,15 @@ export interface operations {
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8907,8 +10694,16 @@ export interface operations {
             /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED). Validation stops after 20 problems: `errors_truncated: true` says more were cut */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8934,8 +10729,16 @@ export interface operations {
             /** @description No If-Match header (PRECONDITION_REQUIRED) */
             428: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8952,38 +10755,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/catalog"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9003,10 +10807,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9069,12 +10880,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9084,8 +10899,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9095,10 +10919,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9108,8 +10937,17 @@ export interface operations {
             /** @description The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE) */
             403: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9129,8 +10967,14 @@ export interface operations {
             /** @description Body over 16 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9150,8 +10994,15 @@ export interface operations {
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9171,8 +11022,16 @@ export interface operations {
             /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED). Validation stops after 20 problems: `errors_truncated: true` says more were cut */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9195,38 +11054,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/catalog/diff"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9246,10 +11106,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9281,14 +11148,17 @@ export interface operations {
             /** @description Revisions, newest first */
             200: {
                 headers: {
-                    /** @description Only when another page follows: `<...?before=N&per_page=M>; rel="next"` */
-                    link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Link?: components["headers"]["NextPage"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9298,8 +11168,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9309,10 +11188,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9322,10 +11206,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9342,38 +11233,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/catalog/revisions"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9393,10 +11285,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
