@@ -34,6 +34,7 @@ import {
   pagedList,
   PatchTokenBody,
   RotateTokenBody,
+  TOKEN_LIST_ORDER,
   TokenListQuery,
   TokenView,
   UsageList,
@@ -283,7 +284,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
           description: `As GET /api/v1/api-tokens, inside account {id}. ${TOKEN_LIST_DESCRIPTION}`,
           params: AccountIdParams,
           querystring: TokenListQuery,
-          response: { 200: pagedList(TokenView, 'API tokens', '/api/v1/accounts/{id}/api-tokens') },
+          response: { 200: pagedList(TokenView, 'API tokens', '/api/v1/accounts/{id}/api-tokens', TOKEN_LIST_ORDER) },
         },
       },
       async (request, reply) => {

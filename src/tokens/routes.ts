@@ -26,6 +26,7 @@ import {
   LIST_PER_PAGE_MAX,
   pagedList,
   ScopeList,
+  TOKEN_LIST_ORDER,
   TokenListQuery,
   TokenView,
   UsageList,
@@ -178,7 +179,7 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
             "List the calling token's account's live API tokens (never their secrets), oldest first or by last use",
           description: TOKEN_LIST_DESCRIPTION,
           querystring: TokenListQuery,
-          response: { 200: pagedList(TokenView, 'API tokens', LIST_PATH) },
+          response: { 200: pagedList(TokenView, 'API tokens', LIST_PATH, TOKEN_LIST_ORDER) },
         },
       },
       async (request, reply) => {

@@ -249,10 +249,18 @@ export const TokenListQuery = Type.Object(
 );
 export type TokenListQuery = Static<typeof TokenListQuery>;
 
+/** The order of the token lists, as their answers describe it. */
+export const TOKEN_LIST_ORDER = 'oldest first (created_at, then id), or by last use with `sort=last_used_at`';
+
 /** A paged list's wire shape with the header that pages it, for the OpenAPI document. */
-export function pagedList<T extends Parameters<typeof Type.Array>[0]>(items: T, what: string, path: string) {
+export function pagedList<T extends Parameters<typeof Type.Array>[0]>(
+  items: T,
+  what: string,
+  path: string,
+  order = 'oldest first (created_at, then id)',
+) {
   return Type.Array(items, {
-    description: `${what}, oldest first (created_at, then id)`,
+    description: `${what}, ${order}`,
     headers: {
       link: Type.String({
         description:
