@@ -590,7 +590,7 @@ class SqlTokenStore implements TokenStore {
   ): Promise<TokenRecord[]> {
     const { after, limit } = page;
     const rows: Record<string, unknown>[] = [];
-    // No key is below the most recent use's (minus now): the first page is every key.
+    // Every key lies above this one (a use's is its time negated): the first page starts before them all.
     let key = Number.MIN_SAFE_INTEGER;
     if (after !== undefined) {
       key = lastUseKey(after.lastUsedAt);
