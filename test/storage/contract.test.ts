@@ -360,6 +360,31 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       }
     });
 
+    it('upgrade to schema 16: tokens used before it are listed by last use, and move when used again', async () => {
+      const older = await backend.create();
+      const s = older.open();
+      try {
+        await s.migrate({ upTo: 15 });
+        const account = sampleAccount();
+        await s.accounts.create(account, ev());
+        const [early, late, never] = [
+          sampleToken({ lastUsedAt: 1000 }),
+          sampleToken({ lastUsedAt: 2000 }),
+          sampleToken(),
+        ].map((t) => ({ ...t, accountId: account.id }));
+        for (const t of [early!, late!, never!]) await s.tokens.create(t, NO_LIMIT, ev());
+        const report = await s.migrate();
+        assert.ok(report.applied.includes(16), JSON.stringify(report));
+        const order = async () => (await s.tokens.listByLastUse(account.id, NOW, { limit: 10 })).map((t) => t.id);
+        assert.deepEqual(await order(), [late!.id, early!.id, never!.id]);
+        await s.tokens.touch([{ id: early!.id, at: 3000 }]);
+        assert.deepEqual(await order(), [early!.id, late!.id, never!.id]);
+      } finally {
+        await s.close();
+        await older.drop();
+      }
+    });
+
     it('touch updates many tokens in one batch', async () => {
       const tokens = Array.from({ length: 50 }, () => sampleToken());
       for (const t of tokens) await store.tokens.create(t, NO_LIMIT, ev());
