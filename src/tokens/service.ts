@@ -5,10 +5,17 @@ import { SYSTEM_CONTEXT } from '../audit/context.js';
 import { auditEvent, NO_SINK, tokenTarget, type AuditAction, type AuditSink } from '../audit/events.js';
 import { AppError } from '../errors.js';
 import { OPERATOR_ACCOUNT_ID } from '../storage/migrations.js';
-import type { AuditEventRecord, TokenRecord, TokenStore, TokenWithAccount, UsageCell } from '../storage/types.js';
+import type {
+  AuditEventRecord,
+  LastUsePosition,
+  TokenRecord,
+  TokenStore,
+  TokenWithAccount,
+  UsageCell,
+} from '../storage/types.js';
 import type { BlockList } from 'node:net';
 import { inBatches } from '../periodic.js';
-import { pageOf, type ListPage, type Page } from './query.js';
+import { pageBy, pageOf, type LastUsePage, type ListPage, type Page } from './query.js';
 import type { VerificationCache } from './cache.js';
 import { addressAllowed, cidrWithin, compileCidrs, type ClientAddress } from './conditions.js';
 import { checkSecret, generateSecret, hashSecret } from './format.js';
@@ -323,6 +330,21 @@ export class TokenService {
     // One more than a page: whether another page follows, without a count.
     const rows = await this.store.list(accountId, this.retainedSince(), { after: page.after, limit: page.perPage + 1 });
     const { items, next } = pageOf(rows, page.perPage);
+    return { items: items.map((t) => this.withPendingUse(t)), next };
+  }
+
+  /**
+   * One page of the same tokens by last use: the most recently used first, never-used ones
+   * last, ties by id. The order (and the next position) is the stored last_used_at's; a use
+   * not yet flushed (at most LAST_USED_FLUSH_MS old) shows in the token but moves it only
+   * once written.
+   */
+  async listByLastUse(accountId: string, page: LastUsePage): Promise<Page<TokenRecord, LastUsePosition>> {
+    const rows = await this.store.listByLastUse(accountId, this.retainedSince(), {
+      after: page.after,
+      limit: page.perPage + 1,
+    });
+    const { items, next } = pageBy(rows, page.perPage, (last) => ({ lastUsedAt: last.lastUsedAt, id: last.id }));
     return { items: items.map((t) => this.withPendingUse(t)), next };
   }
 

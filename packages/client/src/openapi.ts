@@ -42,8 +42,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List the calling token's account's live API tokens (never their secrets), oldest first
-         * @description Live tokens and those expired within TOKEN_EXPIRED_RETENTION_DAYS (so their owner sees why they stopped working), oldest first (created_at, then id). At most `per_page` tokens (default 100, at most 1000); when more follow, a `Link: <...>; rel="next"` header names the next page (follow it as it is): keyset pages, so tokens created meanwhile never make a page skip or repeat one. The body stays a bare array.
+         * List the calling token's account's live API tokens (never their secrets), oldest first or by last use
+         * @description Live tokens and those expired within TOKEN_EXPIRED_RETENTION_DAYS (so their owner sees why they stopped working), oldest first (created_at, then id). At most `per_page` tokens (default 100, at most 1000); when more follow, a `Link: <...>; rel="next"` header names the next page (follow it as it is): keyset pages, so tokens created meanwhile never make a page skip or repeat one. `sort=last_used_at` orders the whole list by last use instead: the most recently used first, never-used tokens last, ties by id; the order of last_used_at as written (every LAST_USED_FLUSH_MS). A token used during a walk moves ahead, to a page already read: no token is ever listed twice, and one used meanwhile may not come again. The next link keeps `sort`; a cursor of the other order is 400 INVALID_QUERY. The body stays a bare array.
          *
          *     Needs a token with `api-tokens:read` (`write` implies `read`).
          */
@@ -243,8 +243,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * An account's live API tokens (never their secrets), oldest first
-         * @description As GET /api/v1/api-tokens, inside account {id}. Live tokens and those expired within TOKEN_EXPIRED_RETENTION_DAYS (so their owner sees why they stopped working), oldest first (created_at, then id). At most `per_page` tokens (default 100, at most 1000); when more follow, a `Link: <...>; rel="next"` header names the next page (follow it as it is): keyset pages, so tokens created meanwhile never make a page skip or repeat one. The body stays a bare array.
+         * An account's live API tokens (never their secrets), oldest first or by last use
+         * @description As GET /api/v1/api-tokens, inside account {id}. Live tokens and those expired within TOKEN_EXPIRED_RETENTION_DAYS (so their owner sees why they stopped working), oldest first (created_at, then id). At most `per_page` tokens (default 100, at most 1000); when more follow, a `Link: <...>; rel="next"` header names the next page (follow it as it is): keyset pages, so tokens created meanwhile never make a page skip or repeat one. `sort=last_used_at` orders the whole list by last use instead: the most recently used first, never-used tokens last, ties by id; the order of last_used_at as written (every LAST_USED_FLUSH_MS). A token used during a walk moves ahead, to a page already read: no token is ever listed twice, and one used meanwhile may not come again. The next link keeps `sort`; a cursor of the other order is 400 INVALID_QUERY. The body stays a bare array.
          *
          *     Needs a token with `accounts:read` (`write` implies `read`).
          */
@@ -1599,6 +1599,8 @@ export interface operations {
     listApiTokens: {
         parameters: {
             query?: {
+                /** @description `created_at` (the default): oldest first, by created_at then id. `last_used_at`: the most recently used first, never-used tokens last, ties by id (oldest first), across every page. A cursor belongs to its order: one from the other order is 400 INVALID_QUERY. */
+                sort?: "created_at" | "last_used_at";
                 /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
                 per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
@@ -1610,7 +1612,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description API tokens, oldest first (created_at, then id) */
+            /** @description API tokens, oldest first (created_at, then id), or by last use with `sort=last_used_at` */
             200: {
                 headers: {
                     Link?: components["headers"]["NextPage"];
@@ -4751,6 +4753,8 @@ export interface operations {
     listAccountApiTokens: {
         parameters: {
             query?: {
+                /** @description `created_at` (the default): oldest first, by created_at then id. `last_used_at`: the most recently used first, never-used tokens last, ties by id (oldest first), across every page. A cursor belongs to its order: one from the other order is 400 INVALID_QUERY. */
+                sort?: "created_at" | "last_used_at";
                 /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
                 per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
@@ -4764,7 +4768,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description API tokens, oldest first (created_at, then id) */
+            /** @description API tokens, oldest first (created_at, then id), or by last use with `sort=last_used_at` */
             200: {
                 headers: {
                     Link?: components["headers"]["NextPage"];
