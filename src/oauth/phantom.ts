@@ -1,0 +1,117 @@
+// Phantom tokens: the signed access token forward auth hands the gateway with each allowed
+// check (`X-Token-Jwt`, AUTH_CHECK_JWT), so the upstream gets a token it can verify offline
+// instead of the client's opaque secret.
+//
+// Signing on every check would cost more than the check itself (BENCHMARKS.md), so each
+// token's signed token is kept in memory and handed out again until a fifth of its life is
+// left (then a new one is signed, by the first check past that point; the others share
+// it). A kept one is used only for the same token id, scopes and expiry as it was signed
+// for: a token whose scopes or expiry changed gets a new one at its next check. It is kept
+// per token id, bounded like the verification cache (least recently used go first), and
+// dropped with the token's entries there (VerificationCache.onEvict): a deleted, rotated,
+// edited or suspended token's signed token is forgotten on every instance as soon as its
+// verification is. What is already out stays valid until its `exp` (docs/signed-tokens.md).
+import { LRUCache } from 'lru-cache';
+import { countBound } from '../bounded.js';
+import type { TokenRecord } from '../storage/types.js';
+import type { AccessTokenSigner } from './signer.js';
+
+interface Kept {
+  /** What it was signed for: the token's expiry and scopes. */
+  variant: string;
+  jwt: string;
+  /** When to sign a new one (ms), and when this one expires. */
+  renewAt: number;
+  expiresAt: number;
+}
+
+interface Entry {
+  accountId: string;
+  kept: Kept | null;
+  /** The signing in flight for `variant`, shared by the checks that wait for it. */
+  pending: { variant: string; promise: Promise<string> } | null;
+}
+
+/** The fraction of a signed token's life it is handed out for before a new one is signed. */
+const REUSE_FRACTION = 0.8;
+
+export class PhantomTokens {
+  hits = 0;
+  private readonly lru: LRUCache<string, Entry>;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly signer: AccessTokenSigner,
+    options: { max: number; now?: () => number },
+  ) {
+    this.lru = new LRUCache<string, Entry>(countBound(options.max));
+    this.now = options.now ?? Date.now;
+  }
+
+  /** The signed token for a token verified just now: the kept one (synchronously) or a new one. */
+  jwtFor(token: TokenRecord): string | Promise<string> {
+    const variant = `${token.expiresAt ?? ''}\u0000${token.scopes.join(' ')}`;
+    const now = this.now();
+    let entry = this.lru.get(token.id);
+    const kept = entry?.kept;
+    if (kept !== undefined && kept !== null && kept.variant === variant && now < kept.expiresAt) {
+      // Still fresh, or a new one would not last longer (the token's own expiry caps both).
+      if (now < kept.renewAt || this.signer.expiryFrom(now, token.expiresAt) <= kept.expiresAt) {
+        this.hits += 1;
+        return kept.jwt;
+      }
+    }
+    if (entry === undefined) {
+      entry = { accountId: token.accountId, kept: null, pending: null };
+      this.lru.set(token.id, entry);
+    }
+    if (entry.pending !== null && entry.pending.variant === variant) return entry.pending.promise;
+    const target = entry;
+    const promise = this.signer
+      .sign(
+        { tokenId: token.id, accountId: token.accountId, scopes: token.scopes, notAfter: token.expiresAt },
+        'forward_auth',
+      )
+      .then(
+        (signed) => {
+          // Kept only if the entry is still this token's (not forgotten meanwhile) and still asked for this.
+          if (this.lru.peek(token.id) === target && target.pending?.promise === promise) {
+            const life = signed.expiresAt - signed.issuedAt;
+            target.kept = {
+              variant,
+              jwt: signed.jwt,
+              renewAt: signed.issuedAt + Math.floor(life * REUSE_FRACTION),
+              expiresAt: signed.expiresAt,
+            };
+          }
+          if (target.pending?.promise === promise) target.pending = null;
+          return signed.jwt;
+        },
+        (err: unknown) => {
+          if (target.pending?.promise === promise) target.pending = null;
+          throw err;
+        },
+      );
+    target.pending = { variant, promise };
+    return promise;
+  }
+
+  /** Forgets a token's signed token (it was deleted or changed). */
+  forget(id: string): void {
+    this.lru.delete(id);
+  }
+
+  /** Forgets the signed tokens of an account's tokens (its status changed, or it was deleted). */
+  forgetAccount(accountId: string): void {
+    for (const [id, entry] of this.lru.entries()) if (entry.accountId === accountId) this.lru.delete(id);
+  }
+
+  /** Forgets every one (anything may have changed: a resync). */
+  clear(): void {
+    this.lru.clear();
+  }
+
+  get size(): number {
+    return this.lru.size;
+  }
+}
