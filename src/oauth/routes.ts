@@ -92,6 +92,7 @@ export function oauthRoutes(app: App, { signed, service, auth, problems }: OAuth
         'RFC 7517 JSON Web Key Set: every key that signs access tokens (ES256), the one signing now first. ' +
         "A signed token's `kid` names its key (the key's RFC 7638 thumbprint). See docs/signed-tokens.md.",
       schema: Jwks,
+      answer: 'The JSON Web Key Set (RFC 7517 section 5)',
       body: signed?.jwks,
     },
     {
@@ -102,6 +103,7 @@ export function oauthRoutes(app: App, { signed, service, auth, problems }: OAuth
         'Where tokens are exchanged and the keys are published, the grant (token exchange) and the scopes. ' +
         'Every URL starts with the issuer (JWT_ISSUER).',
       schema: ServerMetadata,
+      answer: "The authorization server's metadata (RFC 8414 section 3.2)",
       body: signed?.metadata,
     },
   ];
@@ -134,7 +136,7 @@ export function oauthRoutes(app: App, { signed, service, auth, problems }: OAuth
             description: d.description,
             querystring: NoQuery,
             response: {
-              200: { ...d.schema, headers: DOCUMENT_HEADERS },
+              200: { ...d.schema, description: d.answer, headers: DOCUMENT_HEADERS },
               304: {
                 type: 'null',
                 description: 'Not modified: the If-None-Match ETag is current',
@@ -241,7 +243,11 @@ export function oauthRoutes(app: App, { signed, service, auth, problems }: OAuth
           body: ExchangeRequest,
           consumes: ['application/x-www-form-urlencoded'],
           response: {
-            200: { ...ExchangeResponse, headers: { 'Cache-Control': Type.String({ description: '`no-store`' }) } },
+            200: {
+              ...ExchangeResponse,
+              description: 'The signed access token (RFC 8693 section 2.2.1)',
+              headers: { 'Cache-Control': Type.String({ description: '`no-store`' }) },
+            },
             400: refusal(
               '`invalid_request`: a parameter is missing, repeated or malformed, the subject token is malformed, ' +
                 'unknown, deleted, expired, disabled, not valid yet, of a suspended account or used from outside ' +

@@ -1,6 +1,8 @@
 // Wire shapes of the signed-token endpoints, each declared once: the published keys (RFC
 // 7517), the authorization server's metadata (RFC 8414), the token exchange's request and
-// answer (RFC 8693) and its errors (RFC 6749 section 5.2).
+// answer (RFC 8693) and its errors (RFC 6749 section 5.2). The answers' shapes carry no
+// description of their own: each route's answer says what it is, and the document refers
+// to the named shape.
 import { Type, type Static } from 'typebox';
 
 export const GRANT_TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
@@ -26,36 +28,30 @@ export const PublicJwk = Type.Object(
   { description: 'A public key that signs access tokens (RFC 7517, EC P-256)' },
 );
 
-export const Jwks = Type.Object(
-  {
-    keys: Type.Array(PublicJwk, {
-      description: 'Every published key: the one signing now first, then those whose tokens may still be live',
-    }),
-  },
-  { description: 'The JSON Web Key Set of the keys that sign access tokens (RFC 7517 section 5)' },
-);
+export const Jwks = Type.Object({
+  keys: Type.Array(PublicJwk, {
+    description: 'Every published key: the one signing now first, then those whose tokens may still be live',
+  }),
+});
 export type JwksBody = Static<typeof Jwks>;
 
-export const ServerMetadata = Type.Object(
-  {
-    issuer: Type.String({
-      description: "JWT_ISSUER: every signed token's `iss`",
-      examples: ['https://tokens.example.com'],
-    }),
-    token_endpoint: Type.String({ description: 'Where tokens are exchanged (RFC 8693)' }),
-    jwks_uri: Type.String({ description: 'The public keys of the signatures' }),
-    grant_types_supported: Type.Array(Type.String(), { examples: [[GRANT_TOKEN_EXCHANGE]] }),
-    token_endpoint_auth_methods_supported: Type.Array(Type.String(), {
-      description: '`none`: the subject token is the credential; no client authentication',
-    }),
-    response_types_supported: Type.Array(Type.String(), {
-      description: 'Empty: infracat has no authorization endpoint',
-    }),
-    scopes_supported: Type.Array(Type.String(), { description: 'The scope registry' }),
-    service_documentation: Type.String({ description: 'The interactive API reference' }),
-  },
-  { description: "The authorization server's metadata (RFC 8414)" },
-);
+export const ServerMetadata = Type.Object({
+  issuer: Type.String({
+    description: "JWT_ISSUER: every signed token's `iss`",
+    examples: ['https://tokens.example.com'],
+  }),
+  token_endpoint: Type.String({ description: 'Where tokens are exchanged (RFC 8693)' }),
+  jwks_uri: Type.String({ description: 'The public keys of the signatures' }),
+  grant_types_supported: Type.Array(Type.String(), { examples: [[GRANT_TOKEN_EXCHANGE]] }),
+  token_endpoint_auth_methods_supported: Type.Array(Type.String(), {
+    description: '`none`: the subject token is the credential; no client authentication',
+  }),
+  response_types_supported: Type.Array(Type.String(), {
+    description: 'Empty: infracat has no authorization endpoint',
+  }),
+  scopes_supported: Type.Array(Type.String(), { description: 'The scope registry' }),
+  service_documentation: Type.String({ description: 'The interactive API reference' }),
+});
 export type ServerMetadataBody = Static<typeof ServerMetadata>;
 
 const urn = (value: string, description: string) =>
@@ -123,16 +119,13 @@ export const ExchangeRequest = Type.Object(
 );
 export type ExchangeRequestBody = Static<typeof ExchangeRequest>;
 
-export const ExchangeResponse = Type.Object(
-  {
-    access_token: Type.String({ description: 'The signed access token (RFC 9068 JWT, ES256)' }),
-    issued_token_type: Type.Literal(TOKEN_TYPE_JWT),
-    token_type: Type.Literal('Bearer'),
-    expires_in: Type.Integer({ description: 'Seconds until it expires (its `exp`)', examples: [300] }),
-    scope: Type.String({ description: 'Its scopes, space-separated', examples: ['apps:read'] }),
-  },
-  { description: 'The signed access token of an exchange (RFC 8693 section 2.2.1)' },
-);
+export const ExchangeResponse = Type.Object({
+  access_token: Type.String({ description: 'The signed access token (RFC 9068 JWT, ES256)' }),
+  issued_token_type: Type.Literal(TOKEN_TYPE_JWT),
+  token_type: Type.Literal('Bearer'),
+  expires_in: Type.Integer({ description: 'Seconds until it expires (its `exp`)', examples: [300] }),
+  scope: Type.String({ description: 'Its scopes, space-separated', examples: ['apps:read'] }),
+});
 export type ExchangeResponseBody = Static<typeof ExchangeResponse>;
 
 export const OAUTH_ERRORS = [
@@ -146,16 +139,13 @@ export const OAUTH_ERRORS = [
 ] as const;
 export type OAuthErrorCode = (typeof OAUTH_ERRORS)[number];
 
-export const OAuthErrorSchema = Type.Object(
-  {
-    error: Type.Union(
-      OAUTH_ERRORS.map((e) => Type.Literal(e)),
-      { description: 'RFC 6749 section 5.2 and RFC 8693 section 2.2.2' },
-    ),
-    error_description: Type.String({ description: 'What is wrong, for a person' }),
-  },
-  { description: 'An error of the token endpoint (RFC 6749 section 5.2)' },
-);
+export const OAuthErrorSchema = Type.Object({
+  error: Type.Union(
+    OAUTH_ERRORS.map((e) => Type.Literal(e)),
+    { description: 'RFC 6749 section 5.2 and RFC 8693 section 2.2.2' },
+  ),
+  error_description: Type.String({ description: 'What is wrong, for a person' }),
+});
 export type OAuthErrorBody = Static<typeof OAuthErrorSchema>;
 
 /** The shapes by their names in the OpenAPI document's components.schemas. */
