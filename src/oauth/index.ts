@@ -61,10 +61,6 @@ export function createSignedTokens(
     ...(now !== undefined ? { now } : {}),
   });
   const phantom = new PhantomTokens(signer, { max: settings.cacheMax, ...(now !== undefined ? { now } : {}) });
-  cache.onEvict({
-    token: (id) => phantom.forget(id),
-    account: (accountId) => phantom.forgetAccount(accountId),
-    all: () => phantom.clear(),
-  });
+  cache.onEvict({ token: (id) => phantom.forget(id), account: (accountId) => phantom.forgetAccount(accountId) });
   return { keys, signer, phantom, jwks: jwksOf(keys), metadata: metadataOf(settings.issuer, settings.scopes) };
 }

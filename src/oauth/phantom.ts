@@ -5,12 +5,16 @@
 // Signing on every check would cost more than the check itself (BENCHMARKS.md), so each
 // token's signed token is kept in memory and handed out again until a fifth of its life is
 // left (then a new one is signed, by the first check past that point; the others share
-// it). A kept one is used only for the same token id, scopes and expiry as it was signed
-// for: a token whose scopes or expiry changed gets a new one at its next check. It is kept
-// per token id, bounded like the verification cache (least recently used go first), and
-// dropped with the token's entries there (VerificationCache.onEvict): a deleted, rotated,
-// edited or suspended token's signed token is forgotten on every instance as soon as its
-// verification is. What is already out stays valid until its `exp` (docs/signed-tokens.md).
+// it). A kept one is handed out only after the check verified the token, and only for the
+// same token id, scopes and expiry as it was signed for: a token whose scopes or expiry
+// changed gets a new one at its next check, and a token that no longer verifies gets
+// none. It is kept per token id, bounded like the verification cache (least recently used
+// go first), and dropped with the token's entries there (VerificationCache.onEvict): a
+// deleted, rotated, edited or suspended token's signed token is forgotten on every instance
+// as soon as its verification is. A resync (anything may have changed: after a reconnect,
+// or on SQLite at every write of another process) drops verifications, not these: the
+// next check verifies the token again, which is what decides. What is already out stays
+// valid until its `exp` (docs/signed-tokens.md).
 import { LRUCache } from 'lru-cache';
 import { countBound } from '../bounded.js';
 import type { TokenRecord } from '../storage/types.js';
@@ -104,11 +108,6 @@ export class PhantomTokens {
   /** Forgets the signed tokens of an account's tokens (its status changed, or it was deleted). */
   forgetAccount(accountId: string): void {
     for (const [id, entry] of this.lru.entries()) if (entry.accountId === accountId) this.lru.delete(id);
-  }
-
-  /** Forgets every one (anything may have changed: a resync). */
-  clear(): void {
-    this.lru.clear();
   }
 
   get size(): number {

@@ -21,13 +21,13 @@ class ReadFailed extends Error {}
 
 /**
  * Told when entries are forgotten because a token or an account changed (not when one
- * expires or makes room): what is kept in memory beside a token's verification (its signed
- * access token, src/oauth/phantom.ts) goes with it.
+ * expires or makes room, nor at a resync, which says only that anything may have changed):
+ * what is kept in memory beside a token's verification (its signed access token,
+ * src/oauth/phantom.ts) goes with it.
  */
 export interface EvictionListener {
   token(id: string): void;
   account(accountId: string): void;
-  all(): void;
 }
 
 export class VerificationCache {
@@ -151,7 +151,6 @@ export class VerificationCache {
   /** Forgets everything, loads in flight included: anything may have changed (a resync). */
   clear(): void {
     this.lru.clear();
-    for (const listener of this.listeners) listener.all();
   }
 
   /**

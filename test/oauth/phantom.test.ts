@@ -82,6 +82,19 @@ for (const backend of backends()) {
       assert.equal((await verifyJwt(app, theirs)).payload.sub, other.id);
     });
 
+    it('a resync drops verifications, not signed tokens: the next check verifies again, hands the same', async (t) => {
+      const { app } = await setup(t);
+      const tok = await mintToken(app, ['apps:read']);
+      const first = (await check(app, tok.secret)).headers['x-token-jwt'];
+      const misses = app.infracat.tokens.cache.misses;
+      app.infracat.tokens.cache.clear();
+      const again = await check(app, tok.secret);
+      assert.equal(again.statusCode, 200);
+      assert.equal(app.infracat.tokens.cache.misses, misses + 1, 'verified from storage again');
+      assert.equal(again.headers['x-token-jwt'], first);
+      assert.equal(signedCount(app), 1);
+    });
+
     it('concurrent first checks of a token share one signature', async (t) => {
       const { app } = await setup(t);
       const tok = await mintToken(app, ['apps:read']);
