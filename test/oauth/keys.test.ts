@@ -16,6 +16,7 @@ import { SqliteStore } from '../../src/storage/sqlite/store.js';
 import { build, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
 import { backends, postgresBackend } from '../helpers/backends.js';
 import { exchange, exchangeOf, servedJwks, verifyJwt, writeSigningKey } from '../helpers/signing-keys.js';
+import { rawSql } from '../helpers/raw-sql.js';
 import { tempDir } from '../helpers/sqlite.js';
 
 const JWKS = '/.well-known/jwks.json';
@@ -24,14 +25,15 @@ const METADATA = '/.well-known/oauth-authorization-server';
 for (const backend of backends()) {
   describe(`published keys and metadata on ${backend.name}`, () => {
     it(
-      'JWKS: every key (kid = RFC 7638 thumbprint, ES256, ' + 'sig), cacheable with an ETag; metadata per RFC 8414',
+      'JWKS: every key (kid = RFC 7638 thumbprint, ES256, sig), cacheable with an ETag; metadata per RFC 8414; ' +
+        'no private key in a log line, an answer or the database',
       async (t) => {
         const tmp = tempDir();
         t.after(() => tmp.remove());
         const a = writeSigningKey(tmp.dir, 'a.pem');
         const b = writeSigningKey(tmp.dir, 'b.pem');
         const db = await backend.fresh(t);
-        const { app } = await build(t, {
+        const { app, logs } = await build(t, {
           store: db.open(),
           env: {
             DATABASE_URL: db.url,
@@ -91,6 +93,29 @@ for (const backend of backends()) {
           issuer: 'https://tokens.example.com',
         });
         assert.equal(protectedHeader.kid, keys[0]!.kid);
+
+        // The private keys: in no log line, no answer, no row of any table.
+        await app.infracat.tokens.lastUsed.flush();
+        await app.infracat.tokens.usage.flush();
+        const tables =
+          backend.name === 'postgres'
+            ? 'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()'
+            : "SELECT name FROM sqlite_master WHERE type = 'table'";
+        let rows = '';
+        for (const { name } of (await rawSql(backend, db, tables)) as { name: string }[])
+          rows += JSON.stringify(await rawSql(backend, db, `SELECT * FROM ${name}`));
+        assert.ok(rows.includes(tok.id), 'the dump holds what was written');
+        for (const { pem } of [a, b]) {
+          for (const [where, text] of [
+            ['logs', logs.text],
+            ['answers', res.body + meta.body + issued.body],
+            ['database', rows],
+          ]) {
+            assert.ok(!text!.includes(privateScalar(pem)), `no private scalar in the ${where}`);
+            assert.ok(!text!.includes(pemBody(pem)), `no PEM in the ${where}`);
+          }
+        }
+        assert.ok(logs.text.includes(a.file), 'the start names the key files');
       },
     );
   });
@@ -168,7 +193,7 @@ describe("infracat's own key on SQLite", () => {
       // Signing and the answers never show the private key.
       const tok = await mintToken(first.app, ['apps:read']);
       const issued = await exchange(first.app, exchangeOf(tok.secret));
-      const d = generatedPrivateScalar(pem);
+      const d = privateScalar(pem);
       for (const where of [first.logs.text, issued.body, (await first.app.inject({ url: JWKS })).body]) {
         assert.ok(!where.includes(d), 'no private scalar');
         assert.ok(!where.includes(pemBody(pem)), 'no PEM');
@@ -315,6 +340,6 @@ function pemBody(pem: string): string {
 }
 
 /** The private scalar `d` of a PEM key, base64url as a JWK would show it. */
-function generatedPrivateScalar(pem: string): string {
+function privateScalar(pem: string): string {
   return createPrivateKey(pem).export({ format: 'jwk' }).d!;
 }
