@@ -25,8 +25,9 @@ import { ROUTED_METHODS } from '../http/methods.js';
 import { noStore } from '../http/no-store.js';
 import type { App } from '../http/types.js';
 import type { PhantomTokens } from '../oauth/phantom.js';
+import { signedTokenEnd } from '../oauth/signer.js';
 import type { TokenRecord } from '../storage/types.js';
-import type { TokenService } from '../tokens/service.js';
+import type { SecretKind, TokenService } from '../tokens/service.js';
 import { parseScope } from '../tokens/scopes.js';
 import { ipFamily, knownAddress, unknownAddress, type ClientAddress } from '../tokens/conditions.js';
 import { AUTO_SCOPE_FORM, readClientAddress } from './client-address.js';
@@ -170,7 +171,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway, phantom
    * An allowed check's answer: the token's identity, in headers for the gateway and in the
    * body, and with AUTH_CHECK_JWT its signed access token (synchronously when one is kept).
    */
-  function allow(reply: FastifyReply, token: TokenRecord): CheckAnswer | Promise<CheckAnswer> {
+  function allow(reply: FastifyReply, token: TokenRecord, secret: SecretKind): CheckAnswer | Promise<CheckAnswer> {
     reply
       .header('x-token-id', token.id)
       .header('x-token-name', headerSafe(token.name))
@@ -178,7 +179,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway, phantom
       .header('x-account-id', token.accountId);
     const body = { id: token.id, name: token.name, scopes: token.scopes, account_id: token.accountId };
     if (phantom === null) return body;
-    const jwt = phantom.jwtFor(token);
+    const jwt = phantom.jwtFor(token, signedTokenEnd(token, secret));
     if (typeof jwt === 'string') {
       reply.header('x-token-jwt', jwt);
       return body;
@@ -225,7 +226,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway, phantom
       });
     }
     await auth.authenticate(request, required, false, address);
-    return allow(reply, request.token!);
+    return allow(reply, request.token!, request.tokenSecret!);
   }
 
   void app.register(async (plugin) => {
@@ -268,8 +269,8 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway, phantom
       const address =
         gateway === 'auto' ? unknownAddress(AUTO_SCOPE_FORM) : readClientAddress(gateway, request.raw.rawHeaders);
       const pending = auth.authenticate(request, scopes, false, address);
-      if (pending === undefined) return allow(reply, request.token!);
-      return pending.then(() => allow(reply, request.token!));
+      if (pending === undefined) return allow(reply, request.token!, request.tokenSecret!);
+      return pending.then(() => allow(reply, request.token!, request.tokenSecret!));
     };
 
     // One route per method, so that each is documented with an operationId of its own

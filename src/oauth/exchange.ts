@@ -1,7 +1,6 @@
 // The rules of the token exchange (RFC 8693) beyond the shape of its parameters: which
 // grant and token types it takes, what it refuses, and which scopes the signed token may
 // carry. Refusals are RFC 6749 section 5.2 errors (OAuthRefusal); no HTTP here.
-import type { SecretKind } from '../tokens/service.js';
 import { missingScopes, parseScope, type ScopeRegistry } from '../tokens/scopes.js';
 import {
   GRANT_TOKEN_EXCHANGE,
@@ -88,14 +87,4 @@ export function grantedScopes(held: readonly string[], asked: string[] | null): 
   if (missing.length > 0)
     throw new OAuthRefusal('invalid_scope', `the subject token does not hold ${missing.join(', ')}`);
   return asked;
-}
-
-/** The latest a signed token may live to: the token's expiry, and a previous secret's grace period. */
-export function notAfter(
-  token: { expiresAt: number | null; previousExpiresAt: number | null },
-  secret: SecretKind,
-): number | null {
-  const grace = secret === 'previous' ? token.previousExpiresAt : null;
-  if (token.expiresAt === null) return grace;
-  return grace === null ? token.expiresAt : Math.min(token.expiresAt, grace);
 }

@@ -30,7 +30,8 @@ import { SECURITY_HEADERS } from '../http/security.js';
 import type { App } from '../http/types.js';
 import { redactSecrets } from '../redact.js';
 import type { TokenService } from '../tokens/service.js';
-import { checkGrantType, grantedScopes, notAfter, OAuthRefusal, readExchange, type ExchangeAsk } from './exchange.js';
+import { checkGrantType, grantedScopes, OAuthRefusal, readExchange, type ExchangeAsk } from './exchange.js';
+import { signedTokenEnd } from './signer.js';
 import { JWKS_PATH, METADATA_PATH, TOKEN_PATH, type SignedTokens } from './index.js';
 import {
   ExchangeRequest,
@@ -315,7 +316,7 @@ export function oauthRoutes(app: App, { signed, service, auth, problems }: OAuth
             accountId: token.accountId,
             scopes,
             ...(audience !== undefined ? { audience } : {}),
-            notAfter: notAfter(token, request.tokenSecret!),
+            notAfter: signedTokenEnd(token, request.tokenSecret!),
           },
           'exchange',
         );

@@ -11,6 +11,7 @@
 // Counted by the path that asked (exchange, forward_auth) for /metrics.
 import { randomBytes } from 'node:crypto';
 import type * as Jose from 'jose';
+import type { SecretKind } from '../tokens/service.js';
 import type { SigningKey } from './keys.js';
 
 export type SignedVia = 'exchange' | 'forward_auth';
@@ -84,4 +85,14 @@ export class AccessTokenSigner {
     this.signed[via] += 1;
     return { jwt, issuedAt: iat * 1000, expiresAt: exp * 1000 };
   }
+}
+
+/** The latest a signed token may live to: the token's expiry, and a previous secret's grace period. */
+export function signedTokenEnd(
+  token: { expiresAt: number | null; previousExpiresAt: number | null },
+  secret: SecretKind,
+): number | null {
+  const grace = secret === 'previous' ? token.previousExpiresAt : null;
+  if (token.expiresAt === null) return grace;
+  return grace === null ? token.expiresAt : Math.min(token.expiresAt, grace);
 }

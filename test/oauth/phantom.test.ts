@@ -136,6 +136,35 @@ for (const backend of backends()) {
       assert.equal(signedCount(app), before);
     });
 
+    it("a previous secret's signed token ends with its grace period; both secrets' kept alike", async (t) => {
+      const { app, admin } = await setup(t);
+      const created = await app.inject({
+        method: 'POST',
+        url: '/api/v1/api-tokens',
+        headers: admin.auth,
+        payload: { name: 'ci', scopes: ['apps:read'] },
+      });
+      const { id, token: old } = created.json<{ id: string; token: string }>();
+      const rotated = await app.inject({
+        method: 'POST',
+        url: `/api/v1/api-tokens/${id}/rotate`,
+        headers: admin.auth,
+        payload: { grace_period_s: 60 },
+      });
+      const current = rotated.json<{ token: string }>().token;
+      const byOld = (await check(app, old)).headers['x-token-jwt'] as string;
+      const byNew = (await check(app, current)).headers['x-token-jwt'] as string;
+      const graceEnd = Math.floor((Date.now() + 60_000) / 1000);
+      assert.ok((await verifyJwt(app, byOld)).payload.exp! <= graceEnd, 'not past the grace period');
+      const fresh = await verifyJwt(app, byNew);
+      assert.equal(fresh.payload.exp! - fresh.payload.iat!, 300, 'the current secret: the whole lifetime');
+      for (let i = 0; i < 4; i++) {
+        assert.equal((await check(app, old)).headers['x-token-jwt'], byOld);
+        assert.equal((await check(app, current)).headers['x-token-jwt'], byNew);
+      }
+      assert.equal(signedCount(app), 2, 'one for each, alternating checks sign nothing more');
+    });
+
     it('made anew when the scopes or expiry change; forgotten when the token or its account goes', async (t) => {
       const { app, admin } = await setup(t);
       const { phantom } = app.infracat.signed!;
