@@ -179,9 +179,11 @@ export function oauthRoutes(app: App, { signed, service, auth, problems }: OAuth
     }
     if (err.status === 503) return new OAuthRefusal('temporarily_unavailable', err.message, 503, retryAfter(err));
     if (err.status >= 500) return new OAuthRefusal('server_error', err.message, 500);
-    // The body's own faults keep their statuses; anything else is RFC 6749's 400.
+    // The body's own faults keep their statuses; anything else is RFC 6749's 400. A Bearer
+    // challenge of the app's would point at an Authorization header this endpoint refuses.
     const status = err.status === 413 || err.status === 415 ? err.status : 400;
-    return new OAuthRefusal('invalid_request', err.message, status, err.extras.headers ?? {});
+    const { 'www-authenticate': _challenge, ...headers } = err.extras.headers ?? {};
+    return new OAuthRefusal('invalid_request', err.message, status, headers);
   }
 
   function sendRefusal(request: FastifyRequest, reply: FastifyReply, refusal: OAuthRefusal): FastifyReply {

@@ -282,6 +282,11 @@ for (const backend of backends()) {
           payload: new URLSearchParams(exchangeOf(tok.secret)).toString(),
         });
         refused(query, 400, 'invalid_request');
+        assert.equal(
+          query.headers['www-authenticate'],
+          undefined,
+          'no Bearer challenge where Authorization is refused',
+        );
         // Never the secret in a description.
         const wrongType = await exchange(app, exchangeOf(`${tok.secret}x`));
         assert.ok(!wrongType.body.includes(tok.secret.slice(5)));
