@@ -10,7 +10,7 @@
 //   account_id the token's account
 // Counted by the path that asked (exchange, forward_auth) for /metrics.
 import { randomBytes } from 'node:crypto';
-import type * as Jose from 'jose';
+import { SignJWT } from 'jose';
 import type { SecretKind } from '../tokens/service.js';
 import type { SigningKey } from './keys.js';
 
@@ -39,9 +39,6 @@ export interface SignerOptions {
   now?: () => number;
 }
 
-// Loaded on the first signature: a start that never signs does not pay for it.
-let jose: Promise<typeof Jose> | undefined;
-
 export class AccessTokenSigner {
   readonly signed: Record<SignedVia, number> = { exchange: 0, forward_auth: 0 };
   readonly issuer: string;
@@ -64,7 +61,6 @@ export class AccessTokenSigner {
   }
 
   async sign(input: AccessTokenInput, via: SignedVia): Promise<SignedAccessToken> {
-    const { SignJWT } = await (jose ??= import('jose'));
     const now = this.now();
     const iat = Math.floor(now / 1000);
     const exp = this.expiryFrom(now, input.notAfter) / 1000;
