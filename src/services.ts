@@ -12,10 +12,12 @@ import type { AuditSink } from './audit/events.js';
 import { AuditService } from './audit/service.js';
 import { auditEventView } from './audit/views.js';
 import { CatalogService } from './catalog/service.js';
-import type { Config } from './config.js';
+import { jwtIssuer, type Config } from './config.js';
 import { FleetCounts } from './fleet/counts.js';
 import { FleetRegistry } from './fleet/registry.js';
 import { RATE_LIMIT_MAX_KEYS } from './http/rate-limit.js';
+import { createSignedTokens, type SignedTokens } from './oauth/index.js';
+import type { SigningKeys } from './oauth/keys.js';
 import { PeriodicPurge, PURGE_INTERVAL_MS } from './periodic.js';
 import type { Store } from './storage/types.js';
 import { createTokenDomain, type TokenDomain } from './tokens/index.js';
@@ -38,6 +40,8 @@ declare module 'fastify' {
       fleet: FleetRegistry;
       /** The rate limiter's counts, shared with the other instances through storage. */
       limits: FleetCounts;
+      /** Signed access tokens; null when they are off (PostgreSQL without JWT_SIGNING_KEY_FILES). */
+      signed: SignedTokens | null;
     };
   }
 }
@@ -49,10 +53,12 @@ export interface ServicesOptions {
   now: (() => number) | undefined;
   /** Told about every background failure of storage (metrics). */
   onStorageError: () => void;
+  /** The keys that sign access tokens (src/oauth/keys.ts); null: signed access tokens are off. */
+  signingKeys: SigningKeys | null;
 }
 
 export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvider>(
-  (app, { config, store, now, onStorageError: countStorageError }, done) => {
+  (app, { config, store, now, onStorageError: countStorageError, signingKeys }, done) => {
     // A flush retries every LAST_USED_FLUSH_MS: while storage is down or read-only, one
     // warning a minute (with the count) says it all, instead of one a second.
     // Each audit event, once its transaction committed, is also one log line (`"audit": true`)
@@ -161,6 +167,20 @@ export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvide
         );
       },
     });
+    const signed =
+      signingKeys === null
+        ? null
+        : createSignedTokens(
+            signingKeys,
+            {
+              issuer: jwtIssuer(config),
+              ttlS: config.jwtTtlS,
+              cacheMax: config.tokenCacheMax,
+              scopes: tokens.service.registry.names(),
+              ...(now !== undefined ? { now } : {}),
+            },
+            tokens.cache,
+          );
     app.decorate('infracat', {
       tokens,
       accounts,
@@ -171,6 +191,7 @@ export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvide
       usagePruner,
       fleet,
       limits,
+      signed,
     });
     done();
   },

@@ -245,6 +245,15 @@ function documentRoute(
         ? { type: 'null', description: label, headers }
         : { description: label, headers, content: { 'application/json': { schema: referNamed(body, names) } } };
   }
+  if (route.ownErrors === true) {
+    // The route declares every answer itself, its errors included (not problems): none is derived.
+    return {
+      ...schema,
+      ...(schema.body !== undefined ? { body: referNamed(schema.body, names) } : {}),
+      response: responses,
+      security: [],
+    };
+  }
   // Statuses the derivation below would add that the route declares it never answers.
   const never = new Set(
     Object.entries(problems)
@@ -358,6 +367,11 @@ declare module 'fastify' {
      * every answer is counted and carries the RateLimit fields.
      */
     rateLimitFirst?: boolean;
+    /**
+     * true: the route answers its errors in a form of its own (the OAuth token endpoint's
+     * RFC 6749 errors), each declared in its response schema; no problem response is derived.
+     */
+    ownErrors?: boolean;
   }
 }
 
@@ -370,6 +384,7 @@ export type ProblemDoc = string | { description: string; headers: Record<string,
 
 interface RouteConfig {
   auth?: RouteAuth;
+  ownErrors?: boolean;
   problems?: Record<number, ProblemDoc>;
   rateLimit?: boolean;
   rateLimitFirst?: boolean;
@@ -458,6 +473,7 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
         { name: 'audit', description: 'The audit trail: every change to tokens, accounts and the catalog' },
         { name: 'catalogs', description: 'OS images, instance plans and regions' },
         { name: 'gateway', description: 'Forward auth and introspection for other services' },
+        { name: 'oauth', description: 'Signed access tokens: token exchange, the public keys and the metadata' },
         { name: 'secret-scanning', description: 'Leaked secrets reported by GitHub secret scanning, revoked' },
         { name: 'operations', description: 'Health' },
       ],

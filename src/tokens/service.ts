@@ -608,12 +608,12 @@ export class TokenService {
 
   /**
    * The one verification of a presented secret, for every path (API authentication,
-   * forward auth, introspection): shape and checksum checked offline (a typo or a made-up
-   * string costs no storage lookup), the secret hashed once, the cache consulted, and on a
-   * miss the storage lookup made (through `options.gate` when given); then the token judged
-   * and the outcome counted once, a success also as a use (last_used_at) unless
-   * `options.recordUse` is false. Storage errors propagate (counted as `error`):
-   * verification fails closed.
+   * forward auth, introspection, token exchange): shape and checksum checked offline (a
+   * typo or a made-up string costs no storage lookup), the secret hashed once, the cache
+   * consulted, and on a miss the storage lookup made (through `options.gate` when given);
+   * then the token judged and the outcome counted once, a success also as a use
+   * (last_used_at) unless `options.recordUse` is false. Storage errors propagate (counted
+   * as `error`): verification fails closed.
    */
   async verify(secret: string, options: VerifyOptions = DEFAULT_VERIFY): Promise<VerifyResult> {
     const shape = checkSecret(secret, this.prefix);

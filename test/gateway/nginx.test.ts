@@ -8,7 +8,8 @@ import { describe, it, type TestContext } from 'node:test';
 import type { Store } from '../../src/storage/types.js';
 import { build, mintToken } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
-import { nginxSnippet } from '../helpers/forward-auth-doc.js';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
+import { nginxJwtSnippet, nginxSnippet } from '../helpers/forward-auth-doc.js';
 import { spoofs } from '../helpers/gateways.js';
 import { ensureNginx, NGINX_MISSING, nginxConf, startNginx } from '../helpers/nginx.js';
 import { rawRequest } from '../helpers/raw-http.js';
@@ -27,21 +28,31 @@ interface Seen {
  */
 const PROPAGATION_BOUND_MS = 1000;
 
-/** infracat, a recording upstream and nginx running the documented snippet, all listening. */
+/**
+ * infracat, a recording upstream and nginx running the documented snippet (or `snippet`),
+ * all listening. `answer` answers for the upstream after recording (default: `{"ok": true}`).
+ * `now` and `store` go to the app (a clock, a store shared with another instance).
+ */
 async function startStack(
   t: TestContext,
   nginx: string,
   env: Record<string, string> = {},
-  options: { now?: () => number; store?: Store } = {},
+  options: {
+    now?: () => number;
+    store?: Store;
+    snippet?: () => string;
+    answer?: (req: http.IncomingMessage, res: http.ServerResponse, infracatPort: number) => void;
+  } = {},
 ) {
   const tmp = tempDir('infracat-nginx-');
   t.after(() => tmp.remove());
 
   // infracat, listening for real on a port the kernel picks; nginx is the only client,
   // so trust it for X-Forwarded-For.
+  const { snippet = nginxSnippet, answer, ...appOptions } = options;
   const { app } = await build(t, {
     env: { TRUST_PROXY: '127.0.0.1', LAST_USED_FLUSH_MS: '600000', ...env },
-    ...options,
+    ...appOptions,
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const infracatPort = (app.server.address() as AddressInfo).port;
@@ -50,6 +61,7 @@ async function startStack(
   const seen: Seen[] = [];
   const upstream = http.createServer((req, res) => {
     seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+    if (answer !== undefined) return answer(req, res, infracatPort);
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify({ ok: true }));
   });
@@ -58,11 +70,11 @@ async function startStack(
   const upstreamPort = (upstream.address() as AddressInfo).port;
 
   const nginxRun = await startNginx(nginx, tmp.dir, (nginxPort) => {
-    const snippet = nginxSnippet()
+    const config = snippet()
       .replace('server 127.0.0.1:8080;', `server 127.0.0.1:${infracatPort};`)
       .replace('server 127.0.0.1:3000;', `server 127.0.0.1:${upstreamPort};`)
       .replace('listen 127.0.0.1:80;', `listen 127.0.0.1:${nginxPort};`);
-    return nginxConf(tmp.dir, snippet);
+    return nginxConf(tmp.dir, config);
   });
   t.after(() => nginxRun.stop());
   const port = nginxRun.port;
@@ -137,6 +149,71 @@ describe('forward auth behind a real nginx', () => {
       assert.equal(del.statusCode, 204);
       const after = await fetch(`${base}/apps/42`, { headers: { authorization: `Bearer ${reader.secret}` } });
       assert.equal(after.status, 401);
+      assert.equal(seen.length, 0);
+    },
+  );
+
+  it(
+    'AUTH_CHECK_JWT: nginx passes X-Token-Jwt as the Authorization of a service that verifies it with jose',
+    { skip: nginx === undefined ? NGINX_MISSING : false },
+    async (t) => {
+      // The service: a verifier as docs/signed-tokens.md shows it, keys fetched from infracat's JWKS.
+      let jwks: ReturnType<typeof createRemoteJWKSet> | undefined;
+      const verified: Record<string, unknown>[] = [];
+      const { app, seen, base } = await startStack(
+        t,
+        nginx!,
+        { AUTH_CHECK_JWT: 'true' },
+        {
+          snippet: nginxJwtSnippet,
+          answer: (req, res, infracatPort) => {
+            jwks ??= createRemoteJWKSet(new URL(`http://127.0.0.1:${infracatPort}/.well-known/jwks.json`));
+            const token = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+            jwtVerify(token, jwks, {
+              issuer: 'http://localhost:8080',
+              audience: 'http://localhost:8080',
+              typ: 'at+jwt',
+              algorithms: ['ES256'],
+            }).then(
+              ({ payload }) => {
+                verified.push(payload);
+                res.setHeader('content-type', 'application/json');
+                res.end(JSON.stringify({ token_id: payload.sub, scope: payload.scope }));
+              },
+              (err: Error) => {
+                res.statusCode = 401;
+                res.end(err.message);
+              },
+            );
+          },
+        },
+      );
+      const reader = await mintToken(app, ['apps:read'], 'reader');
+      const admin = await mintToken(app, ['api-tokens:write', 'apps:write'], 'admin');
+      const read = () => fetch(`${base}/apps/7`, { headers: { authorization: `Bearer ${reader.secret}` } });
+
+      for (let i = 0; i < 5; i++) {
+        const res = await read();
+        assert.equal(res.status, 200, await res.clone().text());
+        assert.deepEqual(await res.json(), { token_id: reader.id, scope: 'apps:read' });
+      }
+      assert.equal(verified.length, 5);
+      assert.equal(verified[0]!.account_id, OPERATOR_ACCOUNT_ID);
+      const jwts = new Set(seen.map((r) => r.headers.authorization));
+      assert.equal(jwts.size, 1, 'the same signed token for every check of the token');
+      assert.ok(![...jwts][0]!.includes(reader.secret), 'the service never sees the secret');
+      assert.equal(app.infracat.signed!.signer.signed.forward_auth, 1, 'signed once, not per request');
+
+      // A forged header from the client changes nothing: nginx replaces Authorization with the JWT.
+      const forged = await fetch(`${base}/apps/7`, {
+        headers: { authorization: `Bearer ${reader.secret}`, 'x-token-jwt': 'forged' },
+      });
+      assert.equal(forged.status, 200);
+
+      // Deleted: the check refuses it at once, so nothing reaches the service.
+      seen.length = 0;
+      await app.inject({ method: 'DELETE', url: `/api/v1/api-tokens/${reader.id}`, headers: admin.auth });
+      assert.equal((await read()).status, 401);
       assert.equal(seen.length, 0);
     },
   );

@@ -350,6 +350,29 @@ describe('Prism validation proxy', () => {
     await signed(JSON.stringify([{ type: 'infracat_api_token' }]));
     await signed('x', 'text/plain');
     await signed(JSON.stringify([{ token: 'x'.repeat(TOO_LARGE), type: 'infracat_api_token' }]));
+    // Signed access tokens: the keys and the metadata (and their revalidation), the token exchange.
+    for (const url of ['/.well-known/jwks.json', '/.well-known/oauth-authorization-server']) {
+      const res = await send('GET', url);
+      await send('GET', url, { headers: { 'if-none-match': res.headers.get('etag')! } });
+    }
+    const FORM = 'application/x-www-form-urlencoded';
+    const exchangeForm = (params: Record<string, string>) =>
+      new URLSearchParams({
+        grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+        subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+        ...params,
+      }).toString();
+    await send('POST', '/api/v1/oauth/token', {
+      raw: exchangeForm({ subject_token: A, scope: 'apps:read', audience: 'https://apps.example.com' }),
+      type: FORM,
+    });
+    await send('POST', '/api/v1/oauth/token', {
+      raw: exchangeForm({ subject_token: narrow.secret, scope: 'apps:write' }),
+      type: FORM,
+    });
+    await send('POST', '/api/v1/oauth/token', { raw: exchangeForm({ grant_type: 'password' }), type: FORM });
+    await send('POST', '/api/v1/oauth/token', { raw: 'x', type: 'text/plain' });
+    await send('POST', '/api/v1/oauth/token', { raw: exchangeForm({ pad: 'x'.repeat(TOO_LARGE) }), type: FORM });
 
     // Catalogs: lists with filters, items, revalidation.
     for (const [kind, slug] of [

@@ -302,8 +302,12 @@ describe('OpenAPI prose states what the server does', () => {
         assert.ok(!JSON.stringify(op).includes('x-infracat'), 'no internal marker left in the document');
         // Unknown ids: past validation, the handler answers 404; without it, the missing body is 422.
         const url = path.replace(/\{[^}]+\}/g, 'tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H');
-        const res = await app.inject({ method: method.toUpperCase() as 'POST', url, headers: all.auth });
-        assert.equal(res.statusCode === 422, body.required === true, `${method} ${path}: ${res.statusCode}`);
+        // The token exchange takes no Authorization and refuses in RFC 6749's form: 400 invalid_request.
+        const oauth = path === '/api/v1/oauth/token';
+        const res = await app.inject({ method: method.toUpperCase() as 'POST', url, headers: oauth ? {} : all.auth });
+        const refusal = oauth ? 400 : 422;
+        assert.equal(res.statusCode === refusal, body.required === true, `${method} ${path}: ${res.statusCode}`);
+        if (oauth) assert.equal(res.json<{ error: string }>().error, 'invalid_request');
         if (body.required !== true) optional.push(`${method} ${path}`);
       }
     }

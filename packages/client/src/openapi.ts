@@ -487,6 +487,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys of signed access tokens (JWKS)
+         * @description RFC 7517 JSON Web Key Set: every key that signs access tokens (ES256), the one signing now first. A signed token's `kid` names its key (the key's RFC 7638 thumbprint). See docs/signed-tokens.md.
+         */
+        get: operations["getJwks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-authorization-server": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The authorization server's metadata (RFC 8414)
+         * @description Where tokens are exchanged and the keys are published, the grant (token exchange) and the scopes. Every URL starts with the issuer (JWT_ISSUER).
+         */
+        get: operations["getAuthorizationServerMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oauth/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Exchange an infracat token for a signed access token (RFC 8693)
+         * @description Form-encoded (`application/x-www-form-urlencoded`), without client authentication. The answer is a signed access token (RFC 9068 JWT, ES256, `typ: at+jwt`) for the subject token, of the scopes asked for (each held by it; absent: all of its scopes), valid JWT_TTL_S seconds and never past the token's own expiry. Verify it with the keys at /.well-known/jwks.json. It stays valid until it expires, even once its token is deleted. Errors are RFC 6749 section 5.2 JSON (`error`, `error_description`), never problems. Rate limited as every request of the subject token. See docs/signed-tokens.md.
+         */
+        post: operations["exchangeToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/images": {
         parameters: {
             query?: never;
@@ -709,7 +769,7 @@ export interface components {
             /** @example the token request is invalid; see errors */
             detail: string;
             /** @description Stable error code; see docs/errors.md */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "PREVIOUS_SECRET_READ_ONLY" | "TOKEN_ADDRESS_NOT_ALLOWED" | "CONDITIONS_NOT_HELD" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "ACCOUNT_RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "PREVIOUS_SECRET_READ_ONLY" | "TOKEN_ADDRESS_NOT_ALLOWED" | "CONDITIONS_NOT_HELD" | "NOT_FOUND" | "SIGNED_TOKENS_OFF" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "ACCOUNT_RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE";
             /**
              * @description The request's path, at most 500 characters
              * @example /api/v1/api-tokens
@@ -1135,6 +1195,121 @@ export interface components {
             allowed_cidrs?: string[];
             /** @description The account the token belongs to */
             account_id?: string;
+        };
+        /**
+         * JsonWebKey
+         * @description A public key that signs access tokens (RFC 7517, EC P-256)
+         */
+        JsonWebKey: {
+            /** @enum {string} */
+            kty: "EC";
+            /** @enum {string} */
+            crv: "P-256";
+            /** @description The x coordinate (base64url) */
+            x: string;
+            /** @description The y coordinate (base64url) */
+            y: string;
+            /** @description RFC 7638 thumbprint of the key (SHA-256, base64url): a signed token's `kid` */
+            kid: string;
+            /** @enum {string} */
+            alg: "ES256";
+            /** @enum {string} */
+            use: "sig";
+        };
+        /** JsonWebKeySet */
+        JsonWebKeySet: {
+            /** @description Every published key: the one signing now first, then those whose tokens may still be live */
+            keys: components["schemas"]["JsonWebKey"][];
+        };
+        /** AuthorizationServerMetadata */
+        AuthorizationServerMetadata: {
+            /**
+             * @description JWT_ISSUER: every signed token's `iss`
+             * @example https://tokens.example.com
+             */
+            issuer: string;
+            /** @description Where tokens are exchanged (RFC 8693) */
+            token_endpoint: string;
+            /** @description The public keys of the signatures */
+            jwks_uri: string;
+            /**
+             * @example [
+             *       "urn:ietf:params:oauth:grant-type:token-exchange"
+             *     ]
+             */
+            grant_types_supported: string[];
+            /** @description `none`: the subject token is the credential; no client authentication */
+            token_endpoint_auth_methods_supported: string[];
+            /** @description Empty: infracat has no authorization endpoint */
+            response_types_supported: string[];
+            /** @description The scope registry */
+            scopes_supported: string[];
+            /** @description The interactive API reference */
+            service_documentation: string;
+        };
+        /**
+         * TokenExchangeRequest
+         * @description RFC 8693 token exchange, form-encoded: an infracat token for a signed access token (RFC 9068 JWT). `resource`, `actor_token` and `actor_token_type` are refused (no resource indicators, no delegation).
+         * @example {
+         *       "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+         *       "subject_token": "icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB",
+         *       "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+         *       "scope": "apps:read"
+         *     }
+         */
+        TokenExchangeRequest: {
+            /**
+             * @description The grant: `urn:ietf:params:oauth:grant-type:token-exchange`
+             * @example urn:ietf:params:oauth:grant-type:token-exchange
+             */
+            grant_type: string;
+            /** @description An infracat token secret (its current one, or its previous one in a grace period) */
+            subject_token: string;
+            /**
+             * @description The type of the subject token: `urn:ietf:params:oauth:token-type:access_token`
+             * @example urn:ietf:params:oauth:token-type:access_token
+             */
+            subject_token_type: string;
+            /**
+             * @description Space-separated scopes of the signed token, each held by the subject token (`write` implies `read`); absent: all of the subject token's
+             * @example apps:read
+             */
+            scope?: string;
+            /**
+             * @description The signed token's `aud`: the service(s) it is for (visible ASCII, at most 5, repeat the parameter for several); absent: the issuer
+             * @example https://apps.example.com
+             */
+            audience?: string | string[];
+            /** @description Absent, `urn:ietf:params:oauth:token-type:jwt` or `urn:ietf:params:oauth:token-type:access_token`: a signed access token either way */
+            requested_token_type?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** TokenExchange */
+        TokenExchange: {
+            /** @description The signed access token (RFC 9068 JWT, ES256) */
+            access_token: string;
+            /** @enum {string} */
+            issued_token_type: "urn:ietf:params:oauth:token-type:jwt";
+            /** @enum {string} */
+            token_type: "Bearer";
+            /**
+             * @description Seconds until it expires (its `exp`)
+             * @example 300
+             */
+            expires_in: number;
+            /**
+             * @description Its scopes, space-separated
+             * @example apps:read
+             */
+            scope: string;
+        };
+        /** OAuthError */
+        OAuthError: {
+            /** @description RFC 6749 section 5.2 and RFC 8693 section 2.2.2 */
+            error: "invalid_request" | "invalid_client" | "invalid_scope" | "invalid_target" | "unsupported_grant_type" | "temporarily_unavailable" | "server_error";
+            /** @description What is wrong, for a person */
+            error_description: string;
         };
         /** Image */
         Image: {
@@ -9040,6 +9215,393 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getJwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The JSON Web Key Set (RFC 7517 section 5) */
+            200: {
+                headers: {
+                    /** @description Strong validator of these bytes: send it in If-None-Match */
+                    ETag?: string;
+                    /** @description `public, max-age=300` */
+                    "Cache-Control"?: string;
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonWebKeySet"];
+                };
+            };
+            /** @description Not modified: the If-None-Match ETag is current */
+            304: {
+                headers: {
+                    /** @description Strong validator of these bytes: send it in If-None-Match */
+                    ETag?: string;
+                    /** @description `public, max-age=300` */
+                    "Cache-Control"?: string;
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/.well-known/jwks.json"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAuthorizationServerMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The authorization server's metadata (RFC 8414 section 3.2) */
+            200: {
+                headers: {
+                    /** @description Strong validator of these bytes: send it in If-None-Match */
+                    ETag?: string;
+                    /** @description `public, max-age=300` */
+                    "Cache-Control"?: string;
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthorizationServerMetadata"];
+                };
+            };
+            /** @description Not modified: the If-None-Match ETag is current */
+            304: {
+                headers: {
+                    /** @description Strong validator of these bytes: send it in If-None-Match */
+                    ETag?: string;
+                    /** @description `public, max-age=300` */
+                    "Cache-Control"?: string;
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
+            500: {
+                headers: {
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:problem-type:infracat:internal",
+                     *       "title": "Internal server error",
+                     *       "status": 500,
+                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
+                     *       "code": "INTERNAL",
+                     *       "instance": "/.well-known/oauth-authorization-server"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    exchangeToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                 *       "subject_token": "icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB",
+                 *       "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+                 *       "scope": "apps:read"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": components["schemas"]["TokenExchangeRequest"];
+            };
+        };
+        responses: {
+            /** @description The signed access token (RFC 8693 section 2.2.1) */
+            200: {
+                headers: {
+                    /** @description `no-store` */
+                    "Cache-Control"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenExchange"];
+                };
+            };
+            /** @description `invalid_request`: a parameter is missing, repeated or malformed, the subject token is malformed, unknown, deleted, expired, disabled, not valid yet, of a suspended account or used from outside its allowed_cidrs (RFC 8693 section 2.2.2); `invalid_scope`: a scope unknown or not held by the subject token; `invalid_target`: `resource` (not supported); `unsupported_grant_type`: another grant, or signed access tokens are off (PostgreSQL without JWT_SIGNING_KEY_FILES) */
+            400: {
+                headers: {
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `invalid_client`: the request carries Authorization (no client authentication here) */
+            401: {
+                headers: {
+                    /** @description The scheme the client used, e.g. `Basic realm="infracat"` */
+                    "WWW-Authenticate"?: string;
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `invalid_request`: a body over 16 KiB */
+            413: {
+                headers: {
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `invalid_request`: a body that is not form-encoded UTF-8 */
+            415: {
+                headers: {
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `temporarily_unavailable`: over the rate limit of the subject token or its account, or too many failed authentications from the address */
+            429: {
+                headers: {
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `server_error`: an unexpected error; the server log has it under the X-Request-Id */
+            500: {
+                headers: {
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `temporarily_unavailable`: storage unreachable or read-only, or the server is shutting down */
+            503: {
+                headers: {
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
                 };
             };
         };
