@@ -18,13 +18,13 @@
 import { createHash } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
 import { AppError } from '../errors.js';
 import type { Auth } from '../http/auth.js';
 import { matchesIfNoneMatch } from '../http/conditional.js';
 import { acceptForms } from '../http/form-body.js';
 import { NoQuery } from '../http/no-query.js';
-import { noStore } from '../http/no-store.js';
+import { noStoreAnswers } from '../http/no-store.js';
+import { responseHeader } from '../http/response-headers.js';
 import { classifyError, type ProblemOptions } from '../http/problem.js';
 import { SECURITY_HEADERS } from '../http/security.js';
 import type { App } from '../http/types.js';
@@ -59,8 +59,8 @@ const OFF =
 
 const DOCUMENT_CACHE = 'public, max-age=300';
 const DOCUMENT_HEADERS = {
-  ETag: Type.String({ description: 'Strong validator of these bytes: send it in If-None-Match' }),
-  'Cache-Control': Type.String({ description: `\`${DOCUMENT_CACHE}\`` }),
+  ETag: responseHeader('DocumentETag', 'Strong validator of these bytes: send it in If-None-Match'),
+  'Cache-Control': responseHeader('DocumentCacheControl', `\`${DOCUMENT_CACHE}\``),
 };
 
 /** error_description's characters (RFC 6749 section 5.2): printable ASCII but `"` and `\`. */
@@ -121,14 +121,15 @@ export function oauthRoutes(app: App, { signed, service, auth, problems }: OAuth
         {
           config: {
             rateLimit: false,
-            // Documented where it happens: a server that signs never answers it.
-            ...(bytes === null
-              ? {
-                  problems: {
+            // Answered from memory: nothing can fail it with a 500. The 404 is documented where
+            // it happens: a server that signs never answers it.
+            problems:
+              bytes === null
+                ? {
                     404: 'Signed access tokens are off: PostgreSQL without JWT_SIGNING_KEY_FILES (SIGNED_TOKENS_OFF)',
-                  },
-                }
-              : {}),
+                    500: null,
+                  }
+                : { 500: null },
           },
           schema: {
             tags: ['oauth'],
@@ -208,7 +209,7 @@ export function oauthRoutes(app: App, { signed, service, auth, problems }: OAuth
     api.setErrorHandler((error: FastifyError, request, reply) =>
       sendRefusal(request, reply, refusalOf(error, request)),
     );
-    api.addHook('onRequest', noStore);
+    noStoreAnswers(api);
     // The subject token is the credential (token_endpoint_auth_methods_supported: none).
     // A client that authenticates anyway is told so (RFC 6749 section 5.2), by the scheme it used.
     api.addHook('onRequest', (request, _reply, done) => {
@@ -249,7 +250,6 @@ export function oauthRoutes(app: App, { signed, service, auth, problems }: OAuth
             200: {
               ...ExchangeResponse,
               description: 'The signed access token (RFC 8693 section 2.2.1)',
-              headers: { 'Cache-Control': Type.String({ description: '`no-store`' }) },
             },
             400: refusal(
               '`invalid_request`: a parameter is missing, repeated or malformed, the subject token is malformed, ' +
@@ -261,9 +261,10 @@ export function oauthRoutes(app: App, { signed, service, auth, problems }: OAuth
             401: {
               ...refusal('`invalid_client`: the request carries Authorization (no client authentication here)'),
               headers: {
-                'WWW-Authenticate': Type.String({
-                  description: 'The scheme the client used, e.g. `Basic realm="infracat"`',
-                }),
+                'WWW-Authenticate': responseHeader(
+                  'ClientChallenge',
+                  'The scheme the client used, e.g. `Basic realm="infracat"`',
+                ),
               },
             },
             413: refusal('`invalid_request`: a body over 16 KiB'),
@@ -273,12 +274,10 @@ export function oauthRoutes(app: App, { signed, service, auth, problems }: OAuth
                 '`temporarily_unavailable`: over the rate limit of the subject token or its account, or too many ' +
                   'failed authentications from the address',
               ),
-              headers: { 'Retry-After': Type.Integer({ description: 'Seconds to wait' }) },
             },
             500: refusal('`server_error`: an unexpected error; the server log has it under the X-Request-Id'),
             503: {
               ...refusal('`temporarily_unavailable`: storage unreachable or read-only, or the server is shutting down'),
-              headers: { 'Retry-After': Type.Integer({ description: 'Seconds to wait' }) },
             },
           },
         },

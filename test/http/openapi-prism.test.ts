@@ -492,6 +492,8 @@ describe('Prism validation proxy', () => {
       success?.auth === undefined ? success : as(success, limited.secret),
       as(success, 'icat_not_a_token'),
     ]);
+    // The token exchange carries its token in the body: the limited token, over its budget.
+    await send('POST', '/api/v1/oauth/token', { raw: exchangeForm({ subject_token: limited.secret }), type: FORM });
 
     // The stop: from its start on, every request the app still receives is refused (as one is
     // that comes on a kept-alive connection whose previous request was in flight when the stop

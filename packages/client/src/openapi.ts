@@ -1590,6 +1590,8 @@ export interface components {
         CatalogETag: string;
         /** @description The version of the catalog document, e.g. `"7"`: send it as If-Match with a PUT, or as If-None-Match */
         CatalogVersion: string;
+        /** @description The scheme the client used, e.g. `Basic realm="infracat"` */
+        ClientChallenge: string;
         /** @description `default-src 'none'; frame-ancestors 'none'`: a JSON answer loads nothing */
         ContentSecurityPolicy: string;
         /** @description `nosniff`: the body is what Content-Type says */
@@ -1598,6 +1600,10 @@ export interface components {
         CrossOriginResourcePolicy: string;
         /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
         Deprecation: string;
+        /** @description `public, max-age=300` */
+        DocumentCacheControl: string;
+        /** @description Strong validator of these bytes: send it in If-None-Match */
+        DocumentETag: string;
         /** @description `DENY`: never shown in a frame */
         FrameOptions: string;
         /** @description The path of the new resource */
@@ -9231,10 +9237,8 @@ export interface operations {
             /** @description The JSON Web Key Set (RFC 7517 section 5) */
             200: {
                 headers: {
-                    /** @description Strong validator of these bytes: send it in If-None-Match */
-                    ETag?: string;
-                    /** @description `public, max-age=300` */
-                    "Cache-Control"?: string;
+                    ETag?: components["headers"]["DocumentETag"];
+                    "Cache-Control"?: components["headers"]["DocumentCacheControl"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -9251,10 +9255,8 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
-                    /** @description Strong validator of these bytes: send it in If-None-Match */
-                    ETag?: string;
-                    /** @description `public, max-age=300` */
-                    "Cache-Control"?: string;
+                    ETag?: components["headers"]["DocumentETag"];
+                    "Cache-Control"?: components["headers"]["DocumentCacheControl"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -9280,32 +9282,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
-            500: {
-                headers: {
-                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
-                    "X-Frame-Options": components["headers"]["FrameOptions"];
-                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
-                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
-                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
-                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:internal",
-                     *       "title": "Internal server error",
-                     *       "status": 500,
-                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
-                     *       "code": "INTERNAL",
-                     *       "instance": "/.well-known/jwks.json"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -9340,10 +9316,8 @@ export interface operations {
             /** @description The authorization server's metadata (RFC 8414 section 3.2) */
             200: {
                 headers: {
-                    /** @description Strong validator of these bytes: send it in If-None-Match */
-                    ETag?: string;
-                    /** @description `public, max-age=300` */
-                    "Cache-Control"?: string;
+                    ETag?: components["headers"]["DocumentETag"];
+                    "Cache-Control"?: components["headers"]["DocumentCacheControl"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -9360,10 +9334,8 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
-                    /** @description Strong validator of these bytes: send it in If-None-Match */
-                    ETag?: string;
-                    /** @description `public, max-age=300` */
-                    "Cache-Control"?: string;
+                    ETag?: components["headers"]["DocumentETag"];
+                    "Cache-Control"?: components["headers"]["DocumentCacheControl"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -9389,32 +9361,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
-            500: {
-                headers: {
-                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
-                    "X-Frame-Options": components["headers"]["FrameOptions"];
-                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
-                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
-                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
-                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
-                    "X-Request-Id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:internal",
-                     *       "title": "Internal server error",
-                     *       "status": 500,
-                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
-                     *       "code": "INTERNAL",
-                     *       "instance": "/.well-known/oauth-authorization-server"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -9461,10 +9407,9 @@ export interface operations {
             /** @description The signed access token (RFC 8693 section 2.2.1) */
             200: {
                 headers: {
-                    /** @description `no-store` */
-                    "Cache-Control"?: string;
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -9484,6 +9429,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -9500,8 +9446,8 @@ export interface operations {
             /** @description `invalid_client`: the request carries Authorization (no client authentication here) */
             401: {
                 headers: {
-                    /** @description The scheme the client used, e.g. `Basic realm="infracat"` */
-                    "WWW-Authenticate"?: string;
+                    "WWW-Authenticate"?: components["headers"]["ClientChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -9518,6 +9464,7 @@ export interface operations {
             /** @description `invalid_request`: a body over 16 KiB */
             413: {
                 headers: {
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -9535,6 +9482,7 @@ export interface operations {
             415: {
                 headers: {
                     "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -9551,9 +9499,10 @@ export interface operations {
             /** @description `temporarily_unavailable`: over the rate limit of the subject token or its account, or too many failed authentications from the address */
             429: {
                 headers: {
-                    "Retry-After"?: components["headers"]["RetryAfter"];
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -9572,6 +9521,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -9588,9 +9538,10 @@ export interface operations {
             /** @description `temporarily_unavailable`: storage unreachable or read-only, or the server is shutting down */
             503: {
                 headers: {
-                    "Retry-After"?: components["headers"]["RetryAfter"];
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
