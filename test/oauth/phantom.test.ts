@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import type { App } from '../../src/http/types.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
-import { build, mintToken } from '../helpers/app.js';
+import { build, changeFeedSettled, mintToken } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
 import { parseExposition, value } from '../helpers/prometheus.js';
 import { verifyJwt, writeSigningKey } from '../helpers/signing-keys.js';
@@ -26,6 +26,9 @@ for (const backend of backends()) {
         env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000', AUTH_CHECK_JWT: 'true', ...keys, ...env },
         ...(now !== undefined ? { now } : {}),
       });
+      // On PostgreSQL the change feed connects after start and resyncs then: settled first, so
+      // that resync does not fall between the checks a test compares.
+      await changeFeedSettled(built.app);
       const admin = await mintToken(built.app, ['api-tokens:write', 'accounts:write', 'apps:write'], 'admin');
       return { ...built, admin };
     }
