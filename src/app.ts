@@ -29,6 +29,9 @@ import { routeGroup } from './http/route-group.js';
 import { crossOrigin } from './http/security.js';
 import type { App } from './http/types.js';
 import { lifecycle } from './lifecycle.js';
+import { loadSigningKeys, type SigningKeys } from './oauth/keys.js';
+import { oauthRoutes } from './oauth/routes.js';
+import { OAUTH_SCHEMAS } from './oauth/schemas.js';
 import { KeyRing } from './secret-scanning/keys.js';
 import { secretScanningRoutes } from './secret-scanning/routes.js';
 import { services } from './services.js';
@@ -59,6 +62,7 @@ export function buildApp(deps: AppDeps): App {
   const drain = deps.drain ?? new Drain();
   // First: a key file that is not exactly a valid key list stops the start (a ConfigError).
   const secretScanningKeys = openSecretScanningKeys(config, deps.logger);
+  const signingKeys = openSigningKeys(config, deps.logger);
   const traffic = new HttpTraffic();
   const storageErrors = new StorageErrors();
   const rateLimit = {
@@ -79,6 +83,7 @@ export function buildApp(deps: AppDeps): App {
     now,
     onStorageError: storageErrors.add,
     webhookResolver: deps.webhookResolver,
+    signingKeys,
   });
   void app.register(routeAuth, {
     failureLimit: config.authFailureLimit,
@@ -101,6 +106,7 @@ export function buildApp(deps: AppDeps): App {
     bodyLimit: BODY_LIMIT_BYTES,
     tokenPrefix: config.tokenPrefix,
     rateLimit,
+    corsOrigins: config.corsOrigins,
     schemas: {
       ...HEALTH_SCHEMAS,
       ...TOKEN_SCHEMAS,
@@ -108,6 +114,7 @@ export function buildApp(deps: AppDeps): App {
       ...AUDIT_SCHEMAS,
       ...WEBHOOK_SCHEMAS,
       ...GATEWAY_SCHEMAS,
+      ...OAUTH_SCHEMAS,
       ...CATALOG_SCHEMAS,
       ...CATALOG_MANAGE_SCHEMAS,
       // Only where the endpoint is on (SECRET_SCANNING_KEYS_FILE): a named shape no route uses is noise.
@@ -137,6 +144,13 @@ export function buildApp(deps: AppDeps): App {
     auth: root.tokenAuth,
     rules: config.authCheckRules,
     gateway: config.authCheckGateway,
+    phantom: config.authCheckJwt ? (root.infracat.signed?.phantom ?? null) : null,
+  }));
+  void app.register(routeGroup('infracat-oauth-routes', oauthRoutes), (root) => ({
+    signed: root.infracat.signed,
+    service: root.infracat.tokens.service,
+    auth: root.tokenAuth,
+    problems: { bodyLimit: BODY_LIMIT_BYTES, onStorageError: storageErrors.add },
   }));
   void app.register(routeGroup('infracat-catalog-routes', catalogRoutes), (root) => ({
     catalog: root.infracat.catalog,
@@ -157,6 +171,32 @@ export function buildApp(deps: AppDeps): App {
     }));
   }
   return app;
+}
+
+/**
+ * The keys that sign access tokens (JWT_SIGNING_KEY_FILES, or on SQLite infracat's own), or
+ * null when signed access tokens are off; a key file that is not exactly one P-256 private
+ * key stops the start (a ConfigError). Logged by path and key id, never the key.
+ */
+function openSigningKeys(config: Config, logger: Logger): SigningKeys | null {
+  const keys = loadSigningKeys(config, (message, details) => logger.warn(details, message));
+  if (keys === null) {
+    logger.info(
+      'signed access tokens are off: on PostgreSQL they need JWT_SIGNING_KEY_FILES (see docs/signed-tokens.md)',
+    );
+    return null;
+  }
+  const [signing] = keys.keys;
+  const how = {
+    files: 'from JWT_SIGNING_KEY_FILES',
+    made: 'made now, beside the database',
+    reused: 'beside the database',
+  };
+  logger.info(
+    { kid: signing!.kid, file: signing!.file, published: keys.keys.map((k) => ({ kid: k.kid, file: k.file })) },
+    `signed access tokens: signing with key ${signing!.kid} (${how[keys.origin]})`,
+  );
+  return keys;
 }
 
 /** SECRET_SCANNING_KEYS_FILE's keys, or null when it is unset (the endpoint is then off). */

@@ -50,6 +50,9 @@ const MAX_STORED_MAX = 10_000_000;
 /** RATE_LIMIT_ACCOUNT's default, in token limits: an account of one busy token is never held back by it. */
 const ACCOUNT_PER_TOKEN = 10;
 
+/** Most files of JWT_SIGNING_KEY_FILES: the signing key and the ones kept published during rotations. */
+const MAX_SIGNING_KEYS = 10;
+
 const CATALOG_BODY_LIMIT_MIN = 16 * 1024;
 const CATALOG_BODY_LIMIT_MAX = 64 * 1024 * 1024;
 const CATALOG_BODY_LIMIT_DEFAULT = 16 * 1024 * 1024;
@@ -420,6 +423,56 @@ export const SettingsSchema = Type.Object({
         'Set it to your gateway so only its headers count. See docs/forward-auth.md.',
     }),
   ),
+  authCheckJwt: setting(
+    'AUTH_CHECK_JWT',
+    Type.Boolean({
+      default: false,
+      description:
+        'Forward auth also hands the gateway a signed access token (RFC 9068 JWT, ES256) for the upstream: ' +
+        '`X-Token-Jwt` on every 200 of `/api/v1/auth/check`, one per token reused until shortly before it ' +
+        'expires. On PostgreSQL it needs JWT_SIGNING_KEY_FILES. See docs/signed-tokens.md.',
+    }),
+  ),
+  // Only the paths: the files are read (and refused when one is not an EC P-256 private
+  // key) when the app is built (src/oauth/keys.ts).
+  jwtSigningKeyFiles: setting(
+    'JWT_SIGNING_KEY_FILES',
+    Type.Array(Type.String({ pattern: '^[^\\x00-\\x1f\\x7f]+$' }), {
+      maxItems: MAX_SIGNING_KEYS,
+      default: [],
+      description:
+        'Comma-separated PEM files, each one EC P-256 private key (ES256), that sign access tokens: the first ' +
+        'signs, all are published at `/.well-known/jwks.json` (rotate: add the new key first, remove the old ' +
+        `one once JWT_TTL_S has passed). At most ${MAX_SIGNING_KEYS}. Unset on SQLite: infracat makes one key ` +
+        "at the first start, beside the database file (`<database>.jwt-key.pem`, the service user's only). " +
+        'Unset on PostgreSQL: signed access tokens are off. See docs/signed-tokens.md.',
+    }),
+    { expected: `expected a comma-separated list of at most ${MAX_SIGNING_KEYS} file paths (no control characters)` },
+  ),
+  jwtIssuer: setting(
+    'JWT_ISSUER',
+    Type.Decode(
+      Type.String({
+        default: '',
+        description:
+          'The `iss` of signed access tokens and the `issuer` of `/.well-known/oauth-authorization-server`, ' +
+          'whose endpoint URLs start with it: the URL clients reach infracat at (https://..., no query, ' +
+          'fragment or trailing slash). Unset: http://localhost:PORT, right for a local run only.',
+      }),
+      parseIssuer,
+    ),
+  ),
+  jwtTtlS: setting(
+    'JWT_TTL_S',
+    Type.Integer({
+      minimum: 10,
+      maximum: 3600,
+      default: 300,
+      description:
+        'Lifetime of a signed access token, in seconds (never past the expiry of the token it stands for). ' +
+        'A signed token stays valid until it expires, even once its token is deleted: keep it short.',
+    }),
+  ),
   // Only the path: the file is read (and refused when it is not a valid key list) when
   // the app is built, and re-read when it changes (src/secret-scanning/keys.ts).
   secretScanningKeysFile: setting(
@@ -756,6 +809,33 @@ function parseRetryDelays(raw: string): number[] {
   return parts.map(Number);
 }
 
+/**
+ * JWT_ISSUER: '' (jwtIssuer(): http://localhost:PORT) or an http(s) URL without query, fragment,
+ * credentials or trailing slash, kept exactly as written: verifiers compare `iss` as a string.
+ */
+function parseIssuer(raw: string): string {
+  const text = raw.trim();
+  if (text === '') return '';
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new Error('expected an http(s) URL, e.g. https://tokens.example.com');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error('expected an https:// (or http://) URL');
+  if (url.username !== '' || url.password !== '') throw new Error('the issuer URL must not carry credentials');
+  if (url.search !== '' || url.hash !== '' || /[?#]/.test(text))
+    throw new Error('the issuer URL must have no query or fragment');
+  if (text.endsWith('/')) throw new Error('the issuer URL must not end with a slash');
+  if (!/^[\x21-\x7e]+$/.test(text)) throw new Error('the issuer URL must be visible ASCII');
+  return text;
+}
+
+/** The issuer of signed access tokens: JWT_ISSUER, or http://localhost:PORT. */
+export function jwtIssuer(config: Pick<Config, 'jwtIssuer' | 'port'>): string {
+  return config.jwtIssuer !== '' ? config.jwtIssuer : `http://localhost:${config.port}`;
+}
+
 /** DATABASE_NOTIFY_URL: '' (use DATABASE_URL) or a postgres:// URL. */
 function parseNotifyUrl(raw: string): string {
   if (raw.trim() === '') return '';
@@ -816,6 +896,13 @@ export function loadConfig(
     throw new ConfigError(
       'invalid SHUTDOWN_DRAIN_MS: must be under half of SHUTDOWN_TIMEOUT_MS, which bounds the whole stop ' +
         "(the drain's two steps, then the requests still in flight)",
+    );
+  }
+  // Asked for signed tokens where none can be signed: refused at start, not on every check.
+  if (config.authCheckJwt && config.jwtSigningKeyFiles.length === 0 && config.database.kind === 'postgres') {
+    throw new ConfigError(
+      'invalid AUTH_CHECK_JWT: on PostgreSQL, signed access tokens need JWT_SIGNING_KEY_FILES ' +
+        '(every instance signs with the same keys; see docs/signed-tokens.md)',
     );
   }
   // Cross-setting check: a rule can only ask for scopes some token could hold.

@@ -18,6 +18,7 @@ export const ERRORS = {
   TOKEN_ADDRESS_NOT_ALLOWED: { status: 403, title: 'The token may not be used from this address' },
   CONDITIONS_NOT_HELD: { status: 403, title: 'The token is usable more widely than the calling token' },
   NOT_FOUND: { status: 404, title: 'Not found' },
+  SIGNED_TOKENS_OFF: { status: 404, title: 'Signed access tokens are off' },
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   NOT_ACCEPTABLE: { status: 406, title: 'Not acceptable' },
   REQUEST_TIMEOUT: { status: 408, title: 'Request timeout' },

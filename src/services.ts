@@ -12,10 +12,12 @@ import type { AuditSink } from './audit/events.js';
 import { AuditService } from './audit/service.js';
 import { auditEventView } from './audit/views.js';
 import { CatalogService } from './catalog/service.js';
-import type { Config } from './config.js';
+import { jwtIssuer, type Config } from './config.js';
 import { FleetCounts } from './fleet/counts.js';
 import { FleetRegistry } from './fleet/registry.js';
 import { RATE_LIMIT_MAX_KEYS } from './http/rate-limit.js';
+import { createSignedTokens, type SignedTokens } from './oauth/index.js';
+import type { SigningKeys } from './oauth/keys.js';
 import { PeriodicPurge, PURGE_INTERVAL_MS } from './periodic.js';
 import type { Store } from './storage/types.js';
 import { createTokenDomain, type TokenDomain } from './tokens/index.js';
@@ -47,6 +49,8 @@ declare module 'fastify' {
       notices: PeriodicPurge;
       /** Deletes webhook delivery log rows older than WEBHOOK_DELIVERY_RETENTION_DAYS. */
       deliveryPruner: PeriodicPurge;
+      /** Signed access tokens; null when they are off (PostgreSQL without JWT_SIGNING_KEY_FILES). */
+      signed: SignedTokens | null;
     };
   }
 }
@@ -60,10 +64,12 @@ export interface ServicesOptions {
   onStorageError: () => void;
   /** How webhook target names resolve; the system resolver when absent. */
   webhookResolver?: Resolver | undefined;
+  /** The keys that sign access tokens (src/oauth/keys.ts); null: signed access tokens are off. */
+  signingKeys: SigningKeys | null;
 }
 
 export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvider>(
-  (app, { config, store, now, onStorageError: countStorageError, webhookResolver }, done) => {
+  (app, { config, store, now, onStorageError: countStorageError, webhookResolver, signingKeys }, done) => {
     // A flush retries every LAST_USED_FLUSH_MS: while storage is down or read-only, one
     // warning a minute (with the count) says it all, instead of one a second.
     // Each audit event, once its transaction committed, is also one log line (`"audit": true`)
@@ -213,6 +219,20 @@ export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvide
         app.log.warn({ err }, 'pruning the webhook delivery log failed; will retry');
       },
     });
+    const signed =
+      signingKeys === null
+        ? null
+        : createSignedTokens(
+            signingKeys,
+            {
+              issuer: jwtIssuer(config),
+              ttlS: config.jwtTtlS,
+              cacheMax: config.tokenCacheMax,
+              scopes: tokens.service.registry.names(),
+              ...(now !== undefined ? { now } : {}),
+            },
+            tokens.cache,
+          );
     app.decorate('infracat', {
       tokens,
       accounts,
@@ -226,6 +246,7 @@ export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvide
       webhooks,
       notices,
       deliveryPruner,
+      signed,
     });
     done();
   },

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ConfigError } from '../src/config-error.js';
-import { loadConfig, SETTINGS } from '../src/config.js';
+import { jwtIssuer, loadConfig, SETTINGS } from '../src/config.js';
 import { maxStoredTokens } from '../src/tokens/limits.js';
 import { DEFAULT_SQLITE_PATH, describeDatabase } from '../src/storage/database-url.js';
 
@@ -121,6 +121,14 @@ describe('configuration', () => {
     ['CATALOG_BODY_LIMIT_BYTES', '67108865', 'expected an integer from 16384 to 67108864'],
     ['AUTH_CHECK_RULES', '{}', 'must be a JSON array of rules'],
     ['AUTH_CHECK_GATEWAY', 'NGINX', 'expected one of auto, nginx, traefik, envoy'],
+    ['AUTH_CHECK_JWT', 'maybe', 'expected true or false'],
+    [
+      'JWT_SIGNING_KEY_FILES',
+      'a.pem,b\u0001.pem',
+      'expected a comma-separated list of at most 10 file paths (no control characters)',
+    ],
+    ['JWT_ISSUER', 'https://tokens.example.com/', 'the issuer URL must not end with a slash'],
+    ['JWT_TTL_S', '3601', 'expected an integer from 10 to 3600'],
     ['SECRET_SCANNING_KEYS_FILE', 'keys\n.json', 'expected a file path (no control characters)'],
     ['RATE_LIMIT', '10000001', 'expected an integer from 0 to 10000000'],
     ['RATE_LIMIT_ANONYMOUS', '-1', 'expected an integer from 0 to 10000000'],
@@ -174,6 +182,43 @@ describe('configuration', () => {
       assert.throws(() => loadConfig({}, { [name]: value }), { message }, name);
     }
   });
+
+  it(
+    'JWT_ISSUER: an http(s) URL as written, else ' + 'http://localhost:PORT; AUTH_CHECK_JWT on PostgreSQL needs keys',
+    () => {
+      assert.equal(jwtIssuer(loadConfig({})), 'http://localhost:8080');
+      assert.equal(jwtIssuer(loadConfig({ PORT: '9000' })), 'http://localhost:9000');
+      assert.equal(
+        jwtIssuer(loadConfig({ JWT_ISSUER: ' https://tokens.example.com/infracat ' })),
+        'https://tokens.example.com/infracat',
+      );
+      for (const [bad, why] of [
+        ['tokens.example.com', /expected an http\(s\) URL/],
+        ['ftp://tokens.example.com', /expected an https:\/\/ \(or http:\/\/\) URL/],
+        ['https://a:b@tokens.example.com', /credentials/],
+        ['https://tokens.example.com?x=1', /no query or fragment/],
+        ['https://tokens.example.com#x', /no query or fragment/],
+        ['https://tokens.example.com/', /must not end with a slash/],
+        ['https://tökens.example.com', /visible ASCII/],
+      ] as const)
+        expectError({ JWT_ISSUER: bad }, why);
+      const pg = { DATABASE_URL: 'postgres://u@db/ic' };
+      expectError(
+        { ...pg, AUTH_CHECK_JWT: 'true' },
+        /^invalid AUTH_CHECK_JWT: on PostgreSQL, signed access tokens need JWT_SIGNING_KEY_FILES/,
+      );
+      assert.equal(loadConfig({ ...pg, AUTH_CHECK_JWT: 'true', JWT_SIGNING_KEY_FILES: '/k/a.pem' }).authCheckJwt, true);
+      assert.equal(loadConfig({ AUTH_CHECK_JWT: 'true' }).authCheckJwt, true, 'SQLite makes its own key');
+      assert.deepEqual(loadConfig({ JWT_SIGNING_KEY_FILES: ' /k/new.pem , /k/old.pem ' }).jwtSigningKeyFiles, [
+        '/k/new.pem',
+        '/k/old.pem',
+      ]);
+      expectError(
+        { JWT_SIGNING_KEY_FILES: Array.from({ length: 11 }, (_, i) => `/k/${i}.pem`).join(',') },
+        /at most 10/,
+      );
+    },
+  );
 
   it('TOKEN_MAX_STORED: unset is 10 x TOKEN_MAX_LIVE; set, at least TOKEN_MAX_LIVE (expired tokens make room)', () => {
     assert.equal(maxStoredTokens(loadConfig({})), 10_000);
@@ -353,6 +398,10 @@ describe('configuration', () => {
           [null, '/apps/**', ['apps:write']],
         ],
         authCheckGateway: 'auto',
+        authCheckJwt: false,
+        jwtSigningKeyFiles: [],
+        jwtIssuer: '',
+        jwtTtlS: 300,
         secretScanningKeysFile: '',
         rateLimit: 600,
         rateLimitAccount: null,

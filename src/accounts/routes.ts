@@ -9,11 +9,11 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 import { installMergePatchParser } from '../http/json-body.js';
-import { noStore } from '../http/no-store.js';
+import { noStoreAnswers } from '../http/no-store.js';
 import { NoQuery } from '../http/no-query.js';
 import { noBodyAsEmptyObject } from '../http/optional-body.js';
 import { callerOf } from '../http/caller.js';
-import { readPageQuery } from '../http/page-query.js';
+import { readPageQuery, readTokenListQuery } from '../http/page-query.js';
 import type { App } from '../http/types.js';
 import { nextPageLink } from '../tokens/query.js';
 import {
@@ -21,6 +21,7 @@ import {
   ROTATE_CONFLICT,
   ROTATE_DESCRIPTION,
   TOKEN_LIST_DESCRIPTION,
+  tokenListAnswer,
   USAGE_DESCRIPTION,
   usageAnswer,
 } from '../tokens/routes.js';
@@ -31,9 +32,10 @@ import {
   LIST_PER_PAGE_DEFAULT,
   LIST_PER_PAGE_MAX,
   pagedList,
-  PageParams,
   PatchTokenBody,
   RotateTokenBody,
+  TOKEN_LIST_ORDER,
+  TokenListQuery,
   TokenView,
   UsageList,
   UsageQuery,
@@ -78,7 +80,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
 
   void app.register(async (plugin) => {
     const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
-    api.addHook('onRequest', noStore);
+    noStoreAnswers(api);
     // After authentication (the routes' own onRequest hooks), before the body is validated.
     api.addHook('preValidation', operatorOnly);
 
@@ -119,7 +121,7 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
             'the next page with the same filters (follow it as it is): keyset pages, so accounts ' +
             'created meanwhile never make a page skip or repeat one.',
           querystring: AccountQuery,
-          response: { 200: pagedList(Account, 'Accounts', '/api/v1/accounts') },
+          response: { 200: pagedList(Account, 'Accounts') },
         },
       },
       async (request, reply) => {
@@ -278,20 +280,20 @@ export function accountRoutes(app: App, { accounts, tokens }: AccountRouteOption
         schema: {
           tags,
           operationId: 'listAccountApiTokens',
-          summary: "An account's live API tokens (never their secrets), oldest first",
+          summary: "An account's live API tokens (never their secrets), oldest first or by last use",
           description: `As GET /api/v1/api-tokens, inside account {id}. ${TOKEN_LIST_DESCRIPTION}`,
           params: AccountIdParams,
-          querystring: PageParams,
-          response: { 200: pagedList(TokenView, 'API tokens', '/api/v1/accounts/{id}/api-tokens') },
+          querystring: TokenListQuery,
+          response: { 200: pagedList(TokenView, 'API tokens', TOKEN_LIST_ORDER) },
         },
       },
       async (request, reply) => {
-        const page = readPageQuery(request.query);
+        const page = readTokenListQuery(request.query);
         const id = await existing(request.params.id);
-        const { items, next } = await tokens.list(id, page);
         const path = `/api/v1/accounts/${encodeURIComponent(id)}/api-tokens`;
-        if (next !== null) reply.header('link', nextPageLink(path, {}, page.perPage, next));
-        return items.map(tokenView);
+        const { tokens: listed, link } = await tokenListAnswer(tokens, id, page, request.query.sort, path);
+        if (link !== null) reply.header('link', link);
+        return listed;
       },
     );
 

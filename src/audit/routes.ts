@@ -10,8 +10,9 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { AppError } from '../errors.js';
-import { noStore } from '../http/no-store.js';
+import { noStoreAnswers } from '../http/no-store.js';
 import { callerOf } from '../http/caller.js';
+import { NEXT_PAGE } from '../http/response-headers.js';
 import type { App } from '../http/types.js';
 import { nextPageLink, readAuditQuery } from './query.js';
 import { AuditEventList, AuditQuery, PER_PAGE_DEFAULT, PER_PAGE_MAX } from './schemas.js';
@@ -23,13 +24,7 @@ const PATH = '/api/v1/audit-events';
 // The list's wire shape with the header that pages it, for the OpenAPI document.
 const Page = Type.Array(AuditEventList.items, {
   description: 'Audit events, newest first',
-  headers: {
-    link: Type.String({
-      description:
-        'Only when another page follows: `</api/v1/audit-events?...&cursor=...>; rel="next"` ' +
-        "(a path, resolved against this request's URL), with the same filters and page size",
-    }),
-  },
+  headers: { Link: NEXT_PAGE },
 });
 
 export interface AuditRouteOptions {
@@ -39,7 +34,7 @@ export interface AuditRouteOptions {
 export function auditRoutes(app: App, { audit }: AuditRouteOptions): void {
   void app.register(async (plugin) => {
     const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
-    api.addHook('onRequest', noStore);
+    noStoreAnswers(api);
 
     api.get(
       PATH,

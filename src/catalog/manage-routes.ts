@@ -11,10 +11,11 @@ import { isOperatorAccount } from '../accounts/ids.js';
 import { auditContext } from '../audit/context.js';
 import { AppError, MAX_FIELD_ERRORS } from '../errors.js';
 import { matchesIfNoneMatch, matchIfMatch } from '../http/conditional.js';
-import { noStore } from '../http/no-store.js';
+import { noStoreAnswers } from '../http/no-store.js';
 import { NoQuery } from '../http/no-query.js';
 import { JSON_TYPE } from '../http/headers.js';
 import { JsonContainerCount } from '../http/json-body.js';
+import { NEXT_PAGE, responseHeader } from '../http/response-headers.js';
 import type { App } from '../http/types.js';
 import { validatorCompiler } from '../http/validation.js';
 import { isEmptyDiff, removedCount, type CatalogDiff as Diff } from './diff.js';
@@ -32,6 +33,12 @@ import { revisionView } from './revision-view.js';
 import type { CatalogService } from './service.js';
 
 const PATH = '/api/v1/catalog';
+
+/** The catalog document's version as its ETag. */
+const CATALOG_VERSION = responseHeader(
+  'CatalogVersion',
+  'The version of the catalog document, e.g. `"7"`: send it as If-Match with a PUT, or as If-None-Match',
+);
 const tags = ['catalog management'];
 
 // validateCatalog checks the document (every problem, each with a JSON pointer, as the
@@ -180,7 +187,7 @@ const catalogShaped: preParsingHookHandler = (_request, _reply, payload, done) =
 export function catalogManageRoutes(app: App, { catalog, now, bodyLimit }: CatalogManageRouteOptions): void {
   void app.register(async (plugin) => {
     const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
-    api.addHook('onRequest', noStore);
+    noStoreAnswers(api);
 
     api.get(
       PATH,
@@ -196,8 +203,12 @@ export function catalogManageRoutes(app: App, { catalog, now, bodyLimit }: Catal
             '`If-Match` with a PUT. `If-None-Match` answers 304 when unchanged.',
           querystring: NoQuery,
           response: {
-            200: { ...CatalogFile, headers: { etag: Type.String({ description: 'The version, e.g. `"7"`' }) } },
-            304: { type: 'null', description: 'Not modified (If-None-Match matched)' } as const,
+            200: { ...CatalogFile, headers: { ETag: CATALOG_VERSION } },
+            304: {
+              type: 'null',
+              description: 'Not modified (If-None-Match matched)',
+              headers: { ETag: CATALOG_VERSION },
+            } as const,
           },
         },
       },
@@ -249,7 +260,7 @@ export function catalogManageRoutes(app: App, { catalog, now, bodyLimit }: Catal
           querystring: PutQuery,
           body: DocumentBody,
           response: {
-            200: { ...PutResult, headers: { etag: Type.String({ description: 'The live version' }) } },
+            200: { ...PutResult, headers: { ETag: CATALOG_VERSION } },
           },
         },
       },
@@ -336,11 +347,7 @@ export function catalogManageRoutes(app: App, { catalog, now, bodyLimit }: Catal
           response: {
             200: Type.Array(CatalogRevision, {
               description: 'Revisions, newest first',
-              headers: {
-                link: Type.String({
-                  description: 'Only when another page follows: `<...?before=N&per_page=M>; rel="next"`',
-                }),
-              },
+              headers: { Link: NEXT_PAGE },
             }),
           },
         },

@@ -9,6 +9,7 @@ import { matchesIfNoneMatch } from '../http/conditional.js';
 import { refuseOverLimit } from '../http/rate-limit.js';
 import { JSON_TYPE } from '../http/headers.js';
 import { NoQuery } from '../http/no-query.js';
+import { responseHeader } from '../http/response-headers.js';
 import type { App } from '../http/types.js';
 import type { Image, Kind, Plan, Region } from './model.js';
 import { parseMoney } from './money.js';
@@ -162,15 +163,19 @@ const LIFECYCLE_NOTE =
 
 // The headers of the answers, for the OpenAPI document.
 const VALIDATORS = {
-  ETag: Type.String({ description: 'The catalog version these bytes belong to (strong): send it in If-None-Match' }),
-  'Cache-Control': Type.String({ description: 'CATALOG_CACHE_CONTROL, by default `public, max-age=60`' }),
+  ETag: responseHeader('CatalogETag', 'The catalog version these bytes belong to (strong): send it in If-None-Match'),
+  'Cache-Control': responseHeader(
+    'CatalogCacheControl',
+    'CATALOG_CACHE_CONTROL; by default `public, max-age=60` (`private, max-age=60` with CATALOG_ACCESS=token)',
+  ),
 };
 const LIFECYCLE = {
-  Deprecation: Type.String({ description: 'Only for a deprecated entry: `@<unix seconds>` (RFC 9745)' }),
-  Sunset: Type.String({ description: 'Only for an entry with a sunset date: an HTTP-date (RFC 8594)' }),
-  Link: Type.String({
-    description: 'Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"`',
-  }),
+  Deprecation: responseHeader('Deprecation', 'Only for a deprecated entry: `@<unix seconds>` (RFC 9745)'),
+  Sunset: responseHeader('Sunset', 'Only for an entry with a sunset date: an HTTP-date (RFC 8594)'),
+  Link: responseHeader(
+    'SuccessorLink',
+    'Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"`',
+  ),
 };
 
 export function catalogRoutes(app: App, options: CatalogRouteOptions): void {

@@ -9,11 +9,11 @@ import { table } from './table.js';
 /** Rows read from the store per page. */
 export const CLI_PAGE = 1000;
 
-export interface ListOutput<T> {
+export interface ListOutput<T, P = ListPosition> {
   /** `--json`: one JSON array, as the API's list shows it (2-space indent). */
   json: boolean;
   /** The page after `after` (from the start when undefined), at most CLI_PAGE rows. */
-  read: (after: ListPosition | undefined) => Promise<Page<T>>;
+  read: (after: P | undefined) => Promise<Page<T, P>>;
   /** The row's view (the API's JSON). */
   view: (item: T) => unknown;
   /** The table's header and a row's cells; a table is aligned a page at a time. */
@@ -25,10 +25,10 @@ export interface ListOutput<T> {
 }
 
 /** Writes every page of the list; resolves to how many rows there were. */
-export async function printList<T>(o: ListOutput<T>): Promise<number> {
+export async function printList<T, P = ListPosition>(o: ListOutput<T, P>): Promise<number> {
   const write = o.write ?? ((text: string) => void process.stdout.write(text));
   let count = 0;
-  let after: ListPosition | undefined;
+  let after: P | undefined;
   for (;;) {
     const page = await o.read(after);
     if (o.json) {

@@ -1,4 +1,4 @@
-// `infracat tokens create|list|rotate|update|delete`: the operator's path, straight to the
+// `infracat tokens create|list|usage|rotate|update|delete`: the operator's path, straight to the
 // configured store (no HTTP, no token needed), in one account: --account ID, the operator
 // account by default. Running instances see a delete, a rotation or an edit within about
 // a second (storage announces it: src/fleet/changes.ts).
@@ -6,16 +6,20 @@ import { OPERATOR_ACCOUNT_ID } from '../accounts/ids.js';
 import { cliAuditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
 import { createTokenDomain } from '../tokens/index.js';
-import { GRACE_MAX_S } from '../tokens/limits.js';
-import { createdView, rotatedView, tokenView } from '../tokens/views.js';
+import { GRACE_MAX_S, USAGE_SPAN_DEFAULT_DAYS, USAGE_SPAN_MAX_DAYS } from '../tokens/limits.js';
+import { readUsageRange } from '../tokens/usage.js';
+import { createdView, rotatedView, tokenView, usageView } from '../tokens/views.js';
+import type { UsageBucketView } from '../tokens/schemas.js';
 import { UsageError, type Command } from './command.js';
 import { formatDuration, parseDuration } from './duration.js';
 import { parseFlags } from './options.js';
 import { CLI_PAGE, printList } from './pages.js';
+import type { LastUsePosition, TokenRecord } from '../storage/types.js';
 import { withStore } from './store.js';
+import { table } from './table.js';
 import { checkHelp, checkToken } from './tokens-check.js';
 
-const help = `Usage: infracat tokens <create|list|rotate|update|delete|check> [options]
+const help = `Usage: infracat tokens <create|list|usage|rotate|update|delete|check> [options]
 
 Manage API tokens directly in the configured store (DATABASE_URL or --database-url).
 
@@ -28,10 +32,18 @@ Manage API tokens directly in the configured store (DATABASE_URL or --database-u
       registry (in another account than the operator's, every scope but accounts:*):
       the way back in when the admin token is lost, and the way an upgraded database's
       operator gets a token with accounts:read and accounts:write.
-  infracat tokens list [--json]
+  infracat tokens list [--sort created|last-used] [--json]
       Lists live tokens and those expired within TOKEN_EXPIRED_RETENTION_DAYS (never
       their secrets), oldest first: all of them, read and printed ${CLI_PAGE} at a time.
-      --json prints one array of what GET /api/v1/api-tokens pages.
+      --sort last-used: the most recently used first, never-used ones last (as
+      GET /api/v1/api-tokens?sort=last_used_at). --json prints one array of what
+      GET /api/v1/api-tokens pages.
+  infracat tokens usage ID [--since RFC3339] [--until RFC3339] [--json]
+      Prints the token's uses per hour, oldest first: valid, refused, and the refusals
+      by reason; hours without a use are left out. From the hour holding --since
+      (default ${USAGE_SPAN_DEFAULT_DAYS} days before --until) to --until (exclusive; default now), at most
+      ${USAGE_SPAN_MAX_DAYS} days apart. --json prints the JSON of GET /api/v1/api-tokens/{id}/usage. Uses
+      are written every LAST_USED_FLUSH_MS by the instances that counted them.
   infracat tokens rotate ID [--grace DURATION] [--expires-at RFC3339] [--json]
       Gives the token a new secret and prints it; the secret is shown this once. The
       old secret keeps working for --grace (30s, 15m, 1h, 1d or plain seconds, at
@@ -66,7 +78,22 @@ export function fail(err: unknown, command = 'tokens'): number {
   return 1;
 }
 
-export { table } from './table.js';
+export { table };
+
+/** `--sort` of tokens list, and the order of the API each stands for. */
+const LIST_SORTS = ['created', 'last-used'] as const;
+
+/** A problem of the usage range, in the flags' words: `--until must be after --since (...)`. */
+function flagProblem(e: { pointer: string; detail: string }): string {
+  const detail = e.detail.replace(/\b(since|until)\b/g, '--$1');
+  return detail.startsWith('--') ? detail : `${e.pointer.replace('querystring:/', '--')} ${detail}`;
+}
+
+/** One hour of usage as a table row: the refusals by reason as `reason n, ...` (`-`: none). */
+function usageRow(v: UsageBucketView): string[] {
+  const reasons = Object.entries(v.refused_by_reason).map(([reason, n]) => `${reason} ${n}`);
+  return [v.hour, String(v.valid), String(v.refused), reasons.length === 0 ? '-' : reasons.join(', ')];
+}
 
 /** `--scopes a,b`: the comma-separated scopes, trimmed, empty entries dropped. */
 function scopeList(text: string): string[] {
@@ -105,7 +132,7 @@ function noAccount(id: string): AppError {
 
 export const tokensCommand: Command = {
   name: 'tokens',
-  summary: 'create, list, rotate, update, delete and check API tokens in the store',
+  summary: 'create, list, rotate, update, delete and check API tokens in the store; their usage',
   help,
   async run(args) {
     const [sub, ...rest] = args;
@@ -160,21 +187,24 @@ export const tokensCommand: Command = {
     }
     if (sub === 'list') {
       const { values } = parseFlags(rest, {
+        sort: { type: 'string' },
         json: { type: 'boolean' },
         account: { type: 'string' },
         'database-url': { type: 'string' },
       });
+      const sort = values.sort ?? 'created';
+      if (!(LIST_SORTS as readonly string[]).includes(sort))
+        throw new UsageError(`--sort must be one of ${LIST_SORTS.join(', ')}`);
       return withStore(values['database-url'], async (store, config) => {
         const account = values.account ?? OPERATOR_ACCOUNT_ID;
         // An unknown account is an error, not an empty list (a typo must not look like "no tokens").
         if ((await store.accounts.get(account)) === null) return fail(noAccount(account));
         const { service } = createTokenDomain(config, store);
-        await printList({
+        const output = {
           json: values.json === true,
-          read: (after) => service.list(account, { after, perPage: CLI_PAGE }),
           view: tokenView,
           header: ['ID', 'NAME', 'SCOPES', 'CREATED', 'LAST USED', 'EXPIRES', 'CONDITIONS'],
-          cells: (token) => {
+          cells: (token: TokenRecord) => {
             const v = tokenView(token);
             return [
               v.id,
@@ -187,7 +217,47 @@ export const tokensCommand: Command = {
             ];
           },
           empty: 'no tokens',
-        });
+        };
+        if (sort === 'last-used')
+          await printList<TokenRecord, LastUsePosition>({
+            ...output,
+            read: (after) => service.listByLastUse(account, { after, perPage: CLI_PAGE }),
+          });
+        else await printList({ ...output, read: (after) => service.list(account, { after, perPage: CLI_PAGE }) });
+        return 0;
+      });
+    }
+    if (sub === 'usage') {
+      const { values, positionals } = parseFlags(
+        rest,
+        {
+          since: { type: 'string' },
+          until: { type: 'string' },
+          json: { type: 'boolean' },
+          account: { type: 'string' },
+          'database-url': { type: 'string' },
+        },
+        true,
+      );
+      if (positionals.length !== 1) throw new UsageError('usage needs exactly one token id');
+      const query = { since: values.since, until: values.until };
+      // The range as the API reads it, its problems named by the flags.
+      const read = readUsageRange(query, Date.now());
+      if ('errors' in read) throw new UsageError(read.errors.map(flagProblem).join('; '));
+      const id = positionals[0]!;
+      return withStore(values['database-url'], async (store, config) => {
+        const account = values.account ?? OPERATOR_ACCOUNT_ID;
+        if ((await store.accounts.get(account)) === null) return fail(noAccount(account));
+        const cells = await createTokenDomain(config, store).service.usage(account, id, query);
+        if (cells === null) return fail(noToken(id, account));
+        const hours = cells.map(usageView);
+        if (values.json === true) process.stdout.write(`${JSON.stringify(hours, null, 2)}\n`);
+        else if (hours.length === 0) {
+          const { from, to } = read.range;
+          process.stdout.write(
+            `no uses of ${id} from ${new Date(from).toISOString()} to ${new Date(to).toISOString()}\n`,
+          );
+        } else process.stdout.write(table([['HOUR', 'VALID', 'REFUSED', 'REFUSED BY REASON'], ...hours.map(usageRow)]));
         return 0;
       });
     }
@@ -322,7 +392,7 @@ export const tokensCommand: Command = {
     if (sub === 'check') return checkToken(rest);
     throw new UsageError(
       sub === undefined
-        ? 'missing sub-command: create, list, rotate, update, delete or check'
+        ? 'missing sub-command: create, list, usage, rotate, update, delete or check'
         : `unknown sub-command '${sub}'`,
     );
   },

@@ -20,12 +20,15 @@ import { Type, type Static } from 'typebox';
 import { isOperatorAccount } from '../accounts/ids.js';
 import { AppError } from '../errors.js';
 import { bearerChallenge, type Auth } from '../http/auth.js';
-import { readTextBody } from '../http/body-encoding.js';
+import { acceptForms } from '../http/form-body.js';
 import { ROUTED_METHODS } from '../http/methods.js';
-import { noStore } from '../http/no-store.js';
+import { noStoreAnswers } from '../http/no-store.js';
+import { responseHeader } from '../http/response-headers.js';
 import type { App } from '../http/types.js';
+import type { PhantomTokens } from '../oauth/phantom.js';
+import { signedTokenEnd } from '../oauth/signer.js';
 import type { TokenRecord } from '../storage/types.js';
-import type { TokenService } from '../tokens/service.js';
+import type { SecretKind, TokenService } from '../tokens/service.js';
 import { parseScope } from '../tokens/scopes.js';
 import { ipFamily, knownAddress, unknownAddress, type ClientAddress } from '../tokens/conditions.js';
 import { AUTO_SCOPE_FORM, readClientAddress } from './client-address.js';
@@ -39,6 +42,8 @@ export interface GatewayRouteOptions {
   rules: readonly Rule[];
   /** Whose forwarded request to read (AUTH_CHECK_GATEWAY). */
   gateway: Gateway;
+  /** The signed access tokens an allowed check carries in X-Token-Jwt (AUTH_CHECK_JWT); null: none. */
+  phantom: PhantomTokens | null;
 }
 
 declare module 'fastify' {
@@ -52,7 +57,8 @@ declare module 'fastify' {
 // Access-Control-Request-Method) with 204 before any authentication, and a gateway that
 // forwards an OPTIONS request to the check would take that 2xx for an approval.
 // No rate limit: the gateway calls it once per request it forwards (limit at the gateway).
-const CHECK_CONFIG = { auth: 'custom', cors: false, rateLimit: false } as const;
+// Every answer is no-store, errors included (the check's own onRequest hook sets it).
+const CHECK_CONFIG = { auth: 'custom', cors: false, rateLimit: false, noStore: true } as const;
 
 const CHECK_PATH = '/api/v1/auth/check';
 
@@ -73,19 +79,27 @@ const CheckAllowed = Type.Object({
   scopes: Type.Array(Type.String()),
   account_id: Type.String(),
 });
+type CheckAnswer = Static<typeof CheckAllowed>;
 
 // The allowed answer carries the token's identity in headers too, for the gateway to pass on.
-const Allowed = {
-  ...CheckAllowed,
-  headers: {
-    'X-Token-Id': Type.String({ description: "The token's id" }),
-    'X-Token-Name': Type.String({
-      description: "The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8)",
-    }),
-    'X-Token-Scopes': Type.String({ description: "The token's scopes, space-separated" }),
-    'X-Account-Id': Type.String({ description: 'The account the token belongs to' }),
-  },
+const IDENTITY_HEADERS = {
+  'X-Token-Id': responseHeader('TokenId', "The token's id"),
+  'X-Token-Name': responseHeader(
+    'TokenName',
+    "The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8)",
+  ),
+  'X-Token-Scopes': responseHeader('TokenScopes', "The token's scopes, space-separated"),
+  'X-Account-Id': responseHeader('AccountId', 'The account the token belongs to'),
 };
+const JWT_HEADER = {
+  'X-Token-Jwt': responseHeader(
+    'TokenJwt',
+    'A signed access token for the token (RFC 9068 JWT, ES256; AUTH_CHECK_JWT): the same one for every check ' +
+      'of the token until shortly before it expires. See docs/signed-tokens.md.',
+  ),
+};
+
+const JWT_NOTE = ' With AUTH_CHECK_JWT=true, also X-Token-Jwt: a signed access token for the upstream.';
 
 const CHECK_DESCRIPTION =
   'Required scopes: the `scope` parameters, else the rule table applied to ' +
@@ -148,16 +162,35 @@ function headerSafe(value: string): string {
   return /^[\x20-\x7e]*$/.test(value) && !value.includes('%') ? value : encodeURIComponent(value);
 }
 
-export function gatewayRoutes(app: App, { service, auth, rules, gateway }: GatewayRouteOptions): void {
+export function gatewayRoutes(app: App, { service, auth, rules, gateway, phantom }: GatewayRouteOptions): void {
   const isKnownScope = (s: string) => parseScope(s) !== null && service.registry.has(s);
-  /** An allowed check's answer: the token's identity, in headers for the gateway and in the body. */
-  function allow(reply: FastifyReply, token: TokenRecord) {
+  const Allowed = {
+    ...CheckAllowed,
+    headers: phantom === null ? IDENTITY_HEADERS : { ...IDENTITY_HEADERS, ...JWT_HEADER },
+  };
+  const jwtNote = phantom === null ? '' : JWT_NOTE;
+
+  /**
+   * An allowed check's answer: the token's identity, in headers for the gateway and in the
+   * body, and with AUTH_CHECK_JWT its signed access token (synchronously when one is kept).
+   */
+  function allow(reply: FastifyReply, token: TokenRecord, secret: SecretKind): CheckAnswer | Promise<CheckAnswer> {
     reply
       .header('x-token-id', token.id)
       .header('x-token-name', headerSafe(token.name))
       .header('x-token-scopes', token.scopes.join(' '))
       .header('x-account-id', token.accountId);
-    return { id: token.id, name: token.name, scopes: token.scopes, account_id: token.accountId };
+    const body = { id: token.id, name: token.name, scopes: token.scopes, account_id: token.accountId };
+    if (phantom === null) return body;
+    const jwt = phantom.jwtFor(token, signedTokenEnd(token, secret));
+    if (typeof jwt === 'string') {
+      reply.header('x-token-jwt', jwt);
+      return body;
+    }
+    return jwt.then((signed) => {
+      reply.header('x-token-jwt', signed);
+      return body;
+    });
   }
 
   /** Scopes named by `scope` parameters (each may hold several, space-separated). */
@@ -196,7 +229,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
       });
     }
     await auth.authenticate(request, required, false, address);
-    return allow(reply, request.token!);
+    return allow(reply, request.token!, request.tokenSecret!);
   }
 
   void app.register(async (plugin) => {
@@ -239,8 +272,8 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
       const address =
         gateway === 'auto' ? unknownAddress(AUTO_SCOPE_FORM) : readClientAddress(gateway, request.raw.rawHeaders);
       const pending = auth.authenticate(request, scopes, false, address);
-      if (pending === undefined) return allow(reply, request.token!);
-      return pending.then(() => allow(reply, request.token!));
+      if (pending === undefined) return allow(reply, request.token!, request.tokenSecret!);
+      return pending.then(() => allow(reply, request.token!, request.tokenSecret!));
     };
 
     // One route per method, so that each is documented with an operationId of its own
@@ -258,7 +291,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
             method === 'GET'
               ? 'Forward auth for nginx auth_request, Traefik ForwardAuth and Envoy ext_authz'
               : `Forward auth, as GET, for a gateway that sends the client's method (${method})`,
-          description: CHECK_DESCRIPTION,
+          description: CHECK_DESCRIPTION + jwtNote,
           querystring: CheckQuery,
           response: { 200: Allowed },
         },
@@ -276,7 +309,7 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
           tags: ['gateway'],
           operationId: `forwardAuthCheckPath${operationSuffix(method)}`,
           summary: `Forward auth for Envoy ext_authz (HTTP): the original path after the check's (${method})`,
-          description: PATH_FORM_DESCRIPTION,
+          description: PATH_FORM_DESCRIPTION + jwtNote,
           response: { 200: Allowed },
         },
         handler: async (request, reply) => {
@@ -297,14 +330,8 @@ export function gatewayRoutes(app: App, { service, auth, rules, gateway }: Gatew
     const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
     // RFC 7662 clients send application/x-www-form-urlencoded; JSON is accepted too.
     // Either is read as UTF-8 exactly or refused (src/http/body-encoding.ts).
-    api.addContentTypeParser(
-      'application/x-www-form-urlencoded',
-      { parseAs: 'buffer' },
-      (request, body: Buffer, done) => {
-        done(null, Object.fromEntries(new URLSearchParams(readTextBody(request, body, 'BAD_REQUEST'))));
-      },
-    );
-    api.addHook('onRequest', noStore);
+    acceptForms(plugin);
+    noStoreAnswers(api);
 
     api.post(
       '/api/v1/api-tokens/introspect',

@@ -88,6 +88,12 @@ export interface Auth {
     changes?: boolean,
     address?: ClientAddress,
   ): void | Promise<void>;
+  /**
+   * Authenticates a secret the request carries elsewhere than in Authorization (the token
+   * exchange's `subject_token`), as authenticate() with any valid token required: the same
+   * verification, failure limiter and refusals. Sets request.token.
+   */
+  authenticateSecret(request: FastifyRequest, secret: string, address?: ClientAddress): Promise<void>;
   /** The onRequest hook of a route that needs `required` (null: anonymous allowed). */
   hook(required: readonly string[] | null): onRequestHookHandler;
 }
@@ -239,6 +245,16 @@ export function createAuth(options: AuthOptions): Auth {
     const secret = presented(request, required);
     if (secret === null) return;
     if (typeof secret !== 'string') return accept(request, secret, required, changes, address);
+    return verified(request, secret, required, changes, address);
+  }
+
+  function verified(
+    request: FastifyRequest,
+    secret: string,
+    required: readonly string[] | null,
+    changes: boolean,
+    address: ClientAddress,
+  ): Promise<void> {
     return service
       .verify(secret, {
         // Only a lookup in storage meets the gate (made then, for this client's address).
@@ -250,6 +266,11 @@ export function createAuth(options: AuthOptions): Auth {
 
   return {
     authenticate,
+    authenticateSecret: (request, secret, address = knownAddress(request.ip)) => {
+      request.token = null;
+      request.tokenSecret = null;
+      return verified(request, secret, [], false, address);
+    },
     // A callback hook: an anonymous request has nothing to wait for.
     hook: (required) => {
       const changes = changesSomething(required);

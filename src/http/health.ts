@@ -7,7 +7,7 @@ import type { App } from './types.js';
 import { AppError } from '../errors.js';
 import type { Drain } from './drain.js';
 import type { Store } from '../storage/types.js';
-import { noStore } from './no-store.js';
+import { noStoreAnswers } from './no-store.js';
 import { RETRY_AFTER_SECONDS } from './problem.js';
 import { withDeadline } from '../deadline.js';
 
@@ -26,7 +26,7 @@ export interface HealthOptions {
 
 export function healthRoutes(app: App, options: HealthOptions): void {
   void app.register(async (plugin) => {
-    plugin.addHook('onRequest', noStore);
+    noStoreAnswers(plugin);
     healthRoutesIn(plugin, options);
   });
 }
@@ -36,7 +36,8 @@ function healthRoutesIn(app: App, options: HealthOptions): void {
   app.get(
     '/healthz',
     {
-      config: { rateLimit: false },
+      // Nothing here can fail: only a server that is shutting down refuses it.
+      config: { rateLimit: false, problems: { 500: null, 503: 'The server is shutting down (SERVICE_UNAVAILABLE)' } },
       schema: { tags, operationId: 'healthz', summary: 'Liveness: the process answers', response: { 200: Health } },
       // One string field, nothing to drop: JSON.stringify writes what fast-json-stringify would,
       // and the answer a start's probes wait for first compiles no serialiser (which builds an
@@ -51,7 +52,16 @@ function healthRoutesIn(app: App, options: HealthOptions): void {
   app.get(
     '/readyz',
     {
-      config: { rateLimit: false },
+      // A failed probe of storage is this answer's 503, never a 500.
+      config: {
+        rateLimit: false,
+        problems: {
+          500: null,
+          503:
+            'Draining before a stop, or shutting down (SERVICE_UNAVAILABLE); or storage unreachable or not ' +
+            'writable (STORAGE_UNAVAILABLE)',
+        },
+      },
       schema: {
         tags,
         operationId: 'readyz',

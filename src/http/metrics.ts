@@ -11,9 +11,11 @@ import type { CatalogService } from '../catalog/service.js';
 import type { ChangeFollower } from '../fleet/changes.js';
 import type { FleetRegistry } from '../fleet/registry.js';
 import { AppError } from '../errors.js';
+import type { SignedTokens } from '../oauth/index.js';
+import type { SignedVia } from '../oauth/signer.js';
 import type { TokenDomain } from '../tokens/index.js';
 import type { WebhookDomain } from '../webhooks/index.js';
-import { noStore } from './no-store.js';
+import { noStoreAnswers } from './no-store.js';
 import type { App } from './types.js';
 
 export interface MetricsSources {
@@ -29,6 +31,8 @@ export interface MetricsSources {
   webhooks: WebhookDomain;
   /** The HTTP requests answered, as the request log counts them. */
   traffic: HttpTraffic;
+  /** Signed access tokens; null when they are off. */
+  signed: SignedTokens | null;
 }
 
 // All of 127.0.0.0/8 is loopback (Linux routes every address of it to lo), and so is ::1.
@@ -123,6 +127,25 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
     'infracat_token_cache_misses_total',
     'Verifications that needed a storage lookup',
     () => cache.misses,
+  );
+  const { signed } = sources;
+  new Counter({
+    name: 'infracat_jwt_signed_total',
+    help:
+      'Signed access tokens made, by the path that asked: exchange (POST /api/v1/oauth/token) or forward_auth ' +
+      '(X-Token-Jwt of /api/v1/auth/check, one per token until shortly before it expires)',
+    labelNames: ['via'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const via of ['exchange', 'forward_auth'] as SignedVia[]) this.inc({ via }, signed?.signer.signed[via] ?? 0);
+    },
+  });
+  totalCounter(
+    registry,
+    'infracat_jwt_forward_auth_reused_total',
+    'Allowed forward-auth checks answered with a signed access token made for an earlier one (AUTH_CHECK_JWT)',
+    () => signed?.phantom.hits ?? 0,
   );
   totalCounter(
     registry,
@@ -268,7 +291,7 @@ export function installMetrics(app: App, access: 'public' | 'loopback' | 'off', 
   });
 
   void app.register(async (plugin) => {
-    plugin.addHook('onRequest', noStore);
+    noStoreAnswers(plugin);
     plugin.get('/metrics', { config: { rateLimit: false }, schema: { hide: true } }, async (request, reply) => {
       // The socket's peer, never request.ip: with TRUST_PROXY a header could claim loopback.
       if (access === 'off' || (access === 'loopback' && !isLoopback(request.socket.remoteAddress))) {
@@ -296,8 +319,8 @@ export interface MetricsOptions extends Pick<MetricsSources, 'storageQueries' | 
 /** The metrics of the app's domain objects and of the change feed, at /metrics. */
 export const metrics = fp<MetricsOptions, RawServerDefault, TypeBoxTypeProvider>(
   (app, { access, ...sources }, done) => {
-    const { tokens, catalog, fleet, webhooks } = app.infracat;
-    installMetrics(app, access, { ...sources, tokens, catalog, fleet, webhooks, changes: app.changeFeed });
+    const { tokens, catalog, fleet, signed, webhooks } = app.infracat;
+    installMetrics(app, access, { ...sources, tokens, catalog, fleet, signed, webhooks, changes: app.changeFeed });
     done();
   },
   { name: 'infracat-metrics', dependencies: ['infracat-services', 'infracat-lifecycle'] },

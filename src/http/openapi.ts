@@ -8,7 +8,8 @@
 // idle (BENCHMARKS.md), for a page most processes never serve.
 //
 // Routes state only their success shapes and config.auth; the error responses every
-// route can give (problem+json) are derived here from what the route takes.
+// route can give (problem+json) are derived here from what the route takes, and so are the
+// headers each answer may carry, every one a reference to its components.headers entry.
 import { STATUS_CODES } from 'node:http';
 import swagger, { type StaticDocumentSpec } from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -21,6 +22,19 @@ import { bearerChallenge, changesSomething, type RouteAuth } from './auth.js';
 import { documentedAs } from './documented-as.js';
 import { noBodyAsEmptyObject } from './optional-body.js';
 import { policyField, RATE_LIMIT_POLICIES, stateField, type RateLimitOptions } from './rate-limit.js';
+import {
+  ACCEPT_ENCODING,
+  CORS,
+  HEADER_ALWAYS,
+  HEADER_COMPONENT,
+  LOCATION,
+  NO_STORE,
+  REQUEST_ID,
+  responseHeader,
+  RETRY_AFTER,
+  SECURITY,
+  type HeaderDoc,
+} from './response-headers.js';
 import type { App } from './types.js';
 
 const OPENAPI_PATH = '/api/v1/openapi.json';
@@ -30,11 +44,6 @@ const BODY_OPTIONAL = 'x-infracat-body-optional';
 // Carries a body's example likewise, where the body is a reference to a named schema.
 const BODY_EXAMPLE = 'x-infracat-body-example';
 const DOCS_PREFIX = '/docs';
-
-// A response header's schema: @fastify/swagger makes it `{ description, schema }`.
-const header = (description: string, type: 'string' | 'integer' = 'string') => ({ description, type });
-
-const REQUEST_ID = header('The id of this request, also in the log line and in a problem body (`request_id`)');
 
 // The `detail` of each problem example; a code not listed shows its title.
 const EXAMPLE_DETAILS: Partial<Record<ErrorCode, string>> = {
@@ -74,7 +83,7 @@ function problemExample(code: ErrorCode, instance: string): unknown {
 }
 
 /** A problem+json response, with an example of each code it names (Swagger UI shows them). */
-function problem(status: number, description: string, url: string, headers: Record<string, unknown> = {}) {
+function problem(status: number, description: string, url: string, headers: Record<string, unknown>) {
   const codes = codesIn(description, status);
   const media: Record<string, unknown> = { schema: { $ref: 'Problem#' } };
   if (codes.length === 1) media.example = problemExample(codes[0]!, url);
@@ -82,11 +91,7 @@ function problem(status: number, description: string, url: string, headers: Reco
     media.examples = Object.fromEntries(
       codes.map((c) => [c, { summary: ERRORS[c].title, value: problemExample(c, url) }]),
     );
-  return {
-    description,
-    headers: { ...headers, 'X-Request-Id': REQUEST_ID },
-    content: { 'application/problem+json': media },
-  };
+  return { description, headers, content: { 'application/problem+json': media } };
 }
 
 interface RouteSchema {
@@ -114,28 +119,47 @@ function size(bytes: number): string {
 }
 
 /** The RateLimit fields, stated with the policies, quotas and window the server sends. */
-function rateLimitHeaders({ quotas, windowS }: RateLimitOptions): Record<string, unknown> {
+function rateLimitHeaders({ quotas, windowS }: RateLimitOptions): Record<string, HeaderDoc> {
   const on = (Object.keys(RATE_LIMIT_POLICIES) as (keyof typeof RATE_LIMIT_POLICIES)[]).filter((p) => quotas[p] > 0);
   if (on.length === 0) return {};
   const states = on.map((p) => `\`${stateField(p, quotas[p] - 1, windowS)}\``).join(' or ');
   const policies = on.map((p) => `\`${policyField(p, quotas[p], windowS)}\` (${RATE_LIMIT_POLICIES[p]})`).join('; ');
   return {
-    RateLimit: header(
+    RateLimit: responseHeader(
+      'RateLimit',
       'Requests this client can still expect in the window across all instances (as the instance that ' +
         "answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the " +
         `window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: ${states}`,
     ),
-    'RateLimit-Policy': header(
+    'RateLimit-Policy': responseHeader(
+      'RateLimitPolicy',
       "Quota of requests per window of seconds, for all instances together; a token's request is counted " +
         `against its token and its account (the account's quota is its \`rate_limit\` when set): ${policies}`,
     ),
   };
 }
 
-/** Whether any rate-limit policy is on (each 0 turns one off). */
-function rateLimitOn({ quotas }: RateLimitOptions): boolean {
-  return Object.values(quotas).some((q) => q > 0);
+/**
+ * Whether the rate limiter counts the requests of a route that takes `auth`: an anonymous
+ * route's only by the address's quota; a token's by its token's and its account's (an
+ * account's own `rate_limit` applies whenever any quota is on).
+ */
+function rateLimitOn({ quotas }: RateLimitOptions, auth: RouteAuth | undefined): boolean {
+  return auth === undefined ? quotas.anonymous > 0 : Object.values(quotas).some((q) => q > 0);
 }
+
+/** The 429 of a route: whose limit a request may meet there. */
+function tooMany(auth: RouteAuth | undefined, counted: boolean): string {
+  const failures = 'too many failed authentications from the client address (RATE_LIMITED)';
+  if (!counted) return `${failures[0]!.toUpperCase()}${failures.slice(1)}`;
+  if (auth === undefined) return "Over the rate limit of the client's address (RATE_LIMITED)";
+  const token = "Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED)";
+  if (auth === 'optional') return `${token}; without a token, over the address's (RATE_LIMITED); or ${failures}`;
+  return `${token}; or ${failures}`;
+}
+
+/** Statuses always decided before the rate limiter counts a request (authentication, the body's reading). */
+const BEFORE_THE_LIMITER = new Set(['401', '413', '415']);
 
 /** The note that a write scope would do too, where one exists (not for a read-only resource). */
 function impliedBy(scopes: readonly string[]): string {
@@ -183,7 +207,25 @@ function documentRoute(
 ): RouteSchema {
   const { auth, problems = {} } = route;
   const path = url.replace(/:(\w+)/g, '{$1}');
-  const limited = route.rateLimit !== false && rateLimitOn(facts.rateLimit);
+  // Counted by the limiter after authentication (a preHandler), or as the route's first hook.
+  const limited = route.rateLimit !== false && rateLimitOn(facts.rateLimit, auth);
+  const countedFirst = route.rateLimitFirst === true && rateLimitOn(facts.rateLimit, undefined);
+  const counted = (status: string): boolean =>
+    countedFirst || (limited && (status === '429' || !BEFORE_THE_LIMITER.has(status)));
+  const common = everyAnswer(route, facts);
+  /** Where the answer may carry the Bearer challenge: a credential in the query (400), an authentication's refusal. */
+  const challenged = (status: string): boolean =>
+    status === '400' || (auth !== undefined && (status === '401' || status === '403'));
+  /** The headers an answer of `status` may carry: its own, those of what ran before, those of every answer. */
+  const headersOf = (status: string, own: Record<string, unknown>): Record<string, unknown> => ({
+    ...own,
+    ...(status === '201' ? { Location: LOCATION } : {}),
+    ...(counted(status) ? rateLimitHeaders(facts.rateLimit) : {}),
+    ...(status === '429' || status === '503' ? { 'Retry-After': RETRY_AFTER } : {}),
+    ...(status === '415' ? { 'Accept-Encoding': ACCEPT_ENCODING } : {}),
+    ...(challenged(status) ? { 'WWW-Authenticate': BEARER_CHALLENGE } : {}),
+    ...common,
+  });
   const responses: Record<string, unknown> = {};
   // Success responses: the body by reference where its shape is named, and the headers every such answer carries.
   for (const [status, value] of Object.entries(schema.response ?? {})) {
@@ -196,18 +238,32 @@ function documentRoute(
       description?: string;
       type?: string;
     };
-    const headers: Record<string, unknown> = { ...own };
-    if (status === '201') headers.Location = header('The path of the new resource');
-    if (limited) Object.assign(headers, rateLimitHeaders(facts.rateLimit));
-    headers['X-Request-Id'] = REQUEST_ID;
+    const headers = headersOf(status, own);
     const label = description ?? SUCCESS_DESCRIPTIONS[status] ?? STATUS_CODES[Number(status)] ?? 'Response';
     responses[status] =
       body.type === 'null'
         ? { type: 'null', description: label, headers }
         : { description: label, headers, content: { 'application/json': { schema: referNamed(body, names) } } };
   }
-  const add = (status: number, description: string, headers: Record<string, unknown> = {}): void => {
-    if (!(String(status) in responses)) responses[String(status)] = problem(status, description, path, headers);
+  if (route.ownErrors === true) {
+    // The route declares every answer itself, its errors included (not problems): none is derived.
+    return {
+      ...schema,
+      ...(schema.body !== undefined ? { body: referNamed(schema.body, names) } : {}),
+      response: responses,
+      security: [],
+    };
+  }
+  // Statuses the derivation below would add that the route declares it never answers.
+  const never = new Set(
+    Object.entries(problems)
+      .filter(([, declared]) => declared === null)
+      .map(([status]) => status),
+  );
+  const add = (status: number, description: string, own: Record<string, unknown> = {}): void => {
+    const key = String(status);
+    if (!(key in responses) && !never.has(key))
+      responses[key] = problem(status, description, path, headersOf(key, own));
   };
   // Every request meets the request guard (src/http/request-guard.ts) first.
   const badRequest = [
@@ -219,6 +275,7 @@ function documentRoute(
       'missing or repeated Host header (BAD_REQUEST)',
   ];
   for (const [status, declared] of Object.entries(problems)) {
+    if (declared === null) continue;
     const { description, headers } = typeof declared === 'string' ? { description: declared, headers: {} } : declared;
     if (status === '400') badRequest.unshift(description);
     else add(Number(status), description, headers);
@@ -232,16 +289,12 @@ function documentRoute(
   }
   // A path parameter names something that may not exist (the check's path form is any path: never 404).
   if (url.includes(':')) add(404, 'No such resource (NOT_FOUND)');
-  const errors = '`error="invalid_token"` or `error="insufficient_scope", scope="..."`';
-  const challenge = header(`\`${bearerChallenge()}\`, with ${errors}`);
   let security: unknown[] = [];
   let note = '';
   if (auth === 'optional') {
     security = [{}, { bearer: [] }];
     note = 'Anonymous access is allowed; a presented token must be valid (and counts as a use).';
-    add(401, 'The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN)', {
-      'WWW-Authenticate': challenge,
-    });
+    add(401, 'The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN)');
   } else if (auth !== undefined) {
     security = [{ bearer: [] }];
     const scopes = auth === 'custom' ? [] : auth.scopes;
@@ -251,9 +304,7 @@ function documentRoute(
         : scopes.length > 0
           ? `Needs a token with \`${scopes.join('`, `')}\`${impliedBy(scopes)}.`
           : 'Needs any valid token.';
-    add(401, 'Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN)', {
-      'WWW-Authenticate': challenge,
-    });
+    add(401, 'Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN)');
     if (auth === 'custom' || scopes.length > 0)
       add(
         403,
@@ -262,20 +313,14 @@ function documentRoute(
             ? ". Or the token's previous secret, still in its grace period after a rotation, was " +
               'presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY)'
             : ''),
-        { 'WWW-Authenticate': challenge },
       );
   }
   // The rate limit, and the limit on failed authentications (src/http/failure-limiter.ts).
-  if (limited || auth !== undefined)
-    add(429, 'Over the rate limit, or too many failed authentications (RATE_LIMITED)', {
-      'Retry-After': header('Seconds to wait', 'integer'),
-      ...(limited ? rateLimitHeaders(facts.rateLimit) : {}),
-    });
-  add(500, 'Unexpected error; quote the request_id (INTERNAL)');
+  if (limited || countedFirst || auth !== undefined) add(429, tooMany(auth, limited || countedFirst));
+  add(500, 'Unexpected error, such as a storage fault; quote the request_id (INTERNAL)');
   add(
     503,
     'Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE)',
-    { 'Retry-After': header('Seconds to wait', 'integer') },
   );
   const description = [schema.description, note].filter((s) => s !== undefined && s !== '').join('\n\n');
   return {
@@ -288,20 +333,85 @@ function documentRoute(
   };
 }
 
+/**
+ * A response's headers, each named one (a header declared with responseHeader(), which
+ * @fastify/swagger writes as `{ description, schema: { type, x-infracat-header, ... } }`) as a
+ * reference to components.headers, which `named` collects. Two different headers under one
+ * name are a mistake in the declarations: the document is not made.
+ */
+function referHeaders(headers: Record<string, unknown>, named: Map<string, unknown>): Record<string, unknown> {
+  const referred = Object.entries(headers).map(([name, header]): [string, unknown] => {
+    const { description, schema = {} } = header as { description?: string; schema?: Record<string, unknown> };
+    const { [HEADER_COMPONENT]: component, [HEADER_ALWAYS]: always, ...plain } = schema;
+    if (typeof component !== 'string') return [name, header];
+    const described = {
+      ...(description !== undefined ? { description } : {}),
+      ...(always === true ? { required: true } : {}),
+      schema: plain,
+    };
+    const known = named.get(component);
+    if (known === undefined) named.set(component, described);
+    else if (JSON.stringify(known) !== JSON.stringify(described))
+      throw new Error(`two different response headers are named ${component}`);
+    return [name, { $ref: `#/components/headers/${component}` }];
+  });
+  return Object.fromEntries(referred);
+}
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** Route-specific problem responses to document, by status (the common ones are derived). */
     problems?: Record<number, ProblemDoc>;
+    /**
+     * The route runs the rate limiter itself as its first hook (with `rateLimit: false`), so
+     * every answer is counted and carries the RateLimit fields.
+     */
+    rateLimitFirst?: boolean;
+    /**
+     * true: the route answers its errors in a form of its own (the OAuth token endpoint's
+     * RFC 6749 errors), each declared in its response schema; no problem response is derived.
+     */
+    ownErrors?: boolean;
   }
 }
 
-/** A route-specific problem response: its description, or that and the headers it carries. */
-export type ProblemDoc = string | { description: string; headers: Record<string, unknown> };
+/**
+ * A route-specific problem response: its description, or that and the headers it carries;
+ * null for a status the common derivation adds that the route never answers (nothing it
+ * does can fail that way).
+ */
+export type ProblemDoc = string | { description: string; headers: Record<string, unknown> } | null;
 
 interface RouteConfig {
   auth?: RouteAuth;
+  ownErrors?: boolean;
   problems?: Record<number, ProblemDoc>;
   rateLimit?: boolean;
+  rateLimitFirst?: boolean;
+  noStore?: boolean;
+  cors?: unknown;
+}
+
+/** The challenge of a refused authentication, or of a credential in the query string. */
+const BEARER_CHALLENGE = responseHeader(
+  'BearerChallenge',
+  `\`${bearerChallenge()}\`, with \`error="invalid_request"\` (a credential in the query string), ` +
+    '`error="invalid_token"` or `error="insufficient_scope", scope="..."`',
+);
+
+/** The headers every answer of a route may carry, whatever its status. */
+function everyAnswer(route: RouteConfig, facts: OpenApiOptions): Record<string, unknown> {
+  const { corsOrigins } = facts;
+  // Any origin (`*`) needs no Vary: every answer is the same whatever the request's Origin.
+  const { Vary, ...always } = CORS;
+  const cors =
+    corsOrigins.length === 0 || route.cors === false ? {} : corsOrigins.includes('*') ? always : { Vary, ...always };
+  return {
+    ...(route.noStore === true ? { 'Cache-Control': NO_STORE } : {}),
+    ...cors,
+    ...SECURITY,
+    'X-Request-Id': REQUEST_ID,
+  };
 }
 
 /** What the document states that the code and settings decide, so that it says what the server does. */
@@ -312,6 +422,8 @@ export interface OpenApiOptions {
   /** TOKEN_PREFIX. */
   tokenPrefix: string;
   rateLimit: RateLimitOptions;
+  /** CORS_ORIGINS: with any, the answers of the routes that take CORS carry its headers. */
+  corsOrigins: readonly string[];
   /**
    * The named shapes: each resource and request body by its name in components.schemas,
    * declared once as a TypeBox schema in its module's schemas.ts.
@@ -362,6 +474,7 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
         { name: 'webhooks', description: "Events of the account POSTed to the account's URLs, signed" },
         { name: 'catalogs', description: 'OS images, instance plans and regions' },
         { name: 'gateway', description: 'Forward auth and introspection for other services' },
+        { name: 'oauth', description: 'Signed access tokens: token exchange, the public keys and the metadata' },
         { name: 'secret-scanning', description: 'Leaked secrets reported by GitHub secret scanning, revoked' },
         { name: 'operations', description: 'Health' },
       ],
@@ -398,6 +511,8 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
     },
     transformObject: (documents) => {
       const doc = 'openapiObject' in documents ? documents.openapiObject : documents.swaggerObject;
+      // The response headers by component name, each described once (src/http/response-headers.ts).
+      const headers = new Map<string, unknown>();
       for (const item of Object.values(doc.paths ?? {}) as Record<string, Record<string, unknown>>[]) {
         for (const operation of Object.values(item)) {
           const body = operation.requestBody as
@@ -406,11 +521,17 @@ export function registerOpenApi(app: App, options: OpenApiOptions): void {
             for (const media of Object.values(body?.content ?? {})) media.example = operation[BODY_EXAMPLE];
             delete operation[BODY_EXAMPLE];
           }
+          const responses = operation.responses as Record<string, { headers?: Record<string, unknown> }>;
+          for (const response of Object.values(responses)) {
+            if (response.headers !== undefined) response.headers = referHeaders(response.headers, headers);
+          }
           if (operation[BODY_OPTIONAL] !== true) continue;
           delete operation[BODY_OPTIONAL];
           body!.required = false;
         }
       }
+      const components = (doc as { components?: Record<string, unknown> }).components ?? {};
+      components.headers = Object.fromEntries([...headers].sort(([a], [b]) => a.localeCompare(b)));
       return doc;
     },
   });

@@ -163,19 +163,29 @@ export interface ProblemOptions {
   onStorageError?: () => void;
 }
 
+/**
+ * What to answer for whatever was thrown, logged and counted as every error is: a 5xx with
+ * its cause (never in the answer), unavailable storage as a warning and in the metrics.
+ * The error handler of every route; a route that answers errors in another form (the OAuth
+ * token endpoint) renders the same AppError its own way.
+ */
+export function classifyError(error: FastifyError | Error, request: FastifyRequest, options: ProblemOptions): AppError {
+  // A route may take larger bodies than the app (the catalog document): name its own limit.
+  const problem = classify(error, request.routeOptions.bodyLimit ?? options.bodyLimit);
+  if (problem.status >= 500 && problem.status !== 503) {
+    request.log.error({ err: error }, 'unhandled error');
+  } else if (error instanceof StorageUnavailableError) {
+    options.onStorageError?.();
+    request.log.warn({ err: error }, 'storage unavailable');
+  }
+  return problem;
+}
+
 /** Installs the error handler on the root instance. */
 export function installProblemHandlers(app: App, options: ProblemOptions): void {
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    // A route may take larger bodies than the app (the catalog document): name its own limit.
-    const problem = classify(error, request.routeOptions.bodyLimit ?? options.bodyLimit);
-    if (problem.status >= 500 && problem.status !== 503) {
-      request.log.error({ err: error }, 'unhandled error');
-    } else if (error instanceof StorageUnavailableError) {
-      options.onStorageError?.();
-      request.log.warn({ err: error }, 'storage unavailable');
-    }
-    return sendProblem(request, reply, problem);
-  });
+  app.setErrorHandler((error: FastifyError, request, reply) =>
+    sendProblem(request, reply, classifyError(error, request, options)),
+  );
 }
 
 /**

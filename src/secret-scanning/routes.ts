@@ -19,7 +19,8 @@ import type { FastifyRequest, preHandlerHookHandler } from 'fastify';
 import type { KeyObject } from 'node:crypto';
 import { AppError } from '../errors.js';
 import { parseJsonBody } from '../http/json-body.js';
-import { noStore } from '../http/no-store.js';
+import { noStoreAnswers } from '../http/no-store.js';
+import { responseHeader } from '../http/response-headers.js';
 import type { App } from '../http/types.js';
 import { auditContext, type Actor } from '../audit/context.js';
 import type { TokenService } from '../tokens/service.js';
@@ -61,7 +62,7 @@ export function secretScanningRoutes(app: App, { keys, service, limiter }: Secre
     api.removeAllContentTypeParsers();
     // The bytes as they came: the signature is over them, and nothing reads them before it holds.
     api.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body: Buffer, done) => done(null, body));
-    api.addHook('onRequest', noStore);
+    noStoreAnswers(api);
     // Same signature as an onRequest hook: (request, reply, done).
     if (limiter !== undefined) api.addHook('onRequest', limiter);
     api.addHook('onRequest', async (request) => {
@@ -96,11 +97,14 @@ export function secretScanningRoutes(app: App, { keys, service, limiter }: Secre
         // Limited by the hook above instead, so that unsigned floods count too.
         config: {
           rateLimit: false,
+          rateLimitFirst: limiter !== undefined,
           problems: {
-            401: 'Not signed by a configured key, or the signature does not match the body (INVALID_SIGNATURE)',
-            429: {
-              description: 'Over the anonymous rate limit of the sending address (RATE_LIMITED)',
-              headers: { 'Retry-After': { description: 'Seconds to wait', type: 'integer' } },
+            401: {
+              description:
+                'Not signed by a configured key, or the signature does not match the body (INVALID_SIGNATURE)',
+              headers: {
+                'WWW-Authenticate': responseHeader('SignatureChallenge', `\`${SIGNATURE_CHALLENGE}\``),
+              },
             },
           },
         },

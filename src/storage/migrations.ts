@@ -336,6 +336,15 @@ const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
+    version: 16,
+    name: 'api_tokens_last_used',
+    // An account's tokens by last use, the most recent first and never-used ones last, ties
+    // by id: one ascending key for both engines, which order NULLs differently (SQLite
+    // first, PostgreSQL last). last_used_at is epoch milliseconds, never negative, so its
+    // negation is at most 0 and a never-used token's 1 sorts after every used one.
+    steps: ['CREATE INDEX api_tokens_account_last_used ON api_tokens (account_id, (COALESCE(-last_used_at, 1)), id)'],
+  },
+  {
     version: 17,
     name: 'webhooks',
     // Webhooks. Each account's endpoints, listed and counted by (account_id, created_at, id);

@@ -62,6 +62,7 @@ import type {
   TokenRecord,
   TokenStore,
   TokenWithAccount,
+  LastUsePosition,
   ListPosition,
   PageRequest,
   StoredBound,
@@ -136,6 +137,14 @@ function pageParams(page: PageRequest): Param[] {
   const after = page.after ?? LIST_START;
   return [after.createdAt, after.id, page.limit];
 }
+
+/**
+ * A token's place in the order by last use, as migration 16's index holds it:
+ * `COALESCE(-last_used_at, 1)`, the negated time of the last use (the most recent the
+ * lowest), 1 for a token never used (after every used one).
+ */
+const NEVER_USED_KEY = 1;
+const lastUseKey = (lastUsedAt: number | null): number => (lastUsedAt === null ? NEVER_USED_KEY : 0 - lastUsedAt);
 
 /**
  * Rows per last_used_at statement (touchQuery): a flush of more tokens sends one statement
@@ -235,7 +244,8 @@ export const SQL = {
     `INSERT INTO api_tokens (${API_TOKENS.columns}, next_notice_at)` +
     ` VALUES (${API_TOKENS.placeholders}, CAST(? AS BIGINT))`,
   // One statement: the account's live tokens, all its stored tokens and whether the account
-  // exists (its status). Both counts read the (account_id, expires_at) index alone.
+  // exists (its status). Both counts read an index alone: the live one (account_id, expires_at),
+  // the stored one that or any other leading with account_id.
   // CAST: COUNT(*) is a BIGINT in PostgreSQL, which its driver returns as a string.
   countLive:
     'SELECT CAST((SELECT COUNT(*) FROM api_tokens WHERE account_id = ? AND (expires_at IS NULL OR expires_at > ?))' +
@@ -258,6 +268,21 @@ export const SQL = {
     `SELECT ${API_TOKENS.columns} FROM api_tokens` +
     ' WHERE account_id = ? AND (expires_at IS NULL OR expires_at > ?) AND (created_at, id) > (?, ?)' +
     ' ORDER BY created_at, id LIMIT ?',
+  // By last use, the most recent first, never-used tokens last, ties by id: ranges of
+  // migration 16's (account_id, COALESCE(-last_used_at, 1), id) index, the expression written
+  // exactly as there (both engines match an index on an expression only to the same one).
+  // A page is the rest of the cursor's tie (same key, later ids), then the keys after it:
+  // two plain ranges, as SQLite cannot seek a row value whose first term is an expression
+  // (it would read the account's rows from the start), and a tie can be long (every
+  // never-used token shares the key 1).
+  listByLastUseTie:
+    `SELECT ${API_TOKENS.columns} FROM api_tokens` +
+    ' WHERE account_id = ? AND (expires_at IS NULL OR expires_at > ?) AND COALESCE(-last_used_at, 1) = ? AND id > ?' +
+    ' ORDER BY id LIMIT ?',
+  listByLastUseAfter:
+    `SELECT ${API_TOKENS.columns} FROM api_tokens` +
+    ' WHERE account_id = ? AND (expires_at IS NULL OR expires_at > ?) AND COALESCE(-last_used_at, 1) > ?' +
+    ' ORDER BY COALESCE(-last_used_at, 1), id LIMIT ?',
   getToken: `SELECT ${API_TOKENS.columns} FROM api_tokens WHERE id = ? AND account_id = ?`,
   // Verification's one read: the token and its account's status together, by its current
   // or its previous (grace-period) secret (each hash column has its own UNIQUE index).
@@ -684,6 +709,40 @@ class SqlTokenStore implements TokenStore {
 
   async list(accountId: string, expiredAfter: number, page: PageRequest): Promise<TokenRecord[]> {
     const rows = await this.db.all<Record<string, unknown>>(SQL.list, [accountId, expiredAfter, ...pageParams(page)]);
+    return rows.map((row) => API_TOKENS.fromRow(row));
+  }
+
+  async listByLastUse(
+    accountId: string,
+    expiredAfter: number,
+    page: PageRequest<LastUsePosition>,
+  ): Promise<TokenRecord[]> {
+    const { after, limit } = page;
+    const rows: Record<string, unknown>[] = [];
+    // Every key lies above this one (a use's is its time negated): the first page starts before them all.
+    let key = Number.MIN_SAFE_INTEGER;
+    if (after !== undefined) {
+      key = lastUseKey(after.lastUsedAt);
+      rows.push(
+        ...(await this.db.all<Record<string, unknown>>(SQL.listByLastUseTie, [
+          accountId,
+          expiredAfter,
+          key,
+          after.id,
+          limit,
+        ])),
+      );
+    }
+    // A key only ever decreases (a later use), so no row of the tie is among the keys after it.
+    if (rows.length < limit)
+      rows.push(
+        ...(await this.db.all<Record<string, unknown>>(SQL.listByLastUseAfter, [
+          accountId,
+          expiredAfter,
+          key,
+          limit - rows.length,
+        ])),
+      );
     return rows.map((row) => API_TOKENS.fromRow(row));
   }
 

@@ -65,9 +65,20 @@ export interface ListPosition {
 }
 
 /** One page of a list: the rows after `after` (from the start when absent), at most `limit`. */
-export interface PageRequest {
-  after?: ListPosition | undefined;
+export interface PageRequest<P = ListPosition> {
+  after?: P | undefined;
   limit: number;
+}
+
+/**
+ * A place in a token list kept by last use (the most recent first, never-used tokens last,
+ * ties oldest first by id): the last row of a page, its last_used_at (null: never used)
+ * and id. A token's last_used_at only ever moves later, so a token used during a walk
+ * moves ahead of the pages still to come: it is never shown twice.
+ */
+export interface LastUsePosition {
+  lastUsedAt: number | null;
+  id: string;
 }
 
 export interface AccountStore {
@@ -156,6 +167,11 @@ export interface TokenStore {
    * now minus the retention of expired tokens), oldest first (created_at, then id): one page.
    */
   list(accountId: string, expiredAfter: number, page: PageRequest): Promise<TokenRecord[]>;
+  /**
+   * The same tokens as list(), by last use: the most recently used first, never-used ones
+   * last, ties oldest first (by id): one page.
+   */
+  listByLastUse(accountId: string, expiredAfter: number, page: PageRequest<LastUsePosition>): Promise<TokenRecord[]>;
   /**
    * Deletes tokens that expired at or before `before`, each with its event (`eventFor`),
    * at most `limit` per call; resolves to how many.

@@ -19,6 +19,17 @@ import type { TokenWithAccount } from '../storage/types.js';
 /** A storage error, told apart from lru-cache's rejection of an aborted load (see load()). */
 class ReadFailed extends Error {}
 
+/**
+ * Told when entries are forgotten because a token or an account changed (not when one
+ * expires or makes room, nor at a resync, which says only that anything may have changed):
+ * what is kept in memory beside a token's verification (its signed access token,
+ * src/oauth/phantom.ts) goes with it.
+ */
+export interface EvictionListener {
+  token(id: string): void;
+  account(accountId: string): void;
+}
+
 export class VerificationCache {
   hits = 0;
   misses = 0;
@@ -30,6 +41,7 @@ export class VerificationCache {
    * announced by id (another instance deleted or rotated it) evicts without a walk.
    */
   private readonly hashesById = new Map<string, string[]>();
+  private readonly listeners: EvictionListener[] = [];
 
   /**
    * `read` looks a hash up in storage (null: unknown). `ttlMs` 0 turns caching off but still
@@ -117,6 +129,7 @@ export class VerificationCache {
    * account `accountId`.
    */
   evict(id: string, hash: string | undefined, accountId: string): void {
+    for (const listener of this.listeners) listener.token(id);
     if (hash !== undefined) {
       this.lru.delete(hash);
       return;
@@ -150,6 +163,12 @@ export class VerificationCache {
     const hashes = [...this.loading];
     for (const [key, token] of this.lru.entries()) if (token.accountId === accountId) hashes.push(key);
     for (const key of hashes) this.lru.delete(key);
+    for (const listener of this.listeners) listener.account(accountId);
+  }
+
+  /** Adds a listener told of every change-driven eviction from now on. */
+  onEvict(listener: EvictionListener): void {
+    this.listeners.push(listener);
   }
 
   get size(): number {

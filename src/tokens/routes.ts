@@ -8,10 +8,10 @@ import { auditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
 import { callerOf } from '../http/caller.js';
 import { installMergePatchParser } from '../http/json-body.js';
-import { noStore } from '../http/no-store.js';
+import { noStoreAnswers } from '../http/no-store.js';
 import { NoQuery } from '../http/no-query.js';
 import { noBodyAsEmptyObject } from '../http/optional-body.js';
-import { readPageQuery } from '../http/page-query.js';
+import { readTokenListQuery } from '../http/page-query.js';
 import type { App } from '../http/types.js';
 import { GRACE_MAX_S, USAGE_SPAN_DEFAULT_DAYS, USAGE_SPAN_MAX_DAYS } from './limits.js';
 import {
@@ -25,14 +25,15 @@ import {
   LIST_PER_PAGE_DEFAULT,
   LIST_PER_PAGE_MAX,
   pagedList,
-  PageParams,
   ScopeList,
+  TOKEN_LIST_ORDER,
+  TokenListQuery,
   TokenView,
   UsageList,
   UsageQuery,
   type UsageBucketView,
 } from './schemas.js';
-import { nextPageLink } from './query.js';
+import { nextLastUsePageLink, nextPageLink, type TokenListPage } from './query.js';
 import { createdView, currentView, rotatedView, tokenView, usageView } from './views.js';
 import type { TokenService } from './service.js';
 
@@ -65,7 +66,37 @@ export const TOKEN_LIST_DESCRIPTION =
   `working), oldest first (created_at, then id). At most \`per_page\` tokens (default ${LIST_PER_PAGE_DEFAULT}, ` +
   `at most ${LIST_PER_PAGE_MAX}); when more follow, a \`Link: <...>; rel="next"\` header names the next page ` +
   '(follow it as it is): keyset pages, so tokens created meanwhile never make a page skip or repeat one. ' +
+  '`sort=last_used_at` orders the whole list by last use instead: the most recently used first, never-used ' +
+  'tokens last, ties by id; the order of last_used_at as written (every LAST_USED_FLUSH_MS). A token used ' +
+  'during a walk moves ahead, to a page already read: no token is ever listed twice, and one used meanwhile ' +
+  'may not come again. The next link keeps `sort`; a cursor of the other order is 400 INVALID_QUERY. ' +
   'The body stays a bare array.';
+
+/**
+ * One page of the account's tokens in the order `page` asks for, and the Link header of the
+ * next one (with the query's `sort` as the client wrote it): shared by /api/v1/api-tokens
+ * and its operator twin.
+ */
+export async function tokenListAnswer(
+  service: TokenService,
+  accountId: string,
+  page: TokenListPage,
+  sort: TokenListQuery['sort'],
+  path: string,
+): Promise<{ tokens: TokenView[]; link: string | null }> {
+  if (page.sort === 'last_used_at') {
+    const { items, next } = await service.listByLastUse(accountId, page);
+    return {
+      tokens: items.map(tokenView),
+      link: next === null ? null : nextLastUsePageLink(path, { sort }, page.perPage, next),
+    };
+  }
+  const { items, next } = await service.list(accountId, page);
+  return {
+    tokens: items.map(tokenView),
+    link: next === null ? null : nextPageLink(path, { sort }, page.perPage, next),
+  };
+}
 
 // The OpenAPI prose of the usage, shared with its /accounts/{id}/api-tokens twin.
 export const USAGE_DESCRIPTION =
@@ -101,7 +132,7 @@ export interface TokenRouteOptions {
 export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
   void app.register(async (plugin) => {
     const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
-    api.addHook('onRequest', noStore);
+    noStoreAnswers(api);
 
     api.post(
       '/api/v1/api-tokens',
@@ -144,17 +175,19 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
         schema: {
           tags,
           operationId: 'listApiTokens',
-          summary: "List the calling token's account's live API tokens (never their secrets), oldest first",
+          summary:
+            "List the calling token's account's live API tokens (never their secrets), oldest first or by last use",
           description: TOKEN_LIST_DESCRIPTION,
-          querystring: PageParams,
-          response: { 200: pagedList(TokenView, 'API tokens', LIST_PATH) },
+          querystring: TokenListQuery,
+          response: { 200: pagedList(TokenView, 'API tokens', TOKEN_LIST_ORDER) },
         },
       },
       async (request, reply) => {
-        const page = readPageQuery(request.query);
-        const { items, next } = await service.list(callerOf(request.token).accountId, page);
-        if (next !== null) reply.header('link', nextPageLink(LIST_PATH, {}, page.perPage, next));
-        return items.map(tokenView);
+        const page = readTokenListQuery(request.query);
+        const accountId = callerOf(request.token).accountId;
+        const { tokens, link } = await tokenListAnswer(service, accountId, page, request.query.sort, LIST_PATH);
+        if (link !== null) reply.header('link', link);
+        return tokens;
       },
     );
 
@@ -301,6 +334,8 @@ export function tokenRoutes(app: App, { service }: TokenRouteOptions): void {
     api.get(
       '/api/v1/scopes',
       {
+        // From memory, anonymous: no storage fault reaches it; only a server shutting down refuses it.
+        config: { problems: { 500: null, 503: 'The server is shutting down (SERVICE_UNAVAILABLE)' } },
         schema: {
           tags,
           operationId: 'listScopes',

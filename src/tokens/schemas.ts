@@ -6,6 +6,7 @@
 import { Type, type Static, type TOptional } from 'typebox';
 import { ALLOWED_CIDRS_MAX } from './conditions.js';
 import { numericText } from '../http/documented-as.js';
+import { NEXT_PAGE } from '../http/response-headers.js';
 import { GRACE_MAX_S, NAME_MAX, USAGE_SPAN_DEFAULT_DAYS, USAGE_SPAN_MAX_DAYS } from './limits.js';
 import { USAGE_REASONS, type UsageReason } from './usage-reasons.js';
 
@@ -233,17 +234,34 @@ export const PageFields = {
 export const PageParams = Type.Object(PageFields, { additionalProperties: false });
 export type PageParams = Static<typeof PageParams>;
 
+/** The orders of a token list: by creation (the default), or by last use. */
+// No `default` keyword: validation would write it into every query, and so into every next link.
+export const TokenSort = Type.Union([Type.Literal('created_at'), Type.Literal('last_used_at')], {
+  description:
+    '`created_at` (the default): oldest first, by created_at then id. `last_used_at`: the most recently used ' +
+    'first, never-used tokens last, ties by id (oldest first), across every page. A cursor belongs to its ' +
+    'order: one from the other order is 400 INVALID_QUERY.',
+});
+
+/** The token lists' query: the order and the page; unknown parameters are refused. */
+export const TokenListQuery = Type.Object(
+  { sort: Type.Optional(TokenSort), ...PageFields },
+  { additionalProperties: false },
+);
+export type TokenListQuery = Static<typeof TokenListQuery>;
+
+/** The order of the token lists, as their answers describe it. */
+export const TOKEN_LIST_ORDER = 'oldest first (created_at, then id), or by last use with `sort=last_used_at`';
+
 /** A paged list's wire shape with the header that pages it, for the OpenAPI document. */
-export function pagedList<T extends Parameters<typeof Type.Array>[0]>(items: T, what: string, path: string) {
+export function pagedList<T extends Parameters<typeof Type.Array>[0]>(
+  items: T,
+  what: string,
+  order = 'oldest first (created_at, then id)',
+) {
   return Type.Array(items, {
-    description: `${what}, oldest first (created_at, then id)`,
-    headers: {
-      link: Type.String({
-        description:
-          `Only when another page follows: \`<${path}?...&cursor=...>; rel="next"\` ` +
-          "(a path, resolved against this request's URL), with the same filters and page size",
-      }),
-    },
+    description: `${what}, ${order}`,
+    headers: { Link: NEXT_PAGE },
   });
 }
 

@@ -5,10 +5,17 @@ import { SYSTEM_CONTEXT } from '../audit/context.js';
 import { auditEvent, NO_SINK, tokenTarget, type AuditAction, type AuditSink } from '../audit/events.js';
 import { AppError } from '../errors.js';
 import { OPERATOR_ACCOUNT_ID } from '../storage/migrations.js';
-import type { AuditEventRecord, TokenRecord, TokenStore, TokenWithAccount, UsageCell } from '../storage/types.js';
+import type {
+  AuditEventRecord,
+  LastUsePosition,
+  TokenRecord,
+  TokenStore,
+  TokenWithAccount,
+  UsageCell,
+} from '../storage/types.js';
 import type { BlockList } from 'node:net';
 import { inBatches } from '../periodic.js';
-import { pageOf, type ListPage, type Page } from './query.js';
+import { pageBy, pageOf, type LastUsePage, type ListPage, type Page } from './query.js';
 import type { VerificationCache } from './cache.js';
 import { addressAllowed, cidrWithin, compileCidrs, type ClientAddress } from './conditions.js';
 import { checkSecret, generateSecret, hashSecret } from './format.js';
@@ -327,6 +334,21 @@ export class TokenService {
   }
 
   /**
+   * One page of the same tokens by last use: the most recently used first, never-used ones
+   * last, ties by id. The order (and the next position) is the stored last_used_at's; a use
+   * not yet flushed (at most LAST_USED_FLUSH_MS old) shows in the token but moves it only
+   * once written.
+   */
+  async listByLastUse(accountId: string, page: LastUsePage): Promise<Page<TokenRecord, LastUsePosition>> {
+    const rows = await this.store.listByLastUse(accountId, this.retainedSince(), {
+      after: page.after,
+      limit: page.perPage + 1,
+    });
+    const { items, next } = pageBy(rows, page.perPage, (last) => ({ lastUsedAt: last.lastUsedAt, id: last.id }));
+    return { items: items.map((t) => this.withPendingUse(t)), next };
+  }
+
+  /**
    * A token of the account by id, or null (unknown, another account's, deleted, or expired
    * longer ago than the retention): another account's token is answered exactly as an
    * unknown one. An expired token is still shown, so its owner can see why it stopped working.
@@ -586,12 +608,12 @@ export class TokenService {
 
   /**
    * The one verification of a presented secret, for every path (API authentication,
-   * forward auth, introspection): shape and checksum checked offline (a typo or a made-up
-   * string costs no storage lookup), the secret hashed once, the cache consulted, and on a
-   * miss the storage lookup made (through `options.gate` when given); then the token judged
-   * and the outcome counted once, a success also as a use (last_used_at) unless
-   * `options.recordUse` is false. Storage errors propagate (counted as `error`):
-   * verification fails closed.
+   * forward auth, introspection, token exchange): shape and checksum checked offline (a
+   * typo or a made-up string costs no storage lookup), the secret hashed once, the cache
+   * consulted, and on a miss the storage lookup made (through `options.gate` when given);
+   * then the token judged and the outcome counted once, a success also as a use
+   * (last_used_at) unless `options.recordUse` is false. Storage errors propagate (counted
+   * as `error`): verification fails closed.
    */
   async verify(secret: string, options: VerifyOptions = DEFAULT_VERIFY): Promise<VerifyResult> {
     const shape = checkSecret(secret, this.prefix);

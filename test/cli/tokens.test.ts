@@ -305,6 +305,136 @@ describe('infracat tokens', () => {
     assert.equal(ok.code, 0, ok.stderr);
   });
 
+  it('list --sort last-used: the most recently used first, never-used last, as the API orders them', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+    assert.equal((await cli(['migrate'], { env })).code, 0);
+    const ids: string[] = [];
+    for (const name of ['never', 'earlier', 'latest', 'also-never']) {
+      const made = await cli(['tokens', 'create', '--name', name, '--scopes', 'apps:read', '--json'], { env });
+      ids.push((JSON.parse(made.stdout) as { id: string }).id);
+    }
+    const [never, earlier, latest, alsoNever] = ids as [string, string, string, string];
+    const store = new SqliteStore({ path: tmp.file(), busyTimeoutMs: 2000 });
+    try {
+      await store.tokens.touch([
+        { id: earlier, at: Date.UTC(2026, 10, 1, 8), ip: '203.0.113.7' },
+        { id: latest, at: Date.UTC(2026, 10, 2, 8), ip: '203.0.113.8' },
+      ]);
+    } finally {
+      await store.close();
+    }
+    const json = await cli(['tokens', 'list', '--sort', 'last-used', '--json'], { env });
+    assert.equal(json.code, 0, json.stderr);
+    assert.deepEqual(
+      (JSON.parse(json.stdout) as { id: string }[]).map((x) => x.id),
+      [latest, earlier, never, alsoNever],
+    );
+    const table = await cli(['tokens', 'list', '--sort', 'last-used'], { env });
+    assert.deepEqual(
+      table.stdout
+        .trim()
+        .split('\n')
+        .map((line) => line.split(/\s+/)[0]),
+      ['ID', latest, earlier, never, alsoNever],
+    );
+    const created = await cli(['tokens', 'list', '--sort', 'created', '--json'], { env });
+    assert.deepEqual(
+      (JSON.parse(created.stdout) as { id: string }[]).map((x) => x.id),
+      ids,
+      'created: the default order',
+    );
+    const bad = await cli(['tokens', 'list', '--sort', 'last_used_at'], { env });
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--sort must be one of created, last-used/);
+  });
+
+  it('usage: the hourly buckets oldest first, as a table or the JSON of GET .../usage; the refusals', async (t) => {
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const env = { DATABASE_URL: `sqlite:${tmp.file()}` };
+    assert.equal((await cli(['migrate'], { env })).code, 0);
+    const token = JSON.parse(
+      (await cli(['tokens', 'create', '--name', 'busy', '--scopes', 'apps:read', '--json'], { env })).stdout,
+    ) as { id: string };
+    const HOUR = 3_600_000;
+    const thisHour = Math.floor(Date.now() / HOUR) * HOUR;
+    // Counts in USAGE_OUTCOMES order: verified, expired, not_yet_valid, disabled, address,
+    // scope, rate_limited, suspended. Two hours of the last week and one ten days ago.
+    const store = new SqliteStore({ path: tmp.file(), busyTimeoutMs: 2000 });
+    try {
+      await store.tokens.addUsage([
+        { tokenId: token.id, hour: thisHour - 2 * HOUR, counts: [12, 0, 0, 0, 1, 2, 0, 0] },
+        { tokenId: token.id, hour: thisHour - 10 * 24 * HOUR, counts: [5, 0, 0, 0, 0, 0, 0, 0] },
+        { tokenId: token.id, hour: thisHour - 30 * HOUR, counts: [0, 0, 0, 4, 0, 0, 0, 0] },
+      ]);
+    } finally {
+      await store.close();
+    }
+    const iso = (at: number) => new Date(at).toISOString();
+
+    const shown = await cli(['tokens', 'usage', token.id], { env });
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.deepEqual(
+      shown.stdout
+        .trim()
+        .split('\n')
+        .map((line) => line.split(/\s{2,}/)),
+      [
+        ['HOUR', 'VALID', 'REFUSED', 'REFUSED BY REASON'],
+        [iso(thisHour - 30 * HOUR), '0', '4', 'disabled 4'],
+        [iso(thisHour - 2 * HOUR), '10', '3', 'address 1, scope 2'],
+      ],
+      'the last week by default; a refusal for a scope is taken out of the valid uses',
+    );
+
+    const since = iso(thisHour - 11 * 24 * HOUR);
+    const json = await cli(['tokens', 'usage', token.id, '--since', since, '--json'], { env });
+    assert.equal(json.code, 0, json.stderr);
+    assert.deepEqual(JSON.parse(json.stdout), [
+      { hour: iso(thisHour - 10 * 24 * HOUR), valid: 5, refused: 0, refused_by_reason: {} },
+      { hour: iso(thisHour - 30 * HOUR), valid: 0, refused: 4, refused_by_reason: { disabled: 4 } },
+      { hour: iso(thisHour - 2 * HOUR), valid: 10, refused: 3, refused_by_reason: { address: 1, scope: 2 } },
+    ]);
+    const until = await cli(['tokens', 'usage', token.id, '--since', since, '--until', iso(thisHour - 2 * HOUR)], {
+      env,
+    });
+    assert.equal(until.stdout.trim().split('\n').length, 3, '--until is exclusive: two hours and the header');
+    const quiet = await cli(['tokens', 'usage', token.id, '--until', iso(thisHour - 20 * 24 * HOUR)], { env });
+    assert.equal(quiet.code, 0, quiet.stderr);
+    assert.equal(
+      quiet.stdout,
+      `no uses of ${token.id} from ${iso(thisHour - 27 * 24 * HOUR)} to ${iso(thisHour - 20 * 24 * HOUR)}`,
+    );
+    // The JSON as the API writes it, indented by two.
+    const week = await cli(['tokens', 'usage', token.id, '--until', iso(thisHour), '--json'], { env });
+    assert.equal(week.stdout, JSON.stringify((JSON.parse(json.stdout) as unknown[]).slice(1), null, 2));
+
+    const account = JSON.parse((await cli(['accounts', 'create', '--name', 'Acme', '--json'], { env })).stdout) as {
+      id: string;
+    };
+    const refusals: [string[], number, RegExp][] = [
+      [['tokens', 'usage'], 2, /exactly one token id/],
+      [['tokens', 'usage', token.id, '--since', 'yesterday'], 2, /--since must be an RFC 3339 timestamp/],
+      [
+        ['tokens', 'usage', token.id, '--since', iso(thisHour), '--until', iso(thisHour - HOUR)],
+        2,
+        /--until must be after --since/,
+      ],
+      [['tokens', 'usage', token.id, '--since', iso(thisHour - 91 * 24 * HOUR)], 2, /at most 90 days apart/],
+      [['tokens', 'usage', 'tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H'], 1, /no token with id/],
+      [['tokens', 'usage', token.id, '--account', account.id], 1, /no token with id .* in account acc_/],
+      [['tokens', 'usage', token.id, '--account', 'acc_nobody'], 1, /no account with id acc_nobody/],
+    ];
+    for (const [args, code, message] of refusals) {
+      const res = await cli(args, { env });
+      assert.equal(res.code, code, `${args.join(' ')}: ${res.stderr}`);
+      assert.match(res.stderr, message, args.join(' '));
+      assert.equal(res.stdout, '', args.join(' '));
+    }
+  });
+
   it(
     'serve mints one admin token on the first start of an empty store, prints it once to stderr, never logs ' + 'it',
     async (t) => {

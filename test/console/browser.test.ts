@@ -1551,7 +1551,7 @@ describe('web console in headless Chromium', () => {
   );
 
   it(
-    "a token's usage chart (7 days, valid and refused, counts on hover); the list ordered by last use",
+    "a token's usage chart (7 days, valid and refused, counts on hover); the whole list ordered by last use",
     { skip, timeout: 180_000 },
     async (t) => {
       const browser = await launchChromium(executable!);
@@ -1559,6 +1559,8 @@ describe('web console in headless Chromium', () => {
       const { base, app } = await listening(t);
       const operator = await mintToken(app, ALL_SCOPES, 'operator');
       await mintToken(app, ['apps:read'], 'idle');
+      // Enough never-used tokens that "busy", created last, is on the second page in creation order.
+      for (let i = 0; i < 99; i++) await mintToken(app, ['apps:read'], `filler ${String(i).padStart(2, '0')}`);
       const busy = await mintToken(app, ['api-tokens:read'], 'busy');
       // Uses of "busy": valid ones and refusals for a scope it lacks.
       for (let i = 0; i < 6; i++)
@@ -1569,11 +1571,34 @@ describe('web console in headless Chromium', () => {
       const { page } = await open(t, browser, base);
       await signIn(page, base, operator.secret);
       const names = async () => page.locator('tbody tr[data-token-id] .token-name').allTextContents();
-      assert.deepEqual(await names(), ['operator', 'idle', 'busy'], 'oldest first');
+      const shown = await names();
+      assert.deepEqual(shown.slice(0, 3), ['operator', 'idle', 'filler 00'], 'oldest first');
+      assert.equal(shown.length, 100, 'one page');
+      assert.ok(!shown.includes('busy'), 'busy, created last, is on the next page');
+
+      // Ordered by last use: the API orders the whole list, so busy comes from the second
+      // page to the top (after the operator's token, this session's), never-used ones last.
+      await app.infracat.tokens.lastUsed.flush();
+      const sort = page.getByRole('button', { name: 'Last used' });
+      await sort.click();
+      await page.locator('th[aria-sort="descending"]').waitFor();
+      assert.deepEqual((await names()).slice(0, 4), ['operator', 'busy', 'idle', 'filler 00']);
+      assert.equal(
+        await page.evaluate(() => document.activeElement?.getAttribute('data-sort')),
+        'last_used',
+        'focus stays on the header',
+      );
       assert.match(
         (await row(page, 'busy').locator('td[data-label="Last used"]').textContent()) ?? '',
         /from 127\.0\.0\.1/,
       );
+      // Load more follows on in the same order: the last never-used tokens, none shown twice.
+      await page.locator('#tokens-more').click();
+      await page.locator('tbody tr[data-token-id]').nth(101).waitFor();
+      const all = await names();
+      assert.equal(all.length, 102);
+      assert.equal(new Set(all).size, 102, 'every token once');
+      assert.deepEqual(all.slice(-2), ['filler 97', 'filler 98']);
 
       const toggle = row(page, 'busy').getByRole('button', { name: 'Usage of token busy' });
       await toggle.click();
@@ -1590,23 +1615,29 @@ describe('web console in headless Chromium', () => {
       assert.equal(await chart.locator('image, use, foreignObject, [href]').count(), 0, 'drawn inline, nothing loaded');
       await chart.locator('g.bar').hover();
       await page.screenshot({ path: artifactPath('token-usage.png'), fullPage: true });
+      await toggle.click();
+      assert.equal(await chart.count(), 0, 'closed');
+      assert.equal(await toggle.getAttribute('aria-expanded'), 'false');
 
-      // Ordered by last use: the operator (this session), then busy; never-used idle last.
-      const sort = page.getByRole('button', { name: 'Last used' });
-      await sort.click();
-      assert.deepEqual(await names(), ['operator', 'busy', 'idle']);
-      assert.equal(await page.locator('th[aria-sort="descending"]').count(), 1);
+      // A chart left open stays open under its token when the order changes back.
+      await row(page, 'idle').getByRole('button', { name: 'Usage of token idle' }).click();
+      await page.locator('tr[data-usage-of] svg.usage-chart').waitFor();
+      await page.getByRole('button', { name: 'Last used' }).click();
+      await page.locator('th[aria-sort="descending"]').waitFor({ state: 'detached' });
+      assert.deepEqual((await names()).slice(0, 3), ['operator', 'idle', 'filler 00'], 'back to creation order');
+      assert.ok(!(await names()).includes('busy'), 'one page again');
+      await page.locator('tr[data-usage-of] svg.usage-chart').waitFor();
       const order = await page
         .locator('tbody tr')
         .evaluateAll((rows) =>
           rows.map((r) => (r as HTMLElement).dataset.tokenId ?? `usage of ${(r as HTMLElement).dataset.usageOf ?? ''}`),
         );
-      assert.equal(order.indexOf(`usage of ${busy.id}`), order.indexOf(busy.id) + 1, 'the chart stays under its token');
-      await sort.click();
-      assert.deepEqual(await names(), ['operator', 'idle', 'busy'], 'back to creation order');
-      await toggle.click();
-      assert.equal(await chart.count(), 0, 'closed');
-      assert.equal(await toggle.getAttribute('aria-expanded'), 'false');
+      const idle = await page.locator('tbody tr[data-token-id]').nth(1).getAttribute('data-token-id');
+      assert.equal(order.indexOf(`usage of ${idle}`), order.indexOf(idle!) + 1, 'the chart stays under its token');
+      assert.equal(
+        await row(page, 'idle').getByRole('button', { name: 'Usage of token idle' }).getAttribute('aria-expanded'),
+        'true',
+      );
     },
   );
 });

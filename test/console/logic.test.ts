@@ -21,6 +21,7 @@ import {
   parseCidrs,
   rotationNote,
   tokenActions,
+  tokenListPath,
 } from '../../web/src/tokens.js';
 import {
   exactTime,
@@ -35,8 +36,9 @@ import {
 import { filterPlans, nextSort, numberOrNull, sortPlans, type Plan } from '../../web/src/plans.js';
 import { ApiError, fieldErrors, messageFor } from '../../web/src/problems.js';
 import { isRoute, parseRoute } from '../../web/src/route.js';
+import { TokenSort } from '../../src/tokens/schemas.js';
 import { USAGE_REASONS } from '../../src/tokens/usage-reasons.js';
-import { barLabel, CHART_HOURS, orderTokens, usageChart } from '../../web/src/usage.js';
+import { barLabel, CHART_HOURS, usageChart } from '../../web/src/usage.js';
 
 const NOW = Date.parse('2026-11-21T12:00:00Z');
 const ago = (s: number) => new Date(NOW - s * 1000).toISOString();
@@ -719,22 +721,14 @@ describe('console token usage', () => {
     }
   });
 
-  it('ordered by last use: the most recent first, never-used last, ties in creation order', () => {
-    const t = (id: string, last: string | null) => ({ id, last_used_at: last });
-    const tokens = [
-      t('a', null),
-      t('b', '2026-11-27T10:00:00.000Z'),
-      t('c', '2026-11-27T12:00:00.000Z'),
-      t('d', null),
-      t('e', '2026-11-27T10:00:00.000Z'),
-    ];
-    assert.deepEqual(
-      orderTokens(tokens, 'last_used').map((x) => x.id),
-      ['c', 'b', 'e', 'a', 'd'],
+  it("the list by last use asks the API for it (its every page), by the API's own sort value", () => {
+    assert.equal(tokenListPath('/api-tokens', 'created'), '/api-tokens');
+    assert.equal(tokenListPath('/api-tokens', 'last_used'), '/api-tokens?sort=last_used_at');
+    assert.equal(
+      tokenListPath('/accounts/acc_1/api-tokens', 'last_used'),
+      '/accounts/acc_1/api-tokens?sort=last_used_at',
     );
-    assert.deepEqual(
-      orderTokens(tokens, 'created').map((x) => x.id),
-      ['a', 'b', 'c', 'd', 'e'],
-    );
+    const sorts = TokenSort.anyOf.map((literal) => literal.const as string);
+    assert.ok(sorts.includes(new URLSearchParams(tokenListPath('', 'last_used').slice(1)).get('sort')!));
   });
 });

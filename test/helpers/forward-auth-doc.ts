@@ -23,6 +23,19 @@ export function nginxSnippet(): string {
   return m[1]!;
 }
 
+/**
+ * The nginx snippet with its service location replaced by the one that passes the signed
+ * access token on (`X-Token-Jwt` as the service's Authorization), as the document says.
+ */
+export function nginxJwtSnippet(): string {
+  const m = /<!-- nginx-jwt-snippet:start -->\s*```nginx\n([\s\S]*?)```\s*<!-- nginx-jwt-snippet:end -->/.exec(doc());
+  if (m === null) throw new Error('docs/forward-auth.md has no nginx JWT snippet between the markers');
+  const location = /^ {4}location \/apps\/ \{\n[\s\S]*?\n {4}\}\n/m;
+  const snippet = nginxSnippet();
+  if (!location.test(snippet)) throw new Error('the nginx snippet has no `location /apps/` block');
+  return snippet.replace(location, m[1]!);
+}
+
 /** The `proxy_set_header NAME VALUE;` lines of the check location, in order. */
 export function nginxCheckHeaders(): [string, string][] {
   const m = /location = \/_infracat_check \{([\s\S]*?)\n {4}\}/.exec(nginxSnippet());

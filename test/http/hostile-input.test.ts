@@ -101,6 +101,22 @@ const HOSTILE: Hostile[] = [
     body: `token=${'a'.repeat(BODY)}`,
   },
   {
+    name: 'a token exchange of many audiences',
+    method: 'POST',
+    path: '/api/v1/oauth/token',
+    headers: form,
+    body: `grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange&${repeat('audience=a&', BODY - 80)}`,
+    anonymous: true,
+  },
+  {
+    name: 'a token exchange of a long scope',
+    method: 'POST',
+    path: '/api/v1/oauth/token',
+    headers: form,
+    body: `scope=${repeat('apps:read+', BODY - 10)}`,
+    anonymous: true,
+  },
+  {
     name: 'many leak reports',
     method: 'POST',
     path: '/api/v1/secret-scanning/leaks',

@@ -18,8 +18,18 @@ type Doc = {
       }
     >
   >;
-  components: { securitySchemes: Record<string, { type: string; scheme: string }>; schemas: Record<string, unknown> };
+  components: {
+    securitySchemes: Record<string, { type: string; scheme: string }>;
+    schemas: Record<string, unknown>;
+    headers: Record<string, { description?: string; required?: boolean; schema: Record<string, unknown> }>;
+  };
 };
+
+/** A response's header `name`, its reference to components.headers followed. */
+function headerOf(doc: Doc, response: { headers?: Record<string, unknown> }, name: string) {
+  const ref = (response.headers?.[name] as { $ref?: string } | undefined)?.$ref;
+  return ref === undefined ? undefined : doc.components.headers[ref.replace('#/components/headers/', '')];
+}
 
 const EXPECTED: [string, string][] = [
   ['post', '/api/v1/api-tokens'],
@@ -90,14 +100,47 @@ describe('OpenAPI document', () => {
     assert.deepEqual(create['422']!.content!['application/problem+json']!.schema, {
       $ref: '#/components/schemas/Problem',
     });
-    assert.ok(create['401']!.headers!['WWW-Authenticate']);
-    assert.ok(create['429']!.headers!['Retry-After'] && create['429']!.headers!.RateLimit);
+    assert.ok(headerOf(doc, create['401']!, 'WWW-Authenticate'));
+    assert.ok(headerOf(doc, create['429']!, 'Retry-After') && headerOf(doc, create['429']!, 'RateLimit'));
     assert.ok(doc.components.schemas.Problem);
     const del = doc.paths['/api/v1/api-tokens/{id}']!.delete!.responses;
     assert.ok(del['204'] && del['404']);
     const plans = doc.paths['/api/v1/plans']!.get!.responses;
     assert.ok(plans['200'] && plans['304'] && plans['400']);
     assert.ok(!plans['403'], 'public catalogs never answer 403');
+  });
+
+  it('refers every response header to a named component with a plain schema', async (t) => {
+    const { app } = await build(t, { env: { CORS_ORIGINS: 'https://console.example' } });
+    const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
+    const used = new Set<string>();
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        for (const [status, response] of Object.entries(op.responses)) {
+          for (const [name, header] of Object.entries(response.headers ?? {})) {
+            const ref = (header as { $ref?: string }).$ref;
+            assert.match(String(ref), /^#\/components\/headers\/\w+$/, `${method} ${path} ${status} ${name}`);
+            used.add(ref!.split('/').pop()!);
+          }
+          // Every answer names its request and carries the security headers.
+          for (const name of ['X-Request-Id', 'X-Content-Type-Options', 'Content-Security-Policy'])
+            assert.ok(headerOf(doc, response, name), `${method} ${path} ${status} ${name}`);
+        }
+      }
+    }
+    assert.deepEqual(new Set(Object.keys(doc.components.headers)), used, 'every component is used');
+    for (const [name, header] of Object.entries(doc.components.headers)) {
+      assert.ok(header.description, name);
+      assert.ok(['string', 'integer'].includes(String(header.schema.type)), name);
+      assert.deepEqual(Object.keys(header.schema), ['type'], `${name}: a plain schema, no internal marker`);
+    }
+    // Required where every answer given it carries it, not where only some do.
+    assert.equal(doc.components.headers.RequestId!.required, true);
+    assert.equal(doc.components.headers.ContentSecurityPolicy!.required, true);
+    assert.equal(doc.components.headers.NextPage!.required, undefined);
+    assert.equal(doc.components.headers.NoStore!.required, undefined);
+    assert.ok(headerOf(doc, doc.paths['/api/v1/plans']!.get!.responses['200']!, 'Vary'), 'CORS: Vary: Origin');
+    assert.ok(!headerOf(doc, doc.paths['/api/v1/auth/check']!.get!.responses['200']!, 'Vary'), 'no CORS on the check');
   });
 
   it('labels every response (never Swagger UI\'s "Default Response") and states the real limits', async (t) => {
@@ -179,10 +222,7 @@ describe('OpenAPI prose states what the server does', () => {
   const get = async (app: Built['app']) =>
     (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
   const described = (doc: Doc, name: string) =>
-    String(
-      (doc.paths['/api/v1/api-tokens']!.post!.responses['429']!.headers![name] as { description?: string } | undefined)
-        ?.description ?? '',
-    );
+    headerOf(doc, doc.paths['/api/v1/api-tokens']!.post!.responses['429']!, name)?.description ?? '';
 
   it('the RateLimit policies documented are those the server sends, with their quotas and window', async (t) => {
     const { app } = await build(t, { env: { RATE_LIMIT: '7', RATE_LIMIT_ANONYMOUS: '5', RATE_LIMIT_WINDOW_S: '30' } });
@@ -245,8 +285,7 @@ describe('OpenAPI prose states what the server does', () => {
     const sent = String((await app.inject({ url: '/api/v1/api-tokens' })).headers['www-authenticate']);
     const doc = await get(app);
     const text = String(
-      (doc.paths['/api/v1/api-tokens']!.get!.responses['401']!.headers!['WWW-Authenticate'] as { description: string })
-        .description,
+      headerOf(doc, doc.paths['/api/v1/api-tokens']!.get!.responses['401']!, 'WWW-Authenticate')?.description,
     );
     assert.ok(text.startsWith(`\`${sent}\``), `${text} / ${sent}`);
   });
@@ -263,8 +302,12 @@ describe('OpenAPI prose states what the server does', () => {
         assert.ok(!JSON.stringify(op).includes('x-infracat'), 'no internal marker left in the document');
         // Unknown ids: past validation, the handler answers 404; without it, the missing body is 422.
         const url = path.replace(/\{[^}]+\}/g, 'tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H');
-        const res = await app.inject({ method: method.toUpperCase() as 'POST', url, headers: all.auth });
-        assert.equal(res.statusCode === 422, body.required === true, `${method} ${path}: ${res.statusCode}`);
+        // The token exchange takes no Authorization and refuses in RFC 6749's form: 400 invalid_request.
+        const oauth = path === '/api/v1/oauth/token';
+        const res = await app.inject({ method: method.toUpperCase() as 'POST', url, headers: oauth ? {} : all.auth });
+        const refusal = oauth ? 400 : 422;
+        assert.equal(res.statusCode === refusal, body.required === true, `${method} ${path}: ${res.statusCode}`);
+        if (oauth) assert.equal(res.json<{ error: string }>().error, 'invalid_request');
         if (body.required !== true) optional.push(`${method} ${path}`);
       }
     }

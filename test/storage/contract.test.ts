@@ -360,6 +360,31 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       }
     });
 
+    it('upgrade to schema 16: tokens used before it are listed by last use, and move when used again', async () => {
+      const older = await backend.create();
+      const s = older.open();
+      try {
+        await s.migrate({ upTo: 15 });
+        const account = sampleAccount();
+        await s.accounts.create(account, ev());
+        const [early, late, never] = [
+          sampleToken({ lastUsedAt: 1000 }),
+          sampleToken({ lastUsedAt: 2000 }),
+          sampleToken(),
+        ].map((t) => ({ ...t, accountId: account.id }));
+        for (const t of [early!, late!, never!]) await s.tokens.create(t, NO_LIMIT, ev());
+        const report = await s.migrate();
+        assert.ok(report.applied.includes(16), JSON.stringify(report));
+        const order = async () => (await s.tokens.listByLastUse(account.id, NOW, { limit: 10 })).map((t) => t.id);
+        assert.deepEqual(await order(), [late!.id, early!.id, never!.id]);
+        await s.tokens.touch([{ id: early!.id, at: 3000 }]);
+        assert.deepEqual(await order(), [early!.id, late!.id, never!.id]);
+      } finally {
+        await s.close();
+        await older.drop();
+      }
+    });
+
     it('touch updates many tokens in one batch', async () => {
       const tokens = Array.from({ length: 50 }, () => sampleToken());
       for (const t of tokens) await store.tokens.create(t, NO_LIMIT, ev());
@@ -716,6 +741,67 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
         all.map((t) => t.id),
         'rows created during the walk come at its end, in order',
       );
+    });
+
+    it('tokens: listByLastUse pages by last use: the most recent first, never-used last, ties by id', async () => {
+      const s = open();
+      const account = sampleAccount();
+      await s.accounts.create(account, ev());
+      const at = (id: string, lastUsedAt: number | null, expiresAt: number | null = null) =>
+        sampleToken({ accountId: account.id, id: `${id}_${account.id}`, lastUsedAt, expiresAt });
+      // Created out of order of use; two share a use's millisecond, three were never used
+      // (one created before the others), one expired before the retention; 0 is a use too.
+      const rows = [
+        at('tok_e', null),
+        at('tok_a', 100),
+        at('tok_c', 300),
+        at('tok_d', null),
+        at('tok_b', 300),
+        at('tok_f', 200),
+        at('tok_0', 0),
+        at('tok_g', null),
+      ];
+      const gone = at('tok_gone', 250, NOW - 10);
+      for (const t of [...rows, gone]) await s.tokens.create(t, NO_LIMIT, ev());
+      const order = ['tok_b', 'tok_c', 'tok_f', 'tok_a', 'tok_0', 'tok_d', 'tok_e', 'tok_g'].map(
+        (id) => `${id}_${account.id}`,
+      );
+      const ids = (ts: TokenRecord[]) => ts.map((t) => t.id);
+      const page = (limit: number, after?: { lastUsedAt: number | null; id: string }) =>
+        s.tokens.listByLastUse(account.id, NOW, { limit, after });
+      try {
+        assert.deepEqual(ids(await page(1000)), order);
+        assert.deepEqual(ids(await page(2)), order.slice(0, 2));
+        assert.deepEqual(
+          ids(await page(2, { lastUsedAt: 300, id: order[0]! })),
+          order.slice(1, 3),
+          'the rest of a tie, then later uses',
+        );
+        assert.deepEqual(
+          ids(await page(3, { lastUsedAt: 100, id: order[3]! })),
+          order.slice(4, 7),
+          'into the never-used',
+        );
+        assert.deepEqual(
+          ids(await page(5, { lastUsedAt: null, id: order[5]! })),
+          order.slice(6),
+          'among the never-used',
+        );
+        assert.deepEqual(ids(await page(2, { lastUsedAt: null, id: order[7]! })), [], 'after the last: empty');
+        // A position whose row is gone (expired, deleted, or used again) still says where the page starts.
+        assert.deepEqual(ids(await page(2, { lastUsedAt: 250, id: gone.id })), order.slice(2, 4));
+        // One statement for a first page, and for a page the rest of a tie fills; two otherwise.
+        const sent = async (call: () => Promise<unknown>) => {
+          const before = s.stats.queries;
+          await call();
+          return s.stats.queries - before;
+        };
+        assert.equal(await sent(() => page(3)), 1);
+        assert.equal(await sent(() => page(1, { lastUsedAt: null, id: order[5]! })), 1);
+        assert.equal(await sent(() => page(3, { lastUsedAt: 300, id: order[0]! })), 2);
+      } finally {
+        await s.close();
+      }
     });
 
     it('accounts: list pages by (created_at, id), with every filter', async () => {

@@ -197,7 +197,8 @@ const show = (filter: object) => JSON.stringify(filter);
 // The tables as a busy database holds them, for the plans of every other statement: tokens
 // of many accounts (one with more than the others), a third never expiring, a third expired
 // (earliest the longest ago), a third live; some rotated (a previous secret); catalog
-// revisions; instances that stopped within the last hour and a few live ones.
+// revisions; instances that stopped within the last hour and a few live ones. Two in
+// three tokens used, in an order unrelated to their creation.
 const TOKENS = 20_000;
 const NOW = T0 + TOKENS * MINUTE;
 const HOUR = 60 * MINUTE;
@@ -221,7 +222,8 @@ function seedTokens(): TokenRecord[] {
     secretHash: hashOf('current', i),
     createdAt: T0 + i * MINUTE,
     expiresAt: i % 3 === 0 ? null : i % 3 === 1 ? T0 + i * MINUTE : NOW + i * MINUTE,
-    lastUsedAt: null,
+    // Two in three used, at times unrelated to their creation; the rest never.
+    lastUsedAt: i % 3 === 2 ? null : NOW - ((i * 7919) % TOKENS) * MINUTE,
     lastUsedIp: null,
     accountId: tokenAccount(i),
     previousSecretHash: i % 10 === 0 ? hashOf('previous', i) : null,
@@ -345,6 +347,11 @@ interface StatementCheck {
    * limit (a sort would show).
    */
   walks?: true;
+  /**
+   * What the plan's text must show: the index range the statement seeks (its cursor part of
+   * the range, where an engine could also read the account's whole range and filter it).
+   */
+  seeks?: { sqlite: RegExp; postgres: RegExp };
 }
 
 const TOKEN_PK = pk('api_tokens');
@@ -375,10 +382,11 @@ const USAGE_PK = pk('token_usage');
 
 /** Every statement of the store's SQL catalog that reads rows, with what must serve it. */
 const CHECKS: Record<string, StatementCheck> = {
-  // The cap's count (TOKEN_MAX_LIVE) and the stored count, from (account_id, expires_at, id).
+  // The cap's count (TOKEN_MAX_LIVE) from (account_id, expires_at, id); the stored count from
+  // it or from any other index that leads with account_id (the account's range alone).
   countLive: {
     params: [[BIG_ACCOUNT, NOW, BIG_ACCOUNT, BIG_ACCOUNT]],
-    indexes: and(both('api_tokens_account_expiry'), ACCOUNT_PK),
+    indexes: and(both('api_tokens_account_expiry'), both('api_tokens_account_last_used'), ACCOUNT_PK),
     reads: both('api_tokens_account_expiry'),
   },
   earliestExpired: { params: [[BIG_ACCOUNT, NOW, 10]], indexes: both('api_tokens_account_expiry') },
@@ -392,6 +400,33 @@ const CHECKS: Record<string, StatementCheck> = {
     // created order, skipping the others' rows: a page then reads about twenty pages'
     // entries of one index range, which its statistics price below the account's range.
     indexes: { sqlite: ['api_tokens_account'], postgres: ['api_tokens_account', 'api_tokens_created'] },
+  },
+  // By last use (migration 16's (account_id, COALESCE(-last_used_at, 1), id)): the rest of a
+  // cursor's tie, among the used tokens and among the never-used (key 1); then the keys after
+  // a cursor, from the first (every key), a used token's, and the never-used one's. Each a
+  // range of the expression, never the account's rows read from the start and filtered.
+  listByLastUseTie: {
+    params: [
+      [BIG_ACCOUNT, NOW - 30 * DAY, -(NOW - 5000 * MINUTE), tokenId(10_000), 101],
+      [BIG_ACCOUNT, NOW - 30 * DAY, 1, tokenId(10_000), 101],
+    ],
+    indexes: both('api_tokens_account_last_used'),
+    seeks: {
+      sqlite: /USING INDEX api_tokens_account_last_used \(account_id=\? AND <expr>=\? AND id>\?\)/,
+      postgres: /"Index Cond": "\(\(account_id = [^"]*\(COALESCE\(\(- last_used_at\)[^"]*= [^"]*\(id > /,
+    },
+  },
+  listByLastUseAfter: {
+    params: [
+      [BIG_ACCOUNT, NOW - 30 * DAY, Number.MIN_SAFE_INTEGER, 101],
+      [BIG_ACCOUNT, NOW - 30 * DAY, -(NOW - 5000 * MINUTE), 101],
+      [BIG_ACCOUNT, NOW - 30 * DAY, 1, 101],
+    ],
+    indexes: both('api_tokens_account_last_used'),
+    seeks: {
+      sqlite: /USING INDEX api_tokens_account_last_used \(account_id=\? AND <expr>>\?\)/,
+      postgres: /"Index Cond": "\(\(account_id = [^"]*\(COALESCE\(\(- last_used_at\)[^"]*> /,
+    },
   },
   getToken: { params: [[tokenId(PROBE), tokenAccount(PROBE)]], indexes: TOKEN_PK },
   byHash: {
@@ -416,9 +451,10 @@ const CHECKS: Record<string, StatementCheck> = {
     params: [[tokenId(PROBE), tokenAccount(PROBE), hashOf('previous', PROBE)]],
     indexes: and(TOKEN_PK, both('api_tokens_previous_hash')),
   },
+  // Any index that leads with account_id finds the account's tokens.
   deleteAccountTokens: {
     params: [[SMALL_ACCOUNT]],
-    indexes: and(both('api_tokens_account'), both('api_tokens_account_expiry')),
+    indexes: and(both('api_tokens_account'), both('api_tokens_account_expiry'), both('api_tokens_account_last_used')),
   },
   getAccount: { params: [[SMALL_ACCOUNT]], indexes: ACCOUNT_PK },
   updateAccount: { params: [[null, 'suspended', SMALL_ACCOUNT]], indexes: ACCOUNT_PK },
@@ -731,6 +767,7 @@ for (const backend of backends()) {
             assert.ok(!p.sorts, `the index gives the order: ${why}`);
             assert.deepEqual(p.seqScans, [], `no scan of a table: ${why}`);
             if (c.walks !== true) assert.deepEqual(p.scans, [], `a range of an index, not a walk: ${why}`);
+            if (c.seeks !== undefined) assert.match(p.text, c.seeks[backend.name], `the range it seeks: ${why}`);
           }
         }
       };

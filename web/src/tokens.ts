@@ -1,5 +1,6 @@
 // What the token list offers and says about regenerating (rotating) a token and about a
-// token's conditions, decided without the DOM. Unit-tested in test/console/logic.test.ts.
+// token's conditions, and how it asks for its order, decided without the DOM. Unit-tested
+// in test/console/logic.test.ts.
 import { exactTime, isExpired, shortDate } from './format.js';
 
 /** The grace periods offered, in seconds; the first (none) is the default. */
@@ -10,6 +11,18 @@ export const GRACE_CHOICES: readonly { seconds: number; label: string }[] = [
 ];
 
 export type TokenAction = 'rename' | 'conditions' | 'disable' | 'enable' | 'regenerate';
+
+/** How the token list is ordered: as the API lists it by default (oldest first), or by last use. */
+export type TokenOrder = 'created' | 'last_used';
+
+/**
+ * The first page of the token list at `path` (the API collection) in `order`. The API orders
+ * the whole list (`sort=last_used_at`: the most recent use first, never-used tokens last),
+ * so every page that Load more adds follows on in the same order.
+ */
+export function tokenListPath(path: string, order: TokenOrder): string {
+  return order === 'last_used' ? `${path}?sort=last_used_at` : path;
+}
 
 /**
  * The write actions a token row offers besides Delete: none unless the signed-in token

@@ -1,6 +1,6 @@
-// A token's usage chart and the token list's order, decided without the DOM: which hours
-// the chart shows, each bar's heights and hover text, the day marks; and the order by
-// last use. Unit-tested in test/console/logic.test.ts; drawn by views/usage.ts.
+// A token's usage chart, decided without the DOM: which hours the chart shows, each bar's
+// heights and hover text, the day marks. Unit-tested in test/console/logic.test.ts; drawn
+// by views/usage.ts.
 
 export const CHART_DAYS = 7;
 const HOUR = 3_600_000;
@@ -80,20 +80,4 @@ export function usageChart(buckets: readonly UsageBucket[], now: number): UsageC
     days.push({ slot: (at - from) / HOUR, label: day(at) });
   }
   return { from, bars, max, totals, days };
-}
-
-/** How the token list is ordered: as the API lists it (oldest first), or by last use. */
-export type TokenOrder = 'created' | 'last_used';
-
-/**
- * The tokens in `order`: by last use, the most recent first, never-used ones last; ties
- * (and `created`) keep the API's order (oldest first).
- */
-export function orderTokens<T extends { last_used_at: string | null }>(tokens: readonly T[], order: TokenOrder): T[] {
-  if (order === 'created') return [...tokens];
-  const at = (t: T) => (t.last_used_at === null ? Number.NEGATIVE_INFINITY : Date.parse(t.last_used_at));
-  return tokens
-    .map((token, index) => ({ token, index }))
-    .sort((a, b) => at(b.token) - at(a.token) || a.index - b.index)
-    .map((e) => e.token);
 }

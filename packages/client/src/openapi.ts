@@ -42,8 +42,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List the calling token's account's live API tokens (never their secrets), oldest first
-         * @description Live tokens and those expired within TOKEN_EXPIRED_RETENTION_DAYS (so their owner sees why they stopped working), oldest first (created_at, then id). At most `per_page` tokens (default 100, at most 1000); when more follow, a `Link: <...>; rel="next"` header names the next page (follow it as it is): keyset pages, so tokens created meanwhile never make a page skip or repeat one. The body stays a bare array.
+         * List the calling token's account's live API tokens (never their secrets), oldest first or by last use
+         * @description Live tokens and those expired within TOKEN_EXPIRED_RETENTION_DAYS (so their owner sees why they stopped working), oldest first (created_at, then id). At most `per_page` tokens (default 100, at most 1000); when more follow, a `Link: <...>; rel="next"` header names the next page (follow it as it is): keyset pages, so tokens created meanwhile never make a page skip or repeat one. `sort=last_used_at` orders the whole list by last use instead: the most recently used first, never-used tokens last, ties by id; the order of last_used_at as written (every LAST_USED_FLUSH_MS). A token used during a walk moves ahead, to a page already read: no token is ever listed twice, and one used meanwhile may not come again. The next link keeps `sort`; a cursor of the other order is 400 INVALID_QUERY. The body stays a bare array.
          *
          *     Needs a token with `api-tokens:read` (`write` implies `read`).
          */
@@ -243,8 +243,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * An account's live API tokens (never their secrets), oldest first
-         * @description As GET /api/v1/api-tokens, inside account {id}. Live tokens and those expired within TOKEN_EXPIRED_RETENTION_DAYS (so their owner sees why they stopped working), oldest first (created_at, then id). At most `per_page` tokens (default 100, at most 1000); when more follow, a `Link: <...>; rel="next"` header names the next page (follow it as it is): keyset pages, so tokens created meanwhile never make a page skip or repeat one. The body stays a bare array.
+         * An account's live API tokens (never their secrets), oldest first or by last use
+         * @description As GET /api/v1/api-tokens, inside account {id}. Live tokens and those expired within TOKEN_EXPIRED_RETENTION_DAYS (so their owner sees why they stopped working), oldest first (created_at, then id). At most `per_page` tokens (default 100, at most 1000); when more follow, a `Link: <...>; rel="next"` header names the next page (follow it as it is): keyset pages, so tokens created meanwhile never make a page skip or repeat one. `sort=last_used_at` orders the whole list by last use instead: the most recently used first, never-used tokens last, ties by id; the order of last_used_at as written (every LAST_USED_FLUSH_MS). A token used during a walk moves ahead, to a page already read: no token is ever listed twice, and one used meanwhile may not come again. The next link keeps `sort`; a cursor of the other order is 400 INVALID_QUERY. The body stays a bare array.
          *
          *     Needs a token with `accounts:read` (`write` implies `read`).
          */
@@ -611,6 +611,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys of signed access tokens (JWKS)
+         * @description RFC 7517 JSON Web Key Set: every key that signs access tokens (ES256), the one signing now first. A signed token's `kid` names its key (the key's RFC 7638 thumbprint). See docs/signed-tokens.md.
+         */
+        get: operations["getJwks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/oauth-authorization-server": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The authorization server's metadata (RFC 8414)
+         * @description Where tokens are exchanged and the keys are published, the grant (token exchange) and the scopes. Every URL starts with the issuer (JWT_ISSUER).
+         */
+        get: operations["getAuthorizationServerMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oauth/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Exchange an infracat token for a signed access token (RFC 8693)
+         * @description Form-encoded (`application/x-www-form-urlencoded`), without client authentication. The answer is a signed access token (RFC 9068 JWT, ES256, `typ: at+jwt`) for the subject token, of the scopes asked for (each held by it; absent: all of its scopes), valid JWT_TTL_S seconds and never past the token's own expiry. Verify it with the keys at /.well-known/jwks.json. It stays valid until it expires, even once its token is deleted. Errors are RFC 6749 section 5.2 JSON (`error`, `error_description`), never problems. Rate limited as every request of the subject token. See docs/signed-tokens.md.
+         */
+        post: operations["exchangeToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/images": {
         parameters: {
             query?: never;
@@ -833,7 +893,7 @@ export interface components {
             /** @example the token request is invalid; see errors */
             detail: string;
             /** @description Stable error code; see docs/errors.md */
-            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "PREVIOUS_SECRET_READ_ONLY" | "TOKEN_ADDRESS_NOT_ALLOWED" | "CONDITIONS_NOT_HELD" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "WEBHOOK_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "WEBHOOK_TARGET_REFUSED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "ACCOUNT_RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE" | "WEBHOOKS_NOT_CONFIGURED";
+            code: "BAD_REQUEST" | "MALFORMED_JSON" | "INVALID_QUERY" | "TOKEN_IN_QUERY" | "UNAUTHORIZED" | "INVALID_TOKEN" | "INVALID_SIGNATURE" | "INSUFFICIENT_SCOPE" | "PREVIOUS_SECRET_READ_ONLY" | "TOKEN_ADDRESS_NOT_ALLOWED" | "CONDITIONS_NOT_HELD" | "NOT_FOUND" | "SIGNED_TOKENS_OFF" | "METHOD_NOT_ALLOWED" | "NOT_ACCEPTABLE" | "REQUEST_TIMEOUT" | "CONFLICT" | "TOKEN_LIMIT_REACHED" | "WEBHOOK_LIMIT_REACHED" | "GONE" | "OPERATOR_ACCOUNT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "EXPECTATION_FAILED" | "VALIDATION_FAILED" | "WEBHOOK_TARGET_REFUSED" | "PRECONDITION_REQUIRED" | "RATE_LIMITED" | "ACCOUNT_RATE_LIMITED" | "HEADERS_TOO_LARGE" | "INTERNAL" | "SERVICE_UNAVAILABLE" | "STORAGE_UNAVAILABLE" | "WEBHOOKS_NOT_CONFIGURED";
             /**
              * @description The request's path, at most 500 characters
              * @example /api/v1/api-tokens
@@ -1436,6 +1496,121 @@ export interface components {
             /** @description The account the token belongs to */
             account_id?: string;
         };
+        /**
+         * JsonWebKey
+         * @description A public key that signs access tokens (RFC 7517, EC P-256)
+         */
+        JsonWebKey: {
+            /** @enum {string} */
+            kty: "EC";
+            /** @enum {string} */
+            crv: "P-256";
+            /** @description The x coordinate (base64url) */
+            x: string;
+            /** @description The y coordinate (base64url) */
+            y: string;
+            /** @description RFC 7638 thumbprint of the key (SHA-256, base64url): a signed token's `kid` */
+            kid: string;
+            /** @enum {string} */
+            alg: "ES256";
+            /** @enum {string} */
+            use: "sig";
+        };
+        /** JsonWebKeySet */
+        JsonWebKeySet: {
+            /** @description Every published key: the one signing now first, then those whose tokens may still be live */
+            keys: components["schemas"]["JsonWebKey"][];
+        };
+        /** AuthorizationServerMetadata */
+        AuthorizationServerMetadata: {
+            /**
+             * @description JWT_ISSUER: every signed token's `iss`
+             * @example https://tokens.example.com
+             */
+            issuer: string;
+            /** @description Where tokens are exchanged (RFC 8693) */
+            token_endpoint: string;
+            /** @description The public keys of the signatures */
+            jwks_uri: string;
+            /**
+             * @example [
+             *       "urn:ietf:params:oauth:grant-type:token-exchange"
+             *     ]
+             */
+            grant_types_supported: string[];
+            /** @description `none`: the subject token is the credential; no client authentication */
+            token_endpoint_auth_methods_supported: string[];
+            /** @description Empty: infracat has no authorization endpoint */
+            response_types_supported: string[];
+            /** @description The scope registry */
+            scopes_supported: string[];
+            /** @description The interactive API reference */
+            service_documentation: string;
+        };
+        /**
+         * TokenExchangeRequest
+         * @description RFC 8693 token exchange, form-encoded: an infracat token for a signed access token (RFC 9068 JWT). `resource`, `actor_token` and `actor_token_type` are refused (no resource indicators, no delegation).
+         * @example {
+         *       "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+         *       "subject_token": "icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB",
+         *       "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+         *       "scope": "apps:read"
+         *     }
+         */
+        TokenExchangeRequest: {
+            /**
+             * @description The grant: `urn:ietf:params:oauth:grant-type:token-exchange`
+             * @example urn:ietf:params:oauth:grant-type:token-exchange
+             */
+            grant_type: string;
+            /** @description An infracat token secret (its current one, or its previous one in a grace period) */
+            subject_token: string;
+            /**
+             * @description The type of the subject token: `urn:ietf:params:oauth:token-type:access_token`
+             * @example urn:ietf:params:oauth:token-type:access_token
+             */
+            subject_token_type: string;
+            /**
+             * @description Space-separated scopes of the signed token, each held by the subject token (`write` implies `read`); absent: all of the subject token's
+             * @example apps:read
+             */
+            scope?: string;
+            /**
+             * @description The signed token's `aud`: the service(s) it is for (visible ASCII, at most 5, repeat the parameter for several); absent: the issuer
+             * @example https://apps.example.com
+             */
+            audience?: string | string[];
+            /** @description Absent, `urn:ietf:params:oauth:token-type:jwt` or `urn:ietf:params:oauth:token-type:access_token`: a signed access token either way */
+            requested_token_type?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** TokenExchange */
+        TokenExchange: {
+            /** @description The signed access token (RFC 9068 JWT, ES256) */
+            access_token: string;
+            /** @enum {string} */
+            issued_token_type: "urn:ietf:params:oauth:token-type:jwt";
+            /** @enum {string} */
+            token_type: "Bearer";
+            /**
+             * @description Seconds until it expires (its `exp`)
+             * @example 300
+             */
+            expires_in: number;
+            /**
+             * @description Its scopes, space-separated
+             * @example apps:read
+             */
+            scope: string;
+        };
+        /** OAuthError */
+        OAuthError: {
+            /** @description RFC 6749 section 5.2 and RFC 8693 section 2.2.2 */
+            error: "invalid_request" | "invalid_client" | "invalid_scope" | "invalid_target" | "unsupported_grant_type" | "temporarily_unavailable" | "server_error";
+            /** @description What is wrong, for a person */
+            error_description: string;
+        };
         /** Image */
         Image: {
             /** @example ubuntu-24-04 */
@@ -1702,7 +1877,64 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description `identity`: request bodies must not be compressed (sent when the refused body had a Content-Encoding) */
+        AcceptEncoding: string;
+        /** @description The account the token belongs to */
+        AccountId: string;
+        /** @description `Bearer realm="infracat"`, with `error="invalid_request"` (a credential in the query string), `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
+        BearerChallenge: string;
+        /** @description CATALOG_CACHE_CONTROL; by default `public, max-age=60` (`private, max-age=60` with CATALOG_ACCESS=token) */
+        CatalogCacheControl: string;
+        /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
+        CatalogETag: string;
+        /** @description The version of the catalog document, e.g. `"7"`: send it as If-Match with a PUT, or as If-None-Match */
+        CatalogVersion: string;
+        /** @description The scheme the client used, e.g. `Basic realm="infracat"` */
+        ClientChallenge: string;
+        /** @description `default-src 'none'; frame-ancestors 'none'`: a JSON answer loads nothing */
+        ContentSecurityPolicy: string;
+        /** @description `nosniff`: the body is what Content-Type says */
+        ContentTypeOptions: string;
+        /** @description `same-origin`: other origins' pages cannot embed the answer */
+        CrossOriginResourcePolicy: string;
+        /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
+        Deprecation: string;
+        /** @description `public, max-age=300` */
+        DocumentCacheControl: string;
+        /** @description Strong validator of these bytes: send it in If-None-Match */
+        DocumentETag: string;
+        /** @description `DENY`: never shown in a frame */
+        FrameOptions: string;
+        /** @description The path of the new resource */
+        Location: string;
+        /** @description Only when another page follows: `<path?...>; rel="next"`, the next page with the same filters and page size (a path, resolved against this request's URL) */
+        NextPage: string;
+        /** @description `no-store`: no cache keeps the answer */
+        NoStore: string;
+        /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
+        RateLimit: string;
+        /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
+        RateLimitPolicy: string;
+        /** @description `no-referrer` */
+        ReferrerPolicy: string;
+        /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
+        RequestId: string;
+        /** @description Seconds to wait before retrying */
+        RetryAfter: number;
+        /** @description `max-age=31536000; includeSubDomains` */
+        StrictTransportSecurity: string;
+        /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
+        SuccessorLink: string;
+        /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
+        Sunset: string;
+        /** @description The token's id */
+        TokenId: string;
+        /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
+        TokenName: string;
+        /** @description The token's scopes, space-separated */
+        TokenScopes: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1719,8 +1951,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1730,45 +1968,46 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
-            500: {
+            /** @description The server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "urn:problem-type:infracat:internal",
-                     *       "title": "Internal server error",
-                     *       "status": 500,
-                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
-                     *       "code": "INTERNAL",
+                     *       "type": "urn:problem-type:infracat:service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "the server is shutting down",
+                     *       "code": "SERVICE_UNAVAILABLE",
                      *       "instance": "/healthz"
                      *     }
                      */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
-            503: {
-                headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -1786,8 +2025,14 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1797,42 +2042,33 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
-            500: {
-                headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:internal",
-                     *       "title": "Internal server error",
-                     *       "status": 500,
-                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
-                     *       "code": "INTERNAL",
-                     *       "instance": "/readyz"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Draining before a stop, or shutting down (SERVICE_UNAVAILABLE); or storage unreachable or not writable (STORAGE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1844,6 +2080,8 @@ export interface operations {
     listApiTokens: {
         parameters: {
             query?: {
+                /** @description `created_at` (the default): oldest first, by created_at then id. `last_used_at`: the most recently used first, never-used tokens last, ties by id (oldest first), across every page. A cursor belongs to its order: one from the other order is 400 INVALID_QUERY. */
+                sort?: "created_at" | "last_used_at";
                 /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
                 per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
@@ -1855,17 +2093,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description API tokens, oldest first (created_at, then id) */
+            /** @description API tokens, oldest first (created_at, then id), or by last use with `sort=last_used_at` */
             200: {
                 headers: {
-                    /** @description Only when another page follows: `</api/v1/api-tokens?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
-                    link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Link?: components["headers"]["NextPage"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1875,8 +2116,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1886,10 +2136,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1899,10 +2154,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1919,38 +2181,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1970,10 +2233,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2007,14 +2277,17 @@ export interface operations {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
-                    /** @description The path of the new resource */
-                    Location?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Location?: components["headers"]["Location"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2024,8 +2297,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2035,10 +2317,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2048,10 +2335,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2061,8 +2355,16 @@ export interface operations {
             /** @description The cap on live tokens is reached (TOKEN_LIMIT_REACHED) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2082,8 +2384,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2103,8 +2411,15 @@ export interface operations {
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2124,8 +2439,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2148,38 +2471,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2199,10 +2523,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2223,12 +2554,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2238,8 +2573,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2249,48 +2593,54 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens/current"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2310,10 +2660,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2336,12 +2693,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2351,8 +2712,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2362,10 +2732,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2375,10 +2750,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2398,8 +2780,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2416,38 +2806,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens/{id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2467,10 +2858,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2493,12 +2891,16 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2506,8 +2908,17 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2517,10 +2928,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2530,10 +2946,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2543,8 +2966,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2561,38 +2992,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens/{id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2612,10 +3044,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2659,12 +3098,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2674,8 +3117,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2685,10 +3137,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2698,10 +3155,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2711,8 +3175,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2732,8 +3204,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2753,8 +3231,15 @@ export interface operations {
             /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2774,8 +3259,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2798,38 +3291,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens/{id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2849,10 +3343,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2880,12 +3381,16 @@ export interface operations {
             /** @description Hourly buckets, oldest first; an hour without any use has none */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2895,8 +3400,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2906,10 +3420,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2919,10 +3438,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2942,8 +3468,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2960,38 +3494,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens/{id}/usage"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3011,10 +3546,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3046,12 +3588,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3102,8 +3648,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3113,10 +3668,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3126,10 +3686,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3139,8 +3706,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3160,8 +3735,16 @@ export interface operations {
             /** @description The token has expired and cannot be rotated (CONFLICT) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3181,8 +3764,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3202,8 +3791,15 @@ export interface operations {
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3223,8 +3819,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3247,38 +3851,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens/{id}/rotate"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3298,10 +3903,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3322,12 +3934,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3337,25 +3953,37 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the rate limit of the client's address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3372,37 +4000,33 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
-            500: {
+            /** @description The server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
-                     *       "type": "urn:problem-type:infracat:internal",
-                     *       "title": "Internal server error",
-                     *       "status": 500,
-                     *       "detail": "an unexpected error occurred; quote the request_id when reporting it",
-                     *       "code": "INTERNAL",
+                     *       "type": "urn:problem-type:infracat:service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "the server is shutting down",
+                     *       "code": "SERVICE_UNAVAILABLE",
                      *       "instance": "/api/v1/scopes"
                      *     }
                      */
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
-            503: {
-                headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
@@ -3429,14 +4053,17 @@ export interface operations {
             /** @description Accounts, oldest first (created_at, then id) */
             200: {
                 headers: {
-                    /** @description Only when another page follows: `</api/v1/accounts?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
-                    link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Link?: components["headers"]["NextPage"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3446,8 +4073,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3457,10 +4093,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3470,10 +4111,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3490,38 +4138,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3541,10 +4190,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3575,14 +4231,17 @@ export interface operations {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
-                    /** @description The path of the new resource */
-                    Location?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Location?: components["headers"]["Location"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3592,8 +4251,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3603,10 +4271,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3616,10 +4289,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3629,8 +4309,16 @@ export interface operations {
             /** @description The external_id is already taken (CONFLICT) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3650,8 +4338,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3671,8 +4365,15 @@ export interface operations {
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3692,8 +4393,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3716,38 +4425,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3767,10 +4477,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3793,12 +4510,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3808,8 +4529,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3819,10 +4549,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3832,10 +4567,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3855,8 +4597,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3873,38 +4623,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3924,10 +4675,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3950,12 +4708,16 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3963,8 +4725,17 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3974,10 +4745,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3987,10 +4763,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4000,8 +4783,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4021,8 +4812,16 @@ export interface operations {
             /** @description The operator account cannot be deleted (OPERATOR_ACCOUNT) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4039,38 +4838,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4090,10 +4890,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4131,12 +4938,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4146,8 +4957,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4157,10 +4977,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4170,10 +4995,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4183,8 +5015,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4204,8 +5044,16 @@ export interface operations {
             /** @description The operator account cannot be suspended (OPERATOR_ACCOUNT) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4225,8 +5073,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4246,8 +5100,15 @@ export interface operations {
             /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4267,8 +5128,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4291,38 +5160,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4342,10 +5212,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4357,6 +5234,8 @@ export interface operations {
     listAccountApiTokens: {
         parameters: {
             query?: {
+                /** @description `created_at` (the default): oldest first, by created_at then id. `last_used_at`: the most recently used first, never-used tokens last, ties by id (oldest first), across every page. A cursor belongs to its order: one from the other order is 400 INVALID_QUERY. */
+                sort?: "created_at" | "last_used_at";
                 /** @description Items per page: a whole number from 1 to 1000, in plain decimal digits */
                 per_page?: number;
                 /** @description Where the page starts: copy it from the `Link: <...>; rel="next"` header of the previous page */
@@ -4370,17 +5249,20 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description API tokens, oldest first (created_at, then id) */
+            /** @description API tokens, oldest first (created_at, then id), or by last use with `sort=last_used_at` */
             200: {
                 headers: {
-                    /** @description Only when another page follows: `</api/v1/accounts/{id}/api-tokens?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
-                    link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Link?: components["headers"]["NextPage"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4390,8 +5272,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4401,10 +5292,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4414,10 +5310,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4437,8 +5340,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4455,38 +5366,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4506,10 +5418,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4545,14 +5464,17 @@ export interface operations {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
-                    /** @description The path of the new resource */
-                    Location?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Location?: components["headers"]["Location"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4562,8 +5484,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4573,10 +5504,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4586,10 +5522,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4599,8 +5542,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4620,8 +5571,16 @@ export interface operations {
             /** @description The cap on live tokens of the account is reached (TOKEN_LIMIT_REACHED) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4641,8 +5600,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4662,8 +5627,15 @@ export interface operations {
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4683,8 +5655,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4707,38 +5687,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}/api-tokens"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4758,10 +5739,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4785,12 +5773,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4800,8 +5792,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4811,10 +5812,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4824,10 +5830,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4847,8 +5860,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4865,38 +5886,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4916,10 +5938,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4943,12 +5972,16 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4956,8 +5989,17 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4967,10 +6009,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4980,10 +6027,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4993,8 +6047,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5011,38 +6073,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5062,10 +6125,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5110,12 +6180,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5125,8 +6199,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5136,10 +6219,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5149,10 +6237,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5162,8 +6257,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5183,8 +6286,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5204,8 +6313,15 @@ export interface operations {
             /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5225,8 +6341,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5249,38 +6373,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5300,10 +6425,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5332,12 +6464,16 @@ export interface operations {
             /** @description Hourly buckets, oldest first; an hour without any use has none */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5347,8 +6483,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5358,10 +6503,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5371,10 +6521,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5394,8 +6551,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5412,38 +6577,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/usage"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5463,10 +6629,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5499,12 +6672,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5555,8 +6732,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5566,10 +6752,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5579,10 +6770,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5592,8 +6790,16 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5613,8 +6819,16 @@ export interface operations {
             /** @description The token has expired and cannot be rotated (CONFLICT) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5634,8 +6848,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5655,8 +6875,15 @@ export interface operations {
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5676,8 +6903,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5700,38 +6935,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/accounts/{id}/api-tokens/{token_id}/rotate"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5751,10 +6987,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5790,14 +7033,17 @@ export interface operations {
             /** @description Audit events, newest first */
             200: {
                 headers: {
-                    /** @description Only when another page follows: `</api/v1/audit-events?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
-                    link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Link?: components["headers"]["NextPage"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5807,8 +7053,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5818,10 +7073,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5831,8 +7091,17 @@ export interface operations {
             /** @description The token lacks audit-events:read, or names another account in `account_id` without being the operator account's (INSUFFICIENT_SCOPE) */
             403: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5849,38 +7118,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/audit-events"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5900,10 +7170,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5926,17 +7203,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Webhooks, oldest first (created_at, then id) */
+            /** @description Webhooks, /api/v1/webhooks */
             200: {
                 headers: {
-                    /** @description Only when another page follows: `</api/v1/webhooks?...&cursor=...>; rel="next"` (a path, resolved against this request's URL), with the same filters and page size */
-                    link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Link?: components["headers"]["NextPage"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5946,8 +7225,16 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5957,10 +7244,14 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5970,10 +7261,16 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5990,38 +7287,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/webhooks"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6041,10 +7337,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6078,14 +7380,16 @@ export interface operations {
             /** @description Created; `Location` names the new resource */
             201: {
                 headers: {
-                    /** @description The path of the new resource */
-                    Location?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Location?: components["headers"]["Location"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6095,8 +7399,16 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6106,10 +7418,14 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6119,10 +7435,16 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6132,8 +7454,15 @@ export interface operations {
             /** @description The cap on webhooks per account (WEBHOOK_MAX_PER_ACCOUNT) is reached (WEBHOOK_LIMIT_REACHED) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6153,8 +7482,13 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6174,8 +7508,14 @@ export interface operations {
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6195,46 +7535,52 @@ export interface operations {
             /** @description The body breaks the schema or a rule (VALIDATION_FAILED), or the URL is not an allowed target: not https, or its host resolves to a private, loopback, link-local or other non-public address (WEBHOOK_TARGET_REFUSED); `errors` has a JSON pointer per field */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/webhooks"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6254,8 +7600,16 @@ export interface operations {
             /** @description Webhooks are not configured: the operator has not set WEBHOOK_ENCRYPTION_KEYS (WEBHOOKS_NOT_CONFIGURED); or storage unreachable (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6278,12 +7632,15 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6293,8 +7650,16 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6304,10 +7669,14 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6317,10 +7686,16 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6340,8 +7715,15 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6358,38 +7740,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/webhooks/{id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6409,10 +7790,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6435,12 +7822,15 @@ export interface operations {
             /** @description Deleted */
             204: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6448,8 +7838,16 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6459,10 +7857,14 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6472,10 +7874,16 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6485,8 +7893,15 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6503,38 +7918,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/webhooks/{id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6554,10 +7968,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6595,12 +8015,15 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6610,8 +8033,16 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6621,10 +8052,14 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6634,10 +8069,16 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6647,8 +8088,15 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6668,8 +8116,13 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6689,8 +8142,14 @@ export interface operations {
             /** @description Body is not application/merge-patch+json or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6710,46 +8169,52 @@ export interface operations {
             /** @description The body breaks the schema or a rule (VALIDATION_FAILED), or the URL is not an allowed target: not https, or its host resolves to a private, loopback, link-local or other non-public address (WEBHOOK_TARGET_REFUSED); `errors` has a JSON pointer per field */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/webhooks/{id}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6769,10 +8234,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6795,12 +8266,15 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6810,8 +8284,16 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6821,10 +8303,14 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6834,10 +8320,16 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6847,8 +8339,15 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6865,38 +8364,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/webhooks/{id}/rotate-secret"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6916,8 +8414,16 @@ export interface operations {
             /** @description Webhooks are not configured: the operator has not set WEBHOOK_ENCRYPTION_KEYS (WEBHOOKS_NOT_CONFIGURED); or storage unreachable (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6940,12 +8446,15 @@ export interface operations {
             /** @description Accepted */
             202: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6955,8 +8464,16 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6966,10 +8483,14 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6979,10 +8500,16 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them. Or the token's previous secret, still in its grace period after a rotation, was presented: it makes no changes (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6992,8 +8519,15 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7013,8 +8547,15 @@ export interface operations {
             /** @description The webhook is disabled: enable it first (CONFLICT) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7031,38 +8572,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/webhooks/{id}/test"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7082,10 +8622,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7115,12 +8661,15 @@ export interface operations {
                 headers: {
                     /** @description Only when another page follows: `</api/v1/webhooks/{id}/deliveries?per_page=...&cursor=...>; rel="next"` (a path, resolved against this request's URL) */
                     link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7130,8 +8679,16 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7141,10 +8698,14 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7154,10 +8715,16 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7177,8 +8744,15 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7195,38 +8769,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/webhooks/{id}/deliveries"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7246,10 +8819,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7273,16 +8852,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7292,8 +8873,15 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7303,10 +8891,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7316,10 +8909,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7336,13 +8934,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7359,11 +8962,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7383,10 +8992,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7410,16 +9024,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7429,8 +9045,15 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7440,10 +9063,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7453,10 +9081,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7473,13 +9106,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7496,11 +9134,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7520,10 +9164,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7547,16 +9196,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7566,8 +9217,15 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7577,10 +9235,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7590,10 +9253,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7610,13 +9278,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7633,11 +9306,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7657,10 +9336,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7684,16 +9368,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7703,8 +9389,15 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7714,10 +9407,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7727,10 +9425,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7747,13 +9450,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7770,11 +9478,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7794,10 +9508,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7821,16 +9540,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7840,8 +9561,15 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7851,10 +9579,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7864,10 +9597,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7884,13 +9622,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7907,11 +9650,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7931,10 +9680,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7958,16 +9712,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7977,8 +9733,15 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -7988,10 +9751,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8001,10 +9769,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8021,13 +9794,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8044,11 +9822,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8068,10 +9852,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8095,16 +9884,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8114,8 +9905,15 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8125,10 +9923,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8138,10 +9941,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8158,13 +9966,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8181,11 +9994,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8205,10 +10024,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8232,16 +10056,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8251,8 +10077,15 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8262,10 +10095,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8275,10 +10113,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8295,13 +10138,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8318,11 +10166,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8342,10 +10196,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8369,16 +10228,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8388,8 +10249,15 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8399,10 +10267,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8412,10 +10285,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8432,13 +10310,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8455,11 +10338,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8479,10 +10368,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8506,16 +10400,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8525,8 +10421,15 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8536,10 +10439,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8549,10 +10457,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8569,13 +10482,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8592,11 +10510,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8616,10 +10540,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8643,16 +10572,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8662,8 +10593,15 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8673,10 +10611,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8686,10 +10629,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8706,13 +10654,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8729,11 +10682,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8753,10 +10712,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8780,16 +10744,18 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The token's id */
-                    "X-Token-Id"?: string;
-                    /** @description The token's name: printable ASCII as it is, anything else percent-encoded (UTF-8) */
-                    "X-Token-Name"?: string;
-                    /** @description The token's scopes, space-separated */
-                    "X-Token-Scopes"?: string;
-                    /** @description The account the token belongs to */
-                    "X-Account-Id"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "X-Token-Id"?: components["headers"]["TokenId"];
+                    "X-Token-Name"?: components["headers"]["TokenName"];
+                    "X-Token-Scopes"?: components["headers"]["TokenScopes"];
+                    "X-Account-Id"?: components["headers"]["AccountId"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8799,8 +10765,15 @@ export interface operations {
             /** @description Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8810,10 +10783,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8823,10 +10801,15 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8843,13 +10826,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8866,11 +10854,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8890,10 +10884,15 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8929,12 +10928,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8944,8 +10947,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8955,10 +10967,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8968,10 +10985,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -8991,8 +11015,14 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9012,8 +11042,15 @@ export interface operations {
             /** @description Body is not application/x-www-form-urlencoded or application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9033,8 +11070,16 @@ export interface operations {
             /** @description The body breaks the schema or a rule; `errors` has a JSON pointer per field (VALIDATION_FAILED) */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9057,38 +11102,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/api-tokens/introspect"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9108,14 +11154,353 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getJwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The JSON Web Key Set (RFC 7517 section 5) */
+            200: {
+                headers: {
+                    ETag?: components["headers"]["DocumentETag"];
+                    "Cache-Control"?: components["headers"]["DocumentCacheControl"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonWebKeySet"];
+                };
+            };
+            /** @description Not modified: the If-None-Match ETag is current */
+            304: {
+                headers: {
+                    ETag?: components["headers"]["DocumentETag"];
+                    "Cache-Control"?: components["headers"]["DocumentCacheControl"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAuthorizationServerMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The authorization server's metadata (RFC 8414 section 3.2) */
+            200: {
+                headers: {
+                    ETag?: components["headers"]["DocumentETag"];
+                    "Cache-Control"?: components["headers"]["DocumentCacheControl"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuthorizationServerMetadata"];
+                };
+            };
+            /** @description Not modified: the If-None-Match ETag is current */
+            304: {
+                headers: {
+                    ETag?: components["headers"]["DocumentETag"];
+                    "Cache-Control"?: components["headers"]["DocumentCacheControl"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
+            400: {
+                headers: {
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            503: {
+                headers: {
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    exchangeToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                 *       "subject_token": "icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB",
+                 *       "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+                 *       "scope": "apps:read"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": components["schemas"]["TokenExchangeRequest"];
+            };
+        };
+        responses: {
+            /** @description The signed access token (RFC 8693 section 2.2.1) */
+            200: {
+                headers: {
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenExchange"];
+                };
+            };
+            /** @description `invalid_request`: a parameter is missing, repeated or malformed, the subject token is malformed, unknown, deleted, expired, disabled, not valid yet, of a suspended account or used from outside its allowed_cidrs (RFC 8693 section 2.2.2); `invalid_scope`: a scope unknown or not held by the subject token; `invalid_target`: `resource` (not supported); `unsupported_grant_type`: another grant, or signed access tokens are off (PostgreSQL without JWT_SIGNING_KEY_FILES) */
+            400: {
+                headers: {
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `invalid_client`: the request carries Authorization (no client authentication here) */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: components["headers"]["ClientChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `invalid_request`: a body over 16 KiB */
+            413: {
+                headers: {
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `invalid_request`: a body that is not form-encoded UTF-8 */
+            415: {
+                headers: {
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `temporarily_unavailable`: over the rate limit of the subject token or its account, or too many failed authentications from the address */
+            429: {
+                headers: {
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `server_error`: an unexpected error; the server log has it under the X-Request-Id */
+            500: {
+                headers: {
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
+                };
+            };
+            /** @description `temporarily_unavailable`: storage unreachable or read-only, or the server is shutting down */
+            503: {
+                headers: {
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OAuthError"];
                 };
             };
         };
@@ -9141,16 +11526,17 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9160,16 +11546,17 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -9177,8 +11564,16 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9188,10 +11583,14 @@ export interface operations {
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9208,38 +11607,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); without a token, over the address's (RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/images"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9259,10 +11657,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9285,22 +11689,20 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9310,22 +11712,20 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -9333,8 +11733,16 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9344,10 +11752,14 @@ export interface operations {
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9367,8 +11779,15 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9388,14 +11807,18 @@ export interface operations {
             /** @description The image is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9412,38 +11835,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); without a token, over the address's (RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/images/{slug}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9463,10 +11885,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9514,16 +11942,17 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9533,16 +11962,17 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -9550,8 +11980,16 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9561,10 +11999,14 @@ export interface operations {
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9581,38 +12023,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); without a token, over the address's (RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/plans"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9632,10 +12073,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9658,22 +12105,20 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9683,22 +12128,20 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -9706,8 +12149,16 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9717,10 +12168,14 @@ export interface operations {
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9740,8 +12195,15 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9761,14 +12223,18 @@ export interface operations {
             /** @description The plan is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9785,38 +12251,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); without a token, over the address's (RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/plans/{slug}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9836,10 +12301,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9874,16 +12345,17 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9893,16 +12365,17 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -9910,8 +12383,16 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9921,10 +12402,14 @@ export interface operations {
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9941,38 +12426,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); without a token, over the address's (RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/regions"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -9992,10 +12476,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10018,22 +12508,20 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10043,22 +12531,20 @@ export interface operations {
             /** @description Not modified: the If-None-Match ETag is current */
             304: {
                 headers: {
-                    /** @description The catalog version these bytes belong to (strong): send it in If-None-Match */
-                    ETag?: string;
-                    /** @description CATALOG_CACHE_CONTROL, by default `public, max-age=60` */
-                    "Cache-Control"?: string;
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogETag"];
+                    "Cache-Control"?: components["headers"]["CatalogCacheControl"];
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -10066,8 +12552,16 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10077,10 +12571,14 @@ export interface operations {
             /** @description The presented token is malformed, unknown, deleted or expired (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10100,8 +12598,15 @@ export interface operations {
             /** @description No such resource (NOT_FOUND) */
             404: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10121,14 +12626,18 @@ export interface operations {
             /** @description The region is past its sunset date (GONE); the Deprecation, Sunset and successor Link headers come along */
             410: {
                 headers: {
-                    /** @description Only for a deprecated entry: `@<unix seconds>` (RFC 9745) */
-                    Deprecation?: string;
-                    /** @description Only for an entry with a sunset date: an HTTP-date (RFC 8594) */
-                    Sunset?: string;
-                    /** @description Only for an entry with a successor: `</api/v1/<kind>/<successor>>; rel="successor-version"` */
-                    Link?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Deprecation?: components["headers"]["Deprecation"];
+                    Sunset?: components["headers"]["Sunset"];
+                    Link?: components["headers"]["SuccessorLink"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10145,38 +12654,37 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); without a token, over the address's (RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/regions/{slug}"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10196,10 +12704,16 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10220,14 +12734,17 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The version, e.g. `"7"` */
-                    etag?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogVersion"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10237,12 +12754,17 @@ export interface operations {
             /** @description Not modified (If-None-Match matched) */
             304: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogVersion"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -10250,8 +12772,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10261,10 +12792,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10274,10 +12810,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10294,38 +12837,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/catalog"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10345,10 +12889,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10417,14 +12968,17 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description The live version */
-                    etag?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    ETag?: components["headers"]["CatalogVersion"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10434,8 +12988,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10445,10 +13008,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10458,8 +13026,17 @@ export interface operations {
             /** @description The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE); or the token's previous secret, in its grace period after a rotation, was presented (PREVIOUS_SECRET_READ_ONLY) */
             403: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10469,8 +13046,16 @@ export interface operations {
             /** @description The document removes entries and `allow_removals=true` is absent; `removals` names them (CONFLICT) */
             409: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10490,8 +13075,16 @@ export interface operations {
             /** @description The If-Match ETag is not the live version: the catalog changed meanwhile (PRECONDITION_FAILED) */
             412: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10511,8 +13104,14 @@ export interface operations {
             /** @description Body over 16 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10532,8 +13131,15 @@ export interface operations {
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10553,8 +13159,16 @@ export interface operations {
             /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED). Validation stops after 20 problems: `errors_truncated: true` says more were cut */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10580,8 +13194,16 @@ export interface operations {
             /** @description No If-Match header (PRECONDITION_REQUIRED) */
             428: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10598,38 +13220,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/catalog"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10649,10 +13272,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10715,12 +13345,16 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10730,8 +13364,17 @@ export interface operations {
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10741,10 +13384,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10754,8 +13402,17 @@ export interface operations {
             /** @description The token lacks catalog:write, or is not the operator account's (INSUFFICIENT_SCOPE) */
             403: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10775,8 +13432,14 @@ export interface operations {
             /** @description Body over 16 MiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10796,8 +13459,15 @@ export interface operations {
             /** @description Body is not application/json (UNSUPPORTED_MEDIA_TYPE) */
             415: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10817,8 +13487,16 @@ export interface operations {
             /** @description The document breaks a catalog rule; `errors` has a JSON pointer into the document per problem (VALIDATION_FAILED). Validation stops after 20 problems: `errors_truncated: true` says more were cut */
             422: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10841,38 +13519,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/catalog/diff"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10892,10 +13571,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10927,14 +13613,17 @@ export interface operations {
             /** @description Revisions, newest first */
             200: {
                 headers: {
-                    /** @description Only when another page follows: `<...?before=N&per_page=M>; rel="next"` */
-                    link?: string;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    Link?: components["headers"]["NextPage"];
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10944,8 +13633,17 @@ export interface operations {
             /** @description Unknown query parameter or bad value, named in `detail` (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
             400: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10955,10 +13653,15 @@ export interface operations {
             /** @description Missing token (UNAUTHORIZED) or a malformed, unknown, deleted or expired one (INVALID_TOKEN) */
             401: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10968,10 +13671,17 @@ export interface operations {
             /** @description The token lacks a required scope (INSUFFICIENT_SCOPE); `missing_scopes` names them */
             403: {
                 headers: {
-                    /** @description `Bearer realm="infracat"`, with `error="invalid_token"` or `error="insufficient_scope", scope="..."` */
-                    "WWW-Authenticate"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10988,38 +13698,39 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Over the rate limit, or too many failed authentications (RATE_LIMITED) */
+            /** @description Over the token's rate limit (RATE_LIMITED) or its account's (ACCOUNT_RATE_LIMITED); or too many failed authentications from the client address (RATE_LIMITED) */
             429: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description Requests this client can still expect in the window across all instances (as the instance that answered last learnt the fleet's count; 0: that instance refuses the next one) and seconds until the window ends (draft-ietf-httpapi-ratelimit-headers), one entry per policy counted: `"token";r=599;t=60` or `"account";r=5999;t=60` or `"anonymous";r=299;t=60` */
-                    RateLimit?: string;
-                    /** @description Quota of requests per window of seconds, for all instances together; a token's request is counted against its token and its account (the account's quota is its `rate_limit` when set): `"token";q=600;w=60` (per token, for authenticated requests); `"account";q=6000;w=60` (per account, for all its tokens' requests together (an account's `rate_limit` replaces the default)); `"anonymous";q=300;w=60` (per client address (IPv6: per /64), for anonymous requests) */
-                    "RateLimit-Policy"?: string;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "type": "urn:problem-type:infracat:rate-limited",
-                     *       "title": "Too many requests",
-                     *       "status": 429,
-                     *       "detail": "too many requests; retry after the number of seconds in Retry-After",
-                     *       "code": "RATE_LIMITED",
-                     *       "instance": "/api/v1/catalog/revisions"
-                     *     }
-                     */
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Unexpected error; quote the request_id (INTERNAL) */
+            /** @description Unexpected error, such as a storage fault; quote the request_id (INTERNAL) */
             500: {
                 headers: {
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -11039,10 +13750,17 @@ export interface operations {
             /** @description Storage unreachable or read-only (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
-                    /** @description Seconds to wait */
-                    "Retry-After"?: number;
-                    /** @description The id of this request, also in the log line and in a problem body (`request_id`) */
-                    "X-Request-Id"?: string;
+                    RateLimit?: components["headers"]["RateLimit"];
+                    "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
+                    "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
+                    "X-Frame-Options": components["headers"]["FrameOptions"];
+                    "Referrer-Policy": components["headers"]["ReferrerPolicy"];
+                    "Cross-Origin-Resource-Policy": components["headers"]["CrossOriginResourcePolicy"];
+                    "Strict-Transport-Security": components["headers"]["StrictTransportSecurity"];
+                    "Content-Security-Policy": components["headers"]["ContentSecurityPolicy"];
+                    "X-Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -22,15 +22,16 @@ import {
   parseCidrs,
   rotationNote,
   tokenActions,
+  tokenListPath,
   type Conditions,
   type TokenAction,
+  type TokenOrder,
 } from '../tokens.js';
 import { cell, errorText, loading, noticeArea, reportError, showNotice, tags, timeAgo, type Shell } from './common.js';
 import { confirmDialog } from './confirm.js';
 import { loadMore } from './load-more.js';
 import { signInForm } from './signin.js';
 import { usagePanel } from './usage.js';
-import { orderTokens, type TokenOrder } from '../usage.js';
 
 /** Where a token list and form act: the signed-in token's own account, or one account. */
 export interface TokenSpace {
@@ -71,18 +72,39 @@ export function tokensView(root: HTMLElement, shell: Shell, reason?: string): vo
   replace(root, ...tokenSpace(shell, OWN_TOKENS));
 }
 
+/** The token list's order, kept across its reloads, and which load is the latest. */
+interface ListState {
+  order: TokenOrder;
+  loads: number;
+}
+
 /** The secret slot, the form to create a token and the list of the space's tokens. */
 export function tokenSpace(shell: Shell, space: TokenSpace): HTMLElement[] {
   const secretSlot = h('div');
   const list = h('section', { 'aria-labelledby': 'list-heading', class: 'card' });
-  const reload = (): Promise<void> => loadList(list, shell, space, secretSlot);
+  const state: ListState = { order: 'created', loads: 0 };
+  const reload = (): Promise<void> => loadList(list, shell, space, secretSlot, state);
   void reload();
   return [secretSlot, createSection(shell, space, secretSlot, reload), list];
 }
 
 // ---- list ----------------------------------------------------------------------------
 
-async function loadList(section: HTMLElement, shell: Shell, space: TokenSpace, secretSlot: HTMLElement): Promise<void> {
+/** After a reload of the list in a new order: focus back on the header's button, and the charts that were open. */
+interface Resort {
+  reopen: string[];
+}
+
+async function loadList(
+  section: HTMLElement,
+  shell: Shell,
+  space: TokenSpace,
+  secretSlot: HTMLElement,
+  state: ListState,
+  resort?: Resort,
+): Promise<void> {
+  const load = ++state.loads;
+  const current = (): boolean => load === state.loads;
   const notice = noticeArea();
   const refresh = h('button', { type: 'button', class: 'secondary' }, 'Refresh');
   const body = h('div', {}, loading('tokens'));
@@ -93,28 +115,27 @@ async function loadList(section: HTMLElement, shell: Shell, space: TokenSpace, s
     body,
   );
   refresh.addEventListener('click', () => {
-    void loadList(section, shell, space, secretSlot).then(() => announce('Token list refreshed'));
+    void loadList(section, shell, space, secretSlot, state).then(() => announce('Token list refreshed'));
   });
   let page: { items: TokenView[]; next: string | null };
   try {
-    page = await apiPage<TokenView>(space.path);
+    // The server orders the whole list (every page), by creation or by last use.
+    page = await apiPage<TokenView>(tokenListPath(space.path, state.order));
   } catch (err) {
+    if (!current()) return;
     if (!reportError(shell, notice, err)) body.replaceChildren();
     return;
   }
+  // A later load (another order, a refresh) started meanwhile: its answer is the one to show.
+  if (!current()) return;
   if (page.items.length === 0) {
     replace(body, h('p', { class: 'muted' }, 'No tokens.'));
     return;
   }
-  const reload = (): Promise<void> => loadList(section, shell, space, secretSlot);
-  // Every token shown (Load more adds to it), for ordering the rows.
-  const shown: TokenView[] = [];
-  const row = (t: TokenView): HTMLTableRowElement => {
-    shown.push(t);
-    return tokenRow(t, shell, space, secretSlot, notice, reload);
-  };
+  const reload = (): Promise<void> => loadList(section, shell, space, secretSlot, state);
+  const row = (t: TokenView): HTMLTableRowElement => tokenRow(t, shell, space, secretSlot, notice, reload);
   const rows = h('tbody', {}, page.items.map(row));
-  // The list comes in pages (oldest first): "Load more" follows the Link header to the next.
+  // The list comes in pages: "Load more" follows the Link header to the next, in the same order.
   const [moreNotice, moreBox] = loadMore({
     id: 'tokens-more',
     next: page.next,
@@ -123,22 +144,23 @@ async function loadList(section: HTMLElement, shell: Shell, space: TokenSpace, s
     noun: 'token',
     shell,
     section,
+    current,
   });
-  replace(body, tokenTable(rows, shown), moreNotice, moreBox);
-}
-
-/**
- * Puts the rows in `order` (each token's usage row, when open, stays under it). The tokens
- * loaded so far are ordered; Load more adds the next ones at the end.
- */
-function orderRows(rows: HTMLTableSectionElement, tokens: readonly TokenView[], order: TokenOrder): void {
-  for (const t of orderTokens(tokens, order)) {
-    const tr = rows.querySelector<HTMLTableRowElement>(`tr[data-token-id="${CSS.escape(t.id)}"]`);
-    if (tr === null) continue;
-    const detail = rows.querySelector<HTMLTableRowElement>(`tr[data-usage-of="${CSS.escape(t.id)}"]`);
-    rows.append(tr);
-    if (detail !== null) rows.append(detail);
+  const reorder = (order: TokenOrder): void => {
+    state.order = order;
+    const reopen = [...rows.querySelectorAll<HTMLTableRowElement>('tr[data-usage-of]')].map((r) => r.dataset.usageOf!);
+    void loadList(section, shell, space, secretSlot, state, { reopen });
+  };
+  replace(body, tokenTable(rows, state.order, reorder), moreNotice, moreBox);
+  if (resort === undefined) return;
+  // The usage charts that were open stay open under their tokens, wherever these now are.
+  for (const id of resort.reopen) {
+    const t = page.items.find((x) => x.id === id);
+    const button = rows.querySelector<HTMLButtonElement>(`tr[data-token-id="${CSS.escape(id)}"] [data-action="usage"]`);
+    if (t !== undefined && button !== null) toggleUsage(button, t, space);
   }
+  focusOn(section.querySelector<HTMLElement>('button[data-sort]') ?? section);
+  announce(state.order === 'last_used' ? 'Tokens ordered by last use, most recent first' : 'Tokens in creation order');
 }
 
 /** Shows or hides the usage chart of a token, in a row under its own. */
@@ -272,18 +294,22 @@ function tokenRow(
   );
 }
 
-function tokenTable(rows: HTMLTableSectionElement, tokens: readonly TokenView[]): HTMLElement {
-  // The Last used header orders the list: by last use (most recent first), or back to oldest first.
-  const lastUsed = h('th', { scope: 'col' });
+/**
+ * The token table. Its Last used header orders the list (`reorder`, which loads it again
+ * from the API in that order): by last use (most recent first), or back to oldest first.
+ */
+function tokenTable(
+  rows: HTMLTableSectionElement,
+  order: TokenOrder,
+  reorder: (order: TokenOrder) => void,
+): HTMLElement {
+  const byUse = order === 'last_used';
+  const lastUsed = h('th', { scope: 'col', 'aria-sort': byUse ? 'descending' : false });
   const sort = h('button', { type: 'button', class: 'sort', 'data-sort': 'last_used' }, 'Last used');
   lastUsed.append(sort);
-  let order: TokenOrder = 'created';
   sort.addEventListener('click', () => {
-    order = order === 'created' ? 'last_used' : 'created';
-    orderRows(rows, tokens, order);
-    if (order === 'last_used') lastUsed.setAttribute('aria-sort', 'descending');
-    else lastUsed.removeAttribute('aria-sort');
-    announce(order === 'last_used' ? 'Tokens ordered by last use, most recent first' : 'Tokens in creation order');
+    sort.disabled = true;
+    reorder(byUse ? 'created' : 'last_used');
   });
   return h(
     'div',
@@ -294,8 +320,11 @@ function tokenTable(rows: HTMLTableSectionElement, tokens: readonly TokenView[])
       h(
         'caption',
         { class: 'visually-hidden' },
-        'Tokens, oldest first (the Last used header orders them by last use); ' +
-          'hover or focus a time for the exact value',
+        byUse
+          ? 'Tokens by last use, most recent first, never-used last (the Last used header returns to oldest ' +
+              'first); hover or focus a time for the exact value'
+          : 'Tokens, oldest first (the Last used header orders them by last use); ' +
+              'hover or focus a time for the exact value',
       ),
       h(
         'thead',
