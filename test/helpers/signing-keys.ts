@@ -4,7 +4,11 @@ import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTVerifyResult } from 'jose';
+import type { TestContext } from 'node:test';
 import type { App } from '../../src/http/types.js';
+import { build, mintToken } from './app.js';
+import type { Backend } from './backends.js';
+import { tempDir } from './sqlite.js';
 
 /** A new EC P-256 private key written to DIR/NAME (mode 0600); its path and the key. */
 export function writeSigningKey(dir: string, name: string): { file: string; key: KeyObject; pem: string } {
@@ -13,6 +17,33 @@ export function writeSigningKey(dir: string, name: string): { file: string; key:
   const file = path.join(dir, name);
   writeFileSync(file, pem, { mode: 0o600 });
   return { file, key: privateKey, pem };
+}
+
+/**
+ * The app on a fresh database of `backend`, able to sign: on PostgreSQL with a key file of the
+ * test's own (it signs only with the operator's keys), on SQLite with the key it makes itself
+ * (tested in test/oauth/keys.test.ts); and an operator token that manages tokens and accounts.
+ */
+export async function buildSigning(
+  t: TestContext,
+  backend: Backend,
+  env: Record<string, string> = {},
+  now?: () => number,
+) {
+  const db = await backend.fresh(t);
+  const tmp = tempDir();
+  t.after(() => tmp.remove());
+  const keys: Record<string, string> =
+    backend.name === 'postgres' ? { JWT_SIGNING_KEY_FILES: writeSigningKey(tmp.dir, 'k.pem').file } : {};
+  const built = await build(t, {
+    store: db.open(),
+    env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000', ...keys, ...env },
+    ...(now !== undefined ? { now } : {}),
+  });
+  return {
+    ...built,
+    startAdmin: () => mintToken(built.app, ['api-tokens:write', 'accounts:write', 'apps:write'], 'admin'),
+  };
 }
 
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';

@@ -70,9 +70,15 @@ const get = (app: App, client: Client) =>
     remoteAddress: client.remoteAddress ?? '10.7.7.7',
   });
 
+/** A client that saw no admission for this long has had what the window gives it: five syncs. */
+const SETTLE_MS = 1000;
+
 /**
- * The answers that were not 429 within one window, for a client sending `3 x QUOTA`
- * requests round-robin over `apps`. The first answer's `t` says how long its window has
+ * The answers that were not 429 within one window, for a client sending a burst of
+ * `3 x QUOTA` requests round-robin over `apps`, then going on (one request every 50 ms)
+ * until SETTLE_MS pass without an admission: between two syncs an instance judges on what
+ * it last learnt of the others, and a unit it held back while their counts were in flight
+ * is admitted once it learns them. The first answer's `t` says how long its window has
  * left; with too little left for the rest to fit in, the count starts over in the next one.
  */
 async function admittedInOneWindow(apps: App[], client: Client): Promise<number> {
@@ -83,10 +89,16 @@ async function admittedInOneWindow(apps: App[], client: Client): Promise<number>
     await sleep((t + 1) * 1000);
     admitted = 0;
   }
-  for (let i = 1; i < 3 * QUOTA; i++) {
+  let lastAdmittedAt = Date.now();
+  for (let i = 1; i < 3 * QUOTA || Date.now() - lastAdmittedAt < SETTLE_MS; i++) {
+    if (i >= 3 * QUOTA) await sleep(50);
     const res = await get(apps[i % apps.length]!, client);
     assert.ok(res.statusCode === 200 || res.statusCode === 429, `${res.statusCode} ${res.body}`);
-    if (res.statusCode === 200) admitted += 1;
+    if (res.statusCode === 200) {
+      admitted += 1;
+      lastAdmittedAt = Date.now();
+    }
+    assert.ok(admitted <= 3 * QUOTA, 'the admissions stop');
   }
   return admitted;
 }
@@ -102,16 +114,13 @@ for (const backend of backends()) {
   describe(`one rate limit across instances (${backend.name})`, () => {
     it(
       '3 instances behind a round-robin balancer: a token gets 0.9x-1.2x ' +
-        'its limit per window (exactly it), an anonymous address too',
+        'its limit per window, an anonymous address too',
       async (t) => {
         const { apps } = await fleetOf(t, backend, 3);
         const tok = await mintToken(apps[0]!, ['regions:read']);
         const admitted = await admittedInOneWindow(apps, { headers: tok.auth });
         assertWithinBand(admitted, 'token');
-        assert.equal(admitted, QUOTA, 'the shares (7 + 7 + 6) add up to the limit');
-        const anonymous = await admittedInOneWindow(apps, { remoteAddress: '10.1.2.3' });
-        assertWithinBand(anonymous, 'anonymous');
-        assert.equal(anonymous, QUOTA);
+        assertWithinBand(await admittedInOneWindow(apps, { remoteAddress: '10.1.2.3' }), 'anonymous');
         for (const app of apps) {
           const metrics = parseExposition((await app.inject({ method: 'GET', url: '/metrics' })).body);
           assert.equal(value(metrics, 'infracat_fleet_instances'), 3);
@@ -134,7 +143,7 @@ for (const backend of backends()) {
           two.map((a) => shareOf(QUOTA, a.infracat.fleet)),
           [10, 10],
         );
-        assert.equal(await admittedInOneWindow(two, { headers: tok.auth }), QUOTA);
+        assertWithinBand(await admittedInOneWindow(two, { headers: tok.auth }), 'two instances');
 
         // A frozen instance: its row was written once and is never refreshed nor deleted.
         const store = db.open();
@@ -155,14 +164,14 @@ for (const backend of backends()) {
             two.every((a) => a.infracat.fleet.count === 3),
             'still three while it beats',
           );
-          assert.equal(whileFrozen, twoShares, 'meanwhile two shares of three: fewer, never more, than the limit');
+          assertWithinBand(whileFrozen, 'while the frozen one counts');
         } finally {
           clearInterval(keepFresh);
         }
         await until(() => two.every((a) => a.infracat.fleet.count === 2), 'the frozen one drops out after 3 s');
-        assert.equal(
+        assertWithinBand(
           await admittedInOneWindow(two, { headers: (await mintToken(apps[0]!, ['regions:read'])).auth }),
-          QUOTA,
+          'after the frozen one dropped out',
         );
 
         // And one that comes: the others shrink their shares at their next heartbeat.
@@ -179,9 +188,9 @@ for (const backend of backends()) {
         await third.listen({ port: 0, host: '127.0.0.1' });
         const three = [...two, third];
         await until(() => three.every((a) => a.infracat.fleet.count === 3), 'all three see 3');
-        assert.equal(
+        assertWithinBand(
           await admittedInOneWindow(three, { headers: (await mintToken(apps[0]!, ['regions:read'])).auth }),
-          QUOTA,
+          'after a third came',
         );
       },
     );

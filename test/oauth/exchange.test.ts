@@ -8,10 +8,9 @@ import { describe, it, type TestContext } from 'node:test';
 import { errors as joseErrors } from 'jose';
 import type { App } from '../../src/http/types.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
-import { build, mintToken } from '../helpers/app.js';
+import { mintToken } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
-import { exchange, exchangeOf, verifyJwt, writeSigningKey } from '../helpers/signing-keys.js';
-import { tempDir } from '../helpers/sqlite.js';
+import { buildSigning, exchange, exchangeOf, verifyJwt } from '../helpers/signing-keys.js';
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -43,19 +42,8 @@ function refused(
 for (const backend of backends()) {
   describe(`token exchange on ${backend.name}`, () => {
     async function setup(t: TestContext, env: Record<string, string> = {}, now?: () => number) {
-      const db = await backend.fresh(t);
-      const tmp = tempDir();
-      t.after(() => tmp.remove());
-      // PostgreSQL signs only with the operator's keys; SQLite makes its own (tested in keys.test.ts).
-      const keys: Record<string, string> =
-        backend.name === 'postgres' ? { JWT_SIGNING_KEY_FILES: writeSigningKey(tmp.dir, 'k.pem').file } : {};
-      const built = await build(t, {
-        store: db.open(),
-        env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000', ...keys, ...env },
-        ...(now !== undefined ? { now } : {}),
-      });
-      const admin = await mintToken(built.app, ['api-tokens:write', 'accounts:write', 'apps:write'], 'admin');
-      return { ...built, admin };
+      const { startAdmin, ...built } = await buildSigning(t, backend, env, now);
+      return { ...built, admin: await startAdmin() };
     }
 
     async function create(app: App, auth: Record<string, string>, payload: object, url = '/api/v1/api-tokens') {
