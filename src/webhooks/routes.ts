@@ -3,7 +3,6 @@
 // account only: another account's webhook id is answered exactly as an unknown one (404).
 // Every response carries Cache-Control: no-store.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import { auditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
 import { callerOf } from '../http/caller.js';
@@ -94,7 +93,7 @@ export function webhookRoutes(app: App, { service }: WebhookRouteOptions): void 
             `At most \`per_page\` webhooks (default ${LIST_PER_PAGE_DEFAULT}, at most ${LIST_PER_PAGE_MAX}); when ` +
             'more follow, a `Link: <...>; rel="next"` header names the next page. The body stays a bare array.',
           querystring: PageParams,
-          response: { 200: pagedList(WebhookView, 'Webhooks', LIST_PATH) },
+          response: { 200: pagedList(WebhookView, 'Webhooks') },
         },
       },
       async (request, reply) => {
@@ -212,16 +211,7 @@ export function webhookRoutes(app: App, { service }: WebhookRouteOptions): void 
           params: IdParams,
           querystring: DeliveriesQuery,
           response: {
-            200: Type.Array(WebhookDeliveryView, {
-              description: 'Attempts, newest first',
-              headers: {
-                link: Type.String({
-                  description:
-                    `Only when another page follows: \`<${LIST_PATH}/{id}/deliveries?per_page=...&cursor=...>; ` +
-                    'rel="next"` (a path, resolved against this request\'s URL)',
-                }),
-              },
-            }),
+            200: pagedList(WebhookDeliveryView, 'Attempts', 'newest first'),
           },
         },
       },
