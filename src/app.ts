@@ -30,6 +30,7 @@ import { crossOrigin } from './http/security.js';
 import type { App } from './http/types.js';
 import { lifecycle } from './lifecycle.js';
 import { loadSigningKeys, type SigningKeys } from './oauth/keys.js';
+import { loadEncryptionKeys, type EncryptionKeys } from './webhooks/keys.js';
 import { oauthRoutes } from './oauth/routes.js';
 import { OAUTH_SCHEMAS } from './oauth/schemas.js';
 import { KeyRing } from './secret-scanning/keys.js';
@@ -63,6 +64,7 @@ export function buildApp(deps: AppDeps): App {
   // First: a key file that is not exactly a valid key list stops the start (a ConfigError).
   const secretScanningKeys = openSecretScanningKeys(config, deps.logger);
   const signingKeys = openSigningKeys(config, deps.logger);
+  const webhookKeys = openWebhookKeys(config, deps.logger);
   const traffic = new HttpTraffic();
   const storageErrors = new StorageErrors();
   const rateLimit = {
@@ -84,6 +86,7 @@ export function buildApp(deps: AppDeps): App {
     onStorageError: storageErrors.add,
     webhookResolver: deps.webhookResolver,
     signingKeys,
+    webhookKeys,
   });
   void app.register(routeAuth, {
     failureLimit: config.authFailureLimit,
@@ -171,6 +174,27 @@ export function buildApp(deps: AppDeps): App {
     }));
   }
   return app;
+}
+
+/**
+ * The keys that seal webhook signing secrets (WEBHOOK_ENCRYPTION_KEYS, or on SQLite
+ * infracat's own), or null when there are none; an own key file that is not exactly one
+ * key stops the start (a ConfigError). Logged by origin and path, never the key.
+ */
+function openWebhookKeys(config: Config, logger: Logger): EncryptionKeys | null {
+  const keys = loadEncryptionKeys(config, (message, details) => logger.warn(details, message));
+  if (keys === null) {
+    logger.info(
+      'webhooks cannot be given a secret: on PostgreSQL they need WEBHOOK_ENCRYPTION_KEYS (see docs/webhooks.md)',
+    );
+  } else if (keys.origin !== 'setting') {
+    logger.info(
+      { file: keys.file },
+      `webhook secrets: sealed with infracat's own key (${keys.origin === 'made' ? 'made now, ' : ''}` +
+        'beside the database)',
+    );
+  }
+  return keys;
 }
 
 /**

@@ -596,9 +596,10 @@ export const SettingsSchema = Type.Object({
         description:
           'Comma-separated keys that seal webhook signing secrets in storage (AES-256-GCM), each 32 bytes in ' +
           'base64 (`openssl rand -base64 32`): the first seals new secrets, every one opens them (add a new key ' +
-          'first to rotate; drop the old one once every secret was rotated). The same on every instance. Unset: ' +
-          'webhooks cannot be created nor their secrets rotated (503 WEBHOOKS_NOT_CONFIGURED), and existing ones ' +
-          'cannot be signed for (their deliveries fail). See docs/webhooks.md.',
+          'first to rotate; drop the old one once every secret was rotated). The same on every instance. Unset, on ' +
+          "SQLite: infracat's own key, made at the first start beside the database (`<database>.webhook-key`); " +
+          'on PostgreSQL: webhooks cannot be created nor their secrets rotated (503 WEBHOOKS_NOT_CONFIGURED), and ' +
+          'existing ones cannot be signed for (their deliveries fail). See docs/webhooks.md.',
       }),
       parseEncryptionKeys,
     ),

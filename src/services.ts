@@ -22,6 +22,7 @@ import { PeriodicPurge, PURGE_INTERVAL_MS } from './periodic.js';
 import type { Store } from './storage/types.js';
 import { createTokenDomain, type TokenDomain } from './tokens/index.js';
 import { createWebhookDomain, type WebhookDomain } from './webhooks/index.js';
+import type { EncryptionKeys } from './webhooks/keys.js';
 import { NOTICE_SCAN_MS } from './webhooks/notices.js';
 import type { Resolver } from './webhooks/targets.js';
 
@@ -66,10 +67,12 @@ export interface ServicesOptions {
   webhookResolver?: Resolver | undefined;
   /** The keys that sign access tokens (src/oauth/keys.ts); null: signed access tokens are off. */
   signingKeys: SigningKeys | null;
+  /** What seals webhook secrets (src/webhooks/keys.ts); null: webhooks cannot be given one. */
+  webhookKeys: EncryptionKeys | null;
 }
 
 export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvider>(
-  (app, { config, store, now, onStorageError: countStorageError, webhookResolver, signingKeys }, done) => {
+  (app, { config, store, now, onStorageError: countStorageError, webhookResolver, signingKeys, webhookKeys }, done) => {
     // A flush retries every LAST_USED_FLUSH_MS: while storage is down or read-only, one
     // warning a minute (with the count) says it all, instead of one a second.
     // Each audit event, once its transaction committed, is also one log line (`"audit": true`)
@@ -181,7 +184,7 @@ export const services = fp<ServicesOptions, RawServerDefault, TypeBoxTypeProvide
     // A delivery the store could not record is retried when its claim's lease ends; like the
     // flush, one warning a minute says it while it lasts.
     let webhooksWarnedAt = Number.NEGATIVE_INFINITY;
-    const webhooks = createWebhookDomain(config, store, {
+    const webhooks = createWebhookDomain(config, store, webhookKeys, {
       resolve: webhookResolver,
       now,
       audit,

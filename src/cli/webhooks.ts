@@ -3,10 +3,13 @@
 // operator account by default. The command delivers nothing itself: the running instances
 // deliver what it queues (a test event) within WEBHOOK_POLL_MS.
 import { OPERATOR_ACCOUNT_ID } from '../accounts/ids.js';
+import type { Config } from '../config.js';
+import type { Store } from '../storage/types.js';
 import { cliAuditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
 import { WEBHOOK_EVENT_TYPES } from '../webhooks/events.js';
 import { createWebhookDomain } from '../webhooks/index.js';
+import { loadEncryptionKeys } from '../webhooks/keys.js';
 import { DELIVERIES_PER_PAGE_MAX } from '../webhooks/schemas.js';
 import { createdWebhookView, deliveryView, webhookView } from '../webhooks/views.js';
 import { UsageError, type Command } from './command.js';
@@ -17,6 +20,14 @@ import { table } from './table.js';
 import { fail } from './tokens.js';
 
 const LIMIT_DEFAULT = 30;
+
+/** The webhook domain on `store`, with the keys the server uses (made beside a SQLite database if none yet). */
+function domainOf(config: Config, store: Store) {
+  const keys = loadEncryptionKeys(config, (message) =>
+    process.stderr.write(`infracat webhooks: warning: ${message}\n`),
+  );
+  return createWebhookDomain(config, store, keys);
+}
 
 const help = `Usage: infracat webhooks <list|create|delete|test|deliveries> [options]
 
@@ -30,7 +41,8 @@ Manage webhooks directly in the configured store (DATABASE_URL or --database-url
       Creates a webhook and prints its signing secret, shown this once. The URL must
       be https and resolve to public addresses (WEBHOOK_ALLOW_PRIVATE_TARGETS=true
       allows http and private ones). --all-accounts (operator account only): it gets
-      every account's events. Needs WEBHOOK_ENCRYPTION_KEYS, as the server does.
+      every account's events. On PostgreSQL it needs WEBHOOK_ENCRYPTION_KEYS, as the
+      server does.
       Event types: ${WEBHOOK_EVENT_TYPES.join(', ')}.
   infracat webhooks delete ID [--json]
       Deletes a webhook and what it had still to deliver.
@@ -78,7 +90,7 @@ export const webhooksCommand: Command = {
       return withStore(values['database-url'], async (store, config) => {
         const account = values.account ?? OPERATOR_ACCOUNT_ID;
         if ((await store.accounts.get(account)) === null) return fail(noAccount(account), 'webhooks');
-        const { service } = createWebhookDomain(config, store);
+        const { service } = domainOf(config, store);
         await printList({
           json: values.json === true,
           read: (after) => service.list(account, { after, perPage: CLI_PAGE }),
@@ -116,7 +128,7 @@ export const webhooksCommand: Command = {
         throw new UsageError(`unknown event type ${unknown.join(', ')}; one of ${WEBHOOK_EVENT_TYPES.join(', ')}`);
       return withStore(values['database-url'], async (store, config) => {
         const account = values.account ?? OPERATOR_ACCOUNT_ID;
-        const { service } = createWebhookDomain(config, store);
+        const { service } = domainOf(config, store);
         try {
           const issued = await service.create(
             account,
@@ -147,7 +159,7 @@ export const webhooksCommand: Command = {
       return withStore(values['database-url'], async (store, config) => {
         const account = values.account ?? OPERATOR_ACCOUNT_ID;
         if ((await store.accounts.get(account)) === null) return fail(noAccount(account), 'webhooks');
-        const { service } = createWebhookDomain(config, store);
+        const { service } = domainOf(config, store);
         try {
           if (sub === 'delete') {
             if (!(await service.delete(account, id, cliAuditContext())))
@@ -181,7 +193,7 @@ export const webhooksCommand: Command = {
       return withStore(values['database-url'], async (store, config) => {
         const account = values.account ?? OPERATOR_ACCOUNT_ID;
         if ((await store.accounts.get(account)) === null) return fail(noAccount(account), 'webhooks');
-        const page = await createWebhookDomain(config, store).service.deliveries(account, id, { perPage: limit });
+        const page = await domainOf(config, store).service.deliveries(account, id, { perPage: limit });
         if (page === null) return fail(noWebhook(id, account), 'webhooks');
         const views = page.items.map(deliveryView);
         if (values.json === true) write(views);

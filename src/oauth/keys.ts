@@ -16,22 +16,10 @@
 // key twice. A private key never leaves this module's objects: not into a log line, an
 // error message, the database or an answer; only the public members (kty, crv, x, y) are
 // copied out.
-import { createHash, createPrivateKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
-import {
-  closeSync,
-  existsSync,
-  fstatSync,
-  fsyncSync,
-  linkSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  statSync,
-  unlinkSync,
-  writeSync,
-} from 'node:fs';
-import path from 'node:path';
+import { createHash, createPrivateKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { ConfigError } from '../config-error.js';
+import { makePrivateFileOnce, sharedMode } from '../private-file.js';
 
 const SETTING = 'JWT_SIGNING_KEY_FILES';
 /** A PEM private key of P-256 is about 250 bytes; anything near this is not one. */
@@ -156,43 +144,15 @@ function fromFiles(files: readonly string[]): SigningKey[] {
   return keys;
 }
 
-/**
- * A new key written to `file` unless one is there already (another process starting on the
- * same database may have made it first): written whole to a private temporary file, then
- * linked into place, which fails if the name exists. So the file is never seen half
- * written, never with a wider mode, and two starts agree on one key. True when this call
- * made it.
- */
-function makeKeyFile(file: string): boolean {
-  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  if (existsSync(file)) return false;
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' });
-  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  const fd = openSync(tmp, 'wx', 0o600);
-  try {
-    writeSync(fd, pem as string);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    linkSync(tmp, file);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw err;
-  } finally {
-    unlinkSync(tmp);
-  }
-}
-
 export type KeyWarning = (message: string, details: Record<string, unknown>) => void;
 
 /** infracat's own key beside the SQLite database: made at the first start, reused after. */
 function ownKey(databasePath: string, warn: KeyWarning): SigningKeys {
   const file = ownKeyFile(databasePath);
-  const made = makeKeyFile(file);
+  const made = makePrivateFileOnce(file, () => {
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    return privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
+  });
   let key: KeyObject;
   try {
     key = readKeyFile(file);
@@ -204,12 +164,12 @@ function ownKey(databasePath: string, warn: KeyWarning): SigningKeys {
     );
   }
   // What infracat made is private; a file loosened since is reported, as the database's files are.
-  const mode = statSync(file).mode & 0o777;
-  if (process.platform !== 'win32' && (mode & 0o077) !== 0) {
+  const mode = sharedMode(file);
+  if (mode !== null) {
     warn(
-      `the signing key file ${file} is accessible to other local users (mode 0${mode.toString(8)}): ` +
+      `the signing key file ${file} is accessible to other local users (mode ${mode}): ` +
         'they could sign access tokens; chmod 600 it',
-      { path: file, mode: `0${mode.toString(8)}` },
+      { path: file, mode },
     );
   }
   return { keys: [signingKey(file, key)], origin: made ? 'made' : 'reused' };

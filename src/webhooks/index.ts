@@ -5,6 +5,7 @@ import type { AuditSink } from '../audit/events.js';
 import type { Store } from '../storage/types.js';
 import { inBatches } from '../periodic.js';
 import { sendDueNotices } from './notices.js';
+import type { EncryptionKeys } from './keys.js';
 import { SecretBox } from './secrets.js';
 import { WebhookService } from './service.js';
 import { systemResolver, type Resolver, type TargetPolicy } from './targets.js';
@@ -12,7 +13,6 @@ import { DeliveryWorker, type WorkerOptions } from './worker.js';
 
 /** What the webhook domain is made with; each field is the setting of the same name (src/config.ts). */
 export interface WebhookSettings {
-  webhookEncryptionKeys: readonly Buffer[];
   webhookAllowPrivateTargets: boolean;
   webhookTimeoutMs: number;
   webhookRetryDelaysS: readonly number[];
@@ -45,14 +45,19 @@ export interface WebhookDomainOptions {
 // Delivery log rows deleted per statement: one range of its primary key.
 const PRUNE_BATCH = 1000;
 
+/**
+ * The webhook domain on `store`; `keys` seal and open the signing secrets
+ * (loadEncryptionKeys, src/webhooks/keys.ts), null when there are none.
+ */
 export function createWebhookDomain(
   settings: WebhookSettings,
   store: Store,
+  keys: EncryptionKeys | null,
   options: WebhookDomainOptions = {},
 ): WebhookDomain {
   const now = options.now ?? Date.now;
   const audit = options.audit ?? (() => {});
-  const secrets = settings.webhookEncryptionKeys.length > 0 ? new SecretBox(settings.webhookEncryptionKeys) : null;
+  const secrets = keys === null ? null : new SecretBox(keys.keys);
   const policy: TargetPolicy = {
     allowPrivate: settings.webhookAllowPrivateTargets,
     resolve: options.resolve ?? systemResolver,

@@ -33,7 +33,8 @@ const LIST_PATH = '/api/v1/webhooks';
 const notFound = (id: string) => new AppError('NOT_FOUND', `no webhook with id ${id}`);
 
 const NOT_CONFIGURED =
-  'Webhooks are not configured: the operator has not set WEBHOOK_ENCRYPTION_KEYS (WEBHOOKS_NOT_CONFIGURED); ' +
+  'Webhooks are not configured: on PostgreSQL the operator has not set WEBHOOK_ENCRYPTION_KEYS ' +
+  '(WEBHOOKS_NOT_CONFIGURED); ' +
   'or storage unreachable (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE)';
 const TARGET_REFUSED =
   'The body breaks the schema or a rule (VALIDATION_FAILED), or the URL is not an allowed target: not https, ' +

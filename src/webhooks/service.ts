@@ -22,7 +22,7 @@ const DELIVERY_ID_PATTERN = new RegExp(`^dlv_${ULID_PATTERN_SOURCE}$`);
 export const PREVIOUS_SECRET_MS = RETRY_WINDOW_MS;
 
 export interface WebhookServiceOptions {
-  /** null: WEBHOOK_ENCRYPTION_KEYS is unset, and no webhook can be given a secret. */
+  /** null: no keys (PostgreSQL without WEBHOOK_ENCRYPTION_KEYS): no webhook can be given a secret. */
   secrets: SecretBox | null;
   /** WEBHOOK_MAX_PER_ACCOUNT. */
   maxPerAccount: number;

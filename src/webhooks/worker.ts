@@ -34,7 +34,7 @@ export const RETRY_WINDOW_MS = 24 * 3_600_000;
 
 export interface WorkerOptions {
   store: WebhookStore;
-  /** null: WEBHOOK_ENCRYPTION_KEYS is unset (no secret can be opened: every attempt fails). */
+  /** null: no keys (PostgreSQL without WEBHOOK_ENCRYPTION_KEYS), so no secret opens and every attempt fails. */
   secrets: SecretBox | null;
   policy: TargetPolicy;
   /** The clock of due times, leases and retries (the service's). */

@@ -2,66 +2,77 @@
 // what the command queued.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { postgresBackend } from '../helpers/backends.js';
 import { cli, serve } from '../helpers/process.js';
 import { tempDir } from '../helpers/sqlite.js';
 import { until } from '../helpers/until.js';
 import { receiver, RECEIVER_ENV, verified } from '../helpers/webhooks.js';
 
 describe('infracat webhooks', () => {
-  it('create --json shows the secret once; list, test, deliveries, delete; a server delivers the test', async (t) => {
-    const tmp = tempDir();
-    t.after(() => tmp.remove());
-    const env = { DATABASE_URL: `sqlite:${tmp.file()}`, ...RECEIVER_ENV, BOOTSTRAP_ADMIN_TOKEN: 'false' };
-    assert.equal((await cli(['migrate'], { env })).code, 0);
-    const r = await receiver(t);
-    const created = await cli(
-      ['webhooks', 'create', '--url', r.url, '--events', 'api_token.created, api_token.expiring', '--json'],
-      { env },
-    );
-    assert.equal(created.code, 0, created.stderr);
-    const body = JSON.parse(created.stdout) as { id: string; secret: string; events: string[] };
-    assert.match(body.secret, /^whsec_/);
-    assert.deepEqual(body.events, ['api_token.created', 'api_token.expiring']);
+  it(
+    'create --json shows the secret once; list, test, deliveries, delete; a server delivers the test, ' +
+      "signed with the secret sealed under infracat's own key",
+    async (t) => {
+      const tmp = tempDir();
+      t.after(() => tmp.remove());
+      // No WEBHOOK_ENCRYPTION_KEYS: the command makes the key beside the database, the server opens with it.
+      const env = {
+        ...RECEIVER_ENV,
+        WEBHOOK_ENCRYPTION_KEYS: '',
+        DATABASE_URL: `sqlite:${tmp.file()}`,
+        BOOTSTRAP_ADMIN_TOKEN: 'false',
+      };
+      assert.equal((await cli(['migrate'], { env })).code, 0);
+      const r = await receiver(t);
+      const created = await cli(
+        ['webhooks', 'create', '--url', r.url, '--events', 'api_token.created, api_token.expiring', '--json'],
+        { env },
+      );
+      assert.equal(created.code, 0, created.stderr);
+      const body = JSON.parse(created.stdout) as { id: string; secret: string; events: string[] };
+      assert.match(body.secret, /^whsec_/);
+      assert.deepEqual(body.events, ['api_token.created', 'api_token.expiring']);
 
-    const listed = await cli(['webhooks', 'list', '--json'], { env });
-    assert.deepEqual(
-      (JSON.parse(listed.stdout) as { id: string }[]).map((w) => w.id),
-      [body.id],
-    );
-    assert.ok(!listed.stdout.includes(body.secret), 'never the secret again');
-    const human = await cli(['webhooks', 'list'], { env });
-    assert.match(human.stdout, /ID\s+URL\s+EVENTS\s+ENABLED/);
-    assert.match(human.stdout, new RegExp(body.id));
+      const listed = await cli(['webhooks', 'list', '--json'], { env });
+      assert.deepEqual(
+        (JSON.parse(listed.stdout) as { id: string }[]).map((w) => w.id),
+        [body.id],
+      );
+      assert.ok(!listed.stdout.includes(body.secret), 'never the secret again');
+      const human = await cli(['webhooks', 'list'], { env });
+      assert.match(human.stdout, /ID\s+URL\s+EVENTS\s+ENABLED/);
+      assert.match(human.stdout, new RegExp(body.id));
 
-    const queued = await cli(['webhooks', 'test', body.id], { env });
-    assert.equal(queued.code, 0, queued.stderr);
-    assert.match(queued.stdout, /queued webhook\.test evt_/);
-    assert.equal((await cli(['webhooks', 'deliveries', body.id], { env })).stdout, 'no deliveries');
+      const queued = await cli(['webhooks', 'test', body.id], { env });
+      assert.equal(queued.code, 0, queued.stderr);
+      assert.match(queued.stdout, /queued webhook\.test evt_/);
+      assert.equal((await cli(['webhooks', 'deliveries', body.id], { env })).stdout, 'no deliveries');
 
-    const { child } = await serve(env);
-    t.after(async () => {
-      child.proc.kill('SIGTERM');
-      await child.exited;
-    });
-    await until(() => r.received.length === 1, 'the test event delivered by the server');
-    assert.equal(verified(body.secret, r.received[0]!).type, 'webhook.test');
-    // The attempt is recorded once its answer came: read the log until it is there.
-    let log = '';
-    for (let i = 0; i < 100 && !/delivered/.test(log); i++) {
-      log = (await cli(['webhooks', 'deliveries', body.id], { env })).stdout;
-    }
-    assert.match(log, /ATTEMPTED\s+EVENT\s+TYPE\s+ATTEMPT\s+STATUS\s+MS\s+RESULT/);
-    assert.match(log, /webhook\.test\s+1\s+204\s+\d+\s+delivered/);
-    const json = JSON.parse((await cli(['webhooks', 'deliveries', body.id, '--json'], { env })).stdout) as {
-      delivered: boolean;
-    }[];
-    assert.equal(json[0]!.delivered, true);
+      const { child } = await serve(env);
+      t.after(async () => {
+        child.proc.kill('SIGTERM');
+        await child.exited;
+      });
+      await until(() => r.received.length === 1, 'the test event delivered by the server');
+      assert.equal(verified(body.secret, r.received[0]!).type, 'webhook.test');
+      // The attempt is recorded once its answer came: read the log until it is there.
+      let log = '';
+      for (let i = 0; i < 100 && !/delivered/.test(log); i++) {
+        log = (await cli(['webhooks', 'deliveries', body.id], { env })).stdout;
+      }
+      assert.match(log, /ATTEMPTED\s+EVENT\s+TYPE\s+ATTEMPT\s+STATUS\s+MS\s+RESULT/);
+      assert.match(log, /webhook\.test\s+1\s+204\s+\d+\s+delivered/);
+      const json = JSON.parse((await cli(['webhooks', 'deliveries', body.id, '--json'], { env })).stdout) as {
+        delivered: boolean;
+      }[];
+      assert.equal(json[0]!.delivered, true);
 
-    assert.equal((await cli(['webhooks', 'delete', body.id], { env })).code, 0);
-    const again = await cli(['webhooks', 'delete', body.id], { env });
-    assert.equal(again.code, 1);
-    assert.match(again.stderr, /no webhook with id/);
-  });
+      assert.equal((await cli(['webhooks', 'delete', body.id], { env })).code, 0);
+      const again = await cli(['webhooks', 'delete', body.id], { env });
+      assert.equal(again.code, 1);
+      assert.match(again.stderr, /no webhook with id/);
+    },
+  );
 
   it('bad input: usage errors exit 2; refused URLs, unknown accounts and missing keys exit 1 saying why', async (t) => {
     const tmp = tempDir();
@@ -82,11 +93,13 @@ describe('infracat webhooks', () => {
     const other = await cli(['webhooks', 'list', '--account', 'acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H'], { env });
     assert.equal(other.code, 1);
     assert.match(other.stderr, /no account with id/);
+    // On PostgreSQL there is no key of infracat's own: without the setting, no secret.
+    const pg = postgresBackend(t);
+    if (pg === undefined) return;
+    const db = await pg.fresh(t);
     const keyless = await cli(
       ['webhooks', 'create', '--url', 'https://93.184.215.14/x', '--events', 'account.updated'],
-      {
-        env: { ...env, WEBHOOK_ENCRYPTION_KEYS: '' },
-      },
+      { env: { DATABASE_URL: db.url, WEBHOOK_ENCRYPTION_KEYS: '' } },
     );
     assert.equal(keyless.code, 1);
     assert.match(keyless.stderr, /WEBHOOK_ENCRYPTION_KEYS/);

@@ -354,13 +354,21 @@ for (const backend of backends()) {
       );
     });
 
-    it('without WEBHOOK_ENCRYPTION_KEYS: create answers 503 WEBHOOKS_NOT_CONFIGURED; lists work', async (t) => {
-      const { app, acme } = await setup(t, { WEBHOOK_ENCRYPTION_KEYS: '' });
-      const res = await create(app, acme.auth, { url: URL_A, events: ['api_token.created'] });
-      assert.equal(res.statusCode, 503);
-      assert.equal(res.json<{ code: string }>().code, 'WEBHOOKS_NOT_CONFIGURED');
-      assert.equal((await app.inject({ url: '/api/v1/webhooks', headers: acme.auth })).statusCode, 200);
-    });
+    it(
+      'without WEBHOOK_ENCRYPTION_KEYS: on PostgreSQL create answers 503 WEBHOOKS_NOT_CONFIGURED and lists ' +
+        "work; on SQLite infracat's own key seals the secrets",
+      async (t) => {
+        const { app, acme } = await setup(t, { WEBHOOK_ENCRYPTION_KEYS: '' });
+        const res = await create(app, acme.auth, { url: URL_A, events: ['api_token.created'] });
+        if (backend.name === 'sqlite') {
+          assert.equal(res.statusCode, 201, res.body);
+          return;
+        }
+        assert.equal(res.statusCode, 503);
+        assert.equal(res.json<{ code: string }>().code, 'WEBHOOKS_NOT_CONFIGURED');
+        assert.equal((await app.inject({ url: '/api/v1/webhooks', headers: acme.auth })).statusCode, 200);
+      },
+    );
 
     it("deleting an account deletes its webhooks and what they had queued; the operator's hear of it", async (t) => {
       const { app, store, operator, acme } = await setup(t);
