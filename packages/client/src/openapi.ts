@@ -7203,7 +7203,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Webhooks, /api/v1/webhooks */
+            /** @description Webhooks, oldest first (created_at, then id) */
             200: {
                 headers: {
                     Link?: components["headers"]["NextPage"];
@@ -7597,7 +7597,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Webhooks are not configured: the operator has not set WEBHOOK_ENCRYPTION_KEYS (WEBHOOKS_NOT_CONFIGURED); or storage unreachable (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Webhooks are not configured: on PostgreSQL the operator has not set WEBHOOK_ENCRYPTION_KEYS (WEBHOOKS_NOT_CONFIGURED); or storage unreachable (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
@@ -8411,7 +8411,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Webhooks are not configured: the operator has not set WEBHOOK_ENCRYPTION_KEYS (WEBHOOKS_NOT_CONFIGURED); or storage unreachable (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
+            /** @description Webhooks are not configured: on PostgreSQL the operator has not set WEBHOOK_ENCRYPTION_KEYS (WEBHOOKS_NOT_CONFIGURED); or storage unreachable (STORAGE_UNAVAILABLE), or the server is shutting down (SERVICE_UNAVAILABLE) */
             503: {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
@@ -8659,8 +8659,7 @@ export interface operations {
             /** @description Attempts, newest first */
             200: {
                 headers: {
-                    /** @description Only when another page follows: `</api/v1/webhooks/{id}/deliveries?per_page=...&cursor=...>; rel="next"` (a path, resolved against this request's URL) */
-                    link?: string;
+                    Link?: components["headers"]["NextPage"];
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
