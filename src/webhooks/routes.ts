@@ -7,7 +7,7 @@ import { auditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
 import { callerOf } from '../http/caller.js';
 import { installMergePatchParser } from '../http/json-body.js';
-import { noStore } from '../http/no-store.js';
+import { noStoreAnswers } from '../http/no-store.js';
 import { NoQuery } from '../http/no-query.js';
 import { readPageQuery } from '../http/page-query.js';
 import type { App } from '../http/types.js';
@@ -48,7 +48,7 @@ export interface WebhookRouteOptions {
 export function webhookRoutes(app: App, { service }: WebhookRouteOptions): void {
   void app.register(async (plugin) => {
     const api = plugin.withTypeProvider<TypeBoxTypeProvider>();
-    api.addHook('onRequest', noStore);
+    noStoreAnswers(api);
 
     api.post(
       LIST_PATH,

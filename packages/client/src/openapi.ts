@@ -7209,6 +7209,7 @@ export interface operations {
                     Link?: components["headers"]["NextPage"];
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7228,6 +7229,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7245,6 +7247,7 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7264,6 +7267,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7293,6 +7297,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7311,6 +7316,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7340,6 +7346,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7383,6 +7390,7 @@ export interface operations {
                     Location?: components["headers"]["Location"];
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7402,6 +7410,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7419,6 +7428,7 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7438,6 +7448,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7456,6 +7467,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7482,6 +7494,7 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7509,6 +7522,7 @@ export interface operations {
             415: {
                 headers: {
                     "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7537,6 +7551,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7556,6 +7571,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7574,6 +7590,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7603,6 +7620,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7634,6 +7652,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7653,6 +7672,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7670,6 +7690,7 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7689,6 +7710,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7717,6 +7739,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7746,6 +7769,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7764,6 +7788,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7793,6 +7818,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7824,6 +7850,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7841,6 +7868,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7858,6 +7886,7 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7877,6 +7906,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7895,6 +7925,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7924,6 +7955,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7942,6 +7974,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -7971,6 +8004,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8017,6 +8051,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8036,6 +8071,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8053,6 +8089,7 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8072,6 +8109,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8090,6 +8128,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8116,6 +8155,7 @@ export interface operations {
             /** @description Body over 16 KiB (PAYLOAD_TOO_LARGE) */
             413: {
                 headers: {
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8143,6 +8183,7 @@ export interface operations {
             415: {
                 headers: {
                     "Accept-Encoding"?: components["headers"]["AcceptEncoding"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8171,6 +8212,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8190,6 +8232,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8208,6 +8251,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8237,6 +8281,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8268,6 +8313,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8287,6 +8333,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8304,6 +8351,7 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8323,6 +8371,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8341,6 +8390,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8370,6 +8420,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8388,6 +8439,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8417,6 +8469,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8448,6 +8501,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8467,6 +8521,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8484,6 +8539,7 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8503,6 +8559,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8521,6 +8578,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8549,6 +8607,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8578,6 +8637,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8596,6 +8656,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8625,6 +8686,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8662,6 +8724,7 @@ export interface operations {
                     Link?: components["headers"]["NextPage"];
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8681,6 +8744,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8698,6 +8762,7 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8717,6 +8782,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "WWW-Authenticate"?: components["headers"]["BearerChallenge"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8745,6 +8811,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8774,6 +8841,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8792,6 +8860,7 @@ export interface operations {
                 headers: {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
@@ -8821,6 +8890,7 @@ export interface operations {
                     RateLimit?: components["headers"]["RateLimit"];
                     "RateLimit-Policy"?: components["headers"]["RateLimitPolicy"];
                     "Retry-After"?: components["headers"]["RetryAfter"];
+                    "Cache-Control"?: components["headers"]["NoStore"];
                     "X-Content-Type-Options": components["headers"]["ContentTypeOptions"];
                     "X-Frame-Options": components["headers"]["FrameOptions"];
                     "Referrer-Policy": components["headers"]["ReferrerPolicy"];
