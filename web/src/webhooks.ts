@@ -81,8 +81,10 @@ export function webhookState(
 export interface DeliveryOutcome {
   ok: boolean;
   label: 'Succeeded' | 'Failed';
-  /** "HTTP 204", or the error (no status came). */
+  /** "HTTP 204", or the error when no status came. */
   response: string;
+  /** What the error adds to a status ("answered 302: redirects are not followed"); null when nothing. */
+  detail: string | null;
   /** "Retried in 5 minutes" when another attempt follows; null otherwise. */
   retry: string | null;
 }
@@ -92,10 +94,12 @@ export function deliveryOutcome(
   now: number,
 ): DeliveryOutcome {
   const status = d.status_code === null ? null : `HTTP ${d.status_code}`;
-  if (d.delivered) return { ok: true, label: 'Succeeded', response: status ?? 'Delivered', retry: null };
-  const response = [status, d.error].filter((s) => s !== null).join(': ') || 'No answer';
+  if (d.delivered) return { ok: true, label: 'Succeeded', response: status ?? 'Delivered', detail: null, retry: null };
   const retry = d.next_attempt_at === null ? null : `Tried again ${relativeTime(d.next_attempt_at, now)}`;
-  return { ok: false, label: 'Failed', response, retry };
+  if (status === null) return { ok: false, label: 'Failed', response: d.error ?? 'No answer', detail: null, retry };
+  // "answered 500" says no more than the status itself.
+  const detail = d.error === null || d.error === `answered ${d.status_code}` ? null : d.error;
+  return { ok: false, label: 'Failed', response: status, detail, retry };
 }
 
 /** 85 -> "85 ms", 1234 -> "1.2 s". */

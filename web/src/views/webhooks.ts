@@ -348,7 +348,11 @@ function deliveryRow(d: WebhookDelivery, now: number): HTMLTableRowElement {
         ? null
         : h('span', { class: 'hint retry', title: exactTime(d.next_attempt_at!) }, outcome.retry),
     ),
-    cell('Response', h('span', { class: 'response' }, outcome.response)),
+    cell(
+      'Response',
+      h('span', { class: 'response' }, outcome.response),
+      outcome.detail === null ? null : h('span', { class: 'hint response-detail' }, outcome.detail),
+    ),
     cell('Duration', durationText(d.duration_ms)),
   );
 }
