@@ -245,7 +245,8 @@ function deliveryLog(container: HTMLElement, w: Webhook, shell: Shell): Delivery
   const name = webhookName(w);
   const headingId = `deliveries-heading-${w.id}`;
   const notice = noticeArea();
-  const status = h('p', { class: 'hint', role: 'status' });
+  // What a test event came to; screen readers hear it from the page's own status region.
+  const status = h('p', { class: 'hint test-status' });
   const refresh = h(
     'button',
     { type: 'button', class: 'secondary small', 'aria-label': `Refresh the deliveries of webhook ${name}` },
