@@ -15,6 +15,7 @@ import { ev, TEST_CONTEXT } from '../helpers/audit.js';
 import { loadDefaultCatalog } from '../../src/catalog/default.js';
 import type { Catalog } from '../../src/catalog/model.js';
 import { shortDate } from '../../web/src/format.js';
+import { receiver, RECEIVER_ENV, verified } from '../helpers/webhooks.js';
 
 const ALL_SCOPES = ['api-tokens:write', 'apps:write', 'images:read', 'plans:read', 'regions:read', 'catalog:write'];
 const SECRET = /^icat_[0-9A-Za-z]{36}$/;
@@ -1638,6 +1639,205 @@ describe('web console in headless Chromium', () => {
         await row(page, 'idle').getByRole('button', { name: 'Usage of token idle' }).getAttribute('aria-expanded'),
         'true',
       );
+    },
+  );
+
+  it(
+    'webhooks: create (secret once), a verified test delivery, rotate, disable, delete; read-only sees no writes',
+    { skip, timeout: 180_000 },
+    async (t) => {
+      const browser = await launchChromium(executable!);
+      t.after(() => browser.close());
+      const { base, app } = await listening(t, RECEIVER_ENV);
+      app.infracat.webhooks.worker.start();
+      const r = await receiver(t);
+      const writer = await mintToken(app, ['webhooks:read', 'webhooks:write'], 'hooks');
+      const reader = await mintToken(app, ['webhooks:read'], 'hooks-reader');
+      const plain = await mintToken(app, ['plans:read'], 'plain');
+      const hookRow = (page: Page) => page.locator('tr[data-webhook-id]').filter({ hasText: 'deploys' });
+
+      let secret = '';
+      let webhookId = '';
+      await t.test('create: pick events, the signing secret shown once; a refused URL on its field', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, writer.secret);
+        await page.getByRole('link', { name: 'Webhooks' }).click();
+        await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+        await page.getByText('No webhooks.').waitFor();
+        // One box per event type the server knows.
+        assert.equal(await page.locator('input[name="event"]').count(), 13);
+
+        // Nothing chosen: said on the fields, nothing sent.
+        await page.getByRole('button', { name: 'Create webhook' }).click();
+        await page.getByText('Give the URL events are sent to.').waitFor();
+        await page.getByText('Choose at least one event.').waitFor();
+        assert.equal(await page.evaluate(() => document.activeElement?.id), 'new-url');
+
+        // The server refuses a URL with a password: its detail goes next to the field.
+        await page.getByLabel('URL', { exact: true }).fill('https://user:pw@hooks.example.com/x');
+        await page.locator('#event-api_token-created').check();
+        await page.getByRole('button', { name: 'Create webhook' }).click();
+        await page.locator('#new-url-error:not(:empty)').waitFor();
+        assert.equal(await page.getByLabel('URL', { exact: true }).getAttribute('aria-invalid'), 'true');
+        assert.equal(await page.locator('tr[data-webhook-id]').count(), 0);
+
+        await page.getByLabel('URL', { exact: true }).fill(r.url);
+        await page.getByLabel('Description').fill('deploys');
+        await page.locator('#event-api_token-expiring').check();
+        const [created] = await Promise.all([
+          page.waitForRequest((q) => q.method() === 'POST' && q.url() === `${base}/api/v1/webhooks`),
+          page.getByRole('button', { name: 'Create webhook' }).click(),
+        ]);
+        assert.deepEqual(created.postDataJSON(), {
+          url: r.url,
+          events: ['api_token.created', 'api_token.expiring'],
+          description: 'deploys',
+        });
+        await page.getByRole('heading', { name: 'Copy the signing secret of “deploys” now' }).waitFor();
+        assert.equal(await page.evaluate(() => document.activeElement?.id), 'secret-heading');
+        assert.match((await page.locator('#secret-warning').textContent()) ?? '', /only time it is shown/);
+        secret = await page.getByLabel('Signing secret', { exact: true }).inputValue();
+        assert.match(secret, /^whsec_[A-Za-z0-9+/]+=*$/);
+        await page.getByRole('button', { name: 'Copy' }).click();
+        await page.getByText('Copied to the clipboard.').waitFor();
+        assert.equal(await page.evaluate(() => navigator.clipboard.readText()), secret);
+
+        await hookRow(page).waitFor();
+        webhookId = (await hookRow(page).getAttribute('data-webhook-id')) ?? '';
+        assert.match(webhookId, /^whk_/);
+        assert.equal(await hookRow(page).locator('code.webhook-url').textContent(), r.url);
+        assert.deepEqual(await hookRow(page).locator('ul.tags li').allTextContents(), [
+          'api_token.created',
+          'api_token.expiring',
+        ]);
+        assert.equal(await hookRow(page).locator('.webhook-state').textContent(), 'Enabled');
+        await page.screenshot({ path: artifactPath('webhook-created.png'), fullPage: true });
+
+        // Done: the secret is gone from the page, and the list never had it.
+        await page.getByRole('button', { name: 'Done, I have stored it' }).click();
+        assert.equal(await page.locator('#new-secret').count(), 0);
+        assert.ok(!(await page.content()).includes(secret), 'the secret is gone from the page');
+        await page.reload();
+        await hookRow(page).waitFor();
+        assert.ok(!(await page.content()).includes(secret), 'nor shown after a reload');
+      });
+
+      await t.test('send a test: the delivery log shows it delivered, the receiver verifies it', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, writer.secret);
+        await page.goto(`${base}/#/webhooks`);
+        const [queued] = await Promise.all([
+          page.waitForResponse((res) => res.url() === `${base}/api/v1/webhooks/${webhookId}/test`),
+          page.getByRole('button', { name: 'Send test webhook deploys' }).click(),
+        ]);
+        assert.equal(queued.status(), 202);
+        const { event_id: eventId } = (await queued.json()) as { event_id: string };
+        const attempt = page.locator(`tr.deliveries-row tr[data-event-id="${eventId}"]`);
+        await attempt.waitFor();
+        assert.equal(await attempt.locator('code.event-type').textContent(), 'webhook.test');
+        assert.equal(await attempt.locator('code.event-id').textContent(), eventId);
+        assert.equal(await attempt.locator('td[data-label="Attempt"]').textContent(), '1');
+        assert.equal(await attempt.getAttribute('data-outcome'), 'succeeded');
+        assert.equal(await attempt.locator('.outcome').textContent(), 'Succeeded', 'said in words, not by colour');
+        assert.match((await attempt.locator('.response').textContent()) ?? '', /^HTTP 2\d\d$/);
+        assert.match((await attempt.locator('td[data-label="Duration"]').textContent()) ?? '', /^\d+ ms$|^\d+\.\d s$/);
+        await page
+          .locator('tr.deliveries-row .test-status')
+          .filter({ hasText: /^Test event to deploys: succeeded, HTTP 2\d\d$/ })
+          .waitFor();
+        assert.equal(
+          await page
+            .getByRole('button', { name: 'Deliveries of webhook deploys', exact: true })
+            .getAttribute('aria-expanded'),
+          'true',
+        );
+        await page.screenshot({ path: artifactPath('webhook-deliveries.png'), fullPage: true });
+
+        // The receiver really got it, signed with the secret the page showed.
+        assert.equal(r.received.length, 1);
+        const request = r.received[0]!;
+        assert.equal(request.headers['webhook-id'], eventId);
+        const payload = verified(secret, request);
+        assert.equal(payload.type, 'webhook.test');
+        assert.deepEqual(payload.data.target, { type: 'webhook', id: webhookId, name: 'deploys' });
+      });
+
+      await t.test('rotate the secret: the new one shown once; then disable and delete', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, writer.secret);
+        await page.goto(`${base}/#/webhooks`);
+        await page.getByRole('button', { name: 'Rotate secret webhook deploys' }).click();
+        const rotate = page.getByRole('dialog', { name: 'Rotate the signing secret of “deploys”?' });
+        await rotate.getByRole('button', { name: 'Rotate the secret' }).click();
+        await page.getByRole('heading', { name: 'Copy the signing secret of “deploys” now' }).waitFor();
+        const fresh = await page.getByLabel('Signing secret', { exact: true }).inputValue();
+        assert.match(fresh, /^whsec_/);
+        assert.notEqual(fresh, secret);
+        assert.match(
+          (await page.locator('#secret-note').textContent()) ?? '',
+          /^The previous secret also signs until /,
+        );
+        await page.getByRole('button', { name: 'Done, I have stored it' }).click();
+        await hookRow(page).locator('.webhook-note').filter({ hasText: 'The previous secret also signs' }).waitFor();
+
+        await page.getByRole('button', { name: 'Disable webhook deploys' }).click();
+        await page.getByRole('button', { name: 'Enable webhook deploys' }).waitFor();
+        await page.waitForFunction(
+          () => document.activeElement?.getAttribute('aria-label') === 'Enable webhook deploys',
+        );
+        assert.equal(await hookRow(page).locator('.webhook-state').textContent(), 'Disabled');
+        assert.equal(await page.getByRole('button', { name: 'Send test webhook deploys' }).count(), 0);
+        const got = await fetch(`${base}/api/v1/webhooks/${webhookId}`, { headers: writer.auth });
+        assert.equal(((await got.json()) as { enabled: boolean }).enabled, false);
+
+        await page.getByRole('button', { name: 'Delete webhook deploys' }).click();
+        const dialog = page.getByRole('dialog', { name: 'Delete the webhook “deploys”?' });
+        await dialog.waitFor();
+        assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Cancel');
+        await dialog.getByRole('button', { name: 'Delete the webhook' }).click();
+        await page.getByText('No webhooks.').waitFor();
+        const gone = await fetch(`${base}/api/v1/webhooks/${webhookId}`, { headers: writer.auth });
+        assert.equal(gone.status, 404);
+      });
+
+      await t.test('webhooks:read alone: the list and delivery logs, no create or write controls', async (t) => {
+        const made = await fetch(`${base}/api/v1/webhooks`, {
+          method: 'POST',
+          headers: { ...writer.auth, 'content-type': 'application/json' },
+          body: JSON.stringify({ url: r.url, events: ['account.updated'], description: 'deploys' }),
+        });
+        assert.equal(made.status, 201);
+        const { page } = await open(t, browser, base, { bypassCSP: true });
+        await signIn(page, base, reader.secret);
+        await page.getByRole('link', { name: 'Webhooks' }).click();
+        await hookRow(page).waitFor();
+        assert.equal(await page.getByRole('heading', { name: 'Create a webhook' }).count(), 0);
+        assert.equal(await page.locator('form input[name="event"]').count(), 0);
+        assert.equal(
+          await page
+            .locator(
+              'button[data-action="test"], button[data-action="disable"], button[data-action="enable"], ' +
+                'button[data-action="rotate"], button[data-action="delete"]',
+            )
+            .count(),
+          0,
+        );
+        await page.getByRole('button', { name: 'Deliveries of webhook deploys', exact: true }).click();
+        await page.locator('tr.deliveries-row').getByText('No deliveries yet.').waitFor();
+        assert.deepEqual(await axeViolations(page), [], 'the Webhooks page passes axe');
+      });
+
+      await t.test('a token without webhooks:read is not offered the page', async (t) => {
+        const { page } = await open(t, browser, base);
+        await signIn(page, base, plain.secret);
+        assert.equal(await page.getByRole('link', { name: 'Webhooks' }).isVisible(), false);
+        await page.goto(`${base}/#/webhooks`);
+        await page
+          .getByRole('alert')
+          .filter({ hasText: 'The Webhooks page needs a token holding webhooks:read' })
+          .waitFor();
+        assert.equal(await page.locator('table').count(), 0);
+      });
     },
   );
 });

@@ -38,6 +38,20 @@ import { ApiError, fieldErrors, messageFor } from '../../web/src/problems.js';
 import { isRoute, parseRoute } from '../../web/src/route.js';
 import { TokenSort } from '../../src/tokens/schemas.js';
 import { USAGE_REASONS } from '../../src/tokens/usage-reasons.js';
+import { WEBHOOK_EVENT_TYPES as SERVER_EVENT_TYPES } from '../../src/webhooks/events.js';
+import { EventType } from '../../src/webhooks/schemas.js';
+import {
+  createBody,
+  deliveriesPath,
+  deliveryOutcome,
+  durationText,
+  eventGroups,
+  WEBHOOK_EVENT_TYPES,
+  WEBHOOK_EVENTS,
+  webhookActions,
+  webhookName,
+  webhookState,
+} from '../../web/src/webhooks.js';
 import { barLabel, CHART_HOURS, usageChart } from '../../web/src/usage.js';
 
 const NOW = Date.parse('2026-11-21T12:00:00Z');
@@ -221,6 +235,19 @@ describe('console messages for API refusals', () => {
     assert.match(
       messageFor(err(409, { code: 'TOKEN_LIMIT_REACHED', detail: 'at most 5 live tokens' })),
       /limit on live tokens is reached \(at most 5 live tokens\)\. Delete a token/,
+    );
+    assert.equal(
+      messageFor(
+        err(409, {
+          code: 'WEBHOOK_LIMIT_REACHED',
+          detail: 'at most 20 webhooks may exist in an account; delete one first',
+        }),
+      ),
+      'The limit on webhooks is reached: at most 20 webhooks may exist in an account; delete one first.',
+    );
+    assert.equal(
+      messageFor(err(503, { code: 'WEBHOOKS_NOT_CONFIGURED', title: 'Webhooks are not configured' })),
+      'Webhooks are not configured on this server: its operator has to set WEBHOOK_ENCRYPTION_KEYS first.',
     );
     assert.match(messageFor(err(422)), /see the messages next to them/);
     assert.equal(messageFor(err(429, {}, 1)), 'Too many requests. Try again in 1 second.');
@@ -730,5 +757,116 @@ describe('console token usage', () => {
     );
     const sorts = TokenSort.anyOf.map((literal) => literal.const as string);
     assert.ok(sorts.includes(new URLSearchParams(tokenListPath('', 'last_used').slice(1)).get('sort')!));
+  });
+});
+
+describe('the Webhooks page', () => {
+  const NOW = Date.UTC(2026, 10, 21, 12);
+  const iso = (ms: number) => new Date(ms).toISOString();
+
+  it("offers exactly the server's event types, in its order, each once and described", () => {
+    assert.deepEqual([...WEBHOOK_EVENT_TYPES], [...SERVER_EVENT_TYPES]);
+    assert.deepEqual([...WEBHOOK_EVENT_TYPES], (EventType as unknown as { enum: string[] }).enum, 'the OpenAPI enum');
+    for (const e of WEBHOOK_EVENTS) assert.ok(e.description.length > 0, e.type);
+    // The picker's groups hold every type once, in order within each group.
+    assert.deepEqual(
+      eventGroups().map((g) => g.resource),
+      ['api_token', 'account'],
+    );
+    const grouped = eventGroups().flatMap((g) => g.events.map((e) => e.type));
+    assert.deepEqual([...grouped].sort(), [...WEBHOOK_EVENT_TYPES].sort());
+    for (const g of eventGroups()) for (const e of g.events) assert.ok(e.type.startsWith(`${g.resource}.`));
+  });
+
+  it('names a webhook by its description, else its URL', () => {
+    assert.equal(webhookName({ description: 'deploys', url: 'https://h.example/x' }), 'deploys');
+    assert.equal(webhookName({ description: null, url: 'https://h.example/x' }), 'https://h.example/x');
+  });
+
+  it('offers write actions only with webhooks:write; a disabled webhook Enable and no test', () => {
+    const writer = (scope: string) => scope === 'webhooks:write';
+    const reader = (scope: string) => scope === 'webhooks:read';
+    assert.deepEqual(webhookActions({ enabled: true }, writer), ['test', 'disable', 'rotate', 'delete']);
+    assert.deepEqual(webhookActions({ enabled: false }, writer), ['enable', 'rotate', 'delete']);
+    assert.deepEqual(webhookActions({ enabled: true }, reader), []);
+    assert.deepEqual(
+      webhookActions({ enabled: false }, () => false),
+      [],
+    );
+  });
+
+  it("says a webhook's state in words, with why it is off and what to know", () => {
+    const base = { enabled: true, disabled_reason: null, failing_since: null, previous_secret_expires_at: null };
+    assert.deepEqual(webhookState(base, NOW), { ok: true, text: 'Enabled', notes: [] });
+    assert.deepEqual(webhookState({ ...base, enabled: false }, NOW), { ok: false, text: 'Disabled', notes: [] });
+    assert.equal(
+      webhookState({ ...base, enabled: false, disabled_reason: 'failing' }, NOW).text,
+      'Disabled after failing for 24 hours',
+    );
+    assert.deepEqual(webhookState({ ...base, failing_since: iso(NOW - 3_600_000) }, NOW).notes, [
+      'Failing since 21 Nov 2026, 11:00:00 UTC',
+    ]);
+    assert.deepEqual(webhookState({ ...base, previous_secret_expires_at: iso(NOW + 86_400_000) }, NOW).notes, [
+      'The previous secret also signs until 22 Nov 2026, 12:00:00 UTC',
+    ]);
+    // A previous secret whose time is over signs nothing: not mentioned.
+    assert.deepEqual(webhookState({ ...base, previous_secret_expires_at: iso(NOW - 1) }, NOW).notes, []);
+  });
+
+  it('reads a delivery attempt as succeeded or failed, with the answer or the error, and a retry', () => {
+    const attempt = { delivered: true, status_code: 204, error: null, next_attempt_at: null };
+    assert.deepEqual(deliveryOutcome(attempt, NOW), {
+      ok: true,
+      label: 'Succeeded',
+      response: 'HTTP 204',
+      detail: null,
+      retry: null,
+    });
+    assert.deepEqual(
+      deliveryOutcome(
+        { delivered: false, status_code: 500, error: 'answered 500', next_attempt_at: iso(NOW + 300_000) },
+        NOW,
+      ),
+      { ok: false, label: 'Failed', response: 'HTTP 500', detail: null, retry: 'Tried again in 5 minutes' },
+    );
+    assert.equal(
+      deliveryOutcome(
+        {
+          delivered: false,
+          status_code: 302,
+          error: 'answered 302: redirects are not followed',
+          next_attempt_at: null,
+        },
+        NOW,
+      ).detail,
+      'answered 302: redirects are not followed',
+    );
+    assert.deepEqual(
+      deliveryOutcome({ delivered: false, status_code: null, error: 'connection refused', next_attempt_at: null }, NOW),
+      { ok: false, label: 'Failed', response: 'connection refused', detail: null, retry: null },
+    );
+    assert.equal(
+      deliveryOutcome({ delivered: false, status_code: null, error: null, next_attempt_at: null }, NOW).response,
+      'No answer',
+    );
+  });
+
+  it('durations, the delivery log path and the body of a creation', () => {
+    assert.equal(durationText(0), '0 ms');
+    assert.equal(durationText(85), '85 ms');
+    assert.equal(durationText(1234), '1.2 s');
+    assert.equal(
+      deliveriesPath('whk_01JD3X5Y6Z7A8B9C0D1E2F3G4H'),
+      '/webhooks/whk_01JD3X5Y6Z7A8B9C0D1E2F3G4H/deliveries',
+    );
+    assert.deepEqual(createBody(' https://h.example/x ', '  ', ['api_token.expiring', 'api_token.created']), {
+      url: 'https://h.example/x',
+      events: ['api_token.created', 'api_token.expiring'],
+    });
+    assert.deepEqual(createBody('https://h.example/x', 'deploys', ['account.deleted', 'nope']), {
+      url: 'https://h.example/x',
+      events: ['account.deleted'],
+      description: 'deploys',
+    });
   });
 });

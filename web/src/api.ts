@@ -83,3 +83,8 @@ export type ScopeInfo = Json<'listScopes', 200>[number];
 export type Image = Json<'listImages', 200>[number];
 export type Region = Json<'listRegions', 200>[number];
 export type Plan = Json<'listPlans', 200>[number];
+export type Webhook = Json<'listWebhooks', 200>[number];
+/** A webhook with its signing secret: the answer of a creation or a secret rotation, the only ones that show it. */
+export type CreatedWebhook = Json<'createWebhook', 201>;
+export type WebhookDelivery = Json<'listWebhookDeliveries', 200>[number];
+export type WebhookTestQueued = Json<'testWebhook', 202>;

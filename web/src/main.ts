@@ -1,6 +1,6 @@
 // The console's shell: hash routes (#/tokens, #/accounts, #/accounts/acc_..., #/audit,
-// #/plans, #/images, #/regions, #/catalog), the header with the signed-in token, its account and sign-out, and
-// focus on the page heading after navigation.
+// #/webhooks, #/plans, #/images, #/regions, #/catalog), the header with the signed-in
+// token, its account and sign-out, and focus on the page heading after navigation.
 import { api, type Account, type CurrentToken } from './api.js';
 import { announce, focusOn, h, replace } from './dom.js';
 import { ApiError } from './problems.js';
@@ -12,6 +12,7 @@ import { imagesView, plansView, regionsView } from './views/catalog.js';
 import { errorText, type Shell } from './views/common.js';
 import { catalogView } from './views/revisions.js';
 import { tokensView } from './views/tokens.js';
+import { webhooksView } from './views/webhooks.js';
 
 type View = (root: HTMLElement, shell: Shell, reason?: string, id?: string | null) => void | Promise<void>;
 
@@ -19,6 +20,7 @@ const ROUTES: Record<string, { title: string; view: View; withId: boolean }> = {
   tokens: { title: 'API tokens', view: tokensView, withId: false },
   accounts: { title: 'Accounts', view: accountsView, withId: true },
   audit: { title: 'Audit log', view: auditView, withId: false },
+  webhooks: { title: 'Webhooks', view: webhooksView, withId: false },
   plans: { title: 'Plans', view: plansView, withId: false },
   images: { title: 'Images', view: imagesView, withId: false },
   regions: { title: 'Regions', view: regionsView, withId: false },
@@ -62,6 +64,8 @@ const shell: Shell = {
     document.getElementById('nav-accounts')!.hidden = !session.holds('accounts:read');
     // The audit log likewise, to a token that can read the audit events.
     document.getElementById('nav-audit')!.hidden = !session.holds('audit-events:read');
+    // The webhooks, to a token that can read them.
+    document.getElementById('nav-webhooks')!.hidden = !session.holds('webhooks:read');
     // The catalog's revision history, to a token that can read the catalog (operators).
     document.getElementById('nav-catalog')!.hidden = !session.holds('catalog:read');
     if (who === null) {

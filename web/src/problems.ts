@@ -55,6 +55,9 @@ export function messageFor(err: ApiError): string {
       if (p.code === 'OPERATOR_ACCOUNT') {
         return `Refused: ${p.detail ?? 'the operator account cannot be suspended or deleted'}.`;
       }
+      if (p.code === 'WEBHOOK_LIMIT_REACHED') {
+        return `The limit on webhooks is reached: ${p.detail ?? 'delete one you no longer need, then try again'}.`;
+      }
       return p.code === 'TOKEN_LIMIT_REACHED'
         ? `The limit on live tokens is reached (${p.detail ?? 'no more can be created'}). ` +
             'Delete a token you no longer need, then try again.'
@@ -66,6 +69,9 @@ export function messageFor(err: ApiError): string {
         ? `Too many requests. Try again in ${plural(err.retryAfterS, 'second')}.`
         : 'Too many requests. Wait a moment, then try again.';
     default:
+      if (p.code === 'WEBHOOKS_NOT_CONFIGURED') {
+        return 'Webhooks are not configured on this server: its operator has to set WEBHOOK_ENCRYPTION_KEYS first.';
+      }
       if (err.status >= 500) {
         const ref = p.request_id !== undefined ? ` (reference ${p.request_id})` : '';
         return `infracat could not complete the request: ${p.title ?? `HTTP ${err.status}`}${ref}. Try again shortly.`;

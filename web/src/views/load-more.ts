@@ -1,6 +1,7 @@
-// "Load more" under a paged table (tokens, accounts, the audit log, the catalog revisions): the button is
-// there only while another page follows (removed, not hidden: the stylesheet's display of
-// buttons would win over the hidden attribute); each click appends the next page's rows.
+// "Load more" under a paged table (tokens, accounts, the audit log, webhooks and their
+// delivery logs, the catalog revisions): the button is there only while another page
+// follows (removed, not hidden: the stylesheet's display of buttons would win over the
+// hidden attribute); each click appends the next page's rows.
 import { apiPage } from '../api.js';
 import { announce, focusOn, h } from '../dom.js';
 import { noticeArea, reportError, type Shell } from './common.js';

@@ -30,6 +30,7 @@ import {
 import { cell, errorText, loading, noticeArea, reportError, showNotice, tags, timeAgo, type Shell } from './common.js';
 import { confirmDialog } from './confirm.js';
 import { loadMore } from './load-more.js';
+import { showSecret } from './secret.js';
 import { signInForm } from './signin.js';
 import { usagePanel } from './usage.js';
 
@@ -470,7 +471,7 @@ function confirmRegenerate(
     done: () => {
       if (rotated === null) return;
       const { token: answer, graceS } = rotated;
-      showSecret(secretSlot, answer, rotationNote(graceS, answer.id === session.identity()?.id, Date.now()));
+      showTokenSecret(secretSlot, answer, rotationNote(graceS, answer.id === session.identity()?.id, Date.now()));
       announce(`Regenerated the token “${answer.name}”`);
       void reload();
     },
@@ -967,7 +968,7 @@ function createSection(
       .then(async (created) => {
         form.reset();
         dateField.hidden = true;
-        showSecret(secretSlot, created);
+        showTokenSecret(secretSlot, created);
         await reload();
       })
       .catch((err: unknown) => {
@@ -1023,63 +1024,16 @@ function scopePicker(scopes: readonly ScopeInfo[], space: TokenSpace): HTMLEleme
 // ---- the secret, once ----------------------------------------------------------------
 
 /**
- * The panel that shows a secret once, after creation or regeneration (`note`: what became
- * of the old secret).
+ * The panel that shows a token's secret once, after creation or regeneration (`note`:
+ * what became of the old secret).
  */
-function showSecret(slot: HTMLElement, created: CreatedToken, note?: string): void {
-  const status = h('p', { class: 'hint', role: 'status' });
-  const value = h('input', {
-    id: 'new-secret',
-    type: 'text',
-    readonly: true,
-    value: created.token,
-    spellcheck: 'false',
-    autocomplete: 'off',
-    class: 'secret',
-    'aria-describedby': 'secret-warning',
+function showTokenSecret(slot: HTMLElement, created: CreatedToken, note?: string): void {
+  showSecret(slot, {
+    heading: `Copy the token “${created.name}” now`,
+    kept: 'infracat keeps only a hash of it and cannot show it again.',
+    label: 'New token',
+    secret: created.token,
+    ...(note === undefined ? {} : { note }),
+    after: () => document.getElementById('list-heading'),
   });
-  const copy = h('button', { type: 'button', class: 'primary' }, 'Copy');
-  const done = h('button', { type: 'button', class: 'secondary' }, 'Done, I have stored it');
-  copy.addEventListener('click', () => {
-    void copyText(value).then((ok) => {
-      status.textContent = ok
-        ? 'Copied to the clipboard.'
-        : 'Could not copy automatically: the text is selected, press Ctrl+C (⌘C on a Mac).';
-    });
-  });
-  done.addEventListener('click', () => {
-    // The secret lives only in this element; removing it forgets it.
-    slot.replaceChildren();
-    focusOn(document.getElementById('list-heading') ?? document.body);
-  });
-  const panel = h(
-    'section',
-    { class: 'card secret-panel', 'aria-labelledby': 'secret-heading' },
-    h('h2', { id: 'secret-heading' }, `Copy the token “${created.name}” now`),
-    h(
-      'p',
-      { id: 'secret-warning', class: 'warning' },
-      h('strong', {}, 'This is the only time it is shown.'),
-      ' infracat keeps only a hash of it and cannot show it again. ' +
-        'Store it in a password manager or secret store before you leave this page.',
-    ),
-    note === undefined ? null : h('p', { id: 'secret-note' }, note),
-    h('label', { for: 'new-secret' }, 'New token'),
-    h('div', { class: 'copy-row' }, value, copy),
-    status,
-    done,
-  );
-  replace(slot, panel);
-  focusOn(panel.querySelector('h2')!);
-}
-
-async function copyText(input: HTMLInputElement): Promise<boolean> {
-  input.select();
-  try {
-    await navigator.clipboard.writeText(input.value);
-    return true;
-  } catch {
-    // Clipboard API unavailable (plain http on a non-local host): fall back to the selection.
-    return document.execCommand('copy');
-  }
 }
