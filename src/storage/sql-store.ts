@@ -152,7 +152,7 @@ const lastUseKey = (lastUsedAt: number | null): number => (lastUsedAt === null ?
  * (and its commit's fsync) synchronously on the event loop, so a statement's time is how
  * long requests wait behind it. Measured with a million tokens in the table
  * (scripts/bench-touch.ts), SQLite: 1,000 rows about 40 ms (130 ms at worst), 5,000 rows
- * about 155 ms (260 ms at worst, past the 200 ms a health check may wait); PostgreSQL:
+ * about 155 ms (260 ms at worst, too long a wait for a health check); PostgreSQL:
  * 1,000 rows about 210 ms, 5,000 about 460 ms. A flush of 10,000 tokens takes about
  * 0.3 s on SQLite and 0.7 s on PostgreSQL, inside the default LAST_USED_FLUSH_MS (1 s).
  * Far below both engines' parameter limits (SQLite 32,766, PostgreSQL 65,535; three per row).

@@ -2,7 +2,7 @@
 // body just under the catalog routes' limit of empty entries, a list at its maxItems,
 // a successor cycle through every entry) are answered with a 4xx problem whose
 // errors stop at MAX_FIELD_ERRORS and say more were cut, while the instance keeps
-// answering /healthz (a real listening server, real HTTP) within 200 ms.
+// answering /healthz (a real listening server, real HTTP) within LIVENESS_BOUND_MS.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { describe, it, type TestContext } from 'node:test';

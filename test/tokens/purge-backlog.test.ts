@@ -78,7 +78,7 @@ const discard = () =>
 for (const backend of backends()) {
   describe(`a start with a purge backlog on ${backend.label}`, () => {
     it(
-      'listens and answers before the purges are done, answers /healthz within 200 ms while they ' +
+      `listens and answers before the purges are done, answers /healthz within ${LIVENESS_BOUND_MS} ms while they ` +
         'work, and purges the whole backlog, each token with its event',
       async (t) => {
         const backlog = backlogOf(backend);
