@@ -12,7 +12,8 @@
 // Between two syncs an instance takes at most its part of what the fleet had left (its
 // allowance): the part of the key's recent requests that reached it (a client pinned to
 // one instance: all of the remainder; spread over three: a third), at least 1/N of it;
-// before it ever learnt the key's total, its share of the whole quota (shareOf). So a
+// before it ever learnt the key's total, its share of the whole quota (shareOf); when what
+// it learnt is outdated (a client back from other instances), an even part. So a
 // burst spread over the fleet stays near the limit, and a pinned client gets all of it.
 // What the fleet may admit beyond the limit is what reaches the instances before they
 // learn the total has been reached: at most the client's requests of about one interval
@@ -39,6 +40,12 @@ import { shareOf, type FleetView } from './registry.js';
 export const RATE_LIMIT_SYNC_MS = 200;
 /** A key's first request after this long without a sync is synced at once (in the background). */
 const STALE_AFTER_MS = RATE_LIMIT_SYNC_MS;
+/**
+ * What an instance learnt of a key this long ago no longer tells where its client is: it
+ * may have moved away and spent the rest of its limit elsewhere. Two intervals, so that a
+ * client that stays here, synced every interval, is never judged on it.
+ */
+const OUTDATED_AFTER_MS = 2 * RATE_LIMIT_SYNC_MS;
 /** Background syncs for new or stale keys start at least this far apart (a flood of new keys batches). */
 const EAGER_GAP_MS = 20;
 /** Dead counters deleted per statement; a full batch is followed by another at the next sync. */
@@ -203,7 +210,7 @@ export class FleetCounts {
     let left = quota - total;
     if (this.sharing) {
       if (this.failing) left = Math.min(left, shareOf(quota, fleet) - counter.mine);
-      else left = Math.min(left - counter.others, this.allowance(counter, quota) - counter.pending);
+      else left = Math.min(left - counter.others, this.allowance(counter, quota, now) - counter.pending);
       this.dirty.add(key);
       if (now - counter.syncedAt >= STALE_AFTER_MS) this.soon();
     }
@@ -229,11 +236,15 @@ export class FleetCounts {
   /**
    * What `counter` may take between two syncs: its part of what the fleet had left (less
    * what the others have likely counted since), or its share of the quota before it knew.
+   * A client back after a while elsewhere finds an outdated part (all of it, when it was
+   * pinned here before): until the sync its request started answers, the instance takes
+   * no more than an even part of what it knew was left.
    */
-  private allowance(counter: Counter, quota: number): number {
+  private allowance(counter: Counter, quota: number, now: number): number {
     const fleet = this.options.fleet;
     if (counter.part === null) return shareOf(quota, fleet);
-    const part = Math.max(counter.part, 1 / Math.max(1, fleet.count));
+    const even = 1 / Math.max(1, fleet.count);
+    const part = now - counter.syncedAt >= OUTDATED_AFTER_MS ? even : Math.max(counter.part, even);
     return Math.max(1, Math.ceil(Math.max(0, quota - counter.known - counter.others) * part));
   }
 
