@@ -17,6 +17,7 @@ import { backends } from './helpers/backends.js';
 import { freePort } from './helpers/embedded-pg.js';
 import { serve } from './helpers/process.js';
 import { tempDir } from './helpers/sqlite.js';
+import { until } from './helpers/until.js';
 
 describe('infracat serve', () => {
   it('with no DATABASE_URL: creates ./data/infracat.sqlite and answers /healthz and /readyz', async (t) => {
@@ -109,11 +110,11 @@ describe('infracat serve', () => {
   });
 
   it('close() lets an in-flight request finish, refuses new connections, then closes storage', async (t) => {
-    const { app, store, port, release } = await listeningWithSlowRoute(t);
+    const { app, store, port, release, entered } = await listeningWithSlowRoute(t);
     const inflight = getJson(port, '/test/slow');
-    await new Promise((r) => setTimeout(r, 50)); // the request is now being handled
+    await entered;
     const closing = app.close();
-    await new Promise((r) => setTimeout(r, 50));
+    await until(() => !app.server.listening, 'the listening socket closed');
     await assert.rejects(getJson(port, '/healthz'), /ECONNREFUSED/, 'no new connections while closing');
     release();
     assert.deepEqual(await inflight, { status: 200, body: { finished: true } });
@@ -249,7 +250,7 @@ describe('drain before a stop (SHUTDOWN_DRAIN_MS)', () => {
 async function listeningWithSlowRoute(
   t: TestContext,
   drain?: Drain,
-): Promise<{ app: App; store: SqliteStore; port: number; release: () => void }> {
+): Promise<{ app: App; store: SqliteStore; port: number; release: () => void; entered: Promise<void> }> {
   const tmp = tempDir();
   t.after(() => tmp.remove());
   const store = new SqliteStore({ path: tmp.file(), busyTimeoutMs: 1000 });
@@ -258,13 +259,17 @@ async function listeningWithSlowRoute(
   const app = buildApp({ config, store, logger: createLogger('info', new LogCapture()), drain });
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
+  let enter!: () => void;
+  // Settled when a request to the slow route is being handled.
+  const entered = new Promise<void>((r) => (enter = r));
   app.get('/test/slow', async () => {
+    enter();
     await gate;
     return { finished: true };
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
-  return { app, store, port, release };
+  return { app, store, port, release, entered };
 }
 
 interface Answer {

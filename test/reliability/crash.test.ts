@@ -9,6 +9,7 @@ import { openDatabase } from '../../src/storage/sqlite/driver.js';
 import { backends, type Backend } from '../helpers/backends.js';
 import { fetchAll } from '../helpers/pages.js';
 import { cli, serve } from '../helpers/process.js';
+import { sleep, until } from '../helpers/until.js';
 
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 3);
 const WORKERS = 8;
@@ -131,7 +132,10 @@ async function crashRounds(t: TestContext, backend: Backend, rounds: number): Pr
     await verify(url, admin, ledger);
     const stop = { now: false };
     const running = load(url, admin, ledger, stop);
-    await new Promise((r) => setTimeout(r, 150 + Math.floor(Math.random() * 600)));
+    // Killed at a random moment once the load is under way (a busy machine starts it slowly).
+    const before = ledger.created.size;
+    await until(() => ledger.created.size >= before + 6, 'the load under way');
+    await sleep(Math.floor(Math.random() * 600));
     child.proc.kill('SIGKILL');
     stop.now = true;
     await running;
