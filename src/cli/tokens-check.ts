@@ -6,6 +6,7 @@
 import { loadConfig } from '../config.js';
 import { malformation } from '../secret-scanning/pattern.js';
 import { hashSecret } from '../tokens/format.js';
+import { verdictOf, type TokenRefusal } from '../tokens/verdict.js';
 import { UsageError } from './command.js';
 import { parseFlags } from './options.js';
 import { withStore } from './store.js';
@@ -53,9 +54,22 @@ interface Found {
   grace_ends_at: string | null;
   expires_at: string | null;
   expired: boolean;
-  /** Whether the service accepts this secret now. */
+  /** Whether the service accepts this secret now (from an address within allowed_cidrs, when it has them). */
   accepted: boolean;
+  /** Why it is refused now, as the service's verification judges it; null when accepted. */
+  refused_because: TokenRefusal | null;
+  /** The networks it is accepted from; null: anywhere. */
+  allowed_cidrs: readonly string[] | null;
 }
+
+/** How `refused now` reads for each reason. */
+const REFUSALS: Record<TokenRefusal, string> = {
+  unknown: 'its grace period ended',
+  suspended: 'its account is not active',
+  expired: 'expired',
+  disabled: 'disabled',
+  not_yet_valid: 'not valid yet: before its not_before',
+};
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
@@ -69,7 +83,10 @@ function describe(found: Found | null): string {
       : `  this is its previous secret (rotated out; grace period ${found.accepted ? 'until' : 'ended'} ` +
         `${found.grace_ends_at})`,
     `  ${found.expires_at === null ? 'never expires' : `${found.expired ? 'expired' : 'expires'} ${found.expires_at}`}`,
-    `  ${found.accepted ? 'accepted now: revoke it if it leaked (infracat tokens delete ID)' : 'refused now'}`,
+    found.refused_because === null
+      ? `  accepted now${found.allowed_cidrs === null ? '' : ` from ${found.allowed_cidrs.join(', ')} only`}: ` +
+        'revoke it if it leaked (infracat tokens delete ID)'
+      : `  refused now (${REFUSALS[found.refused_because]})`,
   ];
   return lines.join('\n');
 }
@@ -102,7 +119,7 @@ export async function checkToken(args: string[]): Promise<number> {
     const token = await store.tokens.findByHash(hash);
     if (token === null) return null;
     const now = Date.now();
-    const expired = token.expiresAt !== null && token.expiresAt <= now;
+    const verdict = verdictOf(token, hash, now);
     // findByHash matches the current secret or the previous one of a rotation.
     const current = token.secretHash === hash;
     const graceEnd = current ? null : (token.previousExpiresAt ?? now);
@@ -114,8 +131,10 @@ export async function checkToken(args: string[]): Promise<number> {
       secret: current ? 'current' : 'previous',
       grace_ends_at: iso(graceEnd),
       expires_at: iso(token.expiresAt),
-      expired,
-      accepted: !expired && token.accountStatus === 'active' && (graceEnd === null || graceEnd > now),
+      expired: token.expiresAt !== null && token.expiresAt <= now,
+      accepted: verdict.ok,
+      refused_because: verdict.ok ? null : verdict.reason,
+      allowed_cidrs: token.allowedCidrs,
     } satisfies Found;
   });
   if (json)

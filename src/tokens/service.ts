@@ -23,6 +23,7 @@ import { newTokenId } from './ids.js';
 import type { LastUsedTracker } from './last-used.js';
 import { readUsageRange, type UsageTracker } from './usage.js';
 import { isUsageReason, type UsageOutcome } from './usage-reasons.js';
+import { verdictOf, type SecretKind } from './verdict.js';
 import {
   notBeforeProblem,
   validateCreate,
@@ -91,12 +92,7 @@ export type VerifyFailure =
   'format' | 'checksum' | 'unknown' | 'expired' | 'suspended' | 'disabled' | 'not_yet_valid' | 'address';
 /** Refusals of a request whose token verified: a missing scope, the rate limit. */
 export type RefusedAfterVerification = 'scope' | 'rate_limited';
-/**
- * Which of a token's secrets was presented: its current one, or the one it had before its
- * last rotation, still in its grace period. A previous secret reads, but makes no change to
- * tokens, accounts or the catalog (src/http/auth.ts).
- */
-export type SecretKind = 'current' | 'previous';
+export type { SecretKind } from './verdict.js';
 export type VerifyResult =
   { ok: true; token: TokenWithAccount; secret: SecretKind } | { ok: false; reason: VerifyFailure };
 
@@ -652,25 +648,19 @@ export class TokenService {
   }
 
   /**
-   * A found token's verdict: a previous (rotated-out) secret only within its grace period
-   * (after it, as unknown as any other old secret); its account's status travels with it
-   * (one read, cached together); then its expiry and its conditions: enabled, not_before,
-   * and the client address against allowed_cidrs (an unknown address fails them).
+   * A found token's verdict (verdict.ts: grace period, account status, expiry, enabled,
+   * not_before), then the client address against allowed_cidrs (an unknown address fails
+   * them).
    */
   private judge(token: TokenWithAccount, hash: string, address: ClientAddress | undefined): VerifyResult {
-    const now = this.now();
-    const current = token.secretHash === hash;
-    if (!current && !this.inGrace(token, now)) return { ok: false, reason: 'unknown' };
-    if (token.accountStatus !== 'active') return { ok: false, reason: 'suspended' };
-    if (this.isExpired(token, now)) return { ok: false, reason: 'expired' };
-    if (!token.enabled) return { ok: false, reason: 'disabled' };
-    if (token.notBefore !== null && now < token.notBefore) return { ok: false, reason: 'not_yet_valid' };
+    const verdict = verdictOf(token, hash, this.now());
+    if (!verdict.ok) return verdict;
     if (
       token.allowedCidrs !== null &&
       (address?.known !== true || !this.fromAllowed(token, token.allowedCidrs, address.address))
     )
       return { ok: false, reason: 'address' };
-    return { ok: true, token, secret: current ? 'current' : 'previous' };
+    return { ok: true, token, secret: verdict.secret };
   }
 
   private fromAllowed(token: TokenRecord, cidrs: readonly string[], address: string): boolean {

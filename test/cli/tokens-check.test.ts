@@ -146,6 +146,8 @@ describe('infracat tokens check', () => {
         expires_at: null,
         expired: false,
         accepted: true,
+        refused_because: null,
+        allowed_cidrs: null,
       });
       quiet(json, live.secret);
 
@@ -162,9 +164,10 @@ describe('infracat tokens check', () => {
       };
       assert.equal(expired.token.expired, true);
       assert.equal(expired.token.accepted, false);
+      assert.equal(expired.token.refused_because, 'expired');
       assert.equal(expired.token.expires_at, new Date(past + 86_400_000).toISOString());
       const expiredText = await check(['-'], env, old.secret);
-      assert.match(expiredText.stdout, /expired \d{4}-.*Z\n {2}refused now$/);
+      assert.match(expiredText.stdout, /expired \d{4}-.*Z\n {2}refused now \(expired\)$/);
 
       // Rotated with a grace period: the secret it replaced is the token's previous one.
       const rotated = await domain().service.rotate(
@@ -206,10 +209,7 @@ describe('infracat tokens check', () => {
       );
       assert.ok(again);
       const ended = await check(['-'], env, rotated.secret);
-      assert.match(
-        ended.stdout,
-        /this is its previous secret \(rotated out; grace period ended \d{4}-.*Z\)\n.*\n {2}refused now$/,
-      );
+      assert.match(ended.stdout, /grace period ended \d{4}-.*Z\)\n.*\n {2}refused now \(its grace period ended\)$/);
       quiet(ended, rotated.secret);
 
       const unknown = generateSecret('icat');
@@ -220,6 +220,65 @@ describe('infracat tokens check', () => {
       assert.equal(noneJson.token, null);
       assert.equal(noneJson.looked_up, true);
       quiet(none, unknown);
+    });
+  }
+
+  for (const backend of backends()) {
+    it(`${backend.name}: judged as the service judges: disabled, not valid yet, suspended, networks`, async (t) => {
+      const { db, domain } = await databaseWith(t, backend);
+      const env = { DATABASE_URL: db.url };
+      const tokens = domain().service;
+      const made = await tokens.create(
+        { name: 'office only', scopes: ['apps:read'], allowed_cidrs: ['10.0.0.0/8'] },
+        null,
+        OPERATOR_ACCOUNT_ID,
+        TEST_CONTEXT,
+      );
+      const judged = async () => {
+        const run = await check(['--json', '-'], env, made.secret);
+        assert.equal(run.code, 0, run.stderr);
+        quiet(run, made.secret);
+        return (JSON.parse(run.stdout) as { token: Record<string, unknown> }).token;
+      };
+      const limited = await judged();
+      assert.equal(limited.accepted, true);
+      assert.deepEqual(limited.allowed_cidrs, ['10.0.0.0/8']);
+      assert.match(
+        (await check(['-'], env, made.secret)).stdout,
+        /\n {2}accepted now from 10\.0\.0\.0\/8 only: revoke/,
+      );
+
+      await tokens.update(OPERATOR_ACCOUNT_ID, made.token.id, { enabled: false }, null, TEST_CONTEXT);
+      assert.deepEqual([(await judged()).accepted, (await judged()).refused_because], [false, 'disabled']);
+      assert.match((await check(['-'], env, made.secret)).stdout, /\n {2}refused now \(disabled\)$/);
+
+      const later = new Date(Date.now() + 3600_000).toISOString();
+      await tokens.update(OPERATOR_ACCOUNT_ID, made.token.id, { enabled: true, not_before: later }, null, TEST_CONTEXT);
+      assert.equal((await judged()).refused_because, 'not_yet_valid');
+
+      await tokens.update(OPERATOR_ACCOUNT_ID, made.token.id, { not_before: null }, null, TEST_CONTEXT);
+      const cliJson = async <T>(args: string[]): Promise<T> => {
+        const child = runCli([...args, '--json'], { env });
+        const { code } = await child.exited;
+        assert.equal(code, 0, child.stderr.join('\n'));
+        return JSON.parse(child.stdout.join('\n')) as T;
+      };
+      const account = await cliJson<{ id: string }>(['accounts', 'create', '--name', 'Acme']);
+      const theirs = await cliJson<{ token: string }>([
+        'tokens',
+        'create',
+        '--account',
+        account.id,
+        '--name',
+        'theirs',
+        '--scopes',
+        'apps:read',
+      ]);
+      await cliJson(['accounts', 'suspend', account.id]);
+      const suspended = await check(['--json', '-'], env, theirs.token);
+      const body = (JSON.parse(suspended.stdout) as { token: Record<string, unknown> }).token;
+      assert.deepEqual([body.account_status, body.accepted, body.refused_because], ['suspended', false, 'suspended']);
+      assert.equal((await judged()).accepted, true, 'enabled again, no not_before: accepted');
     });
   }
 
