@@ -79,8 +79,9 @@ export interface Auth {
    * changesSomething(); forward auth changes nothing here). Throws the 400/401/403/429
    * problem. `address`: the client address the token's allowed_cidrs are judged by (default
    * request.ip, which TRUST_PROXY governs; forward auth passes the gateway's report). Done
-   * synchronously (undefined) when it needs no storage (anonymous, a malformed secret, a
-   * cached token), else a promise of the lookup's end, rejected with the problem.
+   * synchronously (undefined, or the problem thrown) when there is no secret to verify
+   * (anonymous, an Authorization that carries none), else a promise of the verification's
+   * end, rejected with the problem.
    */
   authenticate(
     request: FastifyRequest,

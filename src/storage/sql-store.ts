@@ -10,8 +10,8 @@
 //   table does. Deployed databases also already carry infracat_schema_migrations.
 // - Its SQLite driver prepares every statement on each execution; ours prepares each
 //   SQL text once.
-// - infracat has about fifty statements, each plain SQL: a builder's types buy little over one row
-//   table declared once (tables.ts).
+// - Each statement is plain SQL written once (`SQL` below): a builder's types buy little
+//   over one row table declared once (tables.ts).
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { encodeChange } from './changes.js';
 import type { Driver, LockName, Queries } from './driver.js';
