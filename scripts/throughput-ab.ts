@@ -13,7 +13,10 @@
 // each build, what the token GET costs over the anonymous GET in the same process (a BUILD
 // may be given more than once: one process each).
 //
-//   AB_ROUNDS=9  AB_SECONDS=4  AB_CONNECTIONS=32  AB_ENV='{"ACCESS_LOG":"errors"}'
+// AB_CONDITIONS=1 adds a token with conditions (50 networks, a not_before in the past), and
+// what they cost over the plain token's GET in the same process.
+//
+//   AB_ROUNDS=9  AB_SECONDS=4  AB_CONNECTIONS=32  AB_ENV='{"ACCESS_LOG":"errors"}'  AB_CONDITIONS=1
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +28,9 @@ const ROUNDS = Number(process.env.AB_ROUNDS ?? 9);
 const SECONDS = Number(process.env.AB_SECONDS ?? 4);
 const CONNECTIONS = Number(process.env.AB_CONNECTIONS ?? 32);
 const ENV = JSON.parse(process.env.AB_ENV ?? '{}') as Record<string, string>;
+const CONDITIONS = process.env.AB_CONDITIONS === '1';
+/** 49 networks the load never comes from, then loopback's: the last one matches, after the rest were tried. */
+const NETWORKS = [...Array.from({ length: 49 }, (_, i) => `10.${i}.0.0/16`), '127.0.0.0/8'];
 const args = process.argv.slice(2);
 if (args.length < 2) throw new Error('usage: node --import tsx scripts/throughput-ab.ts BUILD BUILD [...]');
 const load = { wrk: ensureWrk(), pin: canPin() };
@@ -39,6 +45,7 @@ interface Build {
   pid: number;
   url: string;
   auth: Record<string, string>;
+  conditioned: Record<string, string>;
   stop: () => void;
 }
 
@@ -53,8 +60,25 @@ async function start({ dist, nodeArgs }: { dist: string; nodeArgs: string[] }, i
     { env },
   );
   const { token } = JSON.parse(created.toString()) as { token: string };
+  let conditioned = token;
+  if (CONDITIONS) {
+    const args = ['--allowed-cidrs', NETWORKS.join(','), '--not-before', new Date(Date.now() - 3600_000).toISOString()];
+    const made = execFileSync(
+      process.execPath,
+      [cli, 'tokens', 'create', '--name', 'ab-conditions', '--scopes', 'apps:read,plans:read', ...args, '--json'],
+      { env },
+    );
+    conditioned = (JSON.parse(made.toString()) as { token: string }).token;
+  }
   const { child, url } = await startInfracat(cli, databaseUrl, { env: ENV, pin: load.pin, nodeArgs });
-  return { pid: child.pid!, url, auth: { authorization: `Bearer ${token}` }, stop: () => child.kill('SIGTERM') };
+  const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` });
+  return {
+    pid: child.pid!,
+    url,
+    auth: bearer(token),
+    conditioned: bearer(conditioned),
+    stop: () => child.kill('SIGTERM'),
+  };
 }
 
 const scenarios: [string, (b: Build) => { path: string; headers: Record<string, string> }][] = [
@@ -62,6 +86,8 @@ const scenarios: [string, (b: Build) => { path: string; headers: Record<string, 
   ['catalog GET, valid token', (b) => ({ path: '/api/v1/plans', headers: b.auth })],
   ['auth check, valid token', (b) => ({ path: '/api/v1/auth/check?scope=apps:read', headers: b.auth })],
 ];
+if (CONDITIONS)
+  scenarios.push(['catalog GET, token with conditions', (b) => ({ path: '/api/v1/plans', headers: b.conditioned })]);
 
 const builds: Build[] = [];
 try {
@@ -118,6 +144,15 @@ try {
     const gap = `+${median(gaps).toFixed(1)} us/request`;
     process.stdout.write(`  ${arg.padEnd(12)} ${gap}, x${median(ratios).toFixed(2)} (rounds ${spread(ratios)})\n`);
   });
+  if (CONDITIONS) {
+    process.stdout.write('token with conditions over the plain token, same process (median of rounds)\n');
+    args.forEach((arg, i) => {
+      const gaps = cpu[3]![i]!.map((with_, round) => with_ - cpu[1]![i]![round]!);
+      const ratios = cpu[3]![i]!.map((with_, round) => cpu[1]![i]![round]! / with_);
+      const gap = `+${median(gaps).toFixed(1)} us/request`;
+      process.stdout.write(`  ${arg.padEnd(12)} ${gap}, x${median(ratios).toFixed(2)} (rounds ${spread(ratios)})\n`);
+    });
+  }
 } finally {
   for (const b of builds) b.stop();
   rmSync(tmp, { recursive: true, force: true });

@@ -234,6 +234,9 @@ describe('fleet-wide limits: three instances on PostgreSQL', () => {
     const cut =
       'SELECT pg_terminate_backend(pid) FROM pg_stat_activity ' +
       `WHERE datname = '${name}' AND pid <> pg_backend_pid()`;
+    // The count each instance knows when storage goes is the one it keeps: three, not a
+    // count a late heartbeat (a stalled test process) made smaller just now.
+    await until(() => apps.every((a) => a.infracat.fleet.count === 3), 'every instance sees three');
     await admin(pg.adminUrl, `ALTER DATABASE ${name} SET default_transaction_read_only = on`);
     await admin(pg.adminUrl, cut);
     // Any request makes each instance sync (and fail).
