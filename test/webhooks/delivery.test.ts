@@ -2,8 +2,9 @@
 // both backends: Standard Webhooks signatures that the standardwebhooks package verifies,
 // the body of each kind of event, which webhooks get which events (types, accounts, the
 // operator's all_accounts), retries after a 500, a timeout and a receiver that is down for a
-// while, redirects not followed, bounded answers, two signatures after a rotation, the test
-// event, and a webhook disabled after failing for 24 hours (under a controlled clock).
+// while, the delivery log walked page by page, redirects not followed, bounded answers, two
+// signatures after a rotation, the test event, and a webhook disabled after failing for 24
+// hours (under a controlled clock).
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
@@ -16,9 +17,11 @@ import { until } from '../helpers/until.js';
 import { receiver, RECEIVER_ENV, verified, type Receiver } from '../helpers/webhooks.js';
 
 interface Delivery {
+  id: string;
   event_id: string;
   event_type: string;
   attempt: number;
+  attempted_at: string;
   status_code: number | null;
   delivered: boolean;
   error: string | null;
@@ -36,6 +39,17 @@ async function deliveries(app: App, auth: Auth, id: string): Promise<Delivery[]>
   const res = await app.inject({ url: `/api/v1/webhooks/${id}/deliveries?per_page=100`, headers: auth });
   assert.equal(res.statusCode, 200, res.body);
   return res.json();
+}
+
+/** One page of a delivery log, and where its `Link: <...>; rel="next"` points (null: the last page). */
+async function deliveryPage(app: App, auth: Auth, url: string): Promise<{ items: Delivery[]; next: string | null }> {
+  const res = await app.inject({ url, headers: auth });
+  assert.equal(res.statusCode, 200, res.body);
+  const link = res.headers.link;
+  if (link === undefined) return { items: res.json(), next: null };
+  const next = /^<([^>]+)>; rel="next"$/.exec(String(link));
+  assert.ok(next !== null, String(link));
+  return { items: res.json(), next: next[1]! };
 }
 
 /** The delivery log once it holds at least `n` attempts (polled: an attempt is recorded after its answer). */
@@ -207,6 +221,64 @@ for (const backend of backends()) {
       const metrics = parseExposition((await app.inject({ url: '/metrics' })).body);
       assert.equal(value(metrics, 'infracat_webhook_attempts_total', { outcome: 'delivered' }), 1);
       assert.equal(value(metrics, 'infracat_webhook_attempts_total', { outcome: 'failed' }), 2);
+    });
+
+    it('the delivery log pages newest first: following Link walks every attempt once, then ends', async (t) => {
+      let offset = 0;
+      const { app, operator } = await setup(t, { WEBHOOK_RETRY_DELAYS_S: '60' }, () => Date.now() + offset);
+      const r = await receiver(t);
+      r.answer((_q, i) => (i < 4 ? 500 : 204));
+      const { id } = await hook(app, operator.auth, { url: r.url, events: ['api_token.created'] });
+      await makeToken(app, operator.auth, 'first');
+      await makeToken(app, operator.auth, 'second');
+      // Two events, each failing twice, then delivered: the clock skips each retry delay.
+      await logged(app, operator.auth, id, 2);
+      offset += 61_000;
+      await logged(app, operator.auth, id, 4);
+      offset += 61_000;
+      await logged(app, operator.auth, id, 6);
+      await app.infracat.webhooks.worker.idle();
+      const whole = await deliveries(app, operator.auth, id);
+      assert.equal(whole.length, 6);
+      assert.equal(whole.filter((d) => d.delivered).length, 2);
+      for (const perPage of [1, 4]) {
+        const walked: Delivery[] = [];
+        let url: string | null = `/api/v1/webhooks/${id}/deliveries?per_page=${perPage}`;
+        let pages = 0;
+        while (url !== null) {
+          const { items, next } = await deliveryPage(app, operator.auth, url);
+          assert.ok(items.length >= 1 && items.length <= perPage, `page ${pages + 1} holds 1 to ${perPage}`);
+          walked.push(...items);
+          pages += 1;
+          if (next !== null)
+            assert.match(next, new RegExp(`^/api/v1/webhooks/${id}/deliveries\\?per_page=${perPage}&cursor=`));
+          url = next;
+          assert.ok(pages <= 6, 'the walk ends');
+        }
+        assert.equal(pages, Math.ceil(6 / perPage), `pages of ${perPage}`);
+        const ids = walked.map((d) => d.id);
+        assert.equal(new Set(ids).size, ids.length, 'no attempt twice');
+        assert.deepEqual(
+          ids,
+          whole.map((d) => d.id),
+          'every attempt, in order',
+        );
+        const times = walked.map((d) => Date.parse(d.attempted_at));
+        assert.deepEqual(
+          times,
+          [...times].sort((a, b) => b - a),
+          'newest first',
+        );
+        for (const event of new Set(walked.map((d) => d.event_id)))
+          assert.deepEqual(
+            walked.filter((d) => d.event_id === event).map((d) => [d.attempt, d.delivered]),
+            [
+              [3, true],
+              [2, false],
+              [1, false],
+            ],
+          );
+      }
     });
 
     it('a receiver down for a while, then back: delivered once it answers', async (t) => {
