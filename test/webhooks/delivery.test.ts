@@ -1,10 +1,10 @@
-// Deliveries to real receivers (node:http on 127.0.0.1, WEBHOOK_ALLOW_PRIVATE_TARGETS=true) on
-// both backends: Standard Webhooks signatures that the standardwebhooks package verifies,
+// Deliveries to real receivers (node:http on loopback addresses, WEBHOOK_ALLOW_PRIVATE_TARGETS=true)
+// on both backends: Standard Webhooks signatures that the standardwebhooks package verifies,
 // the body of each kind of event, which webhooks get which events (types, accounts, the
 // operator's all_accounts), retries after a 500, a timeout and a receiver that is down for a
-// while, the delivery log walked page by page, redirects not followed, bounded answers, two
-// signatures after a rotation, the test event, and a webhook disabled after failing for 24
-// hours (under a controlled clock).
+// while, the delivery log walked page by page, redirects not followed, bounded answers and
+// concurrency (per host and per instance), two signatures after a rotation, the test event,
+// and a webhook disabled after failing for 24 hours (under a controlled clock).
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
@@ -341,6 +341,31 @@ for (const backend of backends()) {
       for (let i = 0; i < 8; i++) await makeToken(app, operator.auth, `t${i}`);
       await until(() => r.received.length === 8, 'every delivery');
       assert.equal(r.maxInFlight, 2);
+    });
+
+    it('bounded concurrency: at most WEBHOOK_CONCURRENCY at once per instance, whatever the hosts', async (t) => {
+      const { app, operator } = await setup(t, { WEBHOOK_CONCURRENCY: '4', WEBHOOK_CONCURRENCY_PER_HOST: '2' });
+      // Three hosts of two slots each: six could run at once, the instance's four bind.
+      const rs = [
+        await receiver(t, '/hook', '127.0.0.1'),
+        await receiver(t, '/hook', '127.0.0.2'),
+        await receiver(t, '/hook', '127.0.0.3'),
+      ];
+      // Requests only ever arrive one at a time: the sum at each arrival is the instance's peak.
+      let most = 0;
+      for (const r of rs)
+        r.answer(() => {
+          most = Math.max(
+            most,
+            rs.reduce((n, q) => n + q.inFlight, 0),
+          );
+          return { status: 204, delayMs: 400 };
+        });
+      for (const r of rs) await hook(app, operator.auth, { url: r.url, events: ['api_token.created'] });
+      for (let i = 0; i < 4; i++) await makeToken(app, operator.auth, `t${i}`);
+      await until(() => rs.every((r) => r.received.length === 4), 'every delivery');
+      assert.equal(most, 4, "the instance's limit, reached and never passed");
+      for (const r of rs) assert.ok(r.maxInFlight <= 2, `at most 2 at once to ${r.url}`);
     });
 
     it('after rotate-secret both secrets verify for 24 h: two signatures, the new one first', async (t) => {
