@@ -3,8 +3,9 @@
 // the body of each kind of event, which webhooks get which events (types, accounts, the
 // operator's all_accounts), retries after a 500, a timeout and a receiver that is down for a
 // while, the delivery log walked page by page, redirects not followed, bounded answers and
-// concurrency (per host and per instance), two signatures after a rotation, the test event,
-// and a webhook disabled after failing for 24 hours (under a controlled clock).
+// concurrency (per host and per instance), two signatures after a rotation and the new
+// secret's alone once its 24 hours have passed, the test event, and a webhook disabled after
+// failing for 24 hours (a controlled clock skips retry delays and days).
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
@@ -389,6 +390,31 @@ for (const backend of backends()) {
         verified(fresh, { ...request, headers: { ...request.headers, 'webhook-signature': signatures[1] } }),
       );
       verified(fresh, { ...request, headers: { ...request.headers, 'webhook-signature': signatures[0] } });
+    });
+
+    it("24 h after rotate-secret: one signature, the new secret's; the previous one no longer verifies", async (t) => {
+      let offset = 0;
+      const { app, operator } = await setup(t, {}, () => Date.now() + offset);
+      const r = await receiver(t);
+      const { id, secret: old } = await hook(app, operator.auth, { url: r.url, events: ['api_token.created'] });
+      const rotated = await app.inject({
+        method: 'POST',
+        url: `/api/v1/webhooks/${id}/rotate-secret`,
+        headers: operator.auth,
+      });
+      assert.equal(rotated.statusCode, 200, rotated.body);
+      const fresh = rotated.json<{ secret: string }>().secret;
+      offset = 24 * 3_600_000 + 1000;
+      const webhook = (await app.inject({ url: `/api/v1/webhooks/${id}`, headers: operator.auth })).json<{
+        previous_secret_expires_at: string;
+      }>();
+      assert.ok(Date.parse(webhook.previous_secret_expires_at) < Date.now() + offset, 'its 24 h have passed');
+      await makeToken(app, operator.auth, 'a day after rotation');
+      await until(() => r.received.length === 1, 'the delivery');
+      const request = r.received[0]!;
+      assert.match(String(request.headers['webhook-signature']), /^v1,[A-Za-z0-9+/]+=*$/, 'one signature');
+      assert.equal(verified(fresh, request).type, 'api_token.created');
+      assert.throws(() => verified(old, request), /signature/i);
     });
 
     it('test: a webhook.test event to that webhook alone, whatever it subscribes to', async (t) => {
