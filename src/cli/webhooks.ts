@@ -1,7 +1,8 @@
-// `infracat webhooks list|create|delete|test|deliveries`: the operator's path, straight to
-// the configured store (no HTTP, no token needed), in one account: --account ID, the
-// operator account by default. The command delivers nothing itself: the running instances
-// deliver what it queues (a test event) within WEBHOOK_POLL_MS.
+// `infracat webhooks list|create|update|rotate-secret|delete|test|deliveries`: the operator's
+// path, straight to the configured store (no HTTP, no token needed), in one account:
+// --account ID, the operator account by default. The command delivers nothing itself: the
+// running instances deliver what it queues (a test event) within WEBHOOK_POLL_MS, and sign
+// and send by the webhook as it is stored when each delivery falls due.
 import { OPERATOR_ACCOUNT_ID } from '../accounts/ids.js';
 import type { Config } from '../config.js';
 import type { Store } from '../storage/types.js';
@@ -29,7 +30,7 @@ function domainOf(config: Config, store: Store) {
   return createWebhookDomain(config, store, keys);
 }
 
-const help = `Usage: infracat webhooks <list|create|delete|test|deliveries> [options]
+const help = `Usage: infracat webhooks <list|create|update|rotate-secret|delete|test|deliveries> [options]
 
 Manage webhooks directly in the configured store (DATABASE_URL or --database-url).
 
@@ -44,6 +45,16 @@ Manage webhooks directly in the configured store (DATABASE_URL or --database-url
       every account's events. On PostgreSQL it needs WEBHOOK_ENCRYPTION_KEYS, as the
       server does.
       Event types: ${WEBHOOK_EVENT_TYPES.join(', ')}.
+  infracat webhooks update ID [--url URL] [--events TYPE[,TYPE...]] [--description TEXT]
+                              [--enable|--disable] [--json]
+      Changes the webhook's URL (checked as at creation), replaces its event types,
+      sets its description, or switches it on or off: --disable drops what it had
+      still to deliver; --enable starts afresh one infracat disabled after failing.
+      --json prints PATCH /api/v1/webhooks/{id}.
+  infracat webhooks rotate-secret ID [--json]
+      Gives the webhook a new signing secret and prints it, shown this once; the
+      previous secret also signs for 24 hours (a second signature). --json prints
+      POST /api/v1/webhooks/{id}/rotate-secret. Needs the keys create does.
   infracat webhooks delete ID [--json]
       Deletes a webhook and what it had still to deliver.
   infracat webhooks test ID [--json]
@@ -69,19 +80,24 @@ function noAccount(id: string): AppError {
   return new AppError('NOT_FOUND', `no account with id ${id} (see infracat accounts list)`);
 }
 
-/** `--events a,b`: the comma-separated types, trimmed, empty entries dropped. */
+/** `--events a,b`: the comma-separated types, trimmed, empty entries dropped; at least one, each known. */
 function typeList(text: string): string[] {
-  return text
+  const events = text
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '');
+  if (events.length === 0) throw new UsageError(`--events needs one or more of ${WEBHOOK_EVENT_TYPES.join(', ')}`);
+  const unknown = events.filter((e) => !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(e));
+  if (unknown.length > 0)
+    throw new UsageError(`unknown event type ${unknown.join(', ')}; one of ${WEBHOOK_EVENT_TYPES.join(', ')}`);
+  return events;
 }
 
 const write = (value: unknown): void => void process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 
 export const webhooksCommand: Command = {
   name: 'webhooks',
-  summary: 'list, create, delete and test webhooks, and read their delivery logs',
+  summary: 'list, create, update, delete and test webhooks, rotate their secrets, and read their delivery logs',
   help,
   async run(args) {
     const [sub, ...rest] = args;
@@ -123,9 +139,6 @@ export const webhooksCommand: Command = {
       if (values.url === undefined || values.events === undefined)
         throw new UsageError('create needs --url and --events');
       const events = typeList(values.events);
-      const unknown = events.filter((e) => !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(e));
-      if (unknown.length > 0)
-        throw new UsageError(`unknown event type ${unknown.join(', ')}; one of ${WEBHOOK_EVENT_TYPES.join(', ')}`);
       return withStore(values['database-url'], async (store, config) => {
         const account = values.account ?? OPERATOR_ACCOUNT_ID;
         const { service } = domainOf(config, store);
@@ -144,6 +157,75 @@ export const webhooksCommand: Command = {
           if (values.json === true) write(view);
           else {
             process.stdout.write(`created ${view.id} posting ${view.events.join(', ')} to ${view.url}\n`);
+            process.stdout.write(`secret: ${view.secret}\n(shown this once: store it now)\n`);
+          }
+          return 0;
+        } catch (err) {
+          return fail(err, 'webhooks');
+        }
+      });
+    }
+    if (sub === 'update') {
+      const { values, positionals } = parseFlags(
+        rest,
+        {
+          ...COMMON,
+          url: { type: 'string' },
+          events: { type: 'string' },
+          description: { type: 'string' },
+          enable: { type: 'boolean' },
+          disable: { type: 'boolean' },
+        },
+        true,
+      );
+      if (positionals.length !== 1) throw new UsageError('update needs exactly one webhook id');
+      if (values.enable === true && values.disable === true)
+        throw new UsageError('give --enable or --disable, not both');
+      const patch = {
+        ...(values.url !== undefined ? { url: values.url } : {}),
+        ...(values.events !== undefined ? { events: typeList(values.events) } : {}),
+        ...(values.description !== undefined ? { description: values.description } : {}),
+        ...(values.enable === true ? { enabled: true } : values.disable === true ? { enabled: false } : {}),
+      };
+      if (Object.keys(patch).length === 0)
+        throw new UsageError('update needs --url, --events, --description, --enable or --disable');
+      const id = positionals[0]!;
+      return withStore(values['database-url'], async (store, config) => {
+        const account = values.account ?? OPERATOR_ACCOUNT_ID;
+        if ((await store.accounts.get(account)) === null) return fail(noAccount(account), 'webhooks');
+        try {
+          const updated = await domainOf(config, store).service.update(account, id, patch, cliAuditContext());
+          if (updated === null) return fail(noWebhook(id, account), 'webhooks');
+          const view = webhookView(updated);
+          if (values.json === true) write(view);
+          else
+            process.stdout.write(
+              `updated ${view.id} posting ${view.events.join(', ')} to ${view.url}; ` +
+                `${view.enabled ? 'enabled' : 'disabled'}\n`,
+            );
+          return 0;
+        } catch (err) {
+          return fail(err, 'webhooks');
+        }
+      });
+    }
+    if (sub === 'rotate-secret') {
+      const { values, positionals } = parseFlags(rest, COMMON, true);
+      if (positionals.length !== 1) throw new UsageError('rotate-secret needs exactly one webhook id');
+      const id = positionals[0]!;
+      return withStore(values['database-url'], async (store, config) => {
+        const account = values.account ?? OPERATOR_ACCOUNT_ID;
+        if ((await store.accounts.get(account)) === null) return fail(noAccount(account), 'webhooks');
+        try {
+          const issued = await domainOf(config, store).service.rotateSecret(account, id, cliAuditContext());
+          if (issued === null) return fail(noWebhook(id, account), 'webhooks');
+          const view = createdWebhookView(issued);
+          if (values.json === true) write(view);
+          else {
+            process.stdout.write(
+              `rotated the secret of ${view.id}; ` +
+                `the previous one also signs until ${view.previous_secret_expires_at}\n`,
+            );
             process.stdout.write(`secret: ${view.secret}\n(shown this once: store it now)\n`);
           }
           return 0;
@@ -222,7 +304,7 @@ export const webhooksCommand: Command = {
     }
     throw new UsageError(
       sub === undefined
-        ? 'missing sub-command: list, create, delete, test or deliveries'
+        ? 'missing sub-command: list, create, update, rotate-secret, delete, test or deliveries'
         : `unknown sub-command '${sub}'`,
     );
   },

@@ -10,8 +10,8 @@ import { receiver, RECEIVER_ENV, verified } from '../helpers/webhooks.js';
 
 describe('infracat webhooks', () => {
   it(
-    'create --json shows the secret once; list, test, deliveries, delete; a server delivers the test, ' +
-      "signed with the secret sealed under infracat's own key",
+    'create --json shows the secret once; list, update, rotate-secret, test, deliveries, delete; a server ' +
+      "delivers the test, signed with both secrets sealed under infracat's own key",
     async (t) => {
       const tmp = tempDir();
       t.after(() => tmp.remove());
@@ -43,6 +43,32 @@ describe('infracat webhooks', () => {
       assert.match(human.stdout, /ID\s+URL\s+EVENTS\s+ENABLED/);
       assert.match(human.stdout, new RegExp(body.id));
 
+      // Disabled: no test event can be queued; enabled again with other fields changed.
+      const disabled = await cli(['webhooks', 'update', body.id, '--disable'], { env });
+      assert.equal(disabled.code, 0, disabled.stderr);
+      assert.match(disabled.stdout, /; disabled$/);
+      assert.match((await cli(['webhooks', 'list'], { env })).stdout, new RegExp(`${body.id}\\s.*\\sno\\s`));
+      const refused = await cli(['webhooks', 'test', body.id], { env });
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /is disabled/);
+      const enabled = await cli(
+        ['webhooks', 'update', body.id, '--enable', '--events', 'account.updated', '--description', 'ops', '--json'],
+        { env },
+      );
+      assert.equal(enabled.code, 0, enabled.stderr);
+      const updated = JSON.parse(enabled.stdout) as { enabled: boolean; events: string[]; description: string };
+      assert.deepEqual([updated.enabled, updated.events, updated.description], [true, ['account.updated'], 'ops']);
+      assert.ok(!enabled.stdout.includes('whsec_'), 'no secret');
+
+      // A new secret, printed once; the previous one also signs for 24 hours.
+      const rotated = await cli(['webhooks', 'rotate-secret', body.id], { env });
+      assert.equal(rotated.code, 0, rotated.stderr);
+      assert.match(rotated.stdout, /the previous one also signs until \d{4}-\d{2}-\d{2}T/);
+      const fresh = /^secret: (whsec_\S+)$/m.exec(rotated.stdout)?.[1];
+      assert.ok(fresh !== undefined && fresh !== body.secret, rotated.stdout);
+      const relisted = await cli(['webhooks', 'list', '--json'], { env });
+      assert.ok(!relisted.stdout.includes(fresh), 'never the new secret again');
+
       const queued = await cli(['webhooks', 'test', body.id], { env });
       assert.equal(queued.code, 0, queued.stderr);
       assert.match(queued.stdout, /queued webhook\.test evt_/);
@@ -54,7 +80,9 @@ describe('infracat webhooks', () => {
         await child.exited;
       });
       await until(() => r.received.length === 1, 'the test event delivered by the server');
+      assert.equal(verified(fresh, r.received[0]!).type, 'webhook.test');
       assert.equal(verified(body.secret, r.received[0]!).type, 'webhook.test');
+      assert.equal(String(r.received[0]!.headers['webhook-signature']).split(' ').length, 2);
       // The attempt is recorded once its answer came: read the log until it is there.
       let log = '';
       for (let i = 0; i < 100 && !/delivered/.test(log); i++) {
@@ -85,6 +113,29 @@ describe('infracat webhooks', () => {
     assert.match(unknown.stderr, /unknown event type nope/);
     assert.equal((await cli(['webhooks', 'deliveries', 'whk_x', '--limit', '1e3'], { env })).code, 2);
     assert.equal((await cli(['webhooks', 'frobnicate'], { env })).code, 2);
+    assert.equal((await cli(['webhooks', 'update', 'whk_x'], { env })).code, 2, 'nothing to change');
+    const both = await cli(['webhooks', 'update', 'whk_x', '--enable', '--disable'], { env });
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /--enable or --disable, not both/);
+    assert.equal((await cli(['webhooks', 'update', 'whk_x', '--events', ' , '], { env })).code, 2);
+    assert.equal((await cli(['webhooks', 'rotate-secret'], { env })).code, 2);
+    for (const sub of [
+      ['update', 'whk_x', '--enable'],
+      ['rotate-secret', 'whk_x'],
+    ]) {
+      const missing = await cli(['webhooks', ...sub], { env });
+      assert.equal(missing.code, 1, sub.join(' '));
+      assert.match(missing.stderr, /no webhook with id whk_x/);
+    }
+    const made = await cli(
+      ['webhooks', 'create', '--url', 'https://93.184.215.14/x', '--events', 'account.updated', '--json'],
+      { env },
+    );
+    assert.equal(made.code, 0, made.stderr);
+    const { id } = JSON.parse(made.stdout) as { id: string };
+    const moved = await cli(['webhooks', 'update', id, '--url', 'https://127.0.0.1/x'], { env });
+    assert.equal(moved.code, 1);
+    assert.match(moved.stderr, /127\.0\.0\.1 is not a public address \(loopback\)/);
     const loopback = await cli(['webhooks', 'create', '--url', 'https://127.0.0.1/x', '--events', 'account.updated'], {
       env,
     });
@@ -103,5 +154,10 @@ describe('infracat webhooks', () => {
     );
     assert.equal(keyless.code, 1);
     assert.match(keyless.stderr, /WEBHOOK_ENCRYPTION_KEYS/);
+    const unrotated = await cli(['webhooks', 'rotate-secret', 'whk_x'], {
+      env: { DATABASE_URL: db.url, WEBHOOK_ENCRYPTION_KEYS: '' },
+    });
+    assert.equal(unrotated.code, 1);
+    assert.match(unrotated.stderr, /WEBHOOK_ENCRYPTION_KEYS/);
   });
 });

@@ -1,4 +1,5 @@
-// Webhook receivers for tests: a real node:http server on 127.0.0.1 that records every
+// Webhook receivers for tests: a real node:http server on 127.0.0.1 (or another loopback
+// address, a host of its own for infracat's per-host limit) that records every
 // request and answers as the test says (a status, a delay, no answer at all), and what
 // the tests share: a fixed encryption key, the env that lets infracat deliver to them,
 // and verification with the standardwebhooks package (an independent implementation).
@@ -31,7 +32,9 @@ export type Answer =
 export interface Receiver {
   url: string;
   received: Received[];
-  /** The most requests it held at once (received, not yet answered). */
+  /** The requests it holds now (received, not yet answered). */
+  readonly inFlight: number;
+  /** The most requests it held at once. */
   readonly maxInFlight: number;
   /** Sets how each later request is answered. */
   answer(how: (request: Received, index: number) => Answer): void;
@@ -40,7 +43,8 @@ export interface Receiver {
   listen(): Promise<void>;
 }
 
-export async function receiver(t: TestContext, path = '/hook'): Promise<Receiver> {
+/** A receiver listening on `host` (a loopback address: 127.0.0.2 and up are hosts of their own on Linux). */
+export async function receiver(t: TestContext, path = '/hook', host = '127.0.0.1'): Promise<Receiver> {
   let how: (request: Received, index: number) => Answer = () => 204;
   const received: Received[] = [];
   const hanging = new Set<ServerResponse>();
@@ -74,7 +78,7 @@ export async function receiver(t: TestContext, path = '/hook'): Promise<Receiver
         }, delayMs);
       });
     });
-    server.listen(port, '127.0.0.1');
+    server.listen(port, host);
     await once(server, 'listening');
     port = (server.address() as { port: number }).port;
   };
@@ -90,8 +94,11 @@ export async function receiver(t: TestContext, path = '/hook'): Promise<Receiver
   await start();
   t.after(close);
   return {
-    url: `http://127.0.0.1:${port}${path}`,
+    url: `http://${host}:${port}${path}`,
     received,
+    get inFlight() {
+      return flight.now;
+    },
     get maxInFlight() {
       return flight.max;
     },

@@ -1,9 +1,11 @@
-// Deliveries to real receivers (node:http on 127.0.0.1, WEBHOOK_ALLOW_PRIVATE_TARGETS=true) on
-// both backends: Standard Webhooks signatures that the standardwebhooks package verifies,
+// Deliveries to real receivers (node:http on loopback addresses, WEBHOOK_ALLOW_PRIVATE_TARGETS=true)
+// on both backends: Standard Webhooks signatures that the standardwebhooks package verifies,
 // the body of each kind of event, which webhooks get which events (types, accounts, the
 // operator's all_accounts), retries after a 500, a timeout and a receiver that is down for a
-// while, redirects not followed, bounded answers, two signatures after a rotation, the test
-// event, and a webhook disabled after failing for 24 hours (under a controlled clock).
+// while, the delivery log walked page by page, redirects not followed, bounded answers and
+// concurrency (per host and per instance), two signatures after a rotation and the new
+// secret's alone once its 24 hours have passed, the test event, and a webhook disabled after
+// failing for 24 hours (a controlled clock skips retry delays and days).
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
@@ -16,9 +18,11 @@ import { until } from '../helpers/until.js';
 import { receiver, RECEIVER_ENV, verified, type Receiver } from '../helpers/webhooks.js';
 
 interface Delivery {
+  id: string;
   event_id: string;
   event_type: string;
   attempt: number;
+  attempted_at: string;
   status_code: number | null;
   delivered: boolean;
   error: string | null;
@@ -36,6 +40,17 @@ async function deliveries(app: App, auth: Auth, id: string): Promise<Delivery[]>
   const res = await app.inject({ url: `/api/v1/webhooks/${id}/deliveries?per_page=100`, headers: auth });
   assert.equal(res.statusCode, 200, res.body);
   return res.json();
+}
+
+/** One page of a delivery log, and where its `Link: <...>; rel="next"` points (null: the last page). */
+async function deliveryPage(app: App, auth: Auth, url: string): Promise<{ items: Delivery[]; next: string | null }> {
+  const res = await app.inject({ url, headers: auth });
+  assert.equal(res.statusCode, 200, res.body);
+  const link = res.headers.link;
+  if (link === undefined) return { items: res.json(), next: null };
+  const next = /^<([^>]+)>; rel="next"$/.exec(String(link));
+  assert.ok(next !== null, String(link));
+  return { items: res.json(), next: next[1]! };
 }
 
 /** The delivery log once it holds at least `n` attempts (polled: an attempt is recorded after its answer). */
@@ -209,6 +224,64 @@ for (const backend of backends()) {
       assert.equal(value(metrics, 'infracat_webhook_attempts_total', { outcome: 'failed' }), 2);
     });
 
+    it('the delivery log pages newest first: following Link walks every attempt once, then ends', async (t) => {
+      let offset = 0;
+      const { app, operator } = await setup(t, { WEBHOOK_RETRY_DELAYS_S: '60' }, () => Date.now() + offset);
+      const r = await receiver(t);
+      r.answer((_q, i) => (i < 4 ? 500 : 204));
+      const { id } = await hook(app, operator.auth, { url: r.url, events: ['api_token.created'] });
+      await makeToken(app, operator.auth, 'first');
+      await makeToken(app, operator.auth, 'second');
+      // Two events, each failing twice, then delivered: the clock skips each retry delay.
+      await logged(app, operator.auth, id, 2);
+      offset += 61_000;
+      await logged(app, operator.auth, id, 4);
+      offset += 61_000;
+      await logged(app, operator.auth, id, 6);
+      await app.infracat.webhooks.worker.idle();
+      const whole = await deliveries(app, operator.auth, id);
+      assert.equal(whole.length, 6);
+      assert.equal(whole.filter((d) => d.delivered).length, 2);
+      for (const perPage of [1, 4]) {
+        const walked: Delivery[] = [];
+        let url: string | null = `/api/v1/webhooks/${id}/deliveries?per_page=${perPage}`;
+        let pages = 0;
+        while (url !== null) {
+          const { items, next } = await deliveryPage(app, operator.auth, url);
+          assert.ok(items.length >= 1 && items.length <= perPage, `page ${pages + 1} holds 1 to ${perPage}`);
+          walked.push(...items);
+          pages += 1;
+          if (next !== null)
+            assert.match(next, new RegExp(`^/api/v1/webhooks/${id}/deliveries\\?per_page=${perPage}&cursor=`));
+          url = next;
+          assert.ok(pages <= 6, 'the walk ends');
+        }
+        assert.equal(pages, Math.ceil(6 / perPage), `pages of ${perPage}`);
+        const ids = walked.map((d) => d.id);
+        assert.equal(new Set(ids).size, ids.length, 'no attempt twice');
+        assert.deepEqual(
+          ids,
+          whole.map((d) => d.id),
+          'every attempt, in order',
+        );
+        const times = walked.map((d) => Date.parse(d.attempted_at));
+        assert.deepEqual(
+          times,
+          [...times].sort((a, b) => b - a),
+          'newest first',
+        );
+        for (const event of new Set(walked.map((d) => d.event_id)))
+          assert.deepEqual(
+            walked.filter((d) => d.event_id === event).map((d) => [d.attempt, d.delivered]),
+            [
+              [3, true],
+              [2, false],
+              [1, false],
+            ],
+          );
+      }
+    });
+
     it('a receiver down for a while, then back: delivered once it answers', async (t) => {
       const { app, operator } = await setup(t);
       const r = await receiver(t);
@@ -271,6 +344,31 @@ for (const backend of backends()) {
       assert.equal(r.maxInFlight, 2);
     });
 
+    it('bounded concurrency: at most WEBHOOK_CONCURRENCY at once per instance, whatever the hosts', async (t) => {
+      const { app, operator } = await setup(t, { WEBHOOK_CONCURRENCY: '4', WEBHOOK_CONCURRENCY_PER_HOST: '2' });
+      // Three hosts of two slots each: six could run at once, the instance's four bind.
+      const rs = [
+        await receiver(t, '/hook', '127.0.0.1'),
+        await receiver(t, '/hook', '127.0.0.2'),
+        await receiver(t, '/hook', '127.0.0.3'),
+      ];
+      // Requests only ever arrive one at a time: the sum at each arrival is the instance's peak.
+      let most = 0;
+      for (const r of rs)
+        r.answer(() => {
+          most = Math.max(
+            most,
+            rs.reduce((n, q) => n + q.inFlight, 0),
+          );
+          return { status: 204, delayMs: 400 };
+        });
+      for (const r of rs) await hook(app, operator.auth, { url: r.url, events: ['api_token.created'] });
+      for (let i = 0; i < 4; i++) await makeToken(app, operator.auth, `t${i}`);
+      await until(() => rs.every((r) => r.received.length === 4), 'every delivery');
+      assert.equal(most, 4, "the instance's limit, reached and never passed");
+      for (const r of rs) assert.ok(r.maxInFlight <= 2, `at most 2 at once to ${r.url}`);
+    });
+
     it('after rotate-secret both secrets verify for 24 h: two signatures, the new one first', async (t) => {
       const { app, operator } = await setup(t);
       const r = await receiver(t);
@@ -292,6 +390,31 @@ for (const backend of backends()) {
         verified(fresh, { ...request, headers: { ...request.headers, 'webhook-signature': signatures[1] } }),
       );
       verified(fresh, { ...request, headers: { ...request.headers, 'webhook-signature': signatures[0] } });
+    });
+
+    it("24 h after rotate-secret: one signature, the new secret's; the previous one no longer verifies", async (t) => {
+      let offset = 0;
+      const { app, operator } = await setup(t, {}, () => Date.now() + offset);
+      const r = await receiver(t);
+      const { id, secret: old } = await hook(app, operator.auth, { url: r.url, events: ['api_token.created'] });
+      const rotated = await app.inject({
+        method: 'POST',
+        url: `/api/v1/webhooks/${id}/rotate-secret`,
+        headers: operator.auth,
+      });
+      assert.equal(rotated.statusCode, 200, rotated.body);
+      const fresh = rotated.json<{ secret: string }>().secret;
+      offset = 24 * 3_600_000 + 1000;
+      const webhook = (await app.inject({ url: `/api/v1/webhooks/${id}`, headers: operator.auth })).json<{
+        previous_secret_expires_at: string;
+      }>();
+      assert.ok(Date.parse(webhook.previous_secret_expires_at) < Date.now() + offset, 'its 24 h have passed');
+      await makeToken(app, operator.auth, 'a day after rotation');
+      await until(() => r.received.length === 1, 'the delivery');
+      const request = r.received[0]!;
+      assert.match(String(request.headers['webhook-signature']), /^v1,[A-Za-z0-9+/]+=*$/, 'one signature');
+      assert.equal(verified(fresh, request).type, 'api_token.created');
+      assert.throws(() => verified(old, request), /signature/i);
     });
 
     it('test: a webhook.test event to that webhook alone, whatever it subscribes to', async (t) => {
