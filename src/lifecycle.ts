@@ -5,6 +5,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { RawServerDefault } from 'fastify';
 import fp from 'fastify-plugin';
+import { loadDefaultCatalog } from './catalog/default.js';
 import { ChangeFollower } from './fleet/changes.js';
 import type { ChangeWatch, Store } from './storage/types.js';
 
@@ -68,9 +69,8 @@ export const lifecycle = fp<LifecycleOptions, RawServerDefault, TypeBoxTypeProvi
       // First start of an empty database gets the shipped catalog; then load what is live.
       // If storage is down now, catalogs start empty and fill in at the next refresh.
       try {
-        // Loaded (with the YAML parser) only when the database has no catalog yet.
-        const seed = async () => (await import('./catalog/default.js')).loadDefaultCatalog();
-        if (await catalog.seedIfEmpty(seed)) app.log.info('applied the default catalog to an empty database');
+        if (await catalog.seedIfEmpty(loadDefaultCatalog))
+          app.log.info('applied the default catalog to an empty database');
         await catalog.load();
       } catch (err) {
         app.log.warn({ err }, 'could not load the catalog at start; will retry');

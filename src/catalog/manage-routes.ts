@@ -27,6 +27,7 @@ import {
   RevisionQuery,
   REVISIONS_PER_PAGE_MAX,
 } from './manage-schemas.js';
+import { formatCatalog, validateCatalogInTurns } from './file.js';
 import { KINDS, type Catalog } from './model.js';
 import { CatalogFile, MAX_DOCUMENT_CONTAINERS } from './schemas.js';
 import { revisionView } from './revision-view.js';
@@ -107,17 +108,12 @@ const operatorOnly: preParsingHookHandler = (request, _reply, payload, done) => 
   done(null, payload);
 };
 
-// The catalog file module (its Ajv validator, compiled at load) is loaded by the first
-// request that uses it, so a start evaluates none of it.
-const catalogFile = () => import('./file.js');
-
 /**
  * The body as a catalog, or 422 with a JSON pointer per problem (validation stops after
  * MAX_FIELD_ERRORS of them, and says so with errors_truncated).
  */
 async function readDocument(body: unknown, now: number): Promise<Catalog> {
   // A slice of entries per event-loop turn: the instance answers other requests meanwhile.
-  const { validateCatalogInTurns } = await catalogFile();
   const result = await validateCatalogInTurns(body, now);
   if (result.ok) return result.catalog;
   const n = result.problems.length;
@@ -219,7 +215,6 @@ export function catalogManageRoutes(app: App, { catalog, now, bodyLimit }: Catal
         // No body and no Content-Type, as the catalog reads' 304: `send(null)` would say application/json.
         if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send(undefined as never);
         // Already JSON text (prices with two decimals): sent as it is, not serialized again.
-        const { formatCatalog } = await catalogFile();
         return reply.type(JSON_TYPE).send(formatCatalog(snap.catalog, 'json') as never);
       },
     );

@@ -7,7 +7,13 @@ import type * as Readline from 'node:readline/promises';
 import { AppError, MAX_FIELD_ERRORS } from '../errors.js';
 import { cliAuditContext } from '../audit/context.js';
 import { formatDiff, isEmptyDiff, removedCount, type CatalogDiff } from '../catalog/diff.js';
-import type { CatalogProblem, ParseResult } from '../catalog/file.js';
+import {
+  formatCatalog,
+  parseCatalogText,
+  validateCatalog,
+  type CatalogProblem,
+  type ParseResult,
+} from '../catalog/file.js';
 import type { Catalog } from '../catalog/model.js';
 import { OPERATOR_ACCOUNT_ID } from '../accounts/ids.js';
 import { revisionView } from '../catalog/revision-view.js';
@@ -47,10 +53,6 @@ export function formatProblem(p: CatalogProblem): string {
   return `${p.entry}${p.field !== undefined ? `.${p.field}` : ''}: ${p.message}`;
 }
 
-// The catalog file module (the YAML library, the Ajv validator) loads when this command
-// runs: `infracat serve` and the other commands never evaluate it.
-const catalogFile = () => import('../catalog/file.js');
-
 async function readCatalogFile(file: string): Promise<ParseResult> {
   let text: string;
   try {
@@ -67,7 +69,7 @@ async function readCatalogFile(file: string): Promise<ParseResult> {
       ],
     };
   }
-  return (await catalogFile()).parseCatalogText(text);
+  return parseCatalogText(text);
 }
 
 function reportProblems(file: string, { problems, more }: { problems: CatalogProblem[]; more?: boolean }): number {
@@ -222,7 +224,6 @@ export const catalogCommand: Command = {
       if (positionals.length > 0) throw new UsageError('export takes no FILE; redirect stdout');
       const format = values.format ?? 'yaml';
       if (format !== 'yaml' && format !== 'json') throw new UsageError('--format must be yaml or json');
-      const { formatCatalog } = await catalogFile();
       return withCatalog(values['database-url'], async (svc) => {
         await svc.load();
         process.stdout.write(formatCatalog(svc.snapshot.catalog, format));
@@ -283,7 +284,6 @@ export const catalogCommand: Command = {
           throw err;
         }
         // Today's rules hold for an old document too (e.g. a successor sunset since).
-        const { formatCatalog, validateCatalog } = await catalogFile();
         const checked = validateCatalog(JSON.parse(formatCatalog(plan.catalog, 'json')) as unknown);
         if (!checked.ok) return reportProblems(`catalog version ${to}`, checked);
         return applyPlan(svc, plan.catalog, plan, values, Number(to));
