@@ -336,89 +336,118 @@ for (const backend of backends()) {
       },
     );
 
-    it('no escalation: a limited token sets only networks within its own and no earlier not_before', async (t) => {
-      const { app, admin } = await setup(t);
-      const start = new Date(Date.now() - 60_000).toISOString();
-      const limitedRes = await create(app, admin.auth, {
-        name: 'limited',
-        scopes: ['api-tokens:write', 'apps:read'],
-        allowed_cidrs: ['10.0.0.0/8', '2001:db8::/32'],
-        not_before: start,
-      });
-      const limited = { ...limitedRes.json<View>(), auth: bearer(limitedRes.json<View>().token!) };
-      const as = (payload: object) =>
-        app.inject({
+    it(
+      'no escalation: a limited token sets, creating or editing, only networks within its own and no earlier ' +
+        'not_before',
+      async (t) => {
+        const { app, admin } = await setup(t);
+        const start = new Date(Date.now() - 60_000).toISOString();
+        const limitedRes = await create(app, admin.auth, {
+          name: 'limited',
+          scopes: ['api-tokens:write', 'apps:read'],
+          allowed_cidrs: ['10.0.0.0/8', '2001:db8::/32'],
+          not_before: start,
+        });
+        const limited = { ...limitedRes.json<View>(), auth: bearer(limitedRes.json<View>().token!) };
+        const as = (payload: object) =>
+          app.inject({
+            method: 'POST',
+            url: '/api/v1/api-tokens',
+            headers: limited.auth,
+            payload,
+            remoteAddress: '10.1.2.3',
+          });
+
+        const inherited = await as({ name: 'child', scopes: ['apps:read'] });
+        assert.equal(inherited.statusCode, 201, inherited.body);
+        assert.deepEqual(
+          [inherited.json<View>().allowed_cidrs, inherited.json<View>().not_before],
+          [['10.0.0.0/8', '2001:db8::/32'], start],
+          "left out: the creator's",
+        );
+        const narrower = await as({
+          name: 'c',
+          scopes: ['apps:read'],
+          allowed_cidrs: ['10.9.0.0/16', '2001:db8:1::/48'],
+        });
+        assert.equal(narrower.statusCode, 201, narrower.body);
+        for (const [payload, pointer] of [
+          [{ allowed_cidrs: ['10.0.0.0/7'] }, '/allowed_cidrs/0'],
+          [{ allowed_cidrs: ['10.0.0.0/8', '192.168.0.0/16'] }, '/allowed_cidrs/1'],
+          [{ allowed_cidrs: ['2001:db9::/32'] }, '/allowed_cidrs/0'],
+          [{ allowed_cidrs: null }, '/allowed_cidrs'],
+          [{ not_before: null }, '/not_before'],
+          [{ not_before: new Date(Date.parse(start) - 1000).toISOString() }, '/not_before'],
+        ] as const) {
+          const res = await as({ name: 'c', scopes: ['apps:read'], ...payload });
+          assert.equal(res.statusCode, 422, `${JSON.stringify(payload)}: ${res.body}`);
+          assert.deepEqual(
+            res.json<Problem>().errors!.map((e) => e.pointer),
+            [pointer],
+          );
+        }
+
+        // Managing: a token usable more widely is neither rotated nor edited by it.
+        const wide = await mintToken(app, ['apps:read'], 'wide');
+        const rotate = await app.inject({
           method: 'POST',
-          url: '/api/v1/api-tokens',
+          url: `/api/v1/api-tokens/${wide.id}/rotate`,
           headers: limited.auth,
-          payload,
           remoteAddress: '10.1.2.3',
         });
+        assert.equal(rotate.statusCode, 403, rotate.body);
+        assert.equal(rotate.json<Problem>().code, 'CONDITIONS_NOT_HELD');
+        assert.match(rotate.json<Problem>().detail, /anywhere/);
+        const rename = await app.inject({
+          method: 'PATCH',
+          url: `/api/v1/api-tokens/${wide.id}`,
+          headers: { ...limited.auth, 'content-type': 'application/json' },
+          payload: { name: 'mine now' },
+          remoteAddress: '10.1.2.3',
+        });
+        assert.equal(rename.json<Problem>().code, 'CONDITIONS_NOT_HELD');
+        const narrow = await app.inject({
+          method: 'PATCH',
+          url: `/api/v1/api-tokens/${wide.id}`,
+          headers: { ...limited.auth, 'content-type': 'application/json' },
+          payload: { allowed_cidrs: ['10.0.0.0/24'] },
+          remoteAddress: '10.1.2.3',
+        });
+        assert.equal(narrow.statusCode, 200, 'narrowing it into its own networks is allowed');
+        const again = await app.inject({
+          method: 'POST',
+          url: `/api/v1/api-tokens/${wide.id}/rotate`,
+          headers: limited.auth,
+          remoteAddress: '10.1.2.3',
+        });
+        assert.equal(again.statusCode, 200, 'now within: rotated');
 
-      const inherited = await as({ name: 'child', scopes: ['apps:read'] });
-      assert.equal(inherited.statusCode, 201, inherited.body);
-      assert.deepEqual(
-        [inherited.json<View>().allowed_cidrs, inherited.json<View>().not_before],
-        [['10.0.0.0/8', '2001:db8::/32'], start],
-        "left out: the creator's",
-      );
-      const narrower = await as({
-        name: 'c',
-        scopes: ['apps:read'],
-        allowed_cidrs: ['10.9.0.0/16', '2001:db8:1::/48'],
-      });
-      assert.equal(narrower.statusCode, 201, narrower.body);
-      for (const [payload, pointer] of [
-        [{ allowed_cidrs: ['10.0.0.0/7'] }, '/allowed_cidrs/0'],
-        [{ allowed_cidrs: ['10.0.0.0/8', '192.168.0.0/16'] }, '/allowed_cidrs/1'],
-        [{ allowed_cidrs: ['2001:db9::/32'] }, '/allowed_cidrs/0'],
-        [{ allowed_cidrs: null }, '/allowed_cidrs'],
-        [{ not_before: null }, '/not_before'],
-        [{ not_before: new Date(Date.parse(start) - 1000).toISOString() }, '/not_before'],
-      ] as const) {
-        const res = await as({ name: 'c', scopes: ['apps:read'], ...payload });
-        assert.equal(res.statusCode, 422, `${JSON.stringify(payload)}: ${res.body}`);
-        assert.deepEqual(
-          res.json<Problem>().errors!.map((e) => e.pointer),
-          [pointer],
-        );
-      }
-
-      // Managing: a token usable more widely is neither rotated nor edited by it.
-      const wide = await mintToken(app, ['apps:read'], 'wide');
-      const rotate = await app.inject({
-        method: 'POST',
-        url: `/api/v1/api-tokens/${wide.id}/rotate`,
-        headers: limited.auth,
-        remoteAddress: '10.1.2.3',
-      });
-      assert.equal(rotate.statusCode, 403, rotate.body);
-      assert.equal(rotate.json<Problem>().code, 'CONDITIONS_NOT_HELD');
-      assert.match(rotate.json<Problem>().detail, /anywhere/);
-      const rename = await app.inject({
-        method: 'PATCH',
-        url: `/api/v1/api-tokens/${wide.id}`,
-        headers: { ...limited.auth, 'content-type': 'application/json' },
-        payload: { name: 'mine now' },
-        remoteAddress: '10.1.2.3',
-      });
-      assert.equal(rename.json<Problem>().code, 'CONDITIONS_NOT_HELD');
-      const narrow = await app.inject({
-        method: 'PATCH',
-        url: `/api/v1/api-tokens/${wide.id}`,
-        headers: { ...limited.auth, 'content-type': 'application/json' },
-        payload: { allowed_cidrs: ['10.0.0.0/24'] },
-        remoteAddress: '10.1.2.3',
-      });
-      assert.equal(narrow.statusCode, 200, 'narrowing it into its own networks is allowed');
-      const again = await app.inject({
-        method: 'POST',
-        url: `/api/v1/api-tokens/${wide.id}/rotate`,
-        headers: limited.auth,
-        remoteAddress: '10.1.2.3',
-      });
-      assert.equal(again.statusCode, 200, 'now within: rotated');
-    });
+        // Editing, as creating: not_before at or after its own, never earlier nor at once.
+        const edit = (payload: object) =>
+          app.inject({
+            method: 'PATCH',
+            url: `/api/v1/api-tokens/${wide.id}`,
+            headers: { ...limited.auth, 'content-type': 'application/json' },
+            payload,
+            remoteAddress: '10.1.2.3',
+          });
+        const same = await edit({ not_before: start });
+        assert.equal(same.statusCode, 200, same.body);
+        assert.equal(same.json<View>().not_before, start);
+        for (const not_before of [new Date(Date.parse(start) - 1000).toISOString(), null]) {
+          const earlier = await edit({ not_before });
+          assert.equal(earlier.statusCode, 422, `${not_before}: ${earlier.body}`);
+          const errors = earlier.json<Problem>().errors!;
+          assert.deepEqual(
+            errors.map((e) => e.pointer),
+            ['/not_before'],
+          );
+          assert.match(errors[0]!.detail, new RegExp(`works only from ${start.replaceAll('.', '\\.')}`));
+        }
+        const kept = await app.inject({ method: 'GET', url: `/api/v1/api-tokens/${wide.id}`, headers: admin.auth });
+        assert.equal(kept.json<View>().not_before, start, 'the refused edits changed nothing');
+      },
+    );
 
     it("the operator's POST /api/v1/accounts/{id}/api-tokens takes and shows the conditions", async (t) => {
       const { app, admin } = await setup(t);
