@@ -303,9 +303,9 @@ export const SettingsSchema = Type.Object({
       maximum: 600_000,
       default: 1000,
       description:
-        'Interval of the batched `last_used_at` writes (at most one write per token per interval; one statement ' +
-        'per 1,000 tokens used in it). A use is stored within one interval plus the time its batch takes ' +
-        '(10,000 tokens: under a second).',
+        'Interval of the batched `last_used_at` and token usage writes (at most one write per token per interval; ' +
+        'one statement per 1,000 tokens used in it). A use is stored, and shows in `last_used_at` and the ' +
+        "token's usage, within one interval plus the time its batch takes (10,000 tokens: under a second).",
     }),
   ),
   authFailureLimit: setting(

@@ -38,8 +38,9 @@ const DESCRIPTIONS: Record<string, Partial<Record<Action, string>>> = {
   'api-tokens': {
     read: 'List API tokens and see their metadata (never their secrets).',
     write:
-      'Create, rotate, rename, re-scope and delete API tokens ' +
-      '(only tokens whose scopes the caller holds, with scopes it holds).',
+      'Create, rotate, rename, re-scope and delete API tokens, and change their conditions: enable or disable ' +
+      'them, and set the networks they may be used from (allowed_cidrs) and their not_before. Only tokens whose ' +
+      'scopes the caller holds, given only scopes it holds and conditions no wider than its own.',
   },
   apps: {
     read: "Read apps on the platform's apps service.",

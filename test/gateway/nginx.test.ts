@@ -1,12 +1,13 @@
 // End to end: a real nginx protects a small upstream with auth_request pointed at a
 // listening infracat, configured with the very snippet docs/forward-auth.md shows. The
-// token conditions (allowed_cidrs, not_before, enabled) hold through it as through the API.
+// token conditions (allowed_cidrs, not_before, enabled) hold through it as through the API,
+// on both backends.
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it, type TestContext } from 'node:test';
 import type { Store } from '../../src/storage/types.js';
-import { build, mintToken } from '../helpers/app.js';
+import { build, changeFeedSettled, mintToken } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { nginxJwtSnippet, nginxSnippet } from '../helpers/forward-auth-doc.js';
@@ -218,155 +219,170 @@ describe('forward auth behind a real nginx', () => {
     },
   );
 
-  it(
-    "allowed_cidrs: judged by the address nginx reports in X-Real-IP, never the client's copy",
-    { skip: nginx === undefined ? NGINX_MISSING : false },
-    async (t) => {
-      const { app, seen, base } = await startStack(t, nginx!);
-      const admin = await mintToken(app, ['api-tokens:write', 'apps:write'], 'admin');
-      const make = async (allowed_cidrs: string[]) => {
-        const res = await app.inject({
+  // The conditions on each backend: on PostgreSQL the instance nginx asks hears changes
+  // through LISTEN/NOTIFY, on SQLite through the file's change counter.
+  for (const backend of backends()) {
+    /** The stack on a fresh database of the backend, its change feed connected. */
+    const stackOn = async (
+      t: TestContext,
+      env: Record<string, string> = {},
+      options: { now?: () => number; store?: Store } = {},
+    ) => {
+      const db = await backend.fresh(t);
+      const stack = await startStack(t, nginx!, { DATABASE_URL: db.url, ...env }, { store: db.open(), ...options });
+      await changeFeedSettled(stack.app);
+      return { ...stack, db };
+    };
+
+    it(
+      `allowed_cidrs on ${backend.name}: judged by the address nginx reports in X-Real-IP, never the client's copy`,
+      { skip: nginx === undefined ? NGINX_MISSING : false },
+      async (t) => {
+        const { app, seen, base } = await stackOn(t);
+        const admin = await mintToken(app, ['api-tokens:write', 'apps:write'], 'admin');
+        const make = async (allowed_cidrs: string[]) => {
+          const res = await app.inject({
+            method: 'POST',
+            url: '/api/v1/api-tokens',
+            headers: admin.auth,
+            payload: { name: 'limited', scopes: ['apps:read'], allowed_cidrs },
+          });
+          assert.equal(res.statusCode, 201, res.body);
+          return res.json<{ token: string }>().token;
+        };
+        const local = await make(['127.0.0.0/8']);
+        const elsewhere = await make(['192.0.2.0/24']);
+        seen.length = 0;
+        const ok = await fetch(`${base}/apps/1`, { headers: { authorization: `Bearer ${local}` } });
+        assert.equal(ok.status, 200);
+        for (const forged of [{ 'x-real-ip': '192.0.2.1' }, { 'x-forwarded-for': '192.0.2.1' }] as Record<
+          string,
+          string
+        >[]) {
+          const res = await fetch(`${base}/apps/1`, { headers: { authorization: `Bearer ${elsewhere}`, ...forged } });
+          assert.equal(res.status, 403, `${JSON.stringify(forged)} does not choose the address`);
+        }
+        assert.equal(seen.length, 1, 'the refused requests never reach the service');
+      },
+    );
+
+    it(
+      `not_before on ${backend.name}: a token not valid yet is refused through nginx until its time comes, ` +
+        'then let through',
+      { skip: nginx === undefined ? NGINX_MISSING : false },
+      async (t) => {
+        // The service's clock of token rules: the time comes without a wait.
+        const clock = { now: Date.now() };
+        const { app, seen, base } = await stackOn(t, {}, { now: () => clock.now });
+        const admin = await mintToken(app, ['api-tokens:write', 'apps:write'], 'admin');
+        const notBefore = clock.now + 3_600_000;
+        const made = await app.inject({
           method: 'POST',
           url: '/api/v1/api-tokens',
           headers: admin.auth,
-          payload: { name: 'limited', scopes: ['apps:read'], allowed_cidrs },
+          payload: { name: 'later', scopes: ['apps:read'], not_before: new Date(notBefore).toISOString() },
         });
-        assert.equal(res.statusCode, 201, res.body);
-        return res.json<{ token: string }>().token;
-      };
-      const local = await make(['127.0.0.0/8']);
-      const elsewhere = await make(['192.0.2.0/24']);
-      seen.length = 0;
-      const ok = await fetch(`${base}/apps/1`, { headers: { authorization: `Bearer ${local}` } });
-      assert.equal(ok.status, 200);
-      for (const forged of [{ 'x-real-ip': '192.0.2.1' }, { 'x-forwarded-for': '192.0.2.1' }] as Record<
-        string,
-        string
-      >[]) {
-        const res = await fetch(`${base}/apps/1`, { headers: { authorization: `Bearer ${elsewhere}`, ...forged } });
-        assert.equal(res.status, 403, `${JSON.stringify(forged)} does not choose the address`);
-      }
-      assert.equal(seen.length, 1, 'the refused requests never reach the service');
-    },
-  );
+        assert.equal(made.statusCode, 201, made.body);
+        const later = made.json<{ id: string; token: string }>();
+        const call = () => fetch(`${base}/apps/1`, { headers: { authorization: `Bearer ${later.token}` } });
 
-  it(
-    'not_before: a token not valid yet is refused through nginx until its time comes, then let through',
-    { skip: nginx === undefined ? NGINX_MISSING : false },
-    async (t) => {
-      // The service's clock of token rules: the time comes without a wait.
-      const clock = { now: Date.now() };
-      const { app, seen, base } = await startStack(t, nginx!, {}, { now: () => clock.now });
-      const admin = await mintToken(app, ['api-tokens:write', 'apps:write'], 'admin');
-      const notBefore = clock.now + 3_600_000;
-      const made = await app.inject({
-        method: 'POST',
-        url: '/api/v1/api-tokens',
-        headers: admin.auth,
-        payload: { name: 'later', scopes: ['apps:read'], not_before: new Date(notBefore).toISOString() },
-      });
-      assert.equal(made.statusCode, 201, made.body);
-      const later = made.json<{ id: string; token: string }>();
-      const call = () => fetch(`${base}/apps/1`, { headers: { authorization: `Bearer ${later.token}` } });
-
-      seen.length = 0;
-      for (const at of [clock.now, notBefore - 1]) {
-        clock.now = at;
-        const early = await call();
-        assert.equal(early.status, 401, `${notBefore - at} ms before not_before`);
-        assert.match(early.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
-      }
-      assert.equal(seen.length, 0, 'refused before it reaches the service');
-
-      clock.now = notBefore;
-      const onTime = await call();
-      assert.equal(onTime.status, 200);
-      assert.equal(seen.length, 1);
-      assert.equal(seen[0]!.headers['x-token-id'], later.id);
-
-      // The refusals are counted against the token, by their reason.
-      await app.infracat.tokens.usage.flush();
-      const usage = await app.inject({
-        method: 'GET',
-        url: `/api/v1/api-tokens/${later.id}/usage`,
-        headers: admin.auth,
-      });
-      assert.equal(usage.statusCode, 200, usage.body);
-      const hours = usage.json<{ valid: number; refused_by_reason: { not_yet_valid?: number } }[]>();
-      assert.equal(
-        hours.reduce((n, h) => n + (h.refused_by_reason.not_yet_valid ?? 0), 0),
-        2,
-      );
-      assert.equal(
-        hours.reduce((n, h) => n + h.valid, 0),
-        1,
-      );
-    },
-  );
-
-  it(
-    `enabled: a token disabled on another instance is refused through nginx within ${PROPAGATION_BOUND_MS} ms; ` +
-      'enabled again, let through',
-    { skip: nginx === undefined ? NGINX_MISSING : false },
-    async (t) => {
-      // Two instances on one database: nginx asks one; the changes are made on the other.
-      // The first trusts a cached verification for 10 minutes, so only the change feed can
-      // explain a change it enforces within the bound.
-      const db = await backends()
-        .find((b) => b.name === 'sqlite')!
-        .fresh(t);
-      const env = { DATABASE_URL: db.url, TOKEN_CACHE_TTL_MS: '600000' };
-      const { app: gateway, seen, base } = await startStack(t, nginx!, env, { store: db.open() });
-      const { app: other } = await build(t, { store: db.open(), env });
-      const admin = await mintToken(other, ['api-tokens:write', 'apps:write'], 'admin');
-      const target = await mintToken(other, ['apps:read'], 'switched');
-      const status = async () =>
-        (await fetch(`${base}/apps/1`, { headers: { authorization: `Bearer ${target.secret}` } })).status;
-      const within = async (expected: number, what: string) => {
-        const started = performance.now();
-        for (;;) {
-          const got = await status();
-          if (got === expected) return;
-          assert.equal(got, expected === 200 ? 401 : 200, `${what}: only the old or the new answer`);
-          assert.ok(performance.now() - started < PROPAGATION_BOUND_MS, `${what} within ${PROPAGATION_BOUND_MS} ms`);
-          await new Promise((r) => setTimeout(r, 10));
+        seen.length = 0;
+        for (const at of [clock.now, notBefore - 1]) {
+          clock.now = at;
+          const early = await call();
+          assert.equal(early.status, 401, `${notBefore - at} ms before not_before`);
+          assert.match(early.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
         }
-      };
-      const patch = async (enabled: boolean) => {
-        const res = await other.inject({
-          method: 'PATCH',
-          url: `/api/v1/api-tokens/${target.id}`,
+        assert.equal(seen.length, 0, 'refused before it reaches the service');
+
+        clock.now = notBefore;
+        const onTime = await call();
+        assert.equal(onTime.status, 200);
+        assert.equal(seen.length, 1);
+        assert.equal(seen[0]!.headers['x-token-id'], later.id);
+
+        // The refusals are counted against the token, by their reason.
+        await app.infracat.tokens.usage.flush();
+        const usage = await app.inject({
+          method: 'GET',
+          url: `/api/v1/api-tokens/${later.id}/usage`,
           headers: admin.auth,
-          payload: { enabled },
         });
-        assert.equal(res.statusCode, 200, res.body);
-        assert.equal(res.json<{ enabled: boolean }>().enabled, enabled);
-      };
+        assert.equal(usage.statusCode, 200, usage.body);
+        const hours = usage.json<{ valid: number; refused_by_reason: { not_yet_valid?: number } }[]>();
+        assert.equal(
+          hours.reduce((n, h) => n + (h.refused_by_reason.not_yet_valid ?? 0), 0),
+          2,
+        );
+        assert.equal(
+          hours.reduce((n, h) => n + h.valid, 0),
+          1,
+        );
+      },
+    );
 
-      assert.equal(await status(), 200, 'verified, and cached by the instance nginx asks');
-      await patch(false);
-      await within(401, 'the disabled token refused through nginx');
-      const refused = await fetch(`${base}/apps/1`, { headers: { authorization: `Bearer ${target.secret}` } });
-      assert.match(refused.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
-      seen.length = 0;
-      for (let i = 0; i < 3; i++) assert.equal(await status(), 401, 'and stays refused');
-      assert.equal(seen.length, 0, 'refused before it reaches the service');
+    it(
+      `enabled on ${backend.name}: a token disabled on another instance is refused through nginx ` +
+        `within ${PROPAGATION_BOUND_MS} ms; enabled again, let through`,
+      { skip: nginx === undefined ? NGINX_MISSING : false },
+      async (t) => {
+        // Two instances on one database: nginx asks one; the changes are made on the other.
+        // The first trusts a cached verification for 10 minutes, so only the change feed can
+        // explain a change it enforces within the bound.
+        const env = { TOKEN_CACHE_TTL_MS: '600000' };
+        const { app: gateway, seen, base, db } = await stackOn(t, env);
+        const { app: other } = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, ...env } });
+        await changeFeedSettled(other);
+        const admin = await mintToken(other, ['api-tokens:write', 'apps:write'], 'admin');
+        const target = await mintToken(other, ['apps:read'], 'switched');
+        const status = async () =>
+          (await fetch(`${base}/apps/1`, { headers: { authorization: `Bearer ${target.secret}` } })).status;
+        const within = async (expected: number, what: string) => {
+          const started = performance.now();
+          for (;;) {
+            const got = await status();
+            if (got === expected) return;
+            assert.equal(got, expected === 200 ? 401 : 200, `${what}: only the old or the new answer`);
+            assert.ok(performance.now() - started < PROPAGATION_BOUND_MS, `${what} within ${PROPAGATION_BOUND_MS} ms`);
+            await new Promise((r) => setTimeout(r, 10));
+          }
+        };
+        const patch = async (enabled: boolean) => {
+          const res = await other.inject({
+            method: 'PATCH',
+            url: `/api/v1/api-tokens/${target.id}`,
+            headers: admin.auth,
+            payload: { enabled },
+          });
+          assert.equal(res.statusCode, 200, res.body);
+          assert.equal(res.json<{ enabled: boolean }>().enabled, enabled);
+        };
 
-      await patch(true);
-      await within(200, 'the enabled token let through nginx again');
-      assert.equal(seen.at(-1)!.headers['x-token-id'], target.id);
+        assert.equal(await status(), 200, 'verified, and cached by the instance nginx asks');
+        await patch(false);
+        await within(401, 'the disabled token refused through nginx');
+        const refused = await fetch(`${base}/apps/1`, { headers: { authorization: `Bearer ${target.secret}` } });
+        assert.match(refused.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+        seen.length = 0;
+        for (let i = 0; i < 3; i++) assert.equal(await status(), 401, 'and stays refused');
+        assert.equal(seen.length, 0, 'refused before it reaches the service');
 
-      // The instance nginx asks counted the refusals as the token's, by their reason.
-      await gateway.infracat.tokens.usage.flush();
-      const usage = await other.inject({
-        method: 'GET',
-        url: `/api/v1/api-tokens/${target.id}/usage`,
-        headers: admin.auth,
-      });
-      const hours = usage.json<{ refused_by_reason: { disabled?: number } }[]>();
-      assert.ok(hours.reduce((n, h) => n + (h.refused_by_reason.disabled ?? 0), 0) >= 4);
-    },
-  );
+        await patch(true);
+        await within(200, 'the enabled token let through nginx again');
+        assert.equal(seen.at(-1)!.headers['x-token-id'], target.id);
+
+        // The instance nginx asks counted the refusals as the token's, by their reason.
+        await gateway.infracat.tokens.usage.flush();
+        const usage = await other.inject({
+          method: 'GET',
+          url: `/api/v1/api-tokens/${target.id}/usage`,
+          headers: admin.auth,
+        });
+        const hours = usage.json<{ refused_by_reason: { disabled?: number } }[]>();
+        assert.ok(hours.reduce((n, h) => n + (h.refused_by_reason.disabled ?? 0), 0) >= 4);
+      },
+    );
+  }
 
   for (const mode of ['auto', 'nginx']) {
     it(

@@ -649,9 +649,19 @@ for (const backend of backends()) {
             'the audit trail only by the changes it records',
         );
         for (const s of scopes) assert.ok(s.description.length > 5 && !s.description.includes('\n'));
-        // api-tokens:write names everything it allows.
+        // api-tokens:write names everything it allows, the conditions included.
         const write = scopes.find((s) => s.scope === 'api-tokens:write')!.description;
-        for (const verb of [/\bcreate\b/i, /\brotate\b/i, /\brename\b/i, /\bre-scope\b/i, /\bdelete\b/i])
+        for (const verb of [
+          /\bcreate\b/i,
+          /\brotate\b/i,
+          /\brename\b/i,
+          /\bre-scope\b/i,
+          /\bdelete\b/i,
+          /\benable\b/i,
+          /\bdisable\b/i,
+          /\bnetworks\b/i,
+          /\bnot_before\b/,
+        ])
           assert.match(write, verb);
         const custom = await build(t, { env: { SCOPE_RESOURCES: 'api-tokens,apps,billing' } });
         const names = (await custom.app.inject({ method: 'GET', url: '/api/v1/scopes' }))

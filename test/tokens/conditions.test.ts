@@ -1,7 +1,8 @@
 // Token conditions (allowed_cidrs, not_before, enabled), on both backends: set on both
-// create routes and by PATCH (null clears), shown in every token object, kept by rotation,
-// audited, validated strictly, never widened by the token that sets them, and judged on
-// every path that accepts a token (the API, forward auth through each gateway's header,
+// create routes and by PATCH (null clears), shown in every token object, kept by rotation
+// (held against the previous secret in its grace period as against the new one), audited,
+// validated strictly, never widened by the token that sets them, and judged on every path
+// that accepts a token (the API, forward auth through each gateway's header,
 // introspection) before any quota is spent.
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
@@ -30,11 +31,12 @@ const hourFromNow = () => new Date(Date.now() + 3_600_000).toISOString();
 
 for (const backend of backends()) {
   describe(`token conditions on ${backend.name}`, () => {
-    async function setup(t: TestContext, env: Record<string, string> = {}) {
+    async function setup(t: TestContext, env: Record<string, string> = {}, now?: () => number) {
       const db = await backend.fresh(t);
       const built = await build(t, {
         store: db.open(),
         env: { DATABASE_URL: db.url, AUTH_FAILURE_LIMIT: '1000000', LAST_USED_FLUSH_MS: '600000', ...env },
+        ...(now !== undefined ? { now } : {}),
       });
       const admin = await mintToken(
         built.app,
@@ -252,89 +254,200 @@ for (const backend of backends()) {
       );
     });
 
-    it('no escalation: a limited token sets only networks within its own and no earlier not_before', async (t) => {
-      const { app, admin } = await setup(t);
-      const start = new Date(Date.now() - 60_000).toISOString();
-      const limitedRes = await create(app, admin.auth, {
-        name: 'limited',
-        scopes: ['api-tokens:write', 'apps:read'],
-        allowed_cidrs: ['10.0.0.0/8', '2001:db8::/32'],
-        not_before: start,
-      });
-      const limited = { ...limitedRes.json<View>(), auth: bearer(limitedRes.json<View>().token!) };
-      const as = (payload: object) =>
-        app.inject({
+    it(
+      'rotated with a grace period: the new and the previous secret alike are refused while disabled, ' +
+        'before not_before and from outside allowed_cidrs, on the API, forward auth and introspection',
+      async (t) => {
+        // The clock of token rules: not_before comes, within the grace period, without a wait.
+        const clock = { now: Date.now() };
+        const { app, admin } = await setup(t, { AUTH_CHECK_GATEWAY: 'nginx' }, () => clock.now);
+        const caller = await mintToken(app, ['api-tokens:read'], 'resource server');
+        const notBefore = clock.now + 3_600_000;
+        const res = await create(app, admin.auth, {
+          name: 'kept',
+          scopes: ['apps:read'],
+          allowed_cidrs: ['203.0.113.0/24'],
+          not_before: new Date(notBefore).toISOString(),
+          enabled: false,
+        });
+        assert.equal(res.statusCode, 201, res.body);
+        const { id, token: previous } = res.json<View>();
+        const rotated = await app.inject({
           method: 'POST',
-          url: '/api/v1/api-tokens',
+          url: `/api/v1/api-tokens/${id}/rotate`,
+          headers: admin.auth,
+          payload: { grace_period_s: 7200 },
+        });
+        assert.equal(rotated.statusCode, 200, rotated.body);
+        const secrets = { new: rotated.json<View>().token!, previous: previous! };
+        assert.notEqual(secrets.new, secrets.previous);
+
+        // Each path, from `from`: the API by the request's address, forward auth by nginx's
+        // X-Real-IP, introspection by client_address.
+        const api = (secret: string, from: string) => current(app, secret, from);
+        const check = (secret: string, from: string) =>
+          app.inject({
+            method: 'GET',
+            url: '/api/v1/auth/check',
+            headers: { ...bearer(secret), 'x-original-method': 'GET', 'x-original-uri': '/apps/1', 'x-real-ip': from },
+          });
+        const introspect = async (secret: string, from: string) =>
+          (
+            await app.inject({
+              method: 'POST',
+              url: '/api/v1/api-tokens/introspect',
+              headers: { ...caller.auth, 'content-type': 'application/x-www-form-urlencoded' },
+              payload: `token=${encodeURIComponent(secret)}&client_address=${from}`,
+            })
+          ).json<Record<string, unknown>>();
+        const refused = async (from: string, status: number, code: string, why: RegExp) => {
+          for (const [kind, secret] of Object.entries(secrets)) {
+            for (const [path, answer] of [
+              ['API', await api(secret, from)],
+              ['forward auth', await check(secret, from)],
+            ] as const) {
+              const what = `the ${kind} secret on ${path} from ${from}`;
+              assert.equal(answer.statusCode, status, `${what}: ${answer.body}`);
+              assert.equal(answer.json<Problem>().code, code, what);
+              const text = status === 401 ? String(answer.headers['www-authenticate']) : answer.json<Problem>().detail;
+              assert.match(text, why, what);
+            }
+            assert.deepEqual(await introspect(secret, from), { active: false }, `the ${kind} secret, introspected`);
+          }
+        };
+
+        await refused(INSIDE, 401, 'INVALID_TOKEN', /error="invalid_token".*disabled/);
+        const on = await patch(app, admin.auth, id, { enabled: true });
+        assert.equal(on.statusCode, 200, on.body);
+        await refused(INSIDE, 401, 'INVALID_TOKEN', /error="invalid_token".*not valid yet/);
+
+        clock.now = notBefore;
+        await refused(OUTSIDE, 403, 'TOKEN_ADDRESS_NOT_ALLOWED', new RegExp(OUTSIDE.replaceAll('.', '\\.')));
+        // Inside, on time, enabled: both secrets work on every path, so each refusal above
+        // was the condition's.
+        for (const [kind, secret] of Object.entries(secrets)) {
+          assert.equal((await api(secret, INSIDE)).statusCode, 200, `the ${kind} secret on the API`);
+          assert.equal((await check(secret, INSIDE)).statusCode, 200, `the ${kind} secret on forward auth`);
+          const active = await introspect(secret, INSIDE);
+          assert.equal(active.active, true, `the ${kind} secret, introspected`);
+          assert.deepEqual([active.token_id, active.allowed_cidrs], [id, ['203.0.113.0/24']]);
+          assert.equal(active.nbf, Math.floor(notBefore / 1000));
+        }
+      },
+    );
+
+    it(
+      'no escalation: a limited token sets, creating or editing, only networks within its own and no earlier ' +
+        'not_before',
+      async (t) => {
+        const { app, admin } = await setup(t);
+        const start = new Date(Date.now() - 60_000).toISOString();
+        const limitedRes = await create(app, admin.auth, {
+          name: 'limited',
+          scopes: ['api-tokens:write', 'apps:read'],
+          allowed_cidrs: ['10.0.0.0/8', '2001:db8::/32'],
+          not_before: start,
+        });
+        const limited = { ...limitedRes.json<View>(), auth: bearer(limitedRes.json<View>().token!) };
+        const as = (payload: object) =>
+          app.inject({
+            method: 'POST',
+            url: '/api/v1/api-tokens',
+            headers: limited.auth,
+            payload,
+            remoteAddress: '10.1.2.3',
+          });
+
+        const inherited = await as({ name: 'child', scopes: ['apps:read'] });
+        assert.equal(inherited.statusCode, 201, inherited.body);
+        assert.deepEqual(
+          [inherited.json<View>().allowed_cidrs, inherited.json<View>().not_before],
+          [['10.0.0.0/8', '2001:db8::/32'], start],
+          "left out: the creator's",
+        );
+        const narrower = await as({
+          name: 'c',
+          scopes: ['apps:read'],
+          allowed_cidrs: ['10.9.0.0/16', '2001:db8:1::/48'],
+        });
+        assert.equal(narrower.statusCode, 201, narrower.body);
+        for (const [payload, pointer] of [
+          [{ allowed_cidrs: ['10.0.0.0/7'] }, '/allowed_cidrs/0'],
+          [{ allowed_cidrs: ['10.0.0.0/8', '192.168.0.0/16'] }, '/allowed_cidrs/1'],
+          [{ allowed_cidrs: ['2001:db9::/32'] }, '/allowed_cidrs/0'],
+          [{ allowed_cidrs: null }, '/allowed_cidrs'],
+          [{ not_before: null }, '/not_before'],
+          [{ not_before: new Date(Date.parse(start) - 1000).toISOString() }, '/not_before'],
+        ] as const) {
+          const res = await as({ name: 'c', scopes: ['apps:read'], ...payload });
+          assert.equal(res.statusCode, 422, `${JSON.stringify(payload)}: ${res.body}`);
+          assert.deepEqual(
+            res.json<Problem>().errors!.map((e) => e.pointer),
+            [pointer],
+          );
+        }
+
+        // Managing: a token usable more widely is neither rotated nor edited by it.
+        const wide = await mintToken(app, ['apps:read'], 'wide');
+        const rotate = await app.inject({
+          method: 'POST',
+          url: `/api/v1/api-tokens/${wide.id}/rotate`,
           headers: limited.auth,
-          payload,
           remoteAddress: '10.1.2.3',
         });
+        assert.equal(rotate.statusCode, 403, rotate.body);
+        assert.equal(rotate.json<Problem>().code, 'CONDITIONS_NOT_HELD');
+        assert.match(rotate.json<Problem>().detail, /anywhere/);
+        const rename = await app.inject({
+          method: 'PATCH',
+          url: `/api/v1/api-tokens/${wide.id}`,
+          headers: { ...limited.auth, 'content-type': 'application/json' },
+          payload: { name: 'mine now' },
+          remoteAddress: '10.1.2.3',
+        });
+        assert.equal(rename.json<Problem>().code, 'CONDITIONS_NOT_HELD');
+        const narrow = await app.inject({
+          method: 'PATCH',
+          url: `/api/v1/api-tokens/${wide.id}`,
+          headers: { ...limited.auth, 'content-type': 'application/json' },
+          payload: { allowed_cidrs: ['10.0.0.0/24'] },
+          remoteAddress: '10.1.2.3',
+        });
+        assert.equal(narrow.statusCode, 200, 'narrowing it into its own networks is allowed');
+        const again = await app.inject({
+          method: 'POST',
+          url: `/api/v1/api-tokens/${wide.id}/rotate`,
+          headers: limited.auth,
+          remoteAddress: '10.1.2.3',
+        });
+        assert.equal(again.statusCode, 200, 'now within: rotated');
 
-      const inherited = await as({ name: 'child', scopes: ['apps:read'] });
-      assert.equal(inherited.statusCode, 201, inherited.body);
-      assert.deepEqual(
-        [inherited.json<View>().allowed_cidrs, inherited.json<View>().not_before],
-        [['10.0.0.0/8', '2001:db8::/32'], start],
-        "left out: the creator's",
-      );
-      const narrower = await as({
-        name: 'c',
-        scopes: ['apps:read'],
-        allowed_cidrs: ['10.9.0.0/16', '2001:db8:1::/48'],
-      });
-      assert.equal(narrower.statusCode, 201, narrower.body);
-      for (const [payload, pointer] of [
-        [{ allowed_cidrs: ['10.0.0.0/7'] }, '/allowed_cidrs/0'],
-        [{ allowed_cidrs: ['10.0.0.0/8', '192.168.0.0/16'] }, '/allowed_cidrs/1'],
-        [{ allowed_cidrs: ['2001:db9::/32'] }, '/allowed_cidrs/0'],
-        [{ allowed_cidrs: null }, '/allowed_cidrs'],
-        [{ not_before: null }, '/not_before'],
-        [{ not_before: new Date(Date.parse(start) - 1000).toISOString() }, '/not_before'],
-      ] as const) {
-        const res = await as({ name: 'c', scopes: ['apps:read'], ...payload });
-        assert.equal(res.statusCode, 422, `${JSON.stringify(payload)}: ${res.body}`);
-        assert.deepEqual(
-          res.json<Problem>().errors!.map((e) => e.pointer),
-          [pointer],
-        );
-      }
-
-      // Managing: a token usable more widely is neither rotated nor edited by it.
-      const wide = await mintToken(app, ['apps:read'], 'wide');
-      const rotate = await app.inject({
-        method: 'POST',
-        url: `/api/v1/api-tokens/${wide.id}/rotate`,
-        headers: limited.auth,
-        remoteAddress: '10.1.2.3',
-      });
-      assert.equal(rotate.statusCode, 403, rotate.body);
-      assert.equal(rotate.json<Problem>().code, 'CONDITIONS_NOT_HELD');
-      assert.match(rotate.json<Problem>().detail, /anywhere/);
-      const rename = await app.inject({
-        method: 'PATCH',
-        url: `/api/v1/api-tokens/${wide.id}`,
-        headers: { ...limited.auth, 'content-type': 'application/json' },
-        payload: { name: 'mine now' },
-        remoteAddress: '10.1.2.3',
-      });
-      assert.equal(rename.json<Problem>().code, 'CONDITIONS_NOT_HELD');
-      const narrow = await app.inject({
-        method: 'PATCH',
-        url: `/api/v1/api-tokens/${wide.id}`,
-        headers: { ...limited.auth, 'content-type': 'application/json' },
-        payload: { allowed_cidrs: ['10.0.0.0/24'] },
-        remoteAddress: '10.1.2.3',
-      });
-      assert.equal(narrow.statusCode, 200, 'narrowing it into its own networks is allowed');
-      const again = await app.inject({
-        method: 'POST',
-        url: `/api/v1/api-tokens/${wide.id}/rotate`,
-        headers: limited.auth,
-        remoteAddress: '10.1.2.3',
-      });
-      assert.equal(again.statusCode, 200, 'now within: rotated');
-    });
+        // Editing, as creating: not_before at or after its own, never earlier nor at once.
+        const edit = (payload: object) =>
+          app.inject({
+            method: 'PATCH',
+            url: `/api/v1/api-tokens/${wide.id}`,
+            headers: { ...limited.auth, 'content-type': 'application/json' },
+            payload,
+            remoteAddress: '10.1.2.3',
+          });
+        const same = await edit({ not_before: start });
+        assert.equal(same.statusCode, 200, same.body);
+        assert.equal(same.json<View>().not_before, start);
+        for (const not_before of [new Date(Date.parse(start) - 1000).toISOString(), null]) {
+          const earlier = await edit({ not_before });
+          assert.equal(earlier.statusCode, 422, `${not_before}: ${earlier.body}`);
+          const errors = earlier.json<Problem>().errors!;
+          assert.deepEqual(
+            errors.map((e) => e.pointer),
+            ['/not_before'],
+          );
+          assert.match(errors[0]!.detail, new RegExp(`works only from ${start.replaceAll('.', '\\.')}`));
+        }
+        const kept = await app.inject({ method: 'GET', url: `/api/v1/api-tokens/${wide.id}`, headers: admin.auth });
+        assert.equal(kept.json<View>().not_before, start, 'the refused edits changed nothing');
+      },
+    );
 
     it("the operator's POST /api/v1/accounts/{id}/api-tokens takes and shows the conditions", async (t) => {
       const { app, admin } = await setup(t);

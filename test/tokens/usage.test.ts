@@ -1,7 +1,9 @@
 // Token usage on both backends: every use of a token counted per hour (valid, refused by
 // reason) and written in batches; GET .../api-tokens/{id}/usage and its operator twin
-// (happy paths, input rules, tenancy); last_used_ip; two instances counting one token at
-// once; the metrics agreeing with the counts; pruning after TOKEN_USAGE_RETENTION_DAYS.
+// (happy paths, input rules, tenancy); last_used_ip (the request's address, nginx's
+// X-Real-IP, introspection's client_address); introspection counted; a use shown by the
+// default LAST_USED_FLUSH_MS timer; two instances counting one token at once; the metrics
+// agreeing with the counts; pruning after TOKEN_USAGE_RETENTION_DAYS.
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import type { App } from '../../src/http/types.js';
@@ -11,6 +13,7 @@ import { TEST_CONTEXT } from '../helpers/audit.js';
 import { build, mintToken, PROBLEM_TYPE } from '../helpers/app.js';
 import { backends } from '../helpers/backends.js';
 import { parseExposition, value } from '../helpers/prometheus.js';
+import { until } from '../helpers/until.js';
 
 const H = 3_600_000;
 const DAY = 24 * H;
@@ -27,6 +30,38 @@ interface Bucket {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const bearer = (secret: string) => ({ authorization: `Bearer ${secret}` });
+
+/**
+ * Polls `read`, one read at a time, until `done` holds of its answer; fails naming `what`
+ * past `deadlineMs` (a read that throws fails at once). Resolves to that answer.
+ */
+async function polled<T>(read: () => Promise<T>, done: (answer: T) => boolean, what: string, deadlineMs: number) {
+  let answer: { value: T } | undefined;
+  let failure: { error: unknown } | undefined;
+  let reading = false;
+  await until(
+    () => {
+      if (failure !== undefined) throw failure.error;
+      if (answer !== undefined && done(answer.value)) return true;
+      if (!reading) {
+        reading = true;
+        read().then(
+          (value) => {
+            answer = { value };
+            reading = false;
+          },
+          (error: unknown) => {
+            failure = { error };
+          },
+        );
+      }
+      return false;
+    },
+    what,
+    deadlineMs,
+  );
+  return answer!.value;
+}
 
 async function verifications(app: App): Promise<Record<(typeof OUTCOMES)[number], number>> {
   const e = parseExposition((await app.inject({ method: 'GET', url: '/metrics' })).body);
@@ -344,6 +379,107 @@ for (const backend of backends()) {
         assert.equal(listed.find((x) => x.id === body.id)?.last_used_ip, '203.0.113.9');
       },
     );
+
+    it('introspection with client_address: a valid use from that address, not from the caller', async (t) => {
+      const { app, admin } = await setup(t);
+      const caller = await mintToken(app, ['api-tokens:read'], 'resource server');
+      const held = await mintToken(app, ['apps:read'], 'held');
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/api-tokens/introspect',
+        headers: { ...caller.auth, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: `token=${encodeURIComponent(held.secret)}&client_address=198.51.100.23`,
+        remoteAddress: '192.0.2.50',
+      });
+      assert.equal(res.json<{ active: boolean }>().active, true, res.body);
+      const buckets = await usage(app, admin.auth, `/api/v1/api-tokens/${held.id}/usage`);
+      assert.deepEqual(
+        buckets.map((b) => [b.valid, b.refused]),
+        [[1, 0]],
+      );
+      await app.infracat.tokens.lastUsed.flush();
+      const shown = await app.inject({ method: 'GET', url: `/api/v1/api-tokens/${held.id}`, headers: admin.auth });
+      assert.equal(shown.json<{ last_used_ip: string | null }>().last_used_ip, '198.51.100.23');
+    });
+
+    it("forward auth behind nginx: last_used_ip is X-Real-IP's address, not the gateway's", async (t) => {
+      const { app, admin } = await setup(t, { AUTH_CHECK_GATEWAY: 'nginx' });
+      const held = await mintToken(app, ['apps:read'], 'held');
+      const res = await app.inject({
+        method: 'GET',
+        url: '/api/v1/auth/check',
+        headers: { ...held.auth, 'x-original-method': 'GET', 'x-original-uri': '/apps/1', 'x-real-ip': '203.0.113.77' },
+        remoteAddress: '192.0.2.50',
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      const buckets = await usage(app, admin.auth, `/api/v1/api-tokens/${held.id}/usage`);
+      assert.deepEqual(
+        buckets.map((b) => [b.valid, b.refused]),
+        [[1, 0]],
+      );
+      await app.infracat.tokens.lastUsed.flush();
+      const shown = await app.inject({ method: 'GET', url: `/api/v1/api-tokens/${held.id}`, headers: admin.auth });
+      assert.equal(shown.json<{ last_used_ip: string | null }>().last_used_ip, '203.0.113.77');
+    });
+
+    it('introspecting a disabled token: not active, and counted against it as disabled', async (t) => {
+      const { app, admin } = await setup(t);
+      const caller = await mintToken(app, ['api-tokens:read'], 'resource server');
+      const created = await app.inject({
+        method: 'POST',
+        url: '/api/v1/api-tokens',
+        headers: admin.auth,
+        payload: { name: 'off', scopes: ['api-tokens:read'], enabled: false },
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const off = created.json<{ id: string; token: string }>();
+      for (let i = 0; i < 2; i++) {
+        const res = await app.inject({
+          method: 'POST',
+          url: '/api/v1/api-tokens/introspect',
+          headers: { ...caller.auth, 'content-type': 'application/x-www-form-urlencoded' },
+          payload: `token=${encodeURIComponent(off.token)}&client_address=198.51.100.23`,
+        });
+        assert.deepEqual(res.json(), { active: false });
+      }
+      const buckets = await usage(app, admin.auth, `/api/v1/api-tokens/${off.id}/usage`);
+      assert.deepEqual(
+        buckets.map((b) => [b.valid, b.refused, b.refused_by_reason]),
+        [[0, 2, { disabled: 2 }]],
+      );
+    });
+
+    it('with the default LAST_USED_FLUSH_MS, a use shows in the usage and last_used_at without a flush', async (t) => {
+      // No LAST_USED_FLUSH_MS: the instance's own timer writes the use. No rate limit on the polling.
+      const db = await backend.fresh(t);
+      const { app, store } = await build(t, { store: db.open(), env: { DATABASE_URL: db.url, RATE_LIMIT: '0' } });
+      const admin = await mintToken(app, ['api-tokens:read'], 'admin');
+      const held = await mintToken(app, ['api-tokens:read'], 'held');
+      const used = await app.inject({ method: 'GET', url: '/api/v1/api-tokens/current', headers: held.auth });
+      assert.equal(used.statusCode, 200);
+      const read = async () => {
+        const res = await app.inject({
+          method: 'GET',
+          url: `/api/v1/api-tokens/${held.id}/usage`,
+          headers: admin.auth,
+        });
+        assert.equal(res.statusCode, 200, res.body);
+        return res.json<Bucket[]>();
+      };
+      const buckets = await polled(read, (b) => b.length > 0, 'the use in the usage, unflushed by the test', 15_000);
+      assert.deepEqual(
+        buckets.map((b) => [b.valid, b.refused]),
+        [[1, 0]],
+      );
+      // last_used_at as stored (the API shows this instance's pending use at once).
+      const stored = await polled(
+        () => store.tokens.get(OPERATOR_ACCOUNT_ID, held.id),
+        (token) => token?.lastUsedAt !== null,
+        'last_used_at stored, unflushed by the test',
+        15_000,
+      );
+      assert.equal(stored?.lastUsedIp, '127.0.0.1', "inject()'s address, written with it");
+    });
 
     it('two instances counting one token at once: the sums are exact once both have flushed', async (t) => {
       const db = await backend.fresh(t);
