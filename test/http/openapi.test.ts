@@ -1,9 +1,12 @@
 // The served OpenAPI document: valid 3.1 (checked by a real validator), complete, and
 // describing security and problem responses; the offline /docs page.
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { build, mintToken, type Built } from '../helpers/app.js';
+import { signingKey, writeKeyFile } from '../helpers/secret-scanning.js';
+import { tempDir } from '../helpers/sqlite.js';
 
 type Doc = {
   openapi: string;
@@ -141,6 +144,38 @@ describe('OpenAPI document', () => {
     assert.equal(doc.components.headers.NoStore!.required, undefined);
     assert.ok(headerOf(doc, doc.paths['/api/v1/plans']!.get!.responses['200']!, 'Vary'), 'CORS: Vary: Origin');
     assert.ok(!headerOf(doc, doc.paths['/api/v1/auth/check']!.get!.responses['200']!, 'Vary'), 'no CORS on the check');
+  });
+
+  it('refers every JSON success body to a named component (or a list of one), never an inline shape', async (t) => {
+    // Every optional endpoint on, so that each of their answers is checked too.
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const { app } = await build(t, {
+      env: { SECRET_SCANNING_KEYS_FILE: writeKeyFile(join(tmp.dir, 'keys.json'), [signingKey()]) },
+    });
+    const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
+    const named = (schema: unknown): boolean => {
+      const ref = (schema as { $ref?: unknown }).$ref;
+      return typeof ref === 'string' && ref.replace('#/components/schemas/', '') in doc.components.schemas;
+    };
+    const seen = new Set<string>();
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        for (const [status, response] of Object.entries(op.responses)) {
+          const schema = response.content?.['application/json']?.schema as { type?: string; items?: unknown };
+          if (!status.startsWith('2') || schema === undefined) continue;
+          const list = schema.type === 'array' && schema.items !== undefined && named(schema.items);
+          assert.ok(named(schema) || list, `${method} ${path} ${status}: ${JSON.stringify(schema).slice(0, 120)}`);
+          seen.add(`${method} ${path}`);
+        }
+      }
+    }
+    assert.ok(seen.has('post /api/v1/api-tokens/{id}/rotate') && seen.has('get /api/v1/api-tokens'));
+    // Both rotations answer the one declared shape.
+    for (const path of ['/api/v1/api-tokens/{id}/rotate', '/api/v1/accounts/{id}/api-tokens/{token_id}/rotate'])
+      assert.deepEqual(doc.paths[path]!.post!.responses['200']!.content!['application/json']!.schema, {
+        $ref: '#/components/schemas/ApiTokenRotated',
+      });
   });
 
   it('labels every response (never Swagger UI\'s "Default Response") and states the real limits', async (t) => {
