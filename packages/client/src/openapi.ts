@@ -11436,6 +11436,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_client",
+                     *       "error_description": "this endpoint takes no client authentication: leave out Authorization and send the infracat token as subject_token"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -11453,6 +11459,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "error_description": "request bodies are limited to 16384 bytes"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -11471,6 +11483,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "error_description": "the body must be application/x-www-form-urlencoded"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -11491,6 +11509,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error": "temporarily_unavailable",
+                     *       "error_description": "rate limit of 600 requests per 60 s reached; retry after 22 s"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -11510,6 +11534,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error": "server_error",
+                     *       "error_description": "an unexpected error occurred; quote the request_id when reporting it"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -11530,6 +11560,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error": "temporarily_unavailable",
+                     *       "error_description": "storage is unavailable (unreachable or read-only); retry shortly"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
