@@ -94,6 +94,22 @@ function problem(status: number, description: string, url: string, headers: Reco
   return { description, headers, content: { 'application/problem+json': media } };
 }
 
+/**
+ * A declared answer's whole-body examples, on its media type (a body by reference keeps no
+ * examples of its own): one as `example`, several as `examples`, each named by its `error`
+ * (the RFC 6749 code of an OAuth error) where it has one.
+ */
+function mediaExamples(examples: readonly unknown[]): Record<string, unknown> {
+  if (examples.length === 0) return {};
+  if (examples.length === 1) return { example: examples[0] };
+  const named = examples.map((value, i): [string, unknown] => {
+    const error = (value as { error?: unknown }).error;
+    return [typeof error === 'string' ? error : `example${i + 1}`, { value }];
+  });
+  if (new Set(named.map(([name]) => name)).size < named.length) throw new Error('two examples of one name');
+  return { examples: Object.fromEntries(named) };
+}
+
 interface RouteSchema {
   body?: unknown;
   querystring?: unknown;
@@ -227,23 +243,27 @@ function documentRoute(
     ...common,
   });
   const responses: Record<string, unknown> = {};
-  // Success responses: the body by reference where its shape is named, and the headers every such answer carries.
+  // The declared responses (successes, and the errors of a route that answers its own): the body
+  // by reference where its shape is named, with its examples, and the headers every such answer carries.
   for (const [status, value] of Object.entries(schema.response ?? {})) {
     const {
       headers: own = {},
       description,
+      examples,
       ...body
     } = value as {
       headers?: Record<string, unknown>;
       description?: string;
+      examples?: unknown[];
       type?: string;
     };
     const headers = headersOf(status, own);
     const label = description ?? SUCCESS_DESCRIPTIONS[status] ?? STATUS_CODES[Number(status)] ?? 'Response';
+    const media = { schema: referNamed(body, names), ...mediaExamples(examples ?? []) };
     responses[status] =
       body.type === 'null'
         ? { type: 'null', description: label, headers }
-        : { description: label, headers, content: { 'application/json': { schema: referNamed(body, names) } } };
+        : { description: label, headers, content: { 'application/json': media } };
   }
   if (route.ownErrors === true) {
     // The route declares every answer itself, its errors included (not problems): none is derived.

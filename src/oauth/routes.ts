@@ -39,9 +39,11 @@ import {
   Jwks,
   OAuthErrorSchema,
   ServerMetadata,
+  GRANT_TOKEN_EXCHANGE,
   TOKEN_TYPE_JWT,
   type ExchangeRequestBody,
   type ExchangeResponseBody,
+  type OAuthErrorCode,
 } from './schemas.js';
 
 export interface OAuthRouteOptions {
@@ -56,6 +58,12 @@ export interface OAuthRouteOptions {
 const OFF =
   'signed access tokens are off: on PostgreSQL they need JWT_SIGNING_KEY_FILES (PEM files of EC P-256 ' +
   'private keys, the same on every instance); see docs/signed-tokens.md';
+
+// The refusals the document shows as they are sent.
+const CLIENT_AUTHENTICATION =
+  'this endpoint takes no client authentication: leave out Authorization and send the infracat token as ' +
+  'subject_token';
+const FORM_ONLY = 'the body must be application/x-www-form-urlencoded';
 
 const DOCUMENT_CACHE = 'public, max-age=300';
 const DOCUMENT_HEADERS = {
@@ -164,7 +172,7 @@ export function oauthRoutes(app: App, { signed, service, auth, problems }: OAuth
     if (error instanceof OAuthRefusal) return error;
     // The only media type here is the form's (the app's answer would name JSON).
     if ((error as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
-      return new OAuthRefusal('invalid_request', 'the body must be application/x-www-form-urlencoded', 415);
+      return new OAuthRefusal('invalid_request', FORM_ONLY, 415);
     const err = classifyError(error, request, problems);
     switch (err.code) {
       // RFC 8693 section 2.2.2: a subject token that is not valid, for whatever reason.
@@ -217,17 +225,18 @@ export function oauthRoutes(app: App, { signed, service, auth, problems }: OAuth
       if (header === undefined) return done();
       const scheme = /^([A-Za-z][A-Za-z0-9._~+-]{0,19})(?: |$)/.exec(header)?.[1] ?? 'Bearer';
       done(
-        new OAuthRefusal(
-          'invalid_client',
-          'this endpoint takes no client authentication: leave out Authorization and send the infracat token as ' +
-            'subject_token',
-          401,
-          { 'www-authenticate': `${scheme} realm="infracat"` },
-        ),
+        new OAuthRefusal('invalid_client', CLIENT_AUTHENTICATION, 401, {
+          'www-authenticate': `${scheme} realm="infracat"`,
+        }),
       );
     });
 
-    const refusal = (text: string) => ({ ...OAuthErrorSchema, description: text });
+    // Each error status described, with an example body of each error it answers.
+    const refusal = (text: string, ...examples: [OAuthErrorCode, string][]) => ({
+      ...OAuthErrorSchema,
+      description: text,
+      examples: examples.map(([error, detail]) => ({ error, error_description: description(detail) })),
+    });
     api.post(
       TOKEN_PATH,
       {
@@ -257,9 +266,16 @@ export function oauthRoutes(app: App, { signed, service, auth, problems }: OAuth
                 'its allowed_cidrs (RFC 8693 section 2.2.2); `invalid_scope`: a scope unknown or not held by the ' +
                 'subject token; `invalid_target`: `resource` (not supported); `unsupported_grant_type`: another ' +
                 'grant, or signed access tokens are off (PostgreSQL without JWT_SIGNING_KEY_FILES)',
+              ['invalid_request', 'subject_token is required'],
+              ['invalid_scope', 'the subject token does not hold apps:write'],
+              ['invalid_target', 'resource indicators are not supported: name the service in audience'],
+              ['unsupported_grant_type', `the only grant_type is ${GRANT_TOKEN_EXCHANGE}`],
             ),
             401: {
-              ...refusal('`invalid_client`: the request carries Authorization (no client authentication here)'),
+              ...refusal('`invalid_client`: the request carries Authorization (no client authentication here)', [
+                'invalid_client',
+                CLIENT_AUTHENTICATION,
+              ]),
               headers: {
                 'WWW-Authenticate': responseHeader(
                   'ClientChallenge',
@@ -267,17 +283,27 @@ export function oauthRoutes(app: App, { signed, service, auth, problems }: OAuth
                 ),
               },
             },
-            413: refusal('`invalid_request`: a body over 16 KiB'),
-            415: refusal('`invalid_request`: a body that is not form-encoded UTF-8'),
+            413: refusal('`invalid_request`: a body over 16 KiB', [
+              'invalid_request',
+              'request bodies are limited to 16384 bytes',
+            ]),
+            415: refusal('`invalid_request`: a body that is not form-encoded UTF-8', ['invalid_request', FORM_ONLY]),
             429: {
               ...refusal(
                 '`temporarily_unavailable`: over the rate limit of the subject token or its account, or too many ' +
                   'failed authentications from the address',
+                ['temporarily_unavailable', 'rate limit of 600 requests per 60 s reached; retry after 22 s'],
               ),
             },
-            500: refusal('`server_error`: an unexpected error; the server log has it under the X-Request-Id'),
+            500: refusal('`server_error`: an unexpected error; the server log has it under the X-Request-Id', [
+              'server_error',
+              'an unexpected error occurred; quote the request_id when reporting it',
+            ]),
             503: {
-              ...refusal('`temporarily_unavailable`: storage unreachable or read-only, or the server is shutting down'),
+              ...refusal(
+                '`temporarily_unavailable`: storage unreachable or read-only, or the server is shutting down',
+                ['temporarily_unavailable', 'storage is unavailable (unreachable or read-only); retry shortly'],
+              ),
             },
           },
         },

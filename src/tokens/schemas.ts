@@ -355,6 +355,7 @@ export const UsageList = Type.Array(UsageBucketView, {
 export const TOKEN_SCHEMAS = {
   ApiToken: TokenView,
   ApiTokenCreated: CreatedToken,
+  ApiTokenRotated: RotatedToken,
   CurrentApiToken: CurrentTokenView,
   ApiTokenCreate: CreateTokenBody,
   ApiTokenPatch: PatchTokenBody,

@@ -1,9 +1,13 @@
 // The served OpenAPI document: valid 3.1 (checked by a real validator), complete, and
 // describing security and problem responses; the offline /docs page.
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { ERRORS, type ErrorCode } from '../../src/errors.js';
 import { build, mintToken, type Built } from '../helpers/app.js';
+import { signingKey, writeKeyFile } from '../helpers/secret-scanning.js';
+import { tempDir } from '../helpers/sqlite.js';
 
 type Doc = {
   openapi: string;
@@ -141,6 +145,130 @@ describe('OpenAPI document', () => {
     assert.equal(doc.components.headers.NoStore!.required, undefined);
     assert.ok(headerOf(doc, doc.paths['/api/v1/plans']!.get!.responses['200']!, 'Vary'), 'CORS: Vary: Origin');
     assert.ok(!headerOf(doc, doc.paths['/api/v1/auth/check']!.get!.responses['200']!, 'Vary'), 'no CORS on the check');
+  });
+
+  it('refers every JSON success body to a named component (or a list of one), never an inline shape', async (t) => {
+    // Every optional endpoint on, so that each of their answers is checked too.
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const { app } = await build(t, {
+      env: { SECRET_SCANNING_KEYS_FILE: writeKeyFile(join(tmp.dir, 'keys.json'), [signingKey()]) },
+    });
+    const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
+    const named = (schema: unknown): boolean => {
+      const ref = (schema as { $ref?: unknown }).$ref;
+      return typeof ref === 'string' && ref.replace('#/components/schemas/', '') in doc.components.schemas;
+    };
+    const seen = new Set<string>();
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        for (const [status, response] of Object.entries(op.responses)) {
+          const schema = response.content?.['application/json']?.schema as { type?: string; items?: unknown };
+          if (!status.startsWith('2') || schema === undefined) continue;
+          const list = schema.type === 'array' && schema.items !== undefined && named(schema.items);
+          assert.ok(named(schema) || list, `${method} ${path} ${status}: ${JSON.stringify(schema).slice(0, 120)}`);
+          seen.add(`${method} ${path}`);
+        }
+      }
+    }
+    assert.ok(seen.has('post /api/v1/api-tokens/{id}/rotate') && seen.has('get /api/v1/api-tokens'));
+    // Both rotations answer the one declared shape.
+    for (const path of ['/api/v1/api-tokens/{id}/rotate', '/api/v1/accounts/{id}/api-tokens/{token_id}/rotate'])
+      assert.deepEqual(doc.paths[path]!.post!.responses['200']!.content!['application/json']!.schema, {
+        $ref: '#/components/schemas/ApiTokenRotated',
+      });
+  });
+
+  it('gives every error response an example of its own status: its problem, or an OAuth error it names', async (t) => {
+    const { app } = await build(t);
+    const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
+    // Each literal of the union, as @fastify/swagger writes it (a one-value enum).
+    const oauthErrors = (
+      doc.components.schemas.OAuthError as { properties: { error: { anyOf: { enum: string[] }[] } } }
+    ).properties.error.anyOf.flatMap((e) => e.enum);
+    assert.ok(oauthErrors.includes('invalid_client') && oauthErrors.includes('temporarily_unavailable'));
+    const examplesOf = (media: { example?: unknown; examples?: Record<string, { value: unknown }> }): unknown[] =>
+      media.example !== undefined ? [media.example] : Object.values(media.examples ?? {}).map((e) => e.value);
+    const checked = { problem: 0, oauth: 0 };
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        for (const [status, response] of Object.entries(op.responses)) {
+          if (Number(status) < 400) continue;
+          const where = `${method} ${path} ${status}`;
+          const content = Object.entries(response.content ?? {});
+          assert.equal(content.length, 1, `${where}: one media type`);
+          const [type, media] = content[0]!;
+          const examples = examplesOf(media as Parameters<typeof examplesOf>[0]);
+          assert.ok(examples.length > 0, `${where}: an example`);
+          if (type === 'application/problem+json') {
+            for (const example of examples) {
+              const { status: said, code } = example as { status: number; code: ErrorCode };
+              assert.equal(said, Number(status), where);
+              assert.equal(ERRORS[code]?.status, Number(status), `${where}: ${code}`);
+            }
+            checked.problem += 1;
+            continue;
+          }
+          // The token exchange's own errors (RFC 6749 section 5.2): one example of each error
+          // the description names for this status, and none of another.
+          assert.equal(path, '/api/v1/oauth/token', `${where}: ${type}`);
+          const description = String((response as { description?: string }).description);
+          const named = [...description.matchAll(/`(\w+)`/g)].map((m) => m[1]!).filter((e) => oauthErrors.includes(e));
+          const errors = examples.map((example) => {
+            const { error, error_description, ...rest } = example as { error: string; error_description: string };
+            assert.deepEqual(rest, {}, `${where}: only error and error_description`);
+            assert.ok(error_description.length > 0, `${where}: ${error} has a description`);
+            return error;
+          });
+          assert.deepEqual(errors.sort(), [...new Set(named)].sort(), where);
+          checked.oauth += 1;
+        }
+      }
+    }
+    assert.ok(checked.problem > 100, 'the problem responses were checked');
+    assert.equal(checked.oauth, 7, 'the token exchange: 400, 401, 413, 415, 429, 500, 503');
+  });
+
+  it("the token exchange's error examples are the bodies it sends", async (t) => {
+    const { app } = await build(t);
+    const doc = (await app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<Doc>();
+    const { secret } = await mintToken(app, ['apps:read']);
+    const form = (params: Record<string, string>) =>
+      new URLSearchParams({
+        grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+        subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+        ...params,
+      }).toString();
+    const formType = { 'content-type': 'application/x-www-form-urlencoded' };
+    // A request that draws each example (429, 500 and 503 need a spent budget or a failing store:
+    // the Prism tour reaches them).
+    const draws: Record<string, { headers?: Record<string, string>; payload: string }> = {
+      '400 invalid_request': { payload: form({}) },
+      '400 invalid_scope': { payload: form({ subject_token: secret, scope: 'apps:write' }) },
+      '400 invalid_target': { payload: form({ subject_token: secret, resource: 'https://apps.example.com' }) },
+      '400 unsupported_grant_type': { payload: form({ grant_type: 'password' }) },
+      '401 invalid_client': { headers: { authorization: 'Basic eDp5' }, payload: form({ subject_token: secret }) },
+      '413 invalid_request': { payload: form({ pad: 'x'.repeat(20 * 1024) }) },
+      '415 invalid_request': { headers: { 'content-type': 'text/plain' }, payload: 'x' },
+    };
+    const responses = doc.paths['/api/v1/oauth/token']!.post!.responses;
+    for (const [key, { headers = {}, payload }] of Object.entries(draws)) {
+      const [status, error] = key.split(' ') as [string, string];
+      const media = responses[status]!.content!['application/json'] as {
+        example?: { error: string };
+        examples?: Record<string, { value: { error: string } }>;
+      };
+      const example = media.example ?? media.examples?.[error]?.value;
+      assert.equal(example?.error, error, key);
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/oauth/token',
+        headers: { ...formType, ...headers },
+        payload,
+      });
+      assert.equal(res.statusCode, Number(status), key);
+      assert.deepEqual(res.json(), example, key);
+    }
   });
 
   it('labels every response (never Swagger UI\'s "Default Response") and states the real limits', async (t) => {

@@ -1006,6 +1006,49 @@ export interface components {
             /** @description false: refused everywhere, kept */
             enabled: boolean;
         };
+        /** ApiTokenRotated */
+        ApiTokenRotated: {
+            /**
+             * @description Token id, `tok_` + ULID
+             * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
+             */
+            id: string;
+            /** @example ci deploy */
+            name: string;
+            /**
+             * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
+             * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
+             */
+            token: string;
+            /**
+             * @description `<resource>:<action>` scopes
+             * @example [
+             *       "apps:read",
+             *       "apps:write"
+             *     ]
+             */
+            scopes: string[];
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC timestamp
+             * @example 2026-11-21T19:00:00.000Z
+             */
+            created_at: string;
+            expires_at: string | null;
+            /**
+             * @description The networks the token may be used from (canonical CIDRs); null: anywhere
+             * @example [
+             *       "203.0.113.0/24"
+             *     ]
+             */
+            allowed_cidrs: string[] | null;
+            /** @description Refused before this time; null: valid at once */
+            not_before: string | null;
+            /** @description false: refused everywhere, kept */
+            enabled: boolean;
+            /** @description Until when the secret current until now keeps working (the end of the grace period, RFC 3339); null when there is no grace period: it is refused from now on */
+            previous_secret_expires_at: string | null;
+        };
         /** CurrentApiToken */
         CurrentApiToken: {
             /**
@@ -3601,48 +3644,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
-                         * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
-                         */
-                        token: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        expires_at: string | null;
-                        /**
-                         * @description The networks the token may be used from (canonical CIDRs); null: anywhere
-                         * @example [
-                         *       "203.0.113.0/24"
-                         *     ]
-                         */
-                        allowed_cidrs: string[] | null;
-                        /** @description Refused before this time; null: valid at once */
-                        not_before: string | null;
-                        /** @description false: refused everywhere, kept */
-                        enabled: boolean;
-                        /** @description Until when the secret current until now keeps working (the end of the grace period, RFC 3339); null when there is no grace period: it is refused from now on */
-                        previous_secret_expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiTokenRotated"];
                 };
             };
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
@@ -6685,48 +6687,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /**
-                         * @description Token id, `tok_` + ULID
-                         * @example tok_01JD3X5Y6Z7A8B9C0D1E2F3G4H
-                         */
-                        id: string;
-                        /** @example ci deploy */
-                        name: string;
-                        /**
-                         * @description The secret. Shown in this response only (creation, or the new secret of a rotation).
-                         * @example icat_4lTzT0rbd6mWl2Ka7dM1yQ5o8kRxJc3H0000aB
-                         */
-                        token: string;
-                        /**
-                         * @description `<resource>:<action>` scopes
-                         * @example [
-                         *       "apps:read",
-                         *       "apps:write"
-                         *     ]
-                         */
-                        scopes: string[];
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC timestamp
-                         * @example 2026-11-21T19:00:00.000Z
-                         */
-                        created_at: string;
-                        expires_at: string | null;
-                        /**
-                         * @description The networks the token may be used from (canonical CIDRs); null: anywhere
-                         * @example [
-                         *       "203.0.113.0/24"
-                         *     ]
-                         */
-                        allowed_cidrs: string[] | null;
-                        /** @description Refused before this time; null: valid at once */
-                        not_before: string | null;
-                        /** @description false: refused everywhere, kept */
-                        enabled: boolean;
-                        /** @description Until when the secret current until now keeps working (the end of the grace period, RFC 3339); null when there is no grace period: it is refused from now on */
-                        previous_secret_expires_at: string | null;
-                    };
+                    "application/json": components["schemas"]["ApiTokenRotated"];
                 };
             };
             /** @description Malformed JSON body (MALFORMED_JSON) or a forbidden key (BAD_REQUEST); Too many query parameters (INVALID_QUERY); A credential in the query string (TOKEN_IN_QUERY); a request that cannot be read as sent, such as a missing or repeated Host header (BAD_REQUEST) */
@@ -11475,6 +11436,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_client",
+                     *       "error_description": "this endpoint takes no client authentication: leave out Authorization and send the infracat token as subject_token"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -11492,6 +11459,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "error_description": "request bodies are limited to 16384 bytes"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -11510,6 +11483,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error": "invalid_request",
+                     *       "error_description": "the body must be application/x-www-form-urlencoded"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -11530,6 +11509,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error": "temporarily_unavailable",
+                     *       "error_description": "rate limit of 600 requests per 60 s reached; retry after 22 s"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -11549,6 +11534,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error": "server_error",
+                     *       "error_description": "an unexpected error occurred; quote the request_id when reporting it"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };
@@ -11569,6 +11560,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "error": "temporarily_unavailable",
+                     *       "error_description": "storage is unavailable (unreachable or read-only); retry shortly"
+                     *     }
+                     */
                     "application/json": components["schemas"]["OAuthError"];
                 };
             };

@@ -1,11 +1,14 @@
 // @infracat/client against a listening infracat (buildApp + listen): the bearer token,
-// typed answers, Link pages, problem+json as InfracatError, and waiting out a 429.
+// typed answers, Link pages, problem+json as InfracatError, and waiting out a 429 or a 503.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it, type TestContext } from 'node:test';
 import { createClient, InfracatError, nextLink, retryAfterMs, type ClientOptions } from '../src/index.js';
 import { openApiTypes } from '../../../test/client/generate.js';
+import { openDatabase } from '../../../src/storage/sqlite/driver.js';
+import { SqliteStore } from '../../../src/storage/sqlite/store.js';
 import { build, mintToken, type BuildOptions } from '../../../test/helpers/app.js';
+import { tempDir } from '../../../test/helpers/sqlite.js';
 
 /** The app listening on a free port; a counting fetch shows how many requests a call sent. */
 async function served(t: TestContext, options: BuildOptions = {}) {
@@ -158,6 +161,85 @@ describe('@infracat/client', () => {
       assert.equal(sent.length, 1);
     }
     assert.equal(error?.code, 'RATE_LIMITED');
+  });
+
+  it('waits out a 503 as Retry-After says for an idempotent call; a POST or PATCH only if opted in', async (t) => {
+    // Writes give up at once on a locked database, answering 503 STORAGE_UNAVAILABLE with
+    // Retry-After while another connection holds SQLite's write lock.
+    const tmp = tempDir();
+    t.after(() => tmp.remove());
+    const file = tmp.file();
+    const store = new SqliteStore({ path: file, busyTimeoutMs: 50 });
+    await store.migrate();
+    const { app, client } = await served(t, { store });
+    const admin = await mintToken(app, ['api-tokens:write']);
+    const { id } = await mintToken(app, ['api-tokens:read'], 'victim');
+    const holder = openDatabase(file);
+    t.after(() => holder.close());
+    const lock = () => holder.exec('BEGIN IMMEDIATE');
+
+    // Every send and its answer, timed; once `release` is set, the first 503 lets go of the lock.
+    let release = false;
+    let exchanges: { sent: number; answered: number; status: number; retryAfter: string | null }[] = [];
+    const watching: typeof fetch = async (input, init) => {
+      const sent = performance.now();
+      const res = await fetch(input, init);
+      exchanges.push({
+        sent,
+        answered: performance.now(),
+        status: res.status,
+        retryAfter: res.headers.get('retry-after'),
+      });
+      if (res.status === 503 && release && holder.inTransaction) holder.exec('COMMIT');
+      return res;
+    };
+    const api = client({ token: admin.secret, fetch: watching });
+    /** The statuses of the last call's sends, after checking that the resend waited as Retry-After said. */
+    const waited = (): number[] => {
+      const [first, second] = exchanges;
+      assert.equal(first?.status, 503);
+      assert.equal(first.retryAfter, '5');
+      if (second !== undefined)
+        assert.ok(second.sent - first.answered >= 5000 - 5, `waited ${Math.round(second.sent - first.answered)} ms`);
+      return exchanges.map((e) => e.status);
+    };
+
+    lock();
+    // Not idempotent, not opted in: the 503 comes back at once as an InfracatError.
+    exchanges = [];
+    const post = await rejected(
+      api.POST('/api/v1/api-tokens', { body: { name: 'once', scopes: ['api-tokens:read'] } }),
+    );
+    assert.equal(post.status, 503);
+    assert.equal(post.code, 'STORAGE_UNAVAILABLE');
+    assert.deepEqual(waited(), [503]);
+    exchanges = [];
+    const patch = await rejected(api.PATCH('/api/v1/api-tokens/{id}', { path: { id }, body: { name: 'renamed' } }));
+    assert.equal(patch.code, 'STORAGE_UNAVAILABLE');
+    assert.deepEqual(waited(), [503]);
+
+    // Idempotent: sent again after the wait, when the lock is gone.
+    release = true;
+    exchanges = [];
+    const deleted = await api.DELETE('/api/v1/api-tokens/{id}', { path: { id } });
+    assert.equal(deleted.response.status, 204);
+    assert.deepEqual(waited(), [503, 204]);
+
+    // A POST the caller opts in for: sent again after the wait, and made once.
+    lock();
+    exchanges = [];
+    const created = await api.POST('/api/v1/api-tokens', {
+      body: { name: 'retried', scopes: ['api-tokens:read'] },
+      retry: true,
+    });
+    assert.equal(created.response.status, 201);
+    assert.deepEqual(waited(), [503, 201]);
+    const { data: tokens } = await api.GET('/api/v1/api-tokens');
+    assert.deepEqual(
+      tokens.map((tok) => tok.name),
+      ['test', 'retried'],
+      'the refused sends made and renamed nothing; the retried one made its token once',
+    );
   });
 
   it('refuses to follow a next link to another origin with the token', async (t) => {
