@@ -7,8 +7,9 @@
 //    token's limit applies). A client sends GET /api/v1/plans with its token at 3 times its
 //    limit, paced evenly (each request after the one before was answered), from this
 //    process with fetch (keep-alive, a connection per instance), for LIMITS_WINDOWS whole
-//    windows of its key; the 200s of each window are counted against the limit. Two
-//    clients per fleet: pinned to one instance, and spread round robin over all of them.
+//    windows of its key; the 200s of each window are counted against the limit. Three
+//    clients per fleet: pinned to one instance, spread round robin over all of them, and
+//    moving to the next instance every 40 requests (a balancer moving its connection).
 //    Reported: admitted / limit, min-max over the windows (goal 0.9x-1.2x).
 // 2. Cost: the server's CPU time per request (user + system, from /proc: lib/load.ts) of a
 //    token GET /api/v1/plans (limits raised: nothing refused) driven by wrk pinned to CPU 1
@@ -127,7 +128,7 @@ async function windows(key: string, pick: (i: number) => Instance, auth: { autho
 
 interface Accuracy {
   instances: number;
-  client: 'pinned' | 'spread';
+  client: 'pinned' | 'spread' | 'moving';
   /** admitted / limit of each window. */
   ratios: number[];
   min: number;
@@ -157,6 +158,7 @@ async function accuracy(databaseUrl: string, all: Instance[]): Promise<Accuracy[
     const clients = {
       pinned: (_i: number) => fleet[0]!,
       spread: (i: number) => fleet[i % n]!,
+      moving: (i: number) => fleet[Math.floor(i / 40) % n]!,
     };
     for (const [client, pick] of Object.entries(clients) as [Accuracy['client'], (i: number) => Instance][]) {
       const tok = token(databaseUrl, `${client}-${n}`);
@@ -268,11 +270,11 @@ try {
     `Limit accuracy (RATE_LIMIT=${LIMIT}, RATE_LIMIT_WINDOW_S=${WINDOW_S}, RATE_LIMIT_ACCOUNT=0; ` +
       `a client sending 3 × its limit; admitted / limit over ${WINDOWS} whole windows, min-max):`,
     '',
-    '| Instances | Pinned to one | Spread round robin |',
-    '| --- | --- | --- |',
+    '| Instances | Pinned to one | Spread round robin | Moving every 40 requests |',
+    '| --- | --- | --- | --- |',
     ...SIZES.map((n) => {
       const of = (client: string) => acc.find((r) => r.instances === n && r.client === client)!;
-      return `| ${n} | ${band(of('pinned'))} | ${band(of('spread'))} |`;
+      return `| ${n} | ${band(of('pinned'))} | ${band(of('spread'))} | ${band(of('moving'))} |`;
     }),
     '',
     `CPU per request, token GET /api/v1/plans${c.pinned ? ' (server on CPU 0, wrk on CPU 1)' : ''}, ` +
