@@ -242,8 +242,8 @@ export const SettingsSchema = Type.Object({
       default: 30,
       description:
         'How long an expired token stays listed (so its owner can see that it expired) before it is ' +
-        'purged, in days; 0 purges at expiry. Purged in the background, at start (which does not wait ' +
-        'for it) and hourly.',
+        'purged, in days; 0 purges at expiry. Purged in the background, once the instance listens (a ' +
+        'start never waits for it) and hourly.',
     }),
   ),
   auditRetentionDays: setting(
@@ -253,8 +253,8 @@ export const SettingsSchema = Type.Object({
       maximum: 36_500,
       default: 365,
       description:
-        'How long audit events are kept, in days; older ones are deleted in the background, at start ' +
-        '(which does not wait for it) and hourly. 0 keeps them forever.',
+        'How long audit events are kept, in days; older ones are deleted in the background, once the ' +
+        'instance listens (a start never waits for it) and hourly. 0 keeps them forever.',
     }),
   ),
   tokenUsageRetentionDays: setting(
@@ -265,7 +265,7 @@ export const SettingsSchema = Type.Object({
       default: 90,
       description:
         "How long each token's hourly usage counts are kept, in days; older hours are deleted in the " +
-        'background, at start (which does not wait for it) and hourly.',
+        'background, once the instance listens (a start never waits for it) and hourly.',
     }),
   ),
   tokenCacheTtlMs: setting(
@@ -686,7 +686,7 @@ export const SettingsSchema = Type.Object({
       default: 30,
       description:
         "How long each webhook's delivery log (one row per attempt) is kept, in days; older attempts are " +
-        'deleted in the background, at start (which does not wait for it) and hourly.',
+        'deleted in the background, once the instance listens (a start never waits for it) and hourly.',
     }),
   ),
   corsOrigins: setting(
