@@ -285,14 +285,14 @@ export const SettingsSchema = Type.Object({
     Type.Integer({
       minimum: 1,
       // One entry per token in active use suffices. The bound keeps a full cache within a
-      // 256 MiB heap budget: an entry takes about 800 bytes (a token of two scopes and a short
-      // name) up to 1.3 KB (a 100-character name, 12 scopes, a second secret), measured by
-      // scripts/cache-memory.ts; 200,000 of the largest are 248 MiB.
+      // 256 MiB heap budget: an entry takes about 810 bytes (a token of two scopes and a short
+      // name) up to 1,340 bytes (a 100-character name, 12 scopes, a second secret), measured by
+      // scripts/cache-memory.ts; 200,000 of the largest are 255 MiB.
       maximum: 200_000,
       default: 10000,
       description:
         'Most tokens held in the verification cache (least recently used go first). An entry takes about ' +
-        '800 bytes of memory (up to 1.3 KB for a token of many scopes and a long name), so the maximum, ' +
+        '810 bytes of memory (up to 1.34 KB for a token of many scopes and a long name), so the maximum, ' +
         '200000, stays within 256 MiB.',
     }),
   ),
