@@ -4,16 +4,20 @@
 // the built server, pinned to CPU 0, answers wrk pinned to CPU 1 (scripts/lib/load.ts) for
 // each endpoint; an endpoint slower than 100 ms a request is timed over 20 requests in turn
 // instead. Verification with a cold cache presents tokens never presented before, each once,
-// in turn. Then the catalog lists at each catalog size (SCALE_CATALOG_SIZES plans).
+// in turn. Then the catalog lists at each catalog size (SCALE_CATALOG_SIZES plans), and
+// the time to apply a catalog of 20,000 plans, 1,000 images and 50 regions through the
+// API (diff, then PUT) and through `infracat catalog apply`, on a database of its own.
 // BENCHMARKS.md says what it reports and the goals; it prints PASS/FAIL for each and
 // exits 0 unless something errored (a non-2xx answer included).
 //
+//   SCALE_STEPS=rows,catalog,apply          what to run: the sizes, the catalog lists, the applies
 //   SCALE_SIZES=1000,10000,100000,1000000   rows of each kind per size
 //   SCALE_BACKENDS=sqlite,postgres
 //   SCALE_CATALOG_SIZES=100,1000,10000      plans per catalog
 //   SCALE_SECONDS=3  SCALE_CONNECTIONS=8    each wrk run
 //   SCALE_STARTS=3                          starts of each kind per size (medians)
 //   SCALE_COLD_CHECKS=500                   verifications with a cold cache per size
+//   SCALE_APPLY_ROUNDS=3                    applies of the large catalog, each way
 //   SCALE_JSON=FILE                         every figure, as JSON
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,14 +28,18 @@ import pg from 'pg';
 import { planSlug } from '../src/catalog/model.js';
 import { encodeCursor } from '../src/tokens/query.js';
 import { startEmbeddedPostgres } from '../test/helpers/embedded-pg.js';
+import { largeCatalog } from '../test/helpers/large-catalog.js';
 import { NoAnswerError, runCli, startInfracat, stopServer } from './lib/builds.js';
 import { canPin, drive, ensureWrk, median, rssMb } from './lib/load.js';
 import {
+  applyTable,
   catalogTable,
   cell,
   goals,
   markdown,
+  ms,
   sizeTable,
+  type ApplyResult,
   type BackendResult,
   type CatalogResult,
   type Endpoint,
@@ -58,13 +66,20 @@ const counts = (name: string, fallback: string): number[] =>
     })
     .sort((a, b) => a - b);
 
-const SIZES = counts('SCALE_SIZES', '1000,10000,100000,1000000');
+const STEPS = list('SCALE_STEPS', 'rows,catalog,apply');
+for (const step of STEPS)
+  if (!['rows', 'catalog', 'apply'].includes(step))
+    throw new Error(`SCALE_STEPS: unknown step ${step} (rows, catalog, apply)`);
+const SIZES = STEPS.includes('rows') ? counts('SCALE_SIZES', '1000,10000,100000,1000000') : [];
 const BACKENDS = list('SCALE_BACKENDS', 'sqlite,postgres');
 const CATALOG_SIZES = counts('SCALE_CATALOG_SIZES', '100,1000,10000');
 const SECONDS = Number(process.env.SCALE_SECONDS ?? 3);
 const CONNECTIONS = Number(process.env.SCALE_CONNECTIONS ?? 8);
 const STARTS = Number(process.env.SCALE_STARTS ?? 3);
 const COLD_CHECKS = Number(process.env.SCALE_COLD_CHECKS ?? 500);
+const APPLY_ROUNDS = Number(process.env.SCALE_APPLY_ROUNDS ?? 3);
+/** The catalog the apply step times: the one test/catalog/scale.test.ts and test/cli/catalog.test.ts apply. */
+const APPLY_SCALE = { plans: 20_000, images: 1_000, regions: 50 };
 
 /** Set on every server and CLI run, so the seed's secrets and expiries match what the server reads. */
 const PREFIX = 'icat';
@@ -95,7 +110,7 @@ interface Request {
 }
 interface Backend {
   name: string;
-  urls: { main: string; empty: string; backlog: string };
+  urls: { main: string; empty: string; backlog: string; apply: string };
   auth: Record<string, string>;
   layout: ScaleLayout;
   /** The next free index of the backlog database's tokens. */
@@ -457,6 +472,73 @@ async function catalogFigures(b: Backend): Promise<Map<number, CatalogResult>> {
   return out;
 }
 
+/** Throws unless `res` is a 2xx; reads its body to the end. */
+async function expectOk(what: string, res: Response): Promise<void> {
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${what}: ${res.status} ${problemText(text)}`);
+}
+
+/**
+ * The large catalog applied APPLY_ROUNDS times through the API (POST /api/v1/catalog/diff,
+ * then PUT, timed from the first byte sent to the last received), then APPLY_ROUNDS times
+ * through `infracat catalog apply` (spawn to exit), on the backend's apply database. Each
+ * apply alternates between the document and the same with every plan's price changed, so
+ * each one writes a new version (the first replaces the shipped catalog).
+ */
+async function applyFigures(b: Backend): Promise<ApplyResult> {
+  const a = largeCatalog(APPLY_SCALE).document;
+  const changed = { ...a, plans: a.plans.map((p) => ({ ...p, price_monthly: (p.price_monthly as number) + 1 })) };
+  const bodies = [a, changed].map((d) => JSON.stringify(d));
+  const files = bodies.map((body, i) => {
+    const file = path.join(dir, `apply-${b.name}-${i}.json`);
+    writeFileSync(file, body);
+    return file;
+  });
+  const created = runCli(
+    CLI,
+    b.urls.apply,
+    ['tokens', 'create', '--name', 'bench-apply', '--all-scopes', '--json'],
+    SERVER_ENV,
+  );
+  const auth = { authorization: `Bearer ${(JSON.parse(created) as { token: string }).token}` };
+  const api: ApplyResult['api'] = [];
+  const server = await startServer(b.urls.apply);
+  try {
+    for (let i = 0; i < APPLY_ROUNDS; i++) {
+      const body = bodies[i % 2]!;
+      const headers = { ...auth, 'content-type': 'application/json' };
+      const t0 = performance.now();
+      await expectOk(
+        'POST /api/v1/catalog/diff',
+        await fetch(`${server.url}/api/v1/catalog/diff`, { method: 'POST', headers, body }),
+      );
+      const t1 = performance.now();
+      await expectOk(
+        'PUT /api/v1/catalog',
+        await fetch(`${server.url}/api/v1/catalog?allow_removals=true`, {
+          method: 'PUT',
+          headers: { ...headers, 'if-match': '*' },
+          body,
+        }),
+      );
+      api.push({ diffMs: t1 - t0, putMs: performance.now() - t1 });
+      process.stdout.write(`    API round ${i + 1}: diff ${ms(t1 - t0)}, PUT ${ms(api.at(-1)!.putMs)}\n`);
+    }
+  } finally {
+    await stop(server);
+  }
+  const cliMs: number[] = [];
+  for (let i = 0; i < APPLY_ROUNDS; i++) {
+    // The other document than the one applied last.
+    const file = files[(APPLY_ROUNDS + i) % 2]!;
+    const t0 = performance.now();
+    runCli(CLI, b.urls.apply, ['catalog', 'apply', file, '--allow-removals'], SERVER_ENV);
+    cliMs.push(performance.now() - t0);
+    process.stdout.write(`    CLI round ${i + 1}: ${ms(cliMs.at(-1)!)}\n`);
+  }
+  return { entries: APPLY_SCALE, bytes: Buffer.byteLength(bodies[0]!), api, cliMs };
+}
+
 /** `url` with its database name replaced. */
 const onDatabase = (url: string, name: string): string => {
   const u = new URL(url);
@@ -464,19 +546,22 @@ const onDatabase = (url: string, name: string): string => {
   return u.toString();
 };
 
-/** The backend's three databases (measured, empty, backlog), not yet migrated, and how to let go of them. */
+/** The backend's databases (measured, empty, backlog, apply), not yet migrated, and how to let go of them. */
 async function databases(name: string): Promise<{ urls: Backend['urls']; close: () => Promise<void> }> {
   if (name === 'sqlite') {
     mkdirSync(path.join(dir, name));
     const file = (db: string) => `sqlite:${path.join(dir, name, `${db}.sqlite`)}`;
-    return { urls: { main: file('main'), empty: file('empty'), backlog: file('backlog') }, close: async () => {} };
+    return {
+      urls: { main: file('main'), empty: file('empty'), backlog: file('backlog'), apply: file('apply') },
+      close: async () => {},
+    };
   }
   if (name !== 'postgres') throw new Error(`unknown backend ${name} (SCALE_BACKENDS: sqlite, postgres)`);
   const server = await startEmbeddedPostgres();
   try {
     const client = new pg.Client({ connectionString: server.url });
     await client.connect();
-    for (const db of ['scale_empty', 'scale_backlog']) await client.query(`CREATE DATABASE ${db}`);
+    for (const db of ['scale_empty', 'scale_backlog', 'scale_apply']) await client.query(`CREATE DATABASE ${db}`);
     await client.end();
   } catch (err) {
     await server.destroy();
@@ -486,24 +571,30 @@ async function databases(name: string): Promise<{ urls: Backend['urls']; close: 
     main: server.url,
     empty: onDatabase(server.url, 'scale_empty'),
     backlog: onDatabase(server.url, 'scale_backlog'),
+    apply: onDatabase(server.url, 'scale_apply'),
   };
   return { urls, close: () => server.destroy() };
 }
 
-/** The backend's databases migrated and started once (which applies the shipped catalog), and the bench's token. */
+/**
+ * The databases SCALE_STEPS use migrated and started once (which applies the shipped
+ * catalog), and the bench's token on the measured one.
+ */
 async function prepare(name: string): Promise<Backend> {
   const { urls, close } = await databases(name);
+  const used: (keyof Backend['urls'])[] = [
+    ...(STEPS.includes('rows') || STEPS.includes('catalog') ? (['main'] as const) : []),
+    ...(STEPS.includes('rows') ? (['empty', 'backlog'] as const) : []),
+    ...(STEPS.includes('apply') ? (['apply'] as const) : []),
+  ];
   try {
-    for (const url of Object.values(urls)) {
+    for (const url of used.map((k) => urls[k])) {
       runCli(CLI, url, ['migrate'], SERVER_ENV);
       await stop(await startServer(url)); // not a start measured: the first one applies the catalog
     }
-    const created = runCli(
-      CLI,
-      urls.main,
-      ['tokens', 'create', '--name', 'bench-scale', '--all-scopes', '--json'],
-      SERVER_ENV,
-    );
+    const created = used.includes('main')
+      ? runCli(CLI, urls.main, ['tokens', 'create', '--name', 'bench-scale', '--all-scopes', '--json'], SERVER_ENV)
+      : '{"token":""}';
     const { token } = JSON.parse(created) as { token: string };
     const layout = new ScaleLayout(Date.now(), PREFIX);
     return { name, urls, auth: { authorization: `Bearer ${token}` }, layout, backlogNext: 0, close };
@@ -529,7 +620,12 @@ async function runBackend(name: string): Promise<BackendResult> {
       const starts = await startTimes(b, size);
       result.sizes.set(size, { seedSeconds, ...measured, ...starts });
     }
-    result.catalog = await catalogFigures(b);
+    if (STEPS.includes('catalog')) result.catalog = await catalogFigures(b);
+    if (STEPS.includes('apply')) {
+      const { plans: p, images: i, regions: r } = APPLY_SCALE;
+      process.stdout.write(`  ${name}: applying ${p} plans, ${i} images, ${r} regions\n`);
+      result.apply = await applyFigures(b);
+    }
   } finally {
     await b.close();
   }
@@ -539,7 +635,12 @@ async function runBackend(name: string): Promise<BackendResult> {
 function report(results: BackendResult[], machine: string, method: string): Goal[] {
   const all: Goal[] = [];
   for (const r of results) {
-    process.stdout.write(`\n### ${r.name}\n\n${sizeTable(r, ENDPOINTS)}\n\n${catalogTable(r)}\n`);
+    const tables = [
+      ...(r.sizes.size > 0 ? [sizeTable(r, ENDPOINTS)] : []),
+      ...(r.catalog.size > 0 ? [catalogTable(r)] : []),
+      ...(r.apply !== undefined ? [applyTable(r.apply)] : []),
+    ];
+    process.stdout.write(`\n### ${r.name}\n\n${tables.join('\n\n')}\n`);
     all.push(...goals(r, ENDPOINTS));
   }
   const verdict = (g: Goal) => (g.pass === null ? 'n/a' : g.pass ? 'PASS' : 'FAIL');
@@ -554,8 +655,9 @@ function report(results: BackendResult[], machine: string, method: string): Goal
       name: r.name,
       sizes: Object.fromEntries(r.sizes),
       catalog: Object.fromEntries(r.catalog),
+      apply: r.apply,
     }));
-    const settings = { SIZES, CATALOG_SIZES, SECONDS, CONNECTIONS, STARTS, COLD_CHECKS };
+    const settings = { STEPS, SIZES, CATALOG_SIZES, SECONDS, CONNECTIONS, STARTS, COLD_CHECKS, APPLY_ROUNDS };
     writeFileSync(out, JSON.stringify({ machine, method, settings, backends, goals: all }, null, 2));
     process.stdout.write(`\nwrote ${out}\n`);
   }

@@ -242,8 +242,8 @@ export const SettingsSchema = Type.Object({
       default: 30,
       description:
         'How long an expired token stays listed (so its owner can see that it expired) before it is ' +
-        'purged, in days; 0 purges at expiry. Purged in the background, at start (which does not wait ' +
-        'for it) and hourly.',
+        'purged, in days; 0 purges at expiry. Purged in the background, once the instance listens (a ' +
+        'start never waits for it) and hourly.',
     }),
   ),
   auditRetentionDays: setting(
@@ -253,8 +253,8 @@ export const SettingsSchema = Type.Object({
       maximum: 36_500,
       default: 365,
       description:
-        'How long audit events are kept, in days; older ones are deleted in the background, at start ' +
-        '(which does not wait for it) and hourly. 0 keeps them forever.',
+        'How long audit events are kept, in days; older ones are deleted in the background, once the ' +
+        'instance listens (a start never waits for it) and hourly. 0 keeps them forever.',
     }),
   ),
   tokenUsageRetentionDays: setting(
@@ -265,7 +265,7 @@ export const SettingsSchema = Type.Object({
       default: 90,
       description:
         "How long each token's hourly usage counts are kept, in days; older hours are deleted in the " +
-        'background, at start (which does not wait for it) and hourly.',
+        'background, once the instance listens (a start never waits for it) and hourly.',
     }),
   ),
   tokenCacheTtlMs: setting(
@@ -285,14 +285,14 @@ export const SettingsSchema = Type.Object({
     Type.Integer({
       minimum: 1,
       // One entry per token in active use suffices. The bound keeps a full cache within a
-      // 256 MiB heap budget: an entry takes about 800 bytes (a token of two scopes and a short
-      // name) up to 1.3 KB (a 100-character name, 12 scopes, a second secret), measured by
-      // scripts/cache-memory.ts; 200,000 of the largest are 248 MiB.
+      // 256 MiB heap budget: an entry takes about 810 bytes (a token of two scopes and a short
+      // name) up to 1,340 bytes (a 100-character name, 12 scopes, a second secret), measured by
+      // scripts/cache-memory.ts; 200,000 of the largest are 255 MiB.
       maximum: 200_000,
       default: 10000,
       description:
         'Most tokens held in the verification cache (least recently used go first). An entry takes about ' +
-        '800 bytes of memory (up to 1.3 KB for a token of many scopes and a long name), so the maximum, ' +
+        '810 bytes of memory (up to 1.34 KB for a token of many scopes and a long name), so the maximum, ' +
         '200000, stays within 256 MiB.',
     }),
   ),
@@ -686,7 +686,7 @@ export const SettingsSchema = Type.Object({
       default: 30,
       description:
         "How long each webhook's delivery log (one row per attempt) is kept, in days; older attempts are " +
-        'deleted in the background, at start (which does not wait for it) and hourly.',
+        'deleted in the background, once the instance listens (a start never waits for it) and hourly.',
     }),
   ),
   corsOrigins: setting(

@@ -48,6 +48,14 @@ export const lifecycle = fp<LifecycleOptions, RawServerDefault, TypeBoxTypeProvi
     // tested through inject()) is no instance. startServer() awaits the same first heartbeat
     // before it says it is listening (src/server.ts); onClose deregisters.
     app.addHook('onListen', async () => {
+      // The purges' first runs, not awaited, once the instance serves: a start never waits
+      // for them, and a backlog (a million expired tokens) is worked off while requests are
+      // served, each batch on a later turn of the event loop (src/periodic.ts). An app that
+      // never listens (one tested through inject()) purges only when asked (run()).
+      purger.start();
+      auditPruner.start();
+      usagePruner.start();
+      deliveryPruner.start();
       // Deliveries and expiry notices are an instance's work too: each one that serves
       // takes its share (claims are exclusive; a notice is sent once).
       webhooks.worker.start();
@@ -59,13 +67,6 @@ export const lifecycle = fp<LifecycleOptions, RawServerDefault, TypeBoxTypeProvi
     app.addHook('onReady', async () => {
       tokens.lastUsed.start();
       tokens.usage.start();
-      // The purges' first runs, not awaited: a start never waits for them. Each batch waits
-      // for a later turn of the event loop (src/periodic.ts): the start goes on to listen
-      // meanwhile, and a backlog is worked off while requests are served.
-      purger.start();
-      auditPruner.start();
-      usagePruner.start();
-      deliveryPruner.start();
       // First start of an empty database gets the shipped catalog; then load what is live.
       // If storage is down now, catalogs start empty and fill in at the next refresh.
       try {

@@ -1,6 +1,7 @@
 // Background purges: a job that deletes what has outlived its retention (expired tokens
-// after TOKEN_EXPIRED_RETENTION_DAYS, audit events after AUDIT_RETENTION_DAYS), run at
-// start and then every interval, off the request path, so the tables stop growing.
+// after TOKEN_EXPIRED_RETENTION_DAYS, audit events after AUDIT_RETENTION_DAYS), run once
+// the instance listens and then every interval, off the request path, so the tables stop
+// growing.
 // Several instances purging at once is harmless (the same idempotent DELETEs); a failed
 // run is retried at the next tick. A run is short batches (inBatches), each an index range
 // (test/storage/query-plans.test.ts), with a turn of the event loop before each: a backlog
@@ -11,8 +12,8 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
  * Runs `batch` (which deletes at most `size` rows and resolves to how many) until one
  * deletes fewer than `size`; resolves to the total. Each batch waits for a later turn of
  * the event loop: on SQLite a batch is synchronous work, and batches chained by promises
- * alone would run back to back before any I/O, so a run started at start would hold the
- * listen until the whole backlog was gone. Between batches, connections are accepted,
+ * alone would run back to back before any I/O, so a run would hold every request (and the
+ * first health check) until the whole backlog was gone. Between batches, connections are accepted,
  * requests answered and timers fired.
  */
 export async function inBatches(size: number, batch: () => Promise<number>): Promise<number> {

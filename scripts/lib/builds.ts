@@ -121,7 +121,10 @@ export function runCli(cliPath: string, databaseUrl: string, args: string[], env
   const r = spawnSync(process.execPath, [cliPath, ...args], {
     env: { ...process.env, ...env, DATABASE_URL: databaseUrl },
     encoding: 'utf8',
+    // The diff of a large catalog apply runs to megabytes (the default 1 MiB would kill it).
+    maxBuffer: 256 * 2 ** 20,
   });
-  if (r.status !== 0) throw new Error(`infracat ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
+  if (r.status !== 0)
+    throw new Error(`infracat ${args.join(' ')} exited ${r.status ?? r.signal}: ${r.error?.message ?? ''} ${r.stderr}`);
   return r.stdout;
 }

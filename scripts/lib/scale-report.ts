@@ -36,11 +36,26 @@ export interface SizeResult {
 
 export type CatalogResult = { plans: Figure; region: Figure } | { refused: string };
 
+/** One large catalog applied in turn, alternating with a variant that changes every plan. */
+export interface ApplyResult {
+  entries: { plans: number; images: number; regions: number };
+  /** The document's JSON, bytes. */
+  bytes: number;
+  /** Over the API, each round: POST /api/v1/catalog/diff, then PUT /api/v1/catalog, ms. */
+  api: { diffMs: number; putMs: number }[];
+  /** `infracat catalog apply FILE`, spawn to exit, each round, ms. */
+  cliMs: number[];
+}
+
 export interface BackendResult {
   name: string;
   sizes: Map<number, SizeResult>;
   catalog: Map<number, CatalogResult>;
+  apply?: ApplyResult;
 }
+
+/** What an apply of the large catalog must take at most, through the API (diff and PUT) or the CLI. */
+export const APPLY_GOAL_MS = 2000;
 
 export interface Endpoint {
   key: string;
@@ -162,8 +177,54 @@ export function catalogTable(r: BackendResult): string {
   return markdown(rows);
 }
 
-/** The goals of the scale bench, judged for one backend. */
+const sortedMs = (xs: number[]) => [...xs].sort((a, b) => a - b);
+const medianMs = (xs: number[]) => sortedMs(xs)[Math.floor((xs.length - 1) / 2)]!;
+
+/** The large catalog's applies: each round's time, the median and the slowest. */
+export function applyTable(a: ApplyResult): string {
+  const total = a.api.map((x) => x.diffMs + x.putMs);
+  const rows = [
+    [
+      `apply of ${a.entries.plans} plans, ${a.entries.images} images, ${a.entries.regions} regions ` +
+        `(${(a.bytes / 2 ** 20).toFixed(1)} MiB)`,
+      'each round',
+      'median',
+      'slowest',
+    ],
+    ['API: diff + PUT', total.map(ms).join(', '), ms(medianMs(total)), ms(Math.max(...total))],
+    [
+      'of which the diff',
+      a.api.map((x) => ms(x.diffMs)).join(', '),
+      ms(medianMs(a.api.map((x) => x.diffMs))),
+      ms(Math.max(...a.api.map((x) => x.diffMs))),
+    ],
+    ['`infracat catalog apply`', a.cliMs.map(ms).join(', '), ms(medianMs(a.cliMs)), ms(Math.max(...a.cliMs))],
+  ];
+  return markdown(rows);
+}
+
+/** The goals of the scale bench, judged for one backend: those of the parts it measured. */
 export function goals(r: BackendResult, endpoints: readonly Endpoint[]): Goal[] {
+  const out: Goal[] = [];
+  if (r.sizes.size > 0) out.push(...sizeGoals(r, endpoints));
+  if (r.catalog.size > 0) out.push(catalogGoal(r));
+  if (r.apply !== undefined) {
+    const { api, cliMs } = r.apply;
+    const total = api.map((x) => x.diffMs + x.putMs);
+    const slowest = Math.max(...total, ...cliMs);
+    out.push({
+      backend: r.name,
+      goal: `the ${r.apply.entries.plans}-plan catalog applies in under ${APPLY_GOAL_MS / 1000} s, every round`,
+      pass: slowest < APPLY_GOAL_MS,
+      detail:
+        `API diff + PUT ${ms(medianMs(total))} (slowest ${ms(Math.max(...total))}); ` +
+        `CLI ${ms(medianMs(cliMs))} (slowest ${ms(Math.max(...cliMs))})`,
+    });
+  }
+  return out;
+}
+
+function sizeGoals(r: BackendResult, endpoints: readonly Endpoint[]): Goal[] {
   const sizes = [...r.sizes.keys()];
   const [lo, hi] = [sizes[0]!, sizes.at(-1)!];
   const first = r.sizes.get(lo)!;
@@ -200,14 +261,16 @@ export function goals(r: BackendResult, endpoints: readonly Endpoint[]): Goal[] 
     pass: start <= 2,
     detail: `x${start.toFixed(2)} (${ms(last.backlogStartMs)} against ${ms(last.emptyStartMs)})`,
   });
+  return out;
+}
 
+function catalogGoal(r: BackendResult): Goal {
   const applied = [...r.catalog].flatMap(([n, c]) => ('refused' in c ? [] : [{ n, x: c.region.rps / c.plans.rps }]));
   const refused = [...r.catalog].filter(([, c]) => 'refused' in c).map(([n]) => `${sizeLabel(n)} plans refused`);
-  out.push({
+  return {
     backend: r.name,
     goal: '?region= at least half the rate of the unfiltered plan list',
     pass: applied.length === 0 ? null : applied.every(({ x }) => x >= 0.5),
     detail: [...applied.map(({ n, x }) => `${sizeLabel(n)} plans: x${x.toFixed(2)}`), ...refused].join('; '),
-  });
-  return out;
+  };
 }

@@ -81,13 +81,9 @@ export async function build(t: TestContext, options: BuildOptions = {}): Promise
       done();
     });
   }
+  // Ready, never listening: the background purges start only once an app listens
+  // (src/lifecycle.ts), so a test runs them when it means to (run(), or listen()).
   await app.ready();
-  // The start's first purges run after it, not awaited (src/lifecycle.ts): a test begins once
-  // they are done, so the storage work it counts or sees is its own.
-  await app.infracat.purger.idle();
-  await app.infracat.auditPruner.idle();
-  await app.infracat.usagePruner.idle();
-  await app.infracat.deliveryPruner.idle();
   t.after(async () => {
     await app.close();
     tmp.remove();

@@ -1,5 +1,6 @@
 // The store's statements are index-served on both backends: the exact statements the store
-// runs (every entry of its SQL catalog, auditListQuery, accountListQuery), planned by each
+// runs (every entry of its SQL catalog, and those built per call: auditListQuery,
+// accountListQuery, touchQuery, usageQuery, rateCountsQuery), planned by each
 // engine over a few thousand rows. SQLite as a deployed database has it (no statistics) and after ANALYZE; PostgreSQL
 // after ANALYZE, with its planner free to choose (sequential scans allowed). Every
 // combination of the audit trail's filters must walk an index that ends in id (filter,
@@ -12,6 +13,7 @@ import { describe, it } from 'node:test';
 import {
   accountListQuery,
   auditListQuery,
+  rateCountsQuery,
   SQL as CATALOG,
   touchQuery,
   usageQuery,
@@ -363,8 +365,9 @@ const ONE_WEBHOOK = and(WEBHOOK_PK, both('webhooks_account'));
 const REVISION_PK: Indexes = { sqlite: ['PRIMARY KEY'], postgres: ['catalog_revisions_pkey'] };
 const ACCOUNT_PK = pk('accounts');
 
-// The catalog's statements and those built per batch size (last_used_at, usage), as 4 rows.
-const SQL = { ...CATALOG, touch: touchQuery(4), addUsage: usageQuery(4) };
+// The catalog's statements and those built per batch size (last_used_at, usage, the fleet's
+// rate-limit counters), as 4 rows.
+const SQL = { ...CATALOG, touch: touchQuery(4), addUsage: usageQuery(4), addRateCounts: rateCountsQuery(4) };
 
 // Hourly usage as a busy database holds it: 500 tokens over 40 hours, the oldest 10 past
 // the retention bound (USAGE_BEFORE).
@@ -578,9 +581,12 @@ const NO_INDEX: Record<string, string> = {
   applyCatalog: INSERT,
   heartbeat: INSERT,
   addUsage: `${INSERT}; its rows come from a VALUES list`,
+  addRateCounts: `${INSERT}; its rows come from a VALUES list`,
   recordMigration: INSERT,
   count: 'counts every token by definition: tests and tools call it, never the server',
-  listAccounts: "the accounts list's first words: its statements (accountListQuery) are planned above",
+  listAccounts:
+    "the accounts list's first words: its statements (accountListQuery) are planned below, for every" +
+    ' combination of its filters, the first page and a page after a cursor',
   appliedVersions: BOOKKEEPING,
   schemaVersion: BOOKKEEPING,
   writeProbe: BOOKKEEPING,
@@ -699,33 +705,51 @@ for (const backend of backends()) {
       await check('after ANALYZE');
     });
 
-    it('the accounts list by status or external_id walks an index', async (t) => {
-      const db = await backend.fresh(t);
-      await insertRows(backend, db, ACCOUNTS, seedAccounts());
-      const filters: [AccountFilter, string[]][] = [
-        [{ status: 'suspended' }, ['accounts_status']],
-        [
-          { externalId: 'ext-77' },
-          backend.name === 'sqlite' ? ['sqlite_autoindex_accounts_2'] : ['accounts_external_id_key'],
-        ],
-        [
-          { status: 'active', externalId: 'ext-77' },
-          backend.name === 'sqlite' ? ['sqlite_autoindex_accounts_2'] : ['accounts_external_id_key'],
-        ],
-      ];
-      const check = async (when: string) => {
-        for (const [filter, expected] of filters) {
-          const { sql, params } = accountListQuery(filter, { limit: 101 });
-          const p = await plan(backend, db, 'accounts', sql, params);
-          const why = `${when}, ${show(filter)}:\n${sql}\n${p.text}`;
-          assert.ok(!p.tableScan, `no scan of the table: ${why}`);
-          assert.ok(p.indexes.length > 0 && p.indexes.every((name) => expected.includes(name)), why);
-        }
-      };
-      if (backend.name === 'sqlite') await check('without statistics');
-      await rawSql(backend, db, 'ANALYZE');
-      await check('after ANALYZE');
-    });
+    it(
+      'the accounts list, unfiltered and by each combination of filters, first page and after a cursor: ' +
+        'an index, no scan, no sort',
+      async (t) => {
+        const db = await backend.fresh(t);
+        const accounts = seedAccounts();
+        await insertRows(backend, db, ACCOUNTS, accounts);
+        const externalIdKey = backend.name === 'sqlite' ? 'sqlite_autoindex_accounts_2' : 'accounts_external_id_key';
+        // Each filter with the indexes that may serve it: every account in creation order
+        // (created_at, id); one status (status, created_at, id); one external_id (its UNIQUE
+        // index, one row at most, which serves it with a status too).
+        const filters: [AccountFilter, string[]][] = [
+          [{}, ['accounts_created']],
+          [{ status: 'suspended' }, ['accounts_status']],
+          [{ externalId: 'ext-2077' }, [externalIdKey]],
+          [{ status: 'active', externalId: 'ext-2077' }, [externalIdKey]],
+        ];
+        // The first page, and the page after account 2000 (created before the one external_id asked for).
+        const cursor = accounts[2000]!;
+        const pages = [{ limit: 101 }, { limit: 101, after: { createdAt: cursor.createdAt, id: cursor.id } }];
+        const check = async (when: string) => {
+          for (const [filter, expected] of filters) {
+            for (const page of pages) {
+              const { sql, params } = accountListQuery(filter, page);
+              const p = await statementPlan(backend, db, sql, params);
+              const which = page.after === undefined ? 'first page' : 'after a cursor';
+              const why = `${when}, ${show(filter)} ${which}:\n${sql}\n${p.text}`;
+              assert.ok(p.indexes.length > 0, `an index: ${why}`);
+              assert.ok(
+                p.indexes.every((name) => expected.includes(name)),
+                `${expected.join(' or ')}: ${why}`,
+              );
+              assert.deepEqual(p.seqScans, [], `no scan of the table: ${why}`);
+              assert.ok(!p.sorts, `the index gives the order: ${why}`);
+              // Only the unfiltered first page walks an index from its start (and stops at the limit).
+              if (Object.keys(filter).length > 0 || page.after !== undefined)
+                assert.deepEqual(p.scans, [], `a range of the index, not a walk: ${why}`);
+            }
+          }
+        };
+        if (backend.name === 'sqlite') await check('without statistics');
+        await rawSql(backend, db, 'ANALYZE');
+        await check('after ANALYZE');
+      },
+    );
 
     it('every other statement of the store reads an index: no table scan, no sort', async (t) => {
       const db = await backend.fresh(t);

@@ -537,9 +537,15 @@ for (const backend of backends()) {
           404,
         );
 
-        // The background purge (at start, then hourly) removed the row past the retention.
+        // The background purge (once the instance listens, then hourly) removes the row past the retention.
+        assert.notEqual(
+          await store.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_long_gone'),
+          null,
+          'not purged before the instance listens',
+        );
+        await app.listen({ port: 0, host: '127.0.0.1' });
         await app.infracat.purger.idle();
-        assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_long_gone'), null, 'purged at start');
+        assert.equal(await store.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_long_gone'), null, 'purged once it listens');
         assert.notEqual(await store.tokens.get(OPERATOR_ACCOUNT_ID, 'tok_expired'), null);
         clock = now + 31 * DAY;
         assert.equal(await app.infracat.tokens.service.purgeExpired(), 1);

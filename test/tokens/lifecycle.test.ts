@@ -295,10 +295,12 @@ describe('last_used_at flushing on SQLite (synchronous statements)', () => {
       env: { DATABASE_URL: db.url, LAST_USED_FLUSH_MS: '600000', WEBHOOK_POLL_MS: '60000' },
     });
     await app.listen({ port: 0, host: '127.0.0.1' });
-    // What a listening instance reads at start (due deliveries, expiry notices) is done before the count.
+    // What a listening instance reads at start (due deliveries, expiry notices, the purges) is done before the count.
     await until(() => app.infracat.webhooks.worker.running, 'the delivery worker started');
     await app.infracat.webhooks.worker.idle();
     await app.infracat.notices.idle();
+    const { purger, auditPruner, usagePruner, deliveryPruner } = app.infracat;
+    for (const purge of [purger, auditPruner, usagePruner, deliveryPruner]) await purge.idle();
     const { port } = app.server.address() as { port: number };
     const tracker = app.infracat.tokens.lastUsed;
     for (const [i, tok] of tokens.entries()) tracker.record(tok.id, 5_000_000 + i);
