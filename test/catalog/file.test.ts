@@ -3,10 +3,16 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { stringify } from 'yaml';
+import { parse as parseYaml, stringify } from 'yaml';
 import { DEFAULT_CATALOG_FILE, loadDefaultCatalog } from '../../src/catalog/default.js';
 import { diffCatalogs, formatDiff, isEmptyDiff } from '../../src/catalog/diff.js';
-import { formatCatalog, parseCatalogText, validateCatalog, type CatalogProblem } from '../../src/catalog/file.js';
+import {
+  duplicateJsonKey,
+  formatCatalog,
+  parseCatalogText,
+  validateCatalog,
+  type CatalogProblem,
+} from '../../src/catalog/file.js';
 import { imageSlug } from '../../src/catalog/model.js';
 import { formatMoney } from '../../src/catalog/money.js';
 import { image, plan, region } from '../helpers/catalog-entries.js';
@@ -208,6 +214,33 @@ describe('catalog validation rules', () => {
     assert.ok(!bad.ok && bad.problems[0]!.entry === 'file');
     const dup = parseCatalogText('currency: USD\ncurrency: EUR\nimages: []\nplans: []\nregions: []\n');
     assert.ok(!dup.ok);
+  });
+
+  it('a JSON file reads as its YAML reading does, duplicate keys refused too (spelt alike or escaped)', () => {
+    const yamlText = readFileSync(DEFAULT_CATALOG_FILE, 'utf8');
+    const json = JSON.stringify(parseYaml(yamlText), null, 2);
+    assert.deepEqual(parseCatalogText(json), parseCatalogText(yamlText));
+    const empty = '"images": [], "plans": [], "regions": []';
+    for (const [text, key] of [
+      [`{"currency": "USD", "currency": "EUR", ${empty}}`, 'currency'],
+      [`{"currency": "USD", ${empty.replace('"plans": []', `"plans": [{"slug": "a", "\\u0073lug": "b"}]`)}}`, 'slug'],
+    ] as const) {
+      const refused = parseCatalogText(text);
+      assert.ok(!refused.ok);
+      assert.deepEqual(refused.problems, [
+        { entry: 'file', pointer: '', message: `Map keys must be unique: "${key}" appears twice in one object` },
+      ]);
+    }
+    // A YAML flow mapping is not JSON: read as YAML, as before.
+    assert.ok(parseCatalogText(`{currency: USD, images: [], plans: [], regions: []}`).ok);
+  });
+
+  it('duplicateJsonKey: per object, through nesting, arrays and escapes', () => {
+    assert.equal(duplicateJsonKey('{"a": 1, "b": {"a": 2}, "c": [{"a": 3}, "a", {}], "d": "a"}'), null);
+    assert.equal(duplicateJsonKey('[{}, "x", {"k": "v,\\"k\\": 1"}]'), null);
+    assert.equal(duplicateJsonKey('{"a": [1, {"b": 1, "b": 2}]}'), 'b');
+    assert.equal(duplicateJsonKey('{"a": {"x": 1}, "a": 2}'), 'a');
+    assert.equal(duplicateJsonKey('{"\\u0061": 1, "a": 2}'), 'a');
   });
 });
 
