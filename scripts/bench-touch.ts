@@ -2,7 +2,7 @@
 // (src/storage/sql-store.ts touchQuery) with a large table, by rows per statement, and how
 // long the store's flush of 10,000 distinct tokens takes. On SQLite a statement runs
 // synchronously on the event loop: its time is how long requests wait behind it, which is
-// what TOUCH_CHUNK_ROWS is chosen by.
+// what BATCH_ROWS (src/storage/sql-store.ts) is chosen by.
 //
 // Then, with LAG_TOKENS more tokens of real secrets: `lag`, those tokens verified in
 // process (the app's TokenService, every one cached) at LAG_RATE a second for
@@ -32,7 +32,7 @@ import { createLogger } from '../src/logging.js';
 import { OPERATOR_ACCOUNT_ID } from '../src/storage/migrations.js';
 import { numbered } from '../src/storage/postgres/placeholders.js';
 import { PostgresStore } from '../src/storage/postgres/store.js';
-import { TOUCH_CHUNK_ROWS, touchQuery } from '../src/storage/sql-store.js';
+import { BATCH_ROWS, touchQuery } from '../src/storage/sql-store.js';
 import { openDatabase } from '../src/storage/sqlite/driver.js';
 import { SqliteStore } from '../src/storage/sqlite/store.js';
 import type { Store } from '../src/storage/types.js';
@@ -44,7 +44,7 @@ import { canPin, ensureWrk, LOAD_CPU, parseWrk, settle } from './lib/load.js';
 const TOKENS = Number(process.env.TOUCH_BENCH_TOKENS ?? 1_000_000);
 const BACKENDS = (process.env.TOUCH_BENCH_BACKENDS ?? 'sqlite,postgres').split(',').map((s) => s.trim());
 const ROUNDS = Number(process.env.TOUCH_BENCH_ROUNDS ?? 10);
-const SIZES = [TOUCH_CHUNK_ROWS, 1000, 5000].filter((n, i, all) => all.indexOf(n) === i);
+const SIZES = [BATCH_ROWS.sqlite, BATCH_ROWS.postgres, 5000].filter((n, i, all) => all.indexOf(n) === i);
 const FLUSH_ROWS = 10_000;
 const DROP_INDEX = process.env.TOUCH_BENCH_DROP_INDEX === '' ? undefined : process.env.TOUCH_BENCH_DROP_INDEX;
 const PARTS = (process.env.TOUCH_BENCH_PARTS ?? 'statements,lag,p99').split(',').map((s) => s.trim());
@@ -161,8 +161,8 @@ async function postgres(): Promise<Target> {
 /** LAG_TOKENS tokens of real secrets in the operator account (ids `tok_lag...`, after every other). */
 async function addLagTokens(target: Target): Promise<string[]> {
   const secrets = Array.from({ length: LAG_TOKENS }, () => generateSecret(PREFIX));
-  for (let at = 0; at < LAG_TOKENS; at += TOUCH_CHUNK_ROWS) {
-    const chunk = secrets.slice(at, at + TOUCH_CHUNK_ROWS);
+  for (let at = 0; at < LAG_TOKENS; at += 1000) {
+    const chunk = secrets.slice(at, at + 1000);
     const values = chunk.map(() => `(?, 'lag', '["api-tokens:read"]', ?, CAST(? AS BIGINT), ?)`).join(', ');
     await target.time(
       `INSERT INTO api_tokens (id, name, scopes, secret_hash, created_at, account_id) VALUES ${values}`,

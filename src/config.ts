@@ -304,8 +304,9 @@ export const SettingsSchema = Type.Object({
       default: 1000,
       description:
         'Interval of the batched `last_used_at` and token usage writes (at most one write per token per interval; ' +
-        'one statement per 1,000 tokens used in it). A use is stored, and shows in `last_used_at` and the ' +
-        "token's usage, within one interval plus the time its batch takes (10,000 tokens: under a second).",
+        'one statement per 100 tokens used in it on SQLite, per 1,000 on PostgreSQL). A use is stored, and ' +
+        "shows in `last_used_at` and the token's usage, within one interval plus the time its batch takes " +
+        '(10,000 tokens: under a second).',
     }),
   ),
   authFailureLimit: setting(

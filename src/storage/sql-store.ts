@@ -147,27 +147,27 @@ const NEVER_USED_KEY = 1;
 const lastUseKey = (lastUsedAt: number | null): number => (lastUsedAt === null ? NEVER_USED_KEY : 0 - lastUsedAt);
 
 /**
- * Rows per last_used_at statement (touchQuery): a flush of more tokens sends one statement
- * per this many, yielding to the event loop between them. better-sqlite3 runs a statement
- * (and its commit's fsync) synchronously on the event loop, so a statement's time is how
- * long requests wait behind it. Measured with a million tokens in the table
- * (scripts/bench-touch.ts), SQLite: 1,000 rows about 40 ms (130 ms at worst), 5,000 rows
- * about 155 ms (260 ms at worst, too long a wait for a health check); PostgreSQL:
- * 1,000 rows about 210 ms, 5,000 about 460 ms. A flush of 10,000 tokens takes about
- * 0.3 s on SQLite and 0.7 s on PostgreSQL, inside the default LAST_USED_FLUSH_MS (1 s).
- * Far below both engines' parameter limits (SQLite 32,766, PostgreSQL 65,535; three per row).
+ * Rows per batched write statement (last_used_at: touchQuery; usage: usageQuery), by
+ * dialect: a flush of more sends one statement per this many, yielding to the event loop
+ * between them. better-sqlite3 runs a statement (and its commit) synchronously on the
+ * event loop, so on SQLite a statement's time is how long requests wait behind it: 1,000
+ * rows raised the p99 of requests served meanwhile about threefold (scripts/bench-touch.ts,
+ * `TOUCH_BENCH_PARTS=p99`), 100 rows keep each wait near a millisecond. PostgreSQL works
+ * off the event loop: fewer, larger statements make fewer round trips (a flush of 10,000
+ * tokens in about 0.7 s, inside the default LAST_USED_FLUSH_MS of 1 s). Far below both
+ * engines' parameter limits (SQLite 32,766, PostgreSQL 65,535; ten per usage row).
  */
-export const TOUCH_CHUNK_ROWS = 1000;
+export const BATCH_ROWS = { sqlite: 100, postgres: 1000 } as const satisfies Record<Driver['dialect'], number>;
 
 /**
- * The sizes of the last_used_at statement's VALUES list: powers of two, then
- * TOUCH_CHUNK_ROWS. A batch takes the next size up, the rest filled with rows that match
- * no token (TOUCH_FILLER), so a dozen texts serve every batch, each prepared (SQLite) or
- * rewritten (PostgreSQL's placeholders) once, as the constant statements are.
+ * The sizes of a batched statement's VALUES list for `rows` a statement at most: powers of
+ * two, then `rows`. A batch takes the next size up, the rest filled with rows that match
+ * nothing (TOUCH_FILLER, USAGE_FILLER), so a dozen texts serve every batch, each prepared
+ * (SQLite) or rewritten (PostgreSQL's placeholders) once, as the constant statements are.
  */
-const TOUCH_SIZES = [
-  ...Array.from({ length: Math.ceil(Math.log2(TOUCH_CHUNK_ROWS)) }, (_, i) => 2 ** i),
-  TOUCH_CHUNK_ROWS,
+const batchSizes = (rows: number): number[] => [
+  ...Array.from({ length: Math.ceil(Math.log2(rows)) }, (_, i) => 2 ** i),
+  rows,
 ];
 const touchTexts = new Map<number, string>();
 
@@ -195,11 +195,6 @@ export function touchQuery(size: number): string {
 /** A VALUES row of touchQuery that matches no token: ids are never empty (`tok_` + ULID). */
 const TOUCH_FILLER: readonly Param[] = ['', 0, null];
 
-/**
- * Rows per usage statement (usageQuery), as for last_used_at: each row is a (token, hour)
- * cell of ten values, so a full statement binds 10,000 parameters, within SQLite's 32,766.
- */
-export const USAGE_CHUNK_ROWS = TOUCH_CHUNK_ROWS;
 const usageTexts = new Map<number, string>();
 const USAGE_COLUMNS = ['token_id', 'hour', ...TOKEN_USAGE.counts];
 
@@ -536,7 +531,7 @@ export class SqlStore implements Store {
     this.description = driver.description;
     this.db = new Counted(driver, this.stats);
     const transact: Transact = (body, lock) => this.transaction(body, lock);
-    this.tokens = new SqlTokenStore(this.db, transact);
+    this.tokens = new SqlTokenStore(this.db, transact, BATCH_ROWS[driver.dialect]);
     this.accounts = new SqlAccountStore(this.db, transact);
     this.catalog = new SqlCatalogStore(this.db, transact);
     this.audit = new SqlAuditStore(this.db);
@@ -662,10 +657,16 @@ async function purgeEarliestExpired(
 }
 
 class SqlTokenStore implements TokenStore {
+  /** Rows per batched write statement (BATCH_ROWS), and the statement sizes that serve them. */
+  private readonly sizes: number[];
+
   constructor(
     private readonly db: Queries,
     private readonly transaction: Transact,
-  ) {}
+    private readonly batchRows: number,
+  ) {
+    this.sizes = batchSizes(batchRows);
+  }
 
   create(
     token: TokenRecord,
@@ -847,17 +848,17 @@ class SqlTokenStore implements TokenStore {
   }
 
   async touch(entries: readonly LastUsed[]): Promise<void> {
-    // One statement per TOUCH_CHUNK_ROWS entries, each committed on its own rather than in
+    // One statement per batchRows entries, each committed on its own rather than in
     // one transaction: between them the event loop serves requests (better-sqlite3 runs a
     // statement synchronously) and no lock is held across the wait. Each chunk is
     // collapsed and sorted on its own, so no step walks the whole batch at once; an id in
     // two chunks is written by both, and the later time wins. A failure leaves the earlier
     // chunks written; the caller keeps the whole batch for its next flush, and writing a
     // time again changes nothing.
-    for (let at = 0; at < entries.length; at += TOUCH_CHUNK_ROWS) {
+    for (let at = 0; at < entries.length; at += this.batchRows) {
       if (at > 0) await yieldToLoop();
-      const rows = latestPerId(entries.slice(at, at + TOUCH_CHUNK_ROWS));
-      const size = TOUCH_SIZES.find((n) => n >= rows.length) ?? TOUCH_CHUNK_ROWS;
+      const rows = latestPerId(entries.slice(at, at + this.batchRows));
+      const size = this.sizes.find((n) => n >= rows.length) ?? this.batchRows;
       const params: Param[] = rows.flat();
       for (let n = rows.length; n < size; n++) params.push(...TOUCH_FILLER);
       await this.db.run(touchQuery(size), params);
@@ -865,13 +866,13 @@ class SqlTokenStore implements TokenStore {
   }
 
   async addUsage(cells: readonly UsageCell[]): Promise<void> {
-    // As touch: one statement per USAGE_CHUNK_ROWS cells, each committed on its own with a
+    // As touch: one statement per batchRows cells, each committed on its own with a
     // turn of the event loop between them. A failure leaves the earlier chunks added; the
     // caller keeps only the cells of the chunks that failed or did not run (UsageWriteError).
-    for (let at = 0; at < cells.length; at += USAGE_CHUNK_ROWS) {
+    for (let at = 0; at < cells.length; at += this.batchRows) {
       if (at > 0) await yieldToLoop();
-      const chunk = inKeyOrder(cells.slice(at, at + USAGE_CHUNK_ROWS));
-      const size = TOUCH_SIZES.find((n) => n >= chunk.length) ?? USAGE_CHUNK_ROWS;
+      const chunk = inKeyOrder(cells.slice(at, at + this.batchRows));
+      const size = this.sizes.find((n) => n >= chunk.length) ?? this.batchRows;
       const params: Param[] = [];
       for (const cell of chunk) params.push(cell.tokenId, cell.hour, ...cell.counts);
       for (let n = chunk.length; n < size; n++) params.push(...USAGE_FILLER);

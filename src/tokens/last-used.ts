@@ -1,7 +1,7 @@
 // last_used_at bookkeeping off the request path: uses are recorded in memory
 // (latest time per token, with the client address of that use) and written in one batch per interval, so a token used a
 // thousand times a second costs one row update per interval, and a batch is one
-// statement per 1,000 tokens (storage's touch, which yields to the event loop between
+// statement per BATCH_ROWS tokens (storage's touch, which yields to the event loop between
 // them). Storage keeps the max, so batches from several instances never move the time
 // backwards. A failed flush keeps its entries for the next one; stop() flushes what is
 // left. A use is in storage within an interval plus a flush's time: a flush of 10,000

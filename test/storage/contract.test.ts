@@ -13,7 +13,7 @@ import { ev, rev } from '../helpers/audit.js';
 import { backends, debianPostgres, type Backend, type BackendDb } from '../helpers/backends.js';
 import { insertRows, rawSql } from '../helpers/raw-sql.js';
 import { ACCOUNTS, API_TOKENS } from '../../src/storage/tables.js';
-import { TOUCH_CHUNK_ROWS, USAGE_CHUNK_ROWS } from '../../src/storage/sql-store.js';
+import { BATCH_ROWS } from '../../src/storage/sql-store.js';
 import { OPERATOR_ACCOUNT_ID } from '../../src/storage/migrations.js';
 import { TOKENS_BEFORE_CONDITIONS } from '../helpers/older-tables.js';
 
@@ -293,9 +293,9 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
       await store.tokens.addUsage([]);
     });
 
-    it('addUsage sends one statement per USAGE_CHUNK_ROWS cells, and every count arrives', async () => {
+    it('addUsage sends one statement per BATCH_ROWS cells of its dialect, and every count arrives', async () => {
       const H = 3_600_000;
-      const n = USAGE_CHUNK_ROWS * 2 + 7;
+      const n = BATCH_ROWS[backend.name] * 2 + 7;
       const cells = Array.from({ length: n }, (_, i) => ({
         tokenId: `tok_chunk${String(i % 300).padStart(4, '0')}`,
         hour: (100 + Math.floor(i / 300)) * H,
@@ -395,10 +395,11 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
     });
 
     it(
-      'touch sends one statement per TOUCH_CHUNK_ROWS tokens: every token gets its time, an older time never ' +
+      'touch sends one statement per BATCH_ROWS tokens: every token gets its time, an older time never ' +
         'overwrites a newer one, a token deleted meanwhile is no error',
       async () => {
-        const n = TOUCH_CHUNK_ROWS * 2 + TOUCH_CHUNK_ROWS / 2;
+        const rows = BATCH_ROWS[backend.name];
+        const n = rows * 2 + rows / 2;
         const tokens = Array.from({ length: n }, () => sampleToken());
         await insertRows(backend, db, API_TOKENS, tokens);
         const s = open();
@@ -408,7 +409,7 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
         assert.equal(await s.tokens.delete(OPERATOR_ACCOUNT_ID, gone.id, ev()), true);
         const before = s.stats.queries;
         await s.tokens.touch(tokens.map((t, i) => ({ id: t.id, at: 100_000 + i })));
-        assert.equal(s.stats.queries - before, Math.ceil(n / TOUCH_CHUNK_ROWS), 'one statement per chunk');
+        assert.equal(s.stats.queries - before, Math.ceil(n / rows), 'one statement per chunk');
         const stored = new Map(
           (
             (await rawSql(backend, db, 'SELECT id, last_used_at FROM api_tokens')) as {
@@ -421,7 +422,7 @@ function runStoreContract(backend: Backend, skip: string | false = false): void 
           if (t === gone) assert.equal(stored.has(t.id), false);
           else assert.equal(stored.get(t.id), i < 10 ? 900_000 : 100_000 + i, `token ${i}`);
         }
-        assert.equal(s.stats.queries - before, Math.ceil(n / TOUCH_CHUNK_ROWS), 'nothing more sent');
+        assert.equal(s.stats.queries - before, Math.ceil(n / rows), 'nothing more sent');
       },
     );
 

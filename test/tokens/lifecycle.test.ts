@@ -18,7 +18,7 @@ import { ev, TEST_CONTEXT } from '../helpers/audit.js';
 import { LIVENESS_BOUND_MS, whileWorking } from '../helpers/liveness.js';
 import { insertRows } from '../helpers/raw-sql.js';
 import { until } from '../helpers/until.js';
-import { TOUCH_CHUNK_ROWS } from '../../src/storage/sql-store.js';
+import { BATCH_ROWS } from '../../src/storage/sql-store.js';
 import { API_TOKENS } from '../../src/storage/tables.js';
 import type { TokenRecord } from '../../src/storage/types.js';
 
@@ -308,9 +308,9 @@ describe('last_used_at flushing on SQLite (synchronous statements)', () => {
     const { slowestMs, answers } = await whileWorking(`http://127.0.0.1:${port}`, () => tracker.flush());
     assert.ok(slowestMs < LIVENESS_BOUND_MS, `/healthz took ${slowestMs.toFixed(0)} ms during the flush`);
     t.diagnostic(`${answers} /healthz answers, the slowest in ${slowestMs.toFixed(0)} ms`);
-    assert.equal(store.stats.queries - before, Math.ceil(BIG_FLUSH / TOUCH_CHUNK_ROWS));
+    assert.equal(store.stats.queries - before, Math.ceil(BIG_FLUSH / BATCH_ROWS.sqlite));
     assert.deepEqual(tracker.stats, { flushes: 1, rows: BIG_FLUSH, failures: 0 });
-    for (const i of [0, TOUCH_CHUNK_ROWS, BIG_FLUSH - 1])
+    for (const i of [0, BATCH_ROWS.sqlite, BIG_FLUSH - 1])
       assert.equal((await store.tokens.get(OPERATOR_ACCOUNT_ID, tokens[i]!.id))?.lastUsedAt, 5_000_000 + i);
   });
 });
