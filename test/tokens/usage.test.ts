@@ -91,6 +91,18 @@ for (const backend of backends()) {
       return res.json<Bucket[]>();
     }
 
+    /** The token's usage is one valid use, and its last_used_ip the address `ip`. */
+    async function assertOneUseFrom(app: App, auth: Record<string, string>, id: string, ip: string): Promise<void> {
+      const buckets = await usage(app, auth, `/api/v1/api-tokens/${id}/usage`);
+      assert.deepEqual(
+        buckets.map((b) => [b.valid, b.refused]),
+        [[1, 0]],
+      );
+      await app.infracat.tokens.lastUsed.flush();
+      const shown = await app.inject({ method: 'GET', url: `/api/v1/api-tokens/${id}`, headers: auth });
+      assert.equal(shown.json<{ last_used_ip: string | null }>().last_used_ip, ip);
+    }
+
     it(
       'counts each use in its hour: valid, and refused by reason (scope, rate limit, expiry); only ' +
         'non-zero reasons, hours without use absent; the metrics agree with the counts',
@@ -392,14 +404,7 @@ for (const backend of backends()) {
         remoteAddress: '192.0.2.50',
       });
       assert.equal(res.json<{ active: boolean }>().active, true, res.body);
-      const buckets = await usage(app, admin.auth, `/api/v1/api-tokens/${held.id}/usage`);
-      assert.deepEqual(
-        buckets.map((b) => [b.valid, b.refused]),
-        [[1, 0]],
-      );
-      await app.infracat.tokens.lastUsed.flush();
-      const shown = await app.inject({ method: 'GET', url: `/api/v1/api-tokens/${held.id}`, headers: admin.auth });
-      assert.equal(shown.json<{ last_used_ip: string | null }>().last_used_ip, '198.51.100.23');
+      await assertOneUseFrom(app, admin.auth, held.id, '198.51.100.23');
     });
 
     it("forward auth behind nginx: last_used_ip is X-Real-IP's address, not the gateway's", async (t) => {
@@ -412,14 +417,7 @@ for (const backend of backends()) {
         remoteAddress: '192.0.2.50',
       });
       assert.equal(res.statusCode, 200, res.body);
-      const buckets = await usage(app, admin.auth, `/api/v1/api-tokens/${held.id}/usage`);
-      assert.deepEqual(
-        buckets.map((b) => [b.valid, b.refused]),
-        [[1, 0]],
-      );
-      await app.infracat.tokens.lastUsed.flush();
-      const shown = await app.inject({ method: 'GET', url: `/api/v1/api-tokens/${held.id}`, headers: admin.auth });
-      assert.equal(shown.json<{ last_used_ip: string | null }>().last_used_ip, '203.0.113.77');
+      await assertOneUseFrom(app, admin.auth, held.id, '203.0.113.77');
     });
 
     it('introspecting a disabled token: not active, and counted against it as disabled', async (t) => {
