@@ -1,8 +1,10 @@
-// `node --import tsx scripts/verify-cost.ts`: what a token's conditions add to one cached
-// verification (src/tokens/service.ts verify), in process: a token without conditions
-// against one with 50 networks (the most allowed_cidrs holds; the matching one last) and a
-// not_before in the past, both presented from 127.0.0.1, in alternating runs. Tokens made
-// by the built command (dist/cli/main.js) in a throwaway SQLite file.
+// `node --import tsx scripts/verify-cost.ts`: what a token's conditions and the counting of
+// its uses add to one cached verification (src/tokens/service.ts verify), in process: a
+// token without conditions against one with 50 networks (the most allowed_cidrs holds; the
+// matching one last) and a not_before in the past, both presented from 127.0.0.1 and not
+// counted; then the plain token counted as a use (last_used_at and hourly usage, in
+// memory). Alternating runs. Tokens made by the built command (dist/cli/main.js) in a
+// throwaway SQLite file.
 //
 //   VERIFY_COST_CALLS=200000   verifications per run   VERIFY_COST_RUNS=3   runs of each
 import { execFileSync } from 'node:child_process';
@@ -34,20 +36,21 @@ try {
   const store = await openStore(config);
   const { service } = createTokenDomain(config, store);
   const address = knownAddress('127.0.0.1');
-  const timed = async (secret: string): Promise<number> => {
+  const timed = async (secret: string, recordUse = false): Promise<number> => {
     const started = performance.now();
     for (let i = 0; i < CALLS; i++) {
-      const result = await service.verify(secret, { address, recordUse: false });
+      const result = await service.verify(secret, { address, recordUse });
       if (!result.ok) throw new Error(`verification refused: ${result.reason}`);
     }
     return ((performance.now() - started) * 1000) / CALLS;
   };
   await timed(plain);
   await timed(limited);
-  const [without, withConditions] = [[], []] as [number[], number[]];
+  const [without, withConditions, counted] = [[], [], []] as [number[], number[], number[]];
   for (let run = 0; run < RUNS; run++) {
     without.push(await timed(plain));
     withConditions.push(await timed(limited));
+    counted.push(await timed(plain, true));
   }
   const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
   const us = (v: number) => `${v.toFixed(2)} us`;
@@ -55,7 +58,9 @@ try {
     `node ${process.version}; ${CALLS} cached verifications a run, ${RUNS} runs of each\n` +
       `without conditions: ${without.map(us).join(', ')}\n` +
       `50 networks and a not_before: ${withConditions.map(us).join(', ')}\n` +
-      `the conditions add ${us(median(withConditions) - median(without))} a verification (medians)\n`,
+      `counted as a use: ${counted.map(us).join(', ')}\n` +
+      `the conditions add ${us(median(withConditions) - median(without))} a verification, ` +
+      `counting ${us(median(counted) - median(without))} (medians)\n`,
   );
   await store.close();
 } finally {
