@@ -6,7 +6,7 @@
 import { loadConfig } from '../config.js';
 import { malformation } from '../secret-scanning/pattern.js';
 import { hashSecret } from '../tokens/format.js';
-import { verdictOf, type TokenRefusal } from '../tokens/verdict.js';
+import { isExpired, verdictOf, type TokenRefusal } from '../tokens/verdict.js';
 import { UsageError } from './command.js';
 import { parseFlags } from './options.js';
 import { withStore } from './store.js';
@@ -131,7 +131,7 @@ export async function checkToken(args: string[]): Promise<number> {
       secret: current ? 'current' : 'previous',
       grace_ends_at: iso(graceEnd),
       expires_at: iso(token.expiresAt),
-      expired: token.expiresAt !== null && token.expiresAt <= now,
+      expired: isExpired(token, now),
       accepted: verdict.ok,
       refused_because: verdict.ok ? null : verdict.reason,
       allowed_cidrs: token.allowedCidrs,

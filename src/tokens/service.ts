@@ -23,7 +23,7 @@ import { newTokenId } from './ids.js';
 import type { LastUsedTracker } from './last-used.js';
 import { readUsageRange, type UsageTracker } from './usage.js';
 import { isUsageReason, type UsageOutcome } from './usage-reasons.js';
-import { verdictOf, type SecretKind } from './verdict.js';
+import { inGrace, isExpired, verdictOf, type SecretKind } from './verdict.js';
 import {
   notBeforeProblem,
   validateCreate,
@@ -352,7 +352,7 @@ export class TokenService {
   async get(accountId: string, id: string): Promise<TokenRecord | null> {
     if (!PLAUSIBLE_ID.test(id)) return null;
     const token = await this.store.get(accountId, id);
-    return token === null || this.isExpired(token, this.retainedSince()) ? null : this.withPendingUse(token);
+    return token === null || isExpired(token, this.retainedSince()) ? null : this.withPendingUse(token);
   }
 
   /**
@@ -480,12 +480,12 @@ export class TokenService {
     if ('errors' in checked)
       throw this.invalid(accountId, 'the rotation request is invalid; see errors', checked.errors);
     const target = await this.store.get(accountId, id);
-    if (target === null || this.isExpired(target, this.retainedSince())) return null;
+    if (target === null || isExpired(target, this.retainedSince())) return null;
     if (caller !== null) {
       refuseUnheld(caller, target.scopes, 'a token can only rotate tokens whose scopes it holds itself; it lacks');
       refuseWider(caller, target, target.allowedCidrs, 'rotate');
     }
-    if (this.isExpired(target, now)) {
+    if (isExpired(target, now)) {
       throw new AppError(
         'CONFLICT',
         `token ${id} expired at ${isoOrNull(target.expiresAt)}: an expired token cannot be rotated; create a new one`,
@@ -529,7 +529,7 @@ export class TokenService {
     const checked = validatePatch(patch, this.rules(caller, accountId, now));
     if ('errors' in checked) throw this.invalid(accountId, 'the token patch is invalid; see errors', checked.errors);
     const target = await this.store.get(accountId, id);
-    if (target === null || this.isExpired(target, this.retainedSince())) return null;
+    if (target === null || isExpired(target, this.retainedSince())) return null;
     const { name, scopes, allowedCidrs, notBefore, enabled } = checked.value;
     if (caller !== null) {
       refuseUnheld(caller, target.scopes, 'a token can only edit tokens whose scopes it holds itself; it lacks');
@@ -581,7 +581,7 @@ export class TokenService {
     if (token === null) return false;
     const now = this.now();
     const current = token.secretHash === hash;
-    if (current ? this.isExpired(token, now) : !this.inGrace(token, now)) return false;
+    if (current ? isExpired(token, now) : !inGrace(token, now)) return false;
     const event = this.event('api_token.revoked_leaked', token, context, now, {
       secret: current ? 'current' : 'previous',
       type: clip(leak.type),
@@ -595,11 +595,6 @@ export class TokenService {
     if (current) this.options.tracker.forget(token.id);
     if (revoked) this.audit(event);
     return revoked;
-  }
-
-  /** Whether the token's previous secret is still in its grace period. */
-  private inGrace(token: TokenRecord, now: number): boolean {
-    return token.previousExpiresAt !== null && token.previousExpiresAt > now;
   }
 
   /**
@@ -698,10 +693,6 @@ export class TokenService {
     const pending = this.options.tracker.pending(token.id);
     if (pending === undefined || (token.lastUsedAt !== null && token.lastUsedAt >= pending.at)) return token;
     return { ...token, lastUsedAt: pending.at, lastUsedIp: pending.ip ?? null };
-  }
-
-  private isExpired(token: TokenRecord, now = this.now()): boolean {
-    return token.expiresAt !== null && token.expiresAt <= now;
   }
 }
 
