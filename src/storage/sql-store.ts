@@ -162,14 +162,25 @@ export const BATCH_ROWS = { sqlite: 100, postgres: 1000 } as const satisfies Rec
 /**
  * The sizes of a batched statement's VALUES list for `rows` a statement at most: powers of
  * two, then `rows`. A batch takes the next size up, the rest filled with rows that match
- * nothing (TOUCH_FILLER, USAGE_FILLER), so a dozen texts serve every batch, each prepared
- * (SQLite) or rewritten (PostgreSQL's placeholders) once, as the constant statements are.
+ * nothing (TOUCH_FILLER, USAGE_FILLER), so a dozen texts (textPerSize) serve every batch.
  */
 const batchSizes = (rows: number): number[] => [
   ...Array.from({ length: Math.ceil(Math.log2(rows)) }, (_, i) => 2 ** i),
   rows,
 ];
-const touchTexts = new Map<number, string>();
+/**
+ * A statement built per row count (`text(rows)`), each text made once and kept: the
+ * batched statements use a dozen sizes at most, so each is prepared (SQLite) or rewritten
+ * (PostgreSQL's placeholders) once, as the constant statements are.
+ */
+function textPerSize(text: (rows: number) => string): (rows: number) => string {
+  const texts = new Map<number, string>();
+  return (rows) => {
+    let sql = texts.get(rows);
+    if (sql === undefined) texts.set(rows, (sql = text(rows)));
+    return sql;
+  };
+}
 
 /**
  * The last_used_at statement of `size` (id, time, address) rows (exported for the tests and
@@ -180,22 +191,17 @@ const touchTexts = new Map<number, string>();
  * at all, and an unknown id joins nothing. CAST: PostgreSQL types a bare parameter in
  * VALUES as text (the address is text).
  */
-export function touchQuery(size: number): string {
-  let sql = touchTexts.get(size);
-  if (sql === undefined) {
-    const values = Array.from({ length: size }, () => '(?, CAST(? AS BIGINT), ?)').join(', ');
-    sql =
-      `UPDATE api_tokens SET last_used_at = v.column2, last_used_ip = v.column3 FROM (VALUES ${values}) AS v` +
-      ' WHERE api_tokens.id = v.column1 AND (api_tokens.last_used_at IS NULL OR api_tokens.last_used_at < v.column2)';
-    touchTexts.set(size, sql);
-  }
-  return sql;
-}
+export const touchQuery = textPerSize((size) => {
+  const values = Array.from({ length: size }, () => '(?, CAST(? AS BIGINT), ?)').join(', ');
+  return (
+    `UPDATE api_tokens SET last_used_at = v.column2, last_used_ip = v.column3 FROM (VALUES ${values}) AS v` +
+    ' WHERE api_tokens.id = v.column1 AND (api_tokens.last_used_at IS NULL OR api_tokens.last_used_at < v.column2)'
+  );
+});
 
 /** A VALUES row of touchQuery that matches no token: ids are never empty (`tok_` + ULID). */
 const TOUCH_FILLER: readonly Param[] = ['', 0, null];
 
-const usageTexts = new Map<number, string>();
 const USAGE_COLUMNS = ['token_id', 'hour', ...TOKEN_USAGE.counts];
 
 /**
@@ -207,22 +213,18 @@ const USAGE_COLUMNS = ['token_id', 'hour', ...TOKEN_USAGE.counts];
  * WHERE there anyway to read ON CONFLICT as the upsert clause. Additive (`token_usage.n +
  * excluded.n`): instances flushing the same row each add their own counts.
  */
-export function usageQuery(size: number): string {
-  let sql = usageTexts.get(size);
-  if (sql === undefined) {
-    const row = `(?, ${USAGE_COLUMNS.slice(1)
-      .map(() => 'CAST(? AS BIGINT)')
-      .join(', ')})`;
-    const values = Array.from({ length: size }, () => row).join(', ');
-    const selected = USAGE_COLUMNS.map((_, i) => `v.column${i + 1}`).join(', ');
-    const add = TOKEN_USAGE.counts.map((c) => `${c} = token_usage.${c} + excluded.${c}`).join(', ');
-    sql =
-      `INSERT INTO token_usage (${USAGE_COLUMNS.join(', ')}) SELECT ${selected} FROM (VALUES ${values}) AS v` +
-      ` WHERE v.column1 <> '' ON CONFLICT (token_id, hour) DO UPDATE SET ${add}`;
-    usageTexts.set(size, sql);
-  }
-  return sql;
-}
+export const usageQuery = textPerSize((size) => {
+  const row = `(?, ${USAGE_COLUMNS.slice(1)
+    .map(() => 'CAST(? AS BIGINT)')
+    .join(', ')})`;
+  const values = Array.from({ length: size }, () => row).join(', ');
+  const selected = USAGE_COLUMNS.map((_, i) => `v.column${i + 1}`).join(', ');
+  const add = TOKEN_USAGE.counts.map((c) => `${c} = token_usage.${c} + excluded.${c}`).join(', ');
+  return (
+    `INSERT INTO token_usage (${USAGE_COLUMNS.join(', ')}) SELECT ${selected} FROM (VALUES ${values}) AS v` +
+    ` WHERE v.column1 <> '' ON CONFLICT (token_id, hour) DO UPDATE SET ${add}`
+  );
+});
 
 /** A VALUES row of usageQuery that the WHERE drops (token ids are never empty). */
 const USAGE_FILLER: readonly Param[] = USAGE_COLUMNS.map((_, i) => (i === 0 ? '' : 0));
@@ -1084,7 +1086,6 @@ class SqlInstanceStore implements InstanceStore {
 
 /** The most counters one statement adds: 3 parameters each, well within every engine's bound. */
 const RATE_COUNT_CHUNK = 256;
-const rateCountTexts = new Map<number, string>();
 
 /**
  * The statement adding `rows` counters (exported for the test that names why it needs no
@@ -1092,18 +1093,14 @@ const rateCountTexts = new Map<number, string>();
  * count, and only powers of two are used (SqlRateCounterStore.add), so at most nine texts
  * are ever prepared.
  */
-export function rateCountsQuery(rows: number): string {
-  let sql = rateCountTexts.get(rows);
-  if (sql === undefined) {
-    const values = Array.from({ length: rows }, () => '(?, ?, ?)').join(', ');
-    sql =
-      `INSERT INTO rate_limit_counters (rate_key, window_end, n) VALUES ${values}` +
-      ' ON CONFLICT (rate_key, window_end) DO UPDATE SET n = rate_limit_counters.n + excluded.n' +
-      ' RETURNING rate_key, window_end, n';
-    rateCountTexts.set(rows, sql);
-  }
-  return sql;
-}
+export const rateCountsQuery = textPerSize((rows) => {
+  const values = Array.from({ length: rows }, () => '(?, ?, ?)').join(', ');
+  return (
+    `INSERT INTO rate_limit_counters (rate_key, window_end, n) VALUES ${values}` +
+    ' ON CONFLICT (rate_key, window_end) DO UPDATE SET n = rate_limit_counters.n + excluded.n' +
+    ' RETURNING rate_key, window_end, n'
+  );
+});
 
 class SqlRateCounterStore implements RateCounterStore {
   constructor(private readonly db: Queries) {}
