@@ -10,6 +10,7 @@ import { cliAuditContext } from '../audit/context.js';
 import { AppError } from '../errors.js';
 import { WEBHOOK_EVENT_TYPES } from '../webhooks/events.js';
 import { createWebhookDomain } from '../webhooks/index.js';
+import type { WebhookService } from '../webhooks/service.js';
 import { loadEncryptionKeys } from '../webhooks/keys.js';
 import { DELIVERIES_PER_PAGE_MAX } from '../webhooks/schemas.js';
 import { createdWebhookView, deliveryView, webhookView } from '../webhooks/views.js';
@@ -93,6 +94,26 @@ function typeList(text: string): string[] {
   return events;
 }
 
+/**
+ * Runs `body` on the configured store in the account of --account (the operator account by
+ * default), refused when there is no such account; a refusal of the service (an AppError)
+ * is printed as every command prints one, exit 1.
+ */
+function inAccount(
+  values: { account?: string | undefined; 'database-url'?: string | undefined },
+  body: (account: string, service: WebhookService) => Promise<number>,
+): Promise<number> {
+  return withStore(values['database-url'], async (store, config) => {
+    const account = values.account ?? OPERATOR_ACCOUNT_ID;
+    if ((await store.accounts.get(account)) === null) return fail(noAccount(account), 'webhooks');
+    try {
+      return await body(account, domainOf(config, store).service);
+    } catch (err) {
+      return fail(err, 'webhooks');
+    }
+  });
+}
+
 const write = (value: unknown): void => void process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 
 export const webhooksCommand: Command = {
@@ -103,10 +124,7 @@ export const webhooksCommand: Command = {
     const [sub, ...rest] = args;
     if (sub === 'list') {
       const { values } = parseFlags(rest, COMMON);
-      return withStore(values['database-url'], async (store, config) => {
-        const account = values.account ?? OPERATOR_ACCOUNT_ID;
-        if ((await store.accounts.get(account)) === null) return fail(noAccount(account), 'webhooks');
-        const { service } = domainOf(config, store);
+      return inAccount(values, async (account, service) => {
         await printList({
           json: values.json === true,
           read: (after) => service.list(account, { after, perPage: CLI_PAGE }),
@@ -139,30 +157,20 @@ export const webhooksCommand: Command = {
       if (values.url === undefined || values.events === undefined)
         throw new UsageError('create needs --url and --events');
       const events = typeList(values.events);
-      return withStore(values['database-url'], async (store, config) => {
-        const account = values.account ?? OPERATOR_ACCOUNT_ID;
-        const { service } = domainOf(config, store);
-        try {
-          const issued = await service.create(
-            account,
-            {
-              url: values.url!,
-              events,
-              description: values.description,
-              all_accounts: values['all-accounts'] === true,
-            },
-            cliAuditContext(),
-          );
-          const view = createdWebhookView(issued);
-          if (values.json === true) write(view);
-          else {
-            process.stdout.write(`created ${view.id} posting ${view.events.join(', ')} to ${view.url}\n`);
-            process.stdout.write(`secret: ${view.secret}\n(shown this once: store it now)\n`);
-          }
-          return 0;
-        } catch (err) {
-          return fail(err, 'webhooks');
+      const input = {
+        url: values.url,
+        events,
+        description: values.description,
+        all_accounts: values['all-accounts'] === true,
+      };
+      return inAccount(values, async (account, service) => {
+        const view = createdWebhookView(await service.create(account, input, cliAuditContext()));
+        if (values.json === true) write(view);
+        else {
+          process.stdout.write(`created ${view.id} posting ${view.events.join(', ')} to ${view.url}\n`);
+          process.stdout.write(`secret: ${view.secret}\n(shown this once: store it now)\n`);
         }
+        return 0;
       });
     }
     if (sub === 'update') {
@@ -190,78 +198,57 @@ export const webhooksCommand: Command = {
       if (Object.keys(patch).length === 0)
         throw new UsageError('update needs --url, --events, --description, --enable or --disable');
       const id = positionals[0]!;
-      return withStore(values['database-url'], async (store, config) => {
-        const account = values.account ?? OPERATOR_ACCOUNT_ID;
-        if ((await store.accounts.get(account)) === null) return fail(noAccount(account), 'webhooks');
-        try {
-          const updated = await domainOf(config, store).service.update(account, id, patch, cliAuditContext());
-          if (updated === null) return fail(noWebhook(id, account), 'webhooks');
-          const view = webhookView(updated);
-          if (values.json === true) write(view);
-          else
-            process.stdout.write(
-              `updated ${view.id} posting ${view.events.join(', ')} to ${view.url}; ` +
-                `${view.enabled ? 'enabled' : 'disabled'}\n`,
-            );
-          return 0;
-        } catch (err) {
-          return fail(err, 'webhooks');
-        }
+      return inAccount(values, async (account, service) => {
+        const updated = await service.update(account, id, patch, cliAuditContext());
+        if (updated === null) return fail(noWebhook(id, account), 'webhooks');
+        const view = webhookView(updated);
+        if (values.json === true) write(view);
+        else
+          process.stdout.write(
+            `updated ${view.id} posting ${view.events.join(', ')} to ${view.url}; ` +
+              `${view.enabled ? 'enabled' : 'disabled'}\n`,
+          );
+        return 0;
       });
     }
     if (sub === 'rotate-secret') {
       const { values, positionals } = parseFlags(rest, COMMON, true);
       if (positionals.length !== 1) throw new UsageError('rotate-secret needs exactly one webhook id');
       const id = positionals[0]!;
-      return withStore(values['database-url'], async (store, config) => {
-        const account = values.account ?? OPERATOR_ACCOUNT_ID;
-        if ((await store.accounts.get(account)) === null) return fail(noAccount(account), 'webhooks');
-        try {
-          const issued = await domainOf(config, store).service.rotateSecret(account, id, cliAuditContext());
-          if (issued === null) return fail(noWebhook(id, account), 'webhooks');
-          const view = createdWebhookView(issued);
-          if (values.json === true) write(view);
-          else {
-            process.stdout.write(
-              `rotated the secret of ${view.id}; ` +
-                `the previous one also signs until ${view.previous_secret_expires_at}\n`,
-            );
-            process.stdout.write(`secret: ${view.secret}\n(shown this once: store it now)\n`);
-          }
-          return 0;
-        } catch (err) {
-          return fail(err, 'webhooks');
+      return inAccount(values, async (account, service) => {
+        const issued = await service.rotateSecret(account, id, cliAuditContext());
+        if (issued === null) return fail(noWebhook(id, account), 'webhooks');
+        const view = createdWebhookView(issued);
+        if (values.json === true) write(view);
+        else {
+          process.stdout.write(
+            `rotated the secret of ${view.id}; the previous one also signs until ${view.previous_secret_expires_at}\n`,
+          );
+          process.stdout.write(`secret: ${view.secret}\n(shown this once: store it now)\n`);
         }
+        return 0;
       });
     }
     if (sub === 'delete' || sub === 'test') {
       const { values, positionals } = parseFlags(rest, COMMON, true);
       if (positionals.length !== 1) throw new UsageError(`${sub} needs exactly one webhook id`);
       const id = positionals[0]!;
-      return withStore(values['database-url'], async (store, config) => {
-        const account = values.account ?? OPERATOR_ACCOUNT_ID;
-        if ((await store.accounts.get(account)) === null) return fail(noAccount(account), 'webhooks');
-        const { service } = domainOf(config, store);
-        try {
-          if (sub === 'delete') {
-            if (!(await service.delete(account, id, cliAuditContext())))
-              return fail(noWebhook(id, account), 'webhooks');
-            if (values.json === true) write({ deleted: id, account_id: account });
-            else process.stdout.write(`deleted ${id}\n`);
-            return 0;
-          }
-          const queued = await service.test(account, id);
-          if (queued === null) return fail(noWebhook(id, account), 'webhooks');
-          if (values.json === true) write({ event_id: queued.eventId, type: 'webhook.test' });
-          else
-            process.stdout.write(
-              `queued webhook.test ${queued.eventId} for ${id}: a running infracat delivers it ` +
-                `(infracat webhooks deliveries ${id})\n`,
-            );
+      return inAccount(values, async (account, service) => {
+        if (sub === 'delete') {
+          if (!(await service.delete(account, id, cliAuditContext()))) return fail(noWebhook(id, account), 'webhooks');
+          if (values.json === true) write({ deleted: id, account_id: account });
+          else process.stdout.write(`deleted ${id}\n`);
           return 0;
-        } catch (err) {
-          return fail(err, 'webhooks');
         }
+        const queued = await service.test(account, id);
+        if (queued === null) return fail(noWebhook(id, account), 'webhooks');
+        if (values.json === true) write({ event_id: queued.eventId, type: 'webhook.test' });
+        else
+          process.stdout.write(
+            `queued webhook.test ${queued.eventId} for ${id}: a running infracat delivers it ` +
+              `(infracat webhooks deliveries ${id})\n`,
+          );
+        return 0;
       });
     }
     if (sub === 'deliveries') {
@@ -272,10 +259,8 @@ export const webhooksCommand: Command = {
       if (values.limit !== undefined && (!/^[1-9][0-9]*$/.test(values.limit) || limit > DELIVERIES_PER_PAGE_MAX))
         throw new UsageError(`--limit must be a whole number from 1 to ${DELIVERIES_PER_PAGE_MAX}`);
       const id = positionals[0]!;
-      return withStore(values['database-url'], async (store, config) => {
-        const account = values.account ?? OPERATOR_ACCOUNT_ID;
-        if ((await store.accounts.get(account)) === null) return fail(noAccount(account), 'webhooks');
-        const page = await domainOf(config, store).service.deliveries(account, id, { perPage: limit });
+      return inAccount(values, async (account, service) => {
+        const page = await service.deliveries(account, id, { perPage: limit });
         if (page === null) return fail(noWebhook(id, account), 'webhooks');
         const views = page.items.map(deliveryView);
         if (values.json === true) write(views);

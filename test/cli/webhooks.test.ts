@@ -141,9 +141,12 @@ describe('infracat webhooks', () => {
     });
     assert.equal(loopback.code, 1);
     assert.match(loopback.stderr, /127\.0\.0\.1 is not a public address \(loopback\)/);
-    const other = await cli(['webhooks', 'list', '--account', 'acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H'], { env });
-    assert.equal(other.code, 1);
-    assert.match(other.stderr, /no account with id/);
+    const nowhere = ['--account', 'acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H'];
+    for (const sub of [['list'], ['create', '--url', 'https://hooks.example.com/x', '--events', 'api_token.created']]) {
+      const other = await cli(['webhooks', ...sub, ...nowhere], { env });
+      assert.equal(other.code, 1, sub.join(' '));
+      assert.match(other.stderr, /no account with id acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H/, sub.join(' '));
+    }
     // On PostgreSQL there is no key of infracat's own: without the setting, no secret.
     const pg = postgresBackend(t);
     if (pg === undefined) return;
