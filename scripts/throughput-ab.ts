@@ -135,24 +135,19 @@ try {
       );
     });
   });
-  // A process runs in one of two states that move its rates (BENCHMARKS.md),
-  // so what a token adds is read inside each process: its CPU over the anonymous GET's.
-  process.stdout.write('token GET over the anonymous GET, same process (median of rounds)\n');
-  args.forEach((arg, i) => {
-    const gaps = cpu[1]![i]!.map((token, round) => token - cpu[0]![i]![round]!);
-    const ratios = cpu[1]![i]!.map((token, round) => cpu[0]![i]![round]! / token);
-    const gap = `+${median(gaps).toFixed(1)} us/request`;
-    process.stdout.write(`  ${arg.padEnd(12)} ${gap}, x${median(ratios).toFixed(2)} (rounds ${spread(ratios)})\n`);
-  });
-  if (CONDITIONS) {
-    process.stdout.write('token with conditions over the plain token, same process (median of rounds)\n');
+  // A process runs in one of two states that move its rates (BENCHMARKS.md), so what a
+  // scenario adds over another is read inside each process: its CPU over the other's.
+  const over = (title: string, k: number, base: number) => {
+    process.stdout.write(`${title}, same process (median of rounds)\n`);
     args.forEach((arg, i) => {
-      const gaps = cpu[3]![i]!.map((with_, round) => with_ - cpu[1]![i]![round]!);
-      const ratios = cpu[3]![i]!.map((with_, round) => cpu[1]![i]![round]! / with_);
+      const gaps = cpu[k]![i]!.map((us, round) => us - cpu[base]![i]![round]!);
+      const ratios = cpu[k]![i]!.map((us, round) => cpu[base]![i]![round]! / us);
       const gap = `+${median(gaps).toFixed(1)} us/request`;
       process.stdout.write(`  ${arg.padEnd(12)} ${gap}, x${median(ratios).toFixed(2)} (rounds ${spread(ratios)})\n`);
     });
-  }
+  };
+  over('token GET over the anonymous GET', 1, 0);
+  if (CONDITIONS) over('token with conditions over the plain token', 3, 1);
 } finally {
   for (const b of builds) b.stop();
   rmSync(tmp, { recursive: true, force: true });
