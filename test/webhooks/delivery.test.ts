@@ -36,6 +36,13 @@ async function hook(app: App, auth: Auth, payload: object): Promise<{ id: string
   return res.json();
 }
 
+/** POST .../rotate-secret: the new secret. */
+async function rotateSecret(app: App, auth: Auth, id: string): Promise<string> {
+  const res = await app.inject({ method: 'POST', url: `/api/v1/webhooks/${id}/rotate-secret`, headers: auth });
+  assert.equal(res.statusCode, 200, res.body);
+  return res.json<{ secret: string }>().secret;
+}
+
 async function deliveries(app: App, auth: Auth, id: string): Promise<Delivery[]> {
   const res = await app.inject({ url: `/api/v1/webhooks/${id}/deliveries?per_page=100`, headers: auth });
   assert.equal(res.statusCode, 200, res.body);
@@ -373,12 +380,7 @@ for (const backend of backends()) {
       const { app, operator } = await setup(t);
       const r = await receiver(t);
       const { id, secret: old } = await hook(app, operator.auth, { url: r.url, events: ['api_token.created'] });
-      const rotated = await app.inject({
-        method: 'POST',
-        url: `/api/v1/webhooks/${id}/rotate-secret`,
-        headers: operator.auth,
-      });
-      const fresh = rotated.json<{ secret: string }>().secret;
+      const fresh = await rotateSecret(app, operator.auth, id);
       await makeToken(app, operator.auth, 'after rotation');
       await until(() => r.received.length === 1, 'the delivery');
       const request = r.received[0]!;
@@ -397,13 +399,7 @@ for (const backend of backends()) {
       const { app, operator } = await setup(t, {}, () => Date.now() + offset);
       const r = await receiver(t);
       const { id, secret: old } = await hook(app, operator.auth, { url: r.url, events: ['api_token.created'] });
-      const rotated = await app.inject({
-        method: 'POST',
-        url: `/api/v1/webhooks/${id}/rotate-secret`,
-        headers: operator.auth,
-      });
-      assert.equal(rotated.statusCode, 200, rotated.body);
-      const fresh = rotated.json<{ secret: string }>().secret;
+      const fresh = await rotateSecret(app, operator.auth, id);
       offset = 24 * 3_600_000 + 1000;
       const webhook = (await app.inject({ url: `/api/v1/webhooks/${id}`, headers: operator.auth })).json<{
         previous_secret_expires_at: string;
