@@ -46,12 +46,14 @@ Manage webhooks directly in the configured store (DATABASE_URL or --database-url
       every account's events. On PostgreSQL it needs WEBHOOK_ENCRYPTION_KEYS, as the
       server does.
       Event types: ${WEBHOOK_EVENT_TYPES.join(', ')}.
-  infracat webhooks update ID [--url URL] [--events TYPE[,TYPE...]] [--description TEXT]
-                              [--enable|--disable] [--json]
+  infracat webhooks update ID [--url URL] [--events TYPE[,TYPE...]]
+                              [--description TEXT|--no-description]
+                              [--all-accounts|--own-account] [--enable|--disable] [--json]
       Changes the webhook's URL (checked as at creation), replaces its event types,
-      sets its description, or switches it on or off: --disable drops what it had
-      still to deliver; --enable starts afresh one infracat disabled after failing.
-      --json prints PATCH /api/v1/webhooks/{id}.
+      sets or removes its description, makes it receive every account's events or its
+      own account's only (--all-accounts: operator account only), or switches it on or
+      off: --disable drops what it had still to deliver; --enable starts afresh one
+      infracat disabled after failing. --json prints PATCH /api/v1/webhooks/{id}.
   infracat webhooks rotate-secret ID [--json]
       Gives the webhook a new signing secret and prints it, shown this once; the
       previous secret also signs for 24 hours (a second signature). --json prints
@@ -181,22 +183,37 @@ export const webhooksCommand: Command = {
           url: { type: 'string' },
           events: { type: 'string' },
           description: { type: 'string' },
+          'no-description': { type: 'boolean' },
+          'all-accounts': { type: 'boolean' },
+          'own-account': { type: 'boolean' },
           enable: { type: 'boolean' },
           disable: { type: 'boolean' },
         },
         true,
       );
       if (positionals.length !== 1) throw new UsageError('update needs exactly one webhook id');
-      if (values.enable === true && values.disable === true)
-        throw new UsageError('give --enable or --disable, not both');
+      /** The value of a pair of opposite flags: true, false, or undefined when neither is given. */
+      const either = (yes: 'enable' | 'all-accounts', no: 'disable' | 'own-account'): boolean | undefined => {
+        if (values[yes] === true && values[no] === true) throw new UsageError(`give --${yes} or --${no}, not both`);
+        return values[yes] === true ? true : values[no] === true ? false : undefined;
+      };
+      if (values.description !== undefined && values['no-description'] === true)
+        throw new UsageError('give --description or --no-description, not both');
+      const enabled = either('enable', 'disable');
+      const allAccounts = either('all-accounts', 'own-account');
       const patch = {
         ...(values.url !== undefined ? { url: values.url } : {}),
         ...(values.events !== undefined ? { events: typeList(values.events) } : {}),
         ...(values.description !== undefined ? { description: values.description } : {}),
-        ...(values.enable === true ? { enabled: true } : values.disable === true ? { enabled: false } : {}),
+        ...(values['no-description'] === true ? { description: null } : {}),
+        ...(allAccounts !== undefined ? { all_accounts: allAccounts } : {}),
+        ...(enabled !== undefined ? { enabled } : {}),
       };
       if (Object.keys(patch).length === 0)
-        throw new UsageError('update needs --url, --events, --description, --enable or --disable');
+        throw new UsageError(
+          'update needs --url, --events, --description, --no-description, --all-accounts, --own-account, ' +
+            '--enable or --disable',
+        );
       const id = positionals[0]!;
       return inAccount(values, async (account, service) => {
         const updated = await service.update(account, id, patch, cliAuditContext());

@@ -60,6 +60,21 @@ describe('infracat webhooks', () => {
       assert.deepEqual([updated.enabled, updated.events, updated.description], [true, ['account.updated'], 'ops']);
       assert.ok(!enabled.stdout.includes('whsec_'), 'no secret');
 
+      // The description removed; every account's events, then its own account's again.
+      const widened = await cli(['webhooks', 'update', body.id, '--no-description', '--all-accounts', '--json'], {
+        env,
+      });
+      assert.equal(widened.code, 0, widened.stderr);
+      const wide = JSON.parse(widened.stdout) as {
+        description: string | null;
+        all_accounts: boolean;
+        events: string[];
+      };
+      assert.deepEqual([wide.description, wide.all_accounts, wide.events], [null, true, ['account.updated']]);
+      const narrowed = await cli(['webhooks', 'update', body.id, '--own-account', '--json'], { env });
+      assert.equal(narrowed.code, 0, narrowed.stderr);
+      assert.equal((JSON.parse(narrowed.stdout) as { all_accounts: boolean }).all_accounts, false);
+
       // A new secret, printed once; the previous one also signs for 24 hours.
       const rotated = await cli(['webhooks', 'rotate-secret', body.id], { env });
       assert.equal(rotated.code, 0, rotated.stderr);
@@ -118,6 +133,12 @@ describe('infracat webhooks', () => {
     assert.equal(both.code, 2);
     assert.match(both.stderr, /--enable or --disable, not both/);
     assert.equal((await cli(['webhooks', 'update', 'whk_x', '--events', ' , '], { env })).code, 2);
+    const opposite = await cli(['webhooks', 'update', 'whk_x', '--all-accounts', '--own-account'], { env });
+    assert.equal(opposite.code, 2);
+    assert.match(opposite.stderr, /--all-accounts or --own-account, not both/);
+    const described = await cli(['webhooks', 'update', 'whk_x', '--description', 'x', '--no-description'], { env });
+    assert.equal(described.code, 2);
+    assert.match(described.stderr, /--description or --no-description, not both/);
     assert.equal((await cli(['webhooks', 'rotate-secret'], { env })).code, 2);
     for (const sub of [
       ['update', 'whk_x', '--enable'],
@@ -141,6 +162,20 @@ describe('infracat webhooks', () => {
     });
     assert.equal(loopback.code, 1);
     assert.match(loopback.stderr, /127\.0\.0\.1 is not a public address \(loopback\)/);
+    // A customer account's webhook hears its own account only.
+    const acme = JSON.parse((await cli(['accounts', 'create', '--name', 'Acme', '--json'], { env })).stdout) as {
+      id: string;
+    };
+    const theirs = await cli(
+      ['webhooks', 'create', '--url', 'https://93.184.215.14/x', '--events', 'account.updated', '--account', acme.id],
+      { env },
+    );
+    assert.equal(theirs.code, 0, theirs.stderr);
+    const theirId = /^created (whk_\S+)/m.exec(theirs.stdout)?.[1];
+    assert.ok(theirId !== undefined, theirs.stdout);
+    const widen = await cli(['webhooks', 'update', theirId, '--all-accounts', '--account', acme.id], { env });
+    assert.equal(widen.code, 1);
+    assert.match(widen.stderr, /all_accounts/);
     const nowhere = ['--account', 'acc_01JD3X5Y6Z7A8B9C0D1E2F3G4H'];
     for (const sub of [['list'], ['create', '--url', 'https://hooks.example.com/x', '--events', 'api_token.created']]) {
       const other = await cli(['webhooks', ...sub, ...nowhere], { env });
