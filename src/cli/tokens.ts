@@ -12,7 +12,7 @@ import { createdView, rotatedView, tokenView, usageView } from '../tokens/views.
 import type { UsageBucketView } from '../tokens/schemas.js';
 import { UsageError, type Command } from './command.js';
 import { formatDuration, parseDuration } from './duration.js';
-import { parseFlags } from './options.js';
+import { eitherFlag, parseFlags } from './options.js';
 import { CLI_PAGE, printList } from './pages.js';
 import type { LastUsePosition, TokenRecord } from '../storage/types.js';
 import { withStore } from './store.js';
@@ -329,14 +329,13 @@ export const tokensCommand: Command = {
         true,
       );
       if (positionals.length !== 1) throw new UsageError('update needs exactly one token id');
-      if (values.enable === true && values.disable === true)
-        throw new UsageError('give --enable or --disable, not both');
+      const enabled = eitherFlag(values, 'enable', 'disable');
       const conditions = {
         ...(values['allowed-cidrs'] !== undefined ? { allowed_cidrs: cidrList(values['allowed-cidrs'], true) } : {}),
         ...(values['not-before'] !== undefined
           ? { not_before: values['not-before'] === 'none' ? null : values['not-before'] }
           : {}),
-        ...(values.enable === true ? { enabled: true } : values.disable === true ? { enabled: false } : {}),
+        ...(enabled !== undefined ? { enabled } : {}),
       };
       if (values.name === undefined && values.scopes === undefined && Object.keys(conditions).length === 0)
         throw new UsageError('update needs --name, --scopes, --allowed-cidrs, --not-before, --enable or --disable');

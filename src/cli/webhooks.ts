@@ -15,7 +15,7 @@ import { loadEncryptionKeys } from '../webhooks/keys.js';
 import { DELIVERIES_PER_PAGE_MAX } from '../webhooks/schemas.js';
 import { createdWebhookView, deliveryView, webhookView } from '../webhooks/views.js';
 import { UsageError, type Command } from './command.js';
-import { parseFlags } from './options.js';
+import { eitherFlag, parseFlags } from './options.js';
 import { CLI_PAGE, printList } from './pages.js';
 import { withStore } from './store.js';
 import { table } from './table.js';
@@ -192,15 +192,10 @@ export const webhooksCommand: Command = {
         true,
       );
       if (positionals.length !== 1) throw new UsageError('update needs exactly one webhook id');
-      /** The value of a pair of opposite flags: true, false, or undefined when neither is given. */
-      const either = (yes: 'enable' | 'all-accounts', no: 'disable' | 'own-account'): boolean | undefined => {
-        if (values[yes] === true && values[no] === true) throw new UsageError(`give --${yes} or --${no}, not both`);
-        return values[yes] === true ? true : values[no] === true ? false : undefined;
-      };
       if (values.description !== undefined && values['no-description'] === true)
         throw new UsageError('give --description or --no-description, not both');
-      const enabled = either('enable', 'disable');
-      const allAccounts = either('all-accounts', 'own-account');
+      const enabled = eitherFlag(values, 'enable', 'disable');
+      const allAccounts = eitherFlag(values, 'all-accounts', 'own-account');
       const patch = {
         ...(values.url !== undefined ? { url: values.url } : {}),
         ...(values.events !== undefined ? { events: typeList(values.events) } : {}),
